@@ -1,1 +1,33 @@
+"""The renderer bridge: messages to tokens and back, and the token-level env.
 
+Example::
+
+    from mint_envkit.rendering import get_renderer, get_tokenizer, EnvFromMessageEnv
+
+    renderer = get_renderer("qwen3", get_tokenizer("mint-envkit/tiny-qwen3"))
+    env = EnvFromMessageEnv(renderer, my_message_env)
+"""
+
+from mint_envkit.rendering.renderer import RENDERERS, Renderer, get_renderer
+from mint_envkit.rendering.token_env import EnvFromMessageEnv, StepResult, StopCondition
+from mint_envkit.rendering.tokenizer import (
+    TINY_MODEL_NAME,
+    TINY_MODEL_NAMES,
+    cache_dir,
+    get_tokenizer,
+    tiny_tokenizer_dir,
+)
+
+__all__ = [
+    "RENDERERS",
+    "TINY_MODEL_NAME",
+    "TINY_MODEL_NAMES",
+    "EnvFromMessageEnv",
+    "Renderer",
+    "StepResult",
+    "StopCondition",
+    "cache_dir",
+    "get_renderer",
+    "get_tokenizer",
+    "tiny_tokenizer_dir",
+]

@@ -1,0 +1,49 @@
+"""The arithmetic environment of the main job, and its problems.
+
+Checked offline, with no model and no account:
+
+    python examples/arithmetic_env.py
+"""
+
+from __future__ import annotations
+
+import random
+
+from mint_envkit import DatasetBuilder, ScriptedPolicy, SingleTurnEnv, first_number
+
+
+class ArithmeticEnv(SingleTurnEnv):
+    """Asks for a sum or product; the first number of the reply is the answer."""
+
+    system_prompt = "You are a precise calculator. Reply with only the final number."
+    parser = first_number
+    reward_correct = 1.0
+    reward_incorrect = -0.25
+
+
+def arithmetic_problems(n: int = 64, seed: int = 0) -> list[dict[str, str]]:
+    """``n`` two-operand problems (addition and multiplication), fixed by ``seed``."""
+    rng = random.Random(seed)
+    problems = []
+    for _ in range(n):
+        a, b = rng.randint(0, 99), rng.randint(0, 99)
+        if rng.random() < 0.5:
+            problems.append({"question": f"What is {a} + {b}?", "answer": str(a + b)})
+        else:
+            a, b = a % 13, b % 13
+            problems.append({"question": f"What is {a} * {b}?", "answer": str(a * b)})
+    return problems
+
+
+if __name__ == "__main__":
+    builder = DatasetBuilder(
+        env=ArithmeticEnv,
+        problems=[{"question": "What is 2 + 3?", "answer": "5"}],
+        batch_size=1,
+        group_size=3,
+        model_name="mint-envkit/tiny-qwen3",
+    )
+    report = ScriptedPolicy(["5", "7", "five"]).run_sync(builder)
+    group = report.groups[0]
+    for reply, reward, logs in zip(group.replies, group.rewards, group.logs, strict=True):
+        print(f"reply {reply!r:8} reward {reward:+.2f}  parse {logs['parse_status']}")

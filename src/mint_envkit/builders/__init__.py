@@ -1,0 +1,13 @@
+"""Group and dataset builders: one problem to a GRPO group, problems to batches.
+
+Example::
+
+    from mint_envkit.builders import DatasetBuilder
+    train, test = await DatasetBuilder(env=MyEnv, problems=rows, batch_size=2,
+                                       group_size=4, model_name="mint-envkit/tiny-qwen3")()
+"""
+
+from mint_envkit.builders.dataset import DatasetBuilder, ProblemDataset
+from mint_envkit.builders.group import GroupBuilder, renderer_for
+
+__all__ = ["DatasetBuilder", "GroupBuilder", "ProblemDataset", "renderer_for"]

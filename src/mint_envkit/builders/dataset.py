@@ -1,0 +1,271 @@
+"""Dataset builders: problems to seeded batches of groups.
+
+Example::
+
+    builder = DatasetBuilder(
+        env=ArithmeticEnv,
+        problems=[{"question": "What is 2 + 3?", "answer": "5"}, ...],
+        batch_size=2, group_size=4,
+        model_name="mint-envkit/tiny-qwen3", renderer_name="qwen3", seed=0,
+    )
+    train, test = await builder()
+    groups = train.get_batch(0)          # list[GroupBuilder]
+    envs = await groups[0].make_envs()   # group_size envs, one problem
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from mint_envkit.builders.group import (
+    GroupBuilder,
+    _check_env,
+    _check_renderer,
+    _optional_positive_int,
+    _positive_int,
+)
+from mint_envkit.envs.problem import bind_problem
+from mint_envkit.errors import ConfigError, ProblemError
+
+__all__ = ["DatasetBuilder", "ProblemDataset"]
+
+Problems = Sequence[Mapping[str, Any]] | Callable[[], Any]
+
+
+def _problems(value: Any) -> Any:
+    if callable(value):
+        return value
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence | tuple | list):
+        raise ConfigError(
+            f"problems must be a sequence of dicts or a function returning one, got "
+            f"{type(value).__name__}"
+        )
+    return tuple(value)
+
+
+def _fraction(_instance: Any, _attribute: Any, value: Any) -> None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1:
+        raise ConfigError(f"test_fraction must be in [0, 1), got {value!r}")
+
+
+@attrs.frozen
+class ProblemDataset:
+    """Batches of :class:`GroupBuilder`, in a fixed (seeded) order.
+
+    Example::
+
+        len(train)            # number of batches
+        train.get_batch(0)    # list[GroupBuilder], batch_size of them
+    """
+
+    batches: tuple[tuple[GroupBuilder, ...], ...]
+
+    def get_batch(self, index: int) -> list[GroupBuilder]:
+        """The groups of batch ``index`` (0-based).
+
+        Raises:
+            IndexError: ``index`` is outside ``0 .. len(self) - 1``.
+        """
+        if not 0 <= index < len(self.batches):
+            raise IndexError(
+                f"batch {index} does not exist; this dataset has {len(self.batches)} batches "
+                f"(0..{len(self.batches) - 1})"
+            )
+        return list(self.batches[index])
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def groups(self) -> list[GroupBuilder]:
+        """Every group of every batch, in order."""
+        return [group for batch in self.batches for group in batch]
+
+
+@attrs.frozen(kw_only=True)
+class DatasetBuilder:
+    """Turns problems into seeded batches of groups. Frozen and picklable.
+
+    Attributes:
+        env: a :class:`~mint_envkit.MessageEnv` subclass (or a function
+            ``(**problem) -> MessageEnv``).
+        problems: a sequence of dicts, or a function (sync or async) that
+            returns one (a loader).
+        batch_size: groups per batch (per training step).
+        group_size: envs per group (rollouts of the same problem).
+        model_name, renderer_name: the tokenizer and chat template.
+        seed: fixes the order; the same seed gives the same batches in any
+            process.
+        shuffle: shuffle each epoch (default True).
+        n_epochs: passes over the problems.
+        test_problems: a held-out test split, or None.
+        test_fraction: alternatively, hold out this fraction of ``problems``
+            (chosen with ``seed``).
+        test_group_size: envs per test group (default 1).
+        drop_last: drop a final partial batch (default False: nothing lost).
+        max_trajectory_tokens, max_generation_tokens, failed_parse_reward,
+            context_overflow_reward, score_truncated: passed to each group.
+
+    Raises:
+        ProblemError (when called): a problem misses a field the env needs,
+            naming the problem's index and the field.
+
+    Example::
+
+        train, test = await DatasetBuilder(env=ArithmeticEnv, problems=problems,
+                                           batch_size=2, group_size=4,
+                                           model_name="mint-envkit/tiny-qwen3")()
+    """
+
+    env: Callable[..., Any] = attrs.field(validator=_check_env)
+    problems: Problems = attrs.field(converter=_problems)
+    batch_size: int = attrs.field(validator=_positive_int("batch_size"))
+    group_size: int = attrs.field(validator=_positive_int("group_size"))
+    model_name: str
+    renderer_name: str = attrs.field(default="qwen3", validator=_check_renderer)
+    seed: int = 0
+    shuffle: bool = True
+    n_epochs: int = attrs.field(default=1, validator=_positive_int("n_epochs"))
+    test_problems: Sequence[Mapping[str, Any]] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(tuple)
+    )
+    test_fraction: float = attrs.field(default=0.0, validator=_fraction)
+    test_group_size: int = attrs.field(default=1, validator=_positive_int("test_group_size"))
+    drop_last: bool = False
+    max_trajectory_tokens: int | None = attrs.field(
+        default=None, validator=_optional_positive_int("max_trajectory_tokens")
+    )
+    max_generation_tokens: int | None = attrs.field(
+        default=None, validator=_optional_positive_int("max_generation_tokens")
+    )
+    failed_parse_reward: float = -1.0
+    context_overflow_reward: float = -0.1
+    score_truncated: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if self.test_problems is not None and self.test_fraction:
+            raise ConfigError(
+                "give either test_problems or test_fraction, not both "
+                f"(test_fraction={self.test_fraction})"
+            )
+
+    async def load_problems(self) -> list[dict[str, Any]]:
+        """The problems as a list of dicts (calling the loader if one was given)."""
+        source = self.problems
+        if callable(source):
+            source = source()
+            if inspect.isawaitable(source):
+                source = await source
+        problems = list(source)
+        for index, problem in enumerate(problems):
+            if not isinstance(problem, Mapping):
+                raise ProblemError(
+                    f"problem {index} must be a dict of fields, got {type(problem).__name__} "
+                    f"{problem!r}"
+                )
+        return [dict(p) for p in problems]
+
+    def _validate(self, problems: Sequence[Mapping[str, Any]], split: str) -> None:
+        required = getattr(self.env, "required_fields", None)
+        optional = getattr(self.env, "optional_fields", {})
+        if required is None:
+            return
+        name = getattr(self.env, "__name__", "env")
+        for index, problem in enumerate(problems):
+            try:
+                bind_problem(name, tuple(required), optional, problem)
+            except ProblemError as err:
+                raise ProblemError(f"{split} problem {index}: {err}") from None
+
+    def _group(self, problem: Mapping[str, Any], index: int, group_size: int) -> GroupBuilder:
+        return GroupBuilder(
+            problem=problem,
+            env=self.env,
+            group_size=group_size,
+            model_name=self.model_name,
+            renderer_name=self.renderer_name,
+            max_trajectory_tokens=self.max_trajectory_tokens,
+            max_generation_tokens=self.max_generation_tokens,
+            failed_parse_reward=self.failed_parse_reward,
+            context_overflow_reward=self.context_overflow_reward,
+            score_truncated=self.score_truncated,
+            index=index,
+        )
+
+    def _batches(
+        self, groups: list[GroupBuilder], *, epochs: int, shuffle: bool, salt: int
+    ) -> ProblemDataset:
+        rng = random.Random(f"{self.seed}:{salt}")
+        ordered: list[GroupBuilder] = []
+        for _ in range(epochs):
+            order = list(range(len(groups)))
+            if shuffle:
+                rng.shuffle(order)
+            ordered.extend(groups[i] for i in order)
+        batches = [
+            tuple(ordered[i : i + self.batch_size]) for i in range(0, len(ordered), self.batch_size)
+        ]
+        if self.drop_last and batches and len(batches[-1]) < self.batch_size:
+            batches.pop()
+        return ProblemDataset(batches=tuple(batches))
+
+    async def __call__(self) -> tuple[ProblemDataset, ProblemDataset | None]:
+        """Build ``(train, test)``; ``test`` is None without a test split."""
+        problems = await self.load_problems()
+        if not problems:
+            raise ProblemError("the dataset has no problems; give at least one")
+        test: list[dict[str, Any]] | None = None
+        if self.test_problems is not None:
+            test = [dict(p) for p in self.test_problems]
+        elif self.test_fraction:
+            order = list(range(len(problems)))
+            random.Random(f"{self.seed}:split").shuffle(order)
+            n_test = max(1, round(len(problems) * self.test_fraction))
+            if n_test >= len(problems):
+                raise ConfigError(
+                    f"test_fraction={self.test_fraction} leaves no training problems out of "
+                    f"{len(problems)}; lower it"
+                )
+            held = set(order[:n_test])
+            test = [p for i, p in enumerate(problems) if i in held]
+            problems = [p for i, p in enumerate(problems) if i not in held]
+        self._validate(problems, "train")
+        train_groups = [self._group(p, i, self.group_size) for i, p in enumerate(problems)]
+        train = self._batches(train_groups, epochs=self.n_epochs, shuffle=self.shuffle, salt=0)
+        test_set = None
+        if test:
+            self._validate(test, "test")
+            test_groups = [self._group(p, i, self.test_group_size) for i, p in enumerate(test)]
+            test_set = self._batches(test_groups, epochs=1, shuffle=False, salt=1)
+        return train, test_set
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready summary (for ``config.json``).
+
+        Example::
+
+            builder.describe()["env"]  # 'examples.rl_hyperparameters.ArithmeticEnv'
+        """
+        env = self.env
+        return {
+            "env": f"{getattr(env, '__module__', '?')}.{getattr(env, '__qualname__', repr(env))}",
+            "n_problems": None if callable(self.problems) else len(self.problems),
+            "n_test_problems": None if self.test_problems is None else len(self.test_problems),
+            "test_fraction": self.test_fraction,
+            "batch_size": self.batch_size,
+            "group_size": self.group_size,
+            "model_name": self.model_name,
+            "renderer_name": self.renderer_name,
+            "seed": self.seed,
+            "shuffle": self.shuffle,
+            "n_epochs": self.n_epochs,
+            "max_trajectory_tokens": self.max_trajectory_tokens,
+            "max_generation_tokens": self.max_generation_tokens,
+            "failed_parse_reward": self.failed_parse_reward,
+            "context_overflow_reward": self.context_overflow_reward,
+            "score_truncated": self.score_truncated,
+        }

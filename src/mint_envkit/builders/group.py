@@ -1,0 +1,174 @@
+"""Group builders: ``group_size`` copies of one problem, for GRPO.
+
+Example::
+
+    group = GroupBuilder(problem={"question": "2 + 3?", "answer": "5"}, env=ArithmeticEnv,
+                         group_size=4, model_name="mint-envkit/tiny-qwen3")
+    envs = await group.make_envs()   # 4 EnvFromMessageEnv, one problem
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from mint_envkit.envs.base import Message, MessageEnv
+from mint_envkit.errors import ConfigError, EnvError
+from mint_envkit.rendering.renderer import RENDERERS, Renderer, get_renderer
+from mint_envkit.rendering.token_env import EnvFromMessageEnv
+from mint_envkit.rendering.tokenizer import get_tokenizer
+
+__all__ = ["GroupBuilder", "renderer_for"]
+
+EnvFactory = Callable[..., MessageEnv]
+
+_RENDERER_CACHE: dict[tuple[str, str], Renderer] = {}
+
+
+def renderer_for(model_name: str, renderer_name: str) -> Renderer:
+    """The renderer for a model, built once per process and then shared.
+
+    Example::
+
+        renderer_for("mint-envkit/tiny-qwen3", "qwen3")
+    """
+    key = (model_name, renderer_name)
+    renderer = _RENDERER_CACHE.get(key)
+    if renderer is None:
+        renderer = get_renderer(renderer_name, get_tokenizer(model_name))
+        _RENDERER_CACHE[key] = renderer
+    return renderer
+
+
+def _positive_int(name: str):
+    def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+
+    return check
+
+
+def _optional_positive_int(name: str):
+    def check(instance: Any, attribute: Any, value: Any) -> None:
+        if value is not None:
+            _positive_int(name)(instance, attribute, value)
+
+    return check
+
+
+def _check_renderer(_instance: Any, _attribute: Any, value: Any) -> None:
+    if value not in RENDERERS:
+        raise ConfigError(
+            f"renderer_name {value!r} is unknown; known renderers: {', '.join(sorted(RENDERERS))}"
+        )
+
+
+def _check_env(_instance: Any, _attribute: Any, value: Any) -> None:
+    if not callable(value):
+        raise ConfigError(
+            f"env must be a MessageEnv subclass or a function returning one, got {value!r}"
+        )
+
+
+def _describe(messages: Sequence[Message]) -> str:
+    text = " | ".join(f"{m.get('role')}: {str(m.get('content'))[:60]}" for m in messages)
+    return text[:240]
+
+
+@attrs.frozen(kw_only=True)
+class GroupBuilder:
+    """Builds ``group_size`` token-level envs for one problem.
+
+    Frozen and picklable (when ``env`` is a module-level class or function).
+
+    Attributes:
+        problem: the problem's fields, passed to ``env(**problem)``.
+        env: a :class:`~mint_envkit.MessageEnv` subclass, or a function
+            ``(**problem) -> MessageEnv``.
+        group_size: how many envs (rollouts) share the problem.
+        model_name, renderer_name: pick the tokenizer and chat template.
+        max_trajectory_tokens, max_generation_tokens, failed_parse_reward,
+            context_overflow_reward, score_truncated: passed to
+            :class:`~mint_envkit.EnvFromMessageEnv`.
+        index: the problem's index in its dataset (for logs).
+
+    Example::
+
+        group = GroupBuilder(problem={"question": "2 + 3?", "answer": "5"},
+                             env=ArithmeticEnv, group_size=4,
+                             model_name="mint-envkit/tiny-qwen3")
+        envs = await group.make_envs()
+    """
+
+    problem: Mapping[str, Any] = attrs.field(converter=dict)
+    env: EnvFactory = attrs.field(validator=_check_env)
+    group_size: int = attrs.field(validator=_positive_int("group_size"))
+    model_name: str
+    renderer_name: str = attrs.field(default="qwen3", validator=_check_renderer)
+    max_trajectory_tokens: int | None = attrs.field(
+        default=None, validator=_optional_positive_int("max_trajectory_tokens")
+    )
+    max_generation_tokens: int | None = attrs.field(
+        default=None, validator=_optional_positive_int("max_generation_tokens")
+    )
+    failed_parse_reward: float = -1.0
+    context_overflow_reward: float = -0.1
+    score_truncated: bool = False
+    index: int = 0
+
+    def renderer(self) -> Renderer:
+        """This group's renderer (shared across groups of the same model)."""
+        return renderer_for(self.model_name, self.renderer_name)
+
+    def make_message_env(self) -> MessageEnv:
+        """One fresh message env for this problem."""
+        return self.env(**dict(self.problem))
+
+    async def make_envs(self) -> list[EnvFromMessageEnv]:
+        """``group_size`` independent token-level envs for this one problem.
+
+        Raises:
+            EnvError: the envs do not all start from the same messages (for
+                example, an env factory that draws a new random problem per
+                call), which would silently break group-relative advantages.
+        """
+        renderer = self.renderer()
+        envs = [
+            EnvFromMessageEnv(
+                renderer,
+                self.make_message_env(),
+                max_trajectory_tokens=self.max_trajectory_tokens,
+                max_generation_tokens=self.max_generation_tokens,
+                failed_parse_reward=self.failed_parse_reward,
+                context_overflow_reward=self.context_overflow_reward,
+                score_truncated=self.score_truncated,
+            )
+            for _ in range(self.group_size)
+        ]
+        first = await envs[0].initial_messages_async()
+        for position, env in enumerate(envs[1:], start=1):
+            messages = await env.initial_messages_async()
+            if messages != first:
+                raise EnvError(
+                    f"group of problem {self.index} holds different problems: env 0 starts with "
+                    f"[{_describe(first)}] but env {position} starts with [{_describe(messages)}]. "
+                    "Every env of a group must share one problem; draw randomness from the "
+                    "problem's fields (or a seed field), not inside the env."
+                )
+        return envs
+
+    async def compute_group_rewards(
+        self, trajectories: Sequence[Any], envs: Sequence[EnvFromMessageEnv]
+    ) -> list[tuple[float, dict[str, float]]]:
+        """Rewards that depend on the whole group (pairwise, ranking). Default: none.
+
+        Returns one ``(reward, metrics)`` per trajectory, added to the
+        per-step rewards. Subclass and override for group-level rewards.
+        """
+        return [(0.0, {}) for _ in trajectories]
+
+    def logging_tags(self) -> list[str]:
+        """Tags under which this group's metrics are also reported."""
+        return [getattr(self.env, "__name__", type(self.env).__name__)]

@@ -1,0 +1,23 @@
+"""Message-level environments: the code a user writes.
+
+Example::
+
+    from mint_envkit.envs import SingleTurnEnv
+
+    class ArithmeticEnv(SingleTurnEnv):
+        system_prompt = "You are a precise calculator. Reply with only the final number."
+"""
+
+from mint_envkit.envs.base import Message, MessageEnv, MessageStepResult, Metrics
+from mint_envkit.envs.multi_turn import Feedback, MultiTurnEnv
+from mint_envkit.envs.single_turn import SingleTurnEnv
+
+__all__ = [
+    "Feedback",
+    "Message",
+    "MessageEnv",
+    "MessageStepResult",
+    "Metrics",
+    "MultiTurnEnv",
+    "SingleTurnEnv",
+]

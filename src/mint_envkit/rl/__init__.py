@@ -1,0 +1,38 @@
+"""The RL layer: rollouts, advantages, the training loop and its config.
+
+Example::
+
+    import asyncio
+    from mint_envkit.rl import Config
+    from mint_envkit.rl.train import main
+
+    asyncio.run(main(Config(dataset_builder=builder, model_name="mint-envkit/tiny-qwen3",
+                            log_path="runs/demo", max_steps=2)))
+"""
+
+from mint_envkit.rl.advantages import constant_reason, group_advantages, kl_adjusted_advantages
+from mint_envkit.rl.config import LOSS_FNS, Config, KLReferenceConfig, resolve_backend
+from mint_envkit.rl.rollouts import Sampler, SampleRequest, rollout_group, rollout_groups
+from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy, ScriptedReport
+from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
+
+__all__ = [
+    "LOSS_FNS",
+    "Config",
+    "GroupReport",
+    "GroupRollout",
+    "KLReferenceConfig",
+    "SampleRequest",
+    "SampledTokens",
+    "Sampler",
+    "ScriptedPolicy",
+    "ScriptedReport",
+    "Trajectory",
+    "Transition",
+    "constant_reason",
+    "group_advantages",
+    "kl_adjusted_advantages",
+    "resolve_backend",
+    "rollout_group",
+    "rollout_groups",
+]

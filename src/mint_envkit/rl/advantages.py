@@ -1,0 +1,92 @@
+"""Advantages, the KL penalty, and the accounting of groups that teach nothing.
+
+Pure functions on plain numbers, so the arithmetic is tested by hand.
+
+Example::
+
+    group_advantages([1.0, -0.25, -0.25, 1.0])   # [0.625, -0.625, -0.625, 0.625]
+    constant_reason([0.0, 0.0], [{"correct": 0.0, "parsed": 0.0}] * 2)  # 'all_unparsed'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+__all__ = [
+    "DROP_REASONS",
+    "constant_reason",
+    "group_advantages",
+    "kl_adjusted_advantages",
+]
+
+DROP_REASONS = ("all_correct", "all_wrong", "all_unparsed", "constant")
+"""Why a constant-reward group is dropped from training."""
+
+
+def group_advantages(rewards: Sequence[float]) -> list[float]:
+    """Each reward minus the group's mean (GRPO without std scaling).
+
+    Example::
+
+        group_advantages([1.0, 0.0])  # [0.5, -0.5]
+    """
+    if not rewards:
+        return []
+    mean = sum(rewards) / len(rewards)
+    return [r - mean for r in rewards]
+
+
+def constant_reason(
+    rewards: Sequence[float], metrics: Sequence[Mapping[str, float]], *, tolerance: float = 1e-9
+) -> str | None:
+    """None when the group's rewards differ; otherwise why they are all equal.
+
+    ``all_correct`` when every env reports ``correct`` = 1, ``all_unparsed``
+    when every env reports ``parsed`` = 0, ``all_wrong`` when every env reports
+    ``correct`` = 0, else ``constant`` (an env without those metrics).
+
+    Example::
+
+        constant_reason([1.0, 1.0], [{"correct": 1.0}, {"correct": 1.0}])  # 'all_correct'
+        constant_reason([1.0, 0.0], [{}, {}])                              # None
+    """
+    if not rewards or max(rewards) - min(rewards) > tolerance:
+        return None
+    if metrics and all(m.get("correct") == 1.0 for m in metrics):
+        return "all_correct"
+    if metrics and all(m.get("parsed") == 0.0 for m in metrics):
+        return "all_unparsed"
+    if metrics and all(m.get("correct") == 0.0 for m in metrics):
+        return "all_wrong"
+    return "constant"
+
+
+def kl_adjusted_advantages(
+    advantages: Sequence[Sequence[float]],
+    sampler_logprobs: Sequence[Sequence[float]],
+    reference_logprobs: Sequence[Sequence[float]],
+    coef: float,
+) -> tuple[list[list[float]], float]:
+    """Apply the KL penalty to per-token advantages.
+
+    With ``kl = sampler_logprob - reference_logprob`` per sampled token and
+    ``mean_kl`` its mean over every sampled token of the batch, each token's
+    advantage becomes ``advantage + coef * (mean_kl - kl)``. Returns the new
+    advantages and ``mean_kl`` (logged as ``kl_policy_base``).
+
+    Example::
+
+        kl_adjusted_advantages([[1.0, 1.0]], [[-1.0, -2.0]], [[-1.5, -1.5]], coef=0.1)
+        # kl = [0.5, -0.5], mean 0.0 -> ([[0.95, 1.05]], 0.0)
+    """
+    kls = [
+        [s - r for s, r in zip(srow, rrow, strict=True)]
+        for srow, rrow in zip(sampler_logprobs, reference_logprobs, strict=True)
+    ]
+    n = sum(len(row) for row in kls)
+    mean_kl = sum(sum(row) for row in kls) / n if n else 0.0
+    adjusted = [
+        [a + coef * (mean_kl - k) for a, k in zip(arow, krow, strict=True)]
+        for arow, krow in zip(advantages, kls, strict=True)
+    ]
+    return adjusted, mean_kl

@@ -1,0 +1,284 @@
+"""The configuration of one RL training run.
+
+A :class:`Config` is a frozen, validated value: a bad field fails when the
+config is built, before any network call, with a message naming the field.
+
+Example::
+
+    from mint_envkit.rl import Config, KLReferenceConfig
+
+    config = Config(
+        dataset_builder=builder,
+        model_name="mint-envkit/tiny-qwen3",
+        learning_rate=3e-3,
+        temperature=0.7,
+        kl_penalty_coef=0.02,
+        kl_reference_config=KLReferenceConfig(base_model="mint-envkit/tiny-qwen3"),
+        max_steps=3,
+        log_path="runs/arithmetic",
+    )
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Literal
+
+import attrs
+
+from mint_envkit.errors import ConfigError
+
+__all__ = [
+    "LOSS_FNS",
+    "Backend",
+    "Config",
+    "KLReferenceConfig",
+    "resolve_backend",
+]
+
+Backend = Literal["auto", "mint", "local"]
+LOSS_FNS = ("importance_sampling", "ppo")
+
+
+def _positive(name: str, *, allow_zero: bool = False):
+    def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"Config.{name} must be a number, got {value!r}")
+        if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+            bound = ">= 0" if allow_zero else "> 0"
+            raise ConfigError(f"Config.{name} must be finite and {bound}, got {value!r}")
+
+    return check
+
+
+def _optional_positive_int(name: str):
+    def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"Config.{name} must be a positive integer or None, got {value!r}")
+
+    return check
+
+
+def _non_negative_int(name: str):
+    def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(
+                f"Config.{name} must be an integer >= 0 (0 turns it off), got {value!r}"
+            )
+
+    return check
+
+
+@attrs.frozen
+class KLReferenceConfig:
+    """The reference model of the KL penalty: a base model with no LoRA.
+
+    Example::
+
+        KLReferenceConfig(base_model="Qwen/Qwen3-0.6B")
+    """
+
+    base_model: str = attrs.field()
+
+    @base_model.validator
+    def _check(self, _attribute: Any, value: Any) -> None:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(
+                f"KLReferenceConfig.base_model must name a model, got {value!r}; "
+                "usually the same name as Config.model_name"
+            )
+
+
+def _check_backend(_instance: Any, _attribute: Any, value: Any) -> None:
+    if value not in ("auto", "mint", "local"):
+        raise ConfigError(f"Config.backend must be 'auto', 'mint' or 'local', got {value!r}")
+
+
+def _check_loss(_instance: Any, _attribute: Any, value: Any) -> None:
+    if value not in LOSS_FNS:
+        raise ConfigError(f"Config.loss_fn must be one of {', '.join(LOSS_FNS)}; got {value!r}")
+
+
+def _check_name(field: str):
+    def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"Config.{field} must be a non-empty string, got {value!r}")
+
+    return check
+
+
+@attrs.frozen(kw_only=True)
+class Config:
+    """Everything one RL run needs. Frozen; validated when built.
+
+    The fields follow tinker-cookbook's ``rl.train.Config`` (the MinT recipe's
+    shape), so a recipe ports by renaming little.
+
+    Attributes:
+        dataset_builder: a :class:`~mint_envkit.DatasetBuilder` (problems,
+            env class, ``batch_size``, ``group_size``, seed).
+        model_name: the base model to train, e.g. ``"Qwen/Qwen3-0.6B"`` on
+            MinT or ``"mint-envkit/tiny-qwen3"`` on the embedded backend.
+        log_path: the run directory (config.json, metrics.jsonl,
+            checkpoints.jsonl, rollouts.jsonl). A run started again on the
+            same path resumes from its last checkpoint.
+        learning_rate, beta1, beta2, eps, weight_decay, grad_clip_norm: Adam.
+        renderer_name: ``"qwen3"`` or ``"qwen3_disable_thinking"``; None uses
+            the dataset builder's.
+        lora_rank, train_mlp, train_attn, train_unembed: the LoRA adapter.
+        max_tokens, temperature, top_p, top_k: sampling.
+        kl_penalty_coef: weight of the KL penalty against the reference
+            model; > 0 needs ``kl_reference_config``.
+        loss_fn: ``"importance_sampling"`` or ``"ppo"``;
+            ``loss_fn_config`` passes e.g. PPO clip thresholds.
+        max_steps: stop after this many steps (None: one pass over the data).
+        save_every: checkpoint every N steps (0: only the final checkpoint).
+        eval_every: evaluate on the test split every N steps (0: never).
+        base_url: an already running backend; None starts the embedded one
+            (backend ``local``) or uses MinT's default endpoint (``mint``).
+        backend: ``"auto"`` (``MINT_ENVKIT_BACKEND``, else MinT when
+            ``MINT_API_KEY`` is set, else local), ``"mint"`` or ``"local"``.
+        seed: seeds sampling and LoRA initialisation.
+        max_concurrent_groups: how many groups are rolled out at once
+            (None: the whole batch).
+        fail_fast: raise on the first env error instead of dropping its group.
+        local_latency_ms: added delay per operation of an embedded backend
+            started for this run (to rehearse a remote service).
+        preflight_timeout_s: how long the backend may take to answer at start.
+
+    Example::
+
+        Config(dataset_builder=builder, model_name="mint-envkit/tiny-qwen3",
+               log_path="runs/demo", max_steps=1)
+    """
+
+    dataset_builder: Any = attrs.field()
+    model_name: str = attrs.field(validator=_check_name("model_name"))
+    log_path: str = attrs.field(converter=os.fspath, validator=_check_name("log_path"))
+    learning_rate: float = attrs.field(default=1e-4, validator=_positive("learning_rate"))
+    renderer_name: str | None = None
+    lora_rank: int = attrs.field(default=32)
+    train_mlp: bool = True
+    train_attn: bool = True
+    train_unembed: bool = True
+    max_tokens: int = attrs.field(default=64)
+    temperature: float = attrs.field(default=1.0)
+    top_p: float = 1.0
+    top_k: int = -1
+    kl_penalty_coef: float = attrs.field(
+        default=0.0, validator=_positive("kl_penalty_coef", allow_zero=True)
+    )
+    kl_reference_config: KLReferenceConfig | None = None
+    loss_fn: str = attrs.field(default="importance_sampling", validator=_check_loss)
+    loss_fn_config: dict[str, float] | None = None
+    max_steps: int | None = attrs.field(default=None, validator=_optional_positive_int("max_steps"))
+    save_every: int = attrs.field(default=20, validator=_non_negative_int("save_every"))
+    eval_every: int = attrs.field(default=0, validator=_non_negative_int("eval_every"))
+    base_url: str | None = None
+    backend: str = attrs.field(default="auto", validator=_check_backend)
+    seed: int = 0
+    beta1: float = 0.9
+    beta2: float = 0.95
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    grad_clip_norm: float = 0.0
+    max_concurrent_groups: int | None = attrs.field(
+        default=None, validator=_optional_positive_int("max_concurrent_groups")
+    )
+    fail_fast: bool = False
+    local_latency_ms: float = attrs.field(
+        default=0.0, validator=_positive("local_latency_ms", allow_zero=True)
+    )
+    preflight_timeout_s: float = attrs.field(
+        default=15.0, validator=_positive("preflight_timeout_s")
+    )
+
+    @lora_rank.validator
+    def _check_rank(self, _attribute: Any, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"Config.lora_rank must be a positive integer, got {value!r}")
+
+    @max_tokens.validator
+    def _check_max_tokens(self, _attribute: Any, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"Config.max_tokens must be a positive integer, got {value!r}")
+
+    @temperature.validator
+    def _check_temperature(self, _attribute: Any, value: Any) -> None:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value <= 0
+        ):
+            raise ConfigError(
+                f"Config.temperature must be a number > 0, got {value!r}; "
+                "for near-greedy sampling use a small value such as 0.05"
+            )
+
+    def __attrs_post_init__(self) -> None:
+        if self.kl_penalty_coef > 0 and self.kl_reference_config is None:
+            raise ConfigError(
+                f"Config.kl_penalty_coef is {self.kl_penalty_coef} but Config.kl_reference_config "
+                "is None; pass kl_reference_config=KLReferenceConfig(base_model=...) "
+                "(usually the same model as model_name) or set kl_penalty_coef=0"
+            )
+        group_size = getattr(self.dataset_builder, "group_size", None)
+        if group_size is None or isinstance(group_size, bool) or not isinstance(group_size, int):
+            raise ConfigError(
+                "Config.dataset_builder must be a DatasetBuilder (with an integer group_size), "
+                f"got {type(self.dataset_builder).__name__}"
+            )
+        if group_size < 1:
+            raise ConfigError(f"Config.dataset_builder.group_size must be >= 1, got {group_size}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"Config.top_p must be in (0, 1], got {self.top_p!r}")
+        if self.base_url is not None and not str(self.base_url).startswith(("http://", "https://")):
+            raise ConfigError(
+                f"Config.base_url must start with http:// or https://, got {self.base_url!r}"
+            )
+
+    def public_dict(self) -> dict[str, Any]:
+        """The config as JSON-ready data, for ``config.json`` (holds no secrets).
+
+        Example::
+
+            json.dumps(config.public_dict())
+        """
+        out: dict[str, Any] = {}
+        for field in attrs.fields(Config):
+            value = getattr(self, field.name)
+            if field.name == "dataset_builder":
+                describe = getattr(value, "describe", None)
+                out[field.name] = describe() if callable(describe) else repr(value)
+            elif isinstance(value, KLReferenceConfig):
+                out[field.name] = {"base_model": value.base_model}
+            else:
+                out[field.name] = value
+        return out
+
+
+def resolve_backend(backend: str) -> Literal["mint", "local"]:
+    """Decide which backend a run uses.
+
+    ``"auto"`` reads ``MINT_ENVKIT_BACKEND`` (``local`` or ``mint``) first,
+    then picks MinT when ``MINT_API_KEY`` is set and the embedded local
+    backend otherwise.
+
+    Example::
+
+        resolve_backend("auto")  # 'local' on a machine with no MINT_API_KEY
+    """
+    if backend == "auto":
+        forced = os.environ.get("MINT_ENVKIT_BACKEND", "").strip().lower()
+        if forced:
+            if forced not in ("local", "mint"):
+                raise ConfigError(f"MINT_ENVKIT_BACKEND must be 'local' or 'mint', got {forced!r}")
+            return forced  # type: ignore[return-value]
+        return "mint" if os.environ.get("MINT_API_KEY") else "local"
+    if backend not in ("mint", "local"):
+        raise ConfigError(f"backend must be 'auto', 'mint' or 'local', got {backend!r}")
+    return backend  # type: ignore[return-value]

@@ -1,0 +1,180 @@
+"""Rolling out groups: run every env of a group to the end of its episode.
+
+A *sampler* is any async function that answers a :class:`SampleRequest`
+with ``num_samples`` replies: the training loop's samples from a model, the
+:class:`~mint_envkit.ScriptedPolicy`'s returns fixed text. When a group's
+envs share their first prompt (always, since :class:`GroupBuilder` checks
+it), the first turn of the whole group is one request with
+``num_samples=group_size``; later turns of multi-turn envs are one request
+per env.
+
+Example::
+
+    rollout = await rollout_group(group, sampler)
+    rollout.rewards      # one total reward per env
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback as traceback_module
+from collections.abc import Awaitable, Callable, Sequence
+
+import attrs
+
+from mint_envkit.builders.group import GroupBuilder
+from mint_envkit.envs.base import Message
+from mint_envkit.errors import MintEnvkitError
+from mint_envkit.rendering.renderer import Renderer
+from mint_envkit.rendering.token_env import EnvFromMessageEnv
+from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
+
+__all__ = ["SampleRequest", "Sampler", "rollout_group", "rollout_groups"]
+
+
+@attrs.frozen
+class SampleRequest:
+    """One sampling request of a rollout.
+
+    Attributes:
+        prompt: the prompt tokens.
+        stop: stop tokens (or strings).
+        num_samples: how many replies to return.
+        messages: the conversation the prompt renders (for scripted policies).
+        renderer: the group's renderer.
+    """
+
+    prompt: list[int]
+    stop: list[int] | list[str]
+    num_samples: int
+    messages: list[Message]
+    renderer: Renderer
+
+
+Sampler = Callable[[SampleRequest], Awaitable[Sequence[SampledTokens]]]
+
+
+async def _sample(sampler: Sampler, request: SampleRequest) -> list[SampledTokens]:
+    replies = list(await sampler(request))
+    if len(replies) != request.num_samples:
+        raise MintEnvkitError(
+            f"the sampler returned {len(replies)} replies for num_samples={request.num_samples}"
+        )
+    return replies
+
+
+async def _run_episode(
+    env: EnvFromMessageEnv, first_ob: list[int], first: SampledTokens, sampler: Sampler
+) -> list[Transition]:
+    transitions: list[Transition] = []
+    ob, reply = first_ob, first
+    while True:
+        result = await env.step(reply.tokens, extra={"stop_reason": reply.stop_reason})
+        transitions.append(
+            Transition(
+                ob=ob,
+                ac=reply,
+                reward=result.reward,
+                episode_done=result.episode_done,
+                metrics=dict(result.metrics),
+                logs=dict(result.logs),
+                message=result.message,
+            )
+        )
+        if result.episode_done:
+            return transitions
+        ob = result.next_observation.to_ints()
+        request = SampleRequest(
+            prompt=ob,
+            stop=list(result.next_stop_condition),
+            num_samples=1,
+            messages=[dict(m) for m in env.messages],
+            renderer=env.renderer,
+        )
+        reply = (await _sample(sampler, request))[0]
+
+
+async def rollout_group(
+    group: GroupBuilder, sampler: Sampler, *, fail_fast: bool = False
+) -> GroupRollout:
+    """Run one group to the end; an env that raises fails only its own group.
+
+    Args:
+        group: the group to run.
+        sampler: answers sampling requests.
+        fail_fast: re-raise the first error instead of recording it.
+
+    Returns:
+        A :class:`GroupRollout`; its ``error`` is set when an env (or the
+        group reward) raised, and its trajectories are then empty.
+
+    Example::
+
+        rollout = await rollout_group(train.get_batch(0)[0], sampler)
+    """
+    messages: list[Message] = []
+    try:
+        envs = await group.make_envs()
+        messages = [dict(m) for m in envs[0].initial_messages or []]
+        observation, stop = await envs[0].initial_observation()
+        for env in envs[1:]:
+            await env.initial_observation()
+        first_ob = observation.to_ints()
+        request = SampleRequest(
+            prompt=first_ob,
+            stop=list(stop),
+            num_samples=len(envs),
+            messages=messages,
+            renderer=envs[0].renderer,
+        )
+        firsts = await _sample(sampler, request)
+        episodes = await asyncio.gather(
+            *(
+                _run_episode(env, first_ob, reply, sampler)
+                for env, reply in zip(envs, firsts, strict=True)
+            )
+        )
+        trajectories = [Trajectory(transitions=t) for t in episodes]
+        group_rewards = await group.compute_group_rewards(trajectories, envs)
+        trajectories = [
+            attrs.evolve(t, group_reward=float(r), group_metrics=dict(m))
+            for t, (r, m) in zip(trajectories, group_rewards, strict=True)
+        ]
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        raise
+    except Exception as err:
+        if fail_fast:
+            raise
+        return GroupRollout(
+            index=group.index,
+            messages=messages,
+            trajectories=[],
+            error=f"{type(err).__name__}: {err}",
+            traceback=traceback_module.format_exc(),
+            tags=group.logging_tags(),
+        )
+    return GroupRollout(
+        index=group.index, messages=messages, trajectories=trajectories, tags=group.logging_tags()
+    )
+
+
+async def rollout_groups(
+    groups: Sequence[GroupBuilder],
+    sampler: Sampler,
+    *,
+    max_concurrent: int | None = None,
+    fail_fast: bool = False,
+) -> list[GroupRollout]:
+    """Run many groups at once (at most ``max_concurrent`` in flight), in order.
+
+    Example::
+
+        rollouts = await rollout_groups(train.get_batch(0), sampler, max_concurrent=8)
+    """
+    limit = asyncio.Semaphore(max_concurrent or max(1, len(groups)))
+
+    async def run(group: GroupBuilder) -> GroupRollout:
+        async with limit:
+            return await rollout_group(group, sampler, fail_fast=fail_fast)
+
+    return list(await asyncio.gather(*(run(g) for g in groups)))

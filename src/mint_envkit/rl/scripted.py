@@ -1,0 +1,213 @@
+"""ScriptedPolicy: drive envs end to end with fixed replies, no model, no backend.
+
+Run it to check an env before spending money: every group goes through the
+same path as training (make_envs, render, parse, step, group rewards), only
+the replies come from a script.
+
+Example::
+
+    from mint_envkit import ScriptedPolicy
+
+    report = await ScriptedPolicy(["5", "7", "five"]).run(builder)
+    for group in report.groups:
+        print(group.rewards, group.metrics)   # [1.0, -0.25, 0.0, 1.0] ...
+    report.mean_reward
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from mint_envkit.builders.dataset import DatasetBuilder, ProblemDataset
+from mint_envkit.builders.group import GroupBuilder
+from mint_envkit.envs.base import Message
+from mint_envkit.errors import ConfigError
+from mint_envkit.rl.rollouts import SampleRequest, rollout_groups
+from mint_envkit.rl.types import GroupRollout, SampledTokens
+
+__all__ = ["GroupReport", "ScriptedPolicy", "ScriptedReport"]
+
+ReplyFn = Callable[[list[Message]], str]
+
+
+@attrs.frozen
+class GroupReport:
+    """One group under a scripted policy.
+
+    Attributes:
+        index: the problem's index.
+        prompt: the opening conversation.
+        replies: each env's final reply text.
+        rewards: each env's total reward.
+        metrics: each env's metrics.
+        logs: each env's last-step logs (parse status, parsed value...).
+        error: why the group failed, or None.
+    """
+
+    index: int
+    prompt: list[Message]
+    replies: list[str]
+    rewards: list[float]
+    metrics: list[dict[str, float]]
+    logs: list[dict[str, Any]]
+    error: str | None = None
+
+    @classmethod
+    def from_rollout(cls, rollout: GroupRollout) -> GroupReport:
+        """Summarise a :class:`GroupRollout`."""
+        replies, logs = [], []
+        for trajectory in rollout.trajectories:
+            last = trajectory.transitions[-1]
+            replies.append((last.message or {}).get("content", ""))
+            logs.append(dict(last.logs))
+        return cls(
+            index=rollout.index,
+            prompt=rollout.messages,
+            replies=replies,
+            rewards=rollout.rewards,
+            metrics=[t.metrics for t in rollout.trajectories],
+            logs=logs,
+            error=rollout.error,
+        )
+
+
+@attrs.frozen
+class ScriptedReport:
+    """Every group a scripted run produced, with overall means.
+
+    Example::
+
+        report.mean_reward, report.mean_metrics["correct"], report.errors
+    """
+
+    groups: list[GroupReport]
+
+    @property
+    def mean_reward(self) -> float:
+        """The mean total reward over every env of every group that ran."""
+        rewards = [r for g in self.groups for r in g.rewards]
+        return sum(rewards) / len(rewards) if rewards else float("nan")
+
+    @property
+    def mean_metrics(self) -> dict[str, float]:
+        """Each metric's mean over the envs that reported it."""
+        sums: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        for group in self.groups:
+            for metrics in group.metrics:
+                for key, value in metrics.items():
+                    sums[key] = sums.get(key, 0.0) + float(value)
+                    counts[key] = counts.get(key, 0) + 1
+        return {key: sums[key] / counts[key] for key in sums}
+
+    @property
+    def errors(self) -> list[str]:
+        """The error of every failed group."""
+        return [f"group {g.index}: {g.error}" for g in self.groups if g.error]
+
+
+class ScriptedPolicy:
+    """A policy with scripted replies, for checking envs offline.
+
+    Args:
+        replies: a list of reply texts (env ``i`` of a group gets
+            ``replies[i % len(replies)]`` at every turn), or a function of
+            the conversation so far returning the reply text.
+        end_with_stop: append the renderer's stop token, as a model that
+            finishes its turn would (default True). With False, replies look
+            cut off at the length limit (``stop_reason="length"``).
+
+    Example::
+
+        policy = ScriptedPolicy(lambda messages: "5" if "2 + 3" in messages[-1]["content"] else "0")
+        report = await policy.run(builder, max_batches=1)
+    """
+
+    def __init__(self, replies: Sequence[str] | ReplyFn, *, end_with_stop: bool = True) -> None:
+        if callable(replies):
+            self._fn: ReplyFn | None = replies
+            self._replies: list[str] = []
+        else:
+            if isinstance(replies, str) or not all(isinstance(r, str) for r in replies):
+                raise ConfigError(
+                    "ScriptedPolicy takes a list of reply strings or a function of the "
+                    f"conversation, got {replies!r}"
+                )
+            if not replies:
+                raise ConfigError("ScriptedPolicy needs at least one reply")
+            self._fn = None
+            self._replies = list(replies)
+        self.end_with_stop = end_with_stop
+
+    async def _reply_text(self, messages: list[Message], position: int) -> str:
+        if self._fn is None:
+            return self._replies[position % len(self._replies)]
+        text = self._fn([dict(m) for m in messages])
+        if inspect.isawaitable(text):
+            text = await text
+        if not isinstance(text, str):
+            raise ConfigError(f"the ScriptedPolicy function must return a str, got {text!r}")
+        return text
+
+    async def __call__(self, request: SampleRequest) -> list[SampledTokens]:
+        """Answer one sampling request with scripted replies (a rollout sampler)."""
+        out = []
+        tokenizer = request.renderer.tokenizer
+        for position in range(request.num_samples):
+            text = await self._reply_text(request.messages, position)
+            tokens = list(tokenizer.encode(text, add_special_tokens=False))
+            if self.end_with_stop:
+                stop = request.renderer.get_stop_sequences()[0]
+                out.append(SampledTokens(tokens=[*tokens, stop], logprobs=None, stop_reason="stop"))
+            else:
+                out.append(SampledTokens(tokens=tokens, logprobs=None, stop_reason="length"))
+        return out
+
+    async def run_group(self, group: GroupBuilder) -> GroupReport:
+        """Run one group.
+
+        Example::
+
+            await ScriptedPolicy(["5"]).run_group(train.get_batch(0)[0])
+        """
+        rollouts = await rollout_groups([group], self)
+        return GroupReport.from_rollout(rollouts[0])
+
+    async def run(
+        self,
+        source: DatasetBuilder | ProblemDataset | Sequence[GroupBuilder],
+        *,
+        max_batches: int | None = None,
+        split: str = "train",
+    ) -> ScriptedReport:
+        """Run every group of a dataset builder (or dataset, or list of groups).
+
+        Args:
+            source: what to run.
+            max_batches: run only the first N batches.
+            split: ``"train"`` or ``"test"`` when ``source`` is a builder.
+        """
+        if isinstance(source, DatasetBuilder):
+            train, test = await source()
+            if split not in ("train", "test"):
+                raise ConfigError(f"split must be 'train' or 'test', got {split!r}")
+            dataset = train if split == "train" else test
+            if dataset is None:
+                raise ConfigError("this DatasetBuilder has no test split")
+            source = dataset
+        if isinstance(source, ProblemDataset):
+            n = len(source) if max_batches is None else min(max_batches, len(source))
+            groups = [g for i in range(n) for g in source.get_batch(i)]
+        else:
+            groups = list(source)
+        rollouts = await rollout_groups(groups, self)
+        return ScriptedReport(groups=[GroupReport.from_rollout(r) for r in rollouts])
+
+    def run_sync(self, source: Any, **kwargs: Any) -> ScriptedReport:
+        """:meth:`run` for code without an event loop (scripts, notebooks' cells)."""
+        return asyncio.run(self.run(source, **kwargs))

@@ -1,0 +1,103 @@
+"""Rollout data: what one episode and one group produced.
+
+Example::
+
+    rollout = await rollout_group(group, sampler)
+    for trajectory in rollout.trajectories:
+        print(trajectory.total_reward, trajectory.transitions[-1].metrics)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from mint_envkit.envs.base import Message
+
+__all__ = ["GroupRollout", "SampledTokens", "Trajectory", "Transition"]
+
+
+@attrs.frozen
+class SampledTokens:
+    """One sampled reply: tokens, their logprobs (None when scripted), why it stopped.
+
+    Example::
+
+        SampledTokens(tokens=[20, 2045], logprobs=[-1.2, -0.3], stop_reason="stop")
+    """
+
+    tokens: list[int]
+    logprobs: list[float] | None
+    stop_reason: str
+
+
+@attrs.frozen
+class Transition:
+    """One step of an episode: the prompt tokens, the reply, its reward.
+
+    Attributes:
+        ob: prompt tokens the reply answered.
+        ac: the sampled reply.
+        reward: the step reward.
+        episode_done: True on the last step.
+        metrics, logs: from the env's step.
+        message: the parsed assistant message (None if it could not be parsed).
+    """
+
+    ob: list[int]
+    ac: SampledTokens
+    reward: float
+    episode_done: bool
+    metrics: dict[str, float] = attrs.field(factory=dict)
+    logs: dict[str, Any] = attrs.field(factory=dict)
+    message: Message | None = None
+
+
+@attrs.frozen
+class Trajectory:
+    """One episode: its transitions and its total reward (step rewards + group reward)."""
+
+    transitions: list[Transition]
+    group_reward: float = 0.0
+    group_metrics: dict[str, float] = attrs.field(factory=dict)
+
+    @property
+    def total_reward(self) -> float:
+        """Sum of step rewards plus the group reward."""
+        return sum(t.reward for t in self.transitions) + self.group_reward
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """The episode's metrics: every step's, later steps winning, plus group metrics."""
+        out: dict[str, float] = {}
+        for transition in self.transitions:
+            out.update(transition.metrics)
+        out.update(self.group_metrics)
+        return out
+
+
+@attrs.frozen
+class GroupRollout:
+    """What one group produced, or why it failed.
+
+    Attributes:
+        index: the problem's index.
+        messages: the group's opening conversation.
+        trajectories: one per env (empty when ``error`` is set).
+        error: None, or ``"ExceptionType: message"`` of the env that raised.
+        traceback: the formatted traceback when ``error`` is set.
+        tags: the group's logging tags.
+    """
+
+    index: int
+    messages: list[Message]
+    trajectories: list[Trajectory]
+    error: str | None = None
+    traceback: str | None = None
+    tags: list[str] = attrs.field(factory=list)
+
+    @property
+    def rewards(self) -> list[float]:
+        """Each trajectory's total reward."""
+        return [t.total_reward for t in self.trajectories]
