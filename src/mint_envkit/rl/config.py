@@ -34,6 +34,7 @@ __all__ = [
     "Backend",
     "Config",
     "KLReferenceConfig",
+    "default_model",
     "resolve_backend",
 ]
 
@@ -282,3 +283,25 @@ def resolve_backend(backend: str) -> Literal["mint", "local"]:
     if backend not in ("mint", "local"):
         raise ConfigError(f"backend must be 'auto', 'mint' or 'local', got {backend!r}")
     return backend  # type: ignore[return-value]
+
+
+MINT_DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
+"""The model the examples train on MinT."""
+
+
+def default_model(backend: str) -> str:
+    """The base model for a backend: ``MINT_BASE_MODEL`` if set, else a sensible default.
+
+    ``Qwen/Qwen3-0.6B`` on MinT, the built-in ``mint-envkit/tiny-qwen3`` on
+    the embedded local backend.
+
+    Example::
+
+        default_model(resolve_backend("auto"))  # 'mint-envkit/tiny-qwen3' without a key
+    """
+    chosen = os.environ.get("MINT_BASE_MODEL", "").strip()
+    if chosen:
+        return chosen
+    from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME
+
+    return MINT_DEFAULT_MODEL if resolve_backend(backend) == "mint" else TINY_MODEL_NAME

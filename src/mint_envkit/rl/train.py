@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hashlib
 import logging
 import os
@@ -36,11 +37,42 @@ from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.rollouts import SampleRequest, rollout_groups
 from mint_envkit.rl.types import GroupRollout, SampledTokens
 
-__all__ = ["RunResult", "main", "preflight"]
+__all__ = ["RunResult", "main", "preflight", "shared_local_backend"]
 
 logger = logging.getLogger(__name__)
 
 LOCAL_API_KEY = "sk-mint-envkit-local"
+
+_SHARED_LOCAL_URL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "mint_envkit_shared_local_url", default=None
+)
+
+
+@contextlib.asynccontextmanager
+async def shared_local_backend(
+    models: Sequence[str], *, latency_ms: float = 0.0
+) -> AsyncIterator[str]:
+    """Start one embedded backend that every local run inside the block shares.
+
+    A sweep of local configs uses it so the model loads once, not once per
+    config. Runs with an explicit ``base_url`` are not affected.
+
+    Example::
+
+        async with shared_local_backend(["mint-envkit/tiny-qwen3"]) as url:
+            await main(config_a)
+            await main(config_b)   # same server as config_a
+    """
+    from mint_envkit.local.server import LocalServer
+
+    server = LocalServer(models=list(models), latency_ms=latency_ms)
+    await asyncio.to_thread(server.start)
+    token = _SHARED_LOCAL_URL.set(server.base_url)
+    try:
+        yield server.base_url
+    finally:
+        _SHARED_LOCAL_URL.reset(token)
+        await asyncio.to_thread(server.close)
 
 
 @attrs.frozen
@@ -129,6 +161,10 @@ async def _backend(config: Config) -> AsyncIterator[tuple[str, str | None, str]]
         return
     if config.base_url:
         yield config.base_url, LOCAL_API_KEY, backend
+        return
+    shared = _SHARED_LOCAL_URL.get()
+    if shared is not None:
+        yield shared, LOCAL_API_KEY, backend
         return
     from mint_envkit.local.server import LocalServer
 

@@ -1,0 +1,209 @@
+"""The training loop through the real mint SDK against the embedded backend."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from mint_envkit import Config, DatasetBuilder, KLReferenceConfig, SingleTurnEnv, first_number
+from mint_envkit.errors import BackendError, MintEnvkitError
+from mint_envkit.rl.logs import RunFiles
+from mint_envkit.rl.train import main, preflight
+
+pytestmark = pytest.mark.integration
+
+MODEL = "mint-envkit/tiny-qwen3-small"
+
+
+class AddEnv(SingleTurnEnv):
+    system_prompt = "Reply with only the final number."
+    parser = first_number
+    reward_incorrect = -0.25
+
+
+class ExplodingEnv(AddEnv):
+    """Raises while scoring the problem whose answer is 'boom'."""
+
+    def score(self, message):
+        if self.answer == "boom":
+            raise RuntimeError("scorer crashed on purpose")
+        return super().score(message)
+
+
+class FirstCharEnv(SingleTurnEnv):
+    """Toy reward: 1 when the reply starts with a lowercase vowel (about 40% at the start)."""
+
+    def score(self, message):
+        from mint_envkit import MessageStepResult
+
+        hit = message["content"][:1] in set("aeiou")
+        return MessageStepResult(reward=float(hit), episode_done=True, metrics={"hit": float(hit)})
+
+
+def _problems(n: int, answer: str | None = None) -> list[dict[str, str]]:
+    return [{"question": f"What is {i} + {i}?", "answer": answer or str(2 * i)} for i in range(n)]
+
+
+def _config(tmp_path: Path, server, env=AddEnv, problems=None, **overrides) -> Config:
+    builder_fields = {
+        key: overrides.pop(key)
+        for key in ("group_size", "batch_size", "score_truncated")
+        if key in overrides
+    }
+    builder = DatasetBuilder(
+        env=env,
+        problems=problems or _problems(8),
+        batch_size=builder_fields.get("batch_size", 2),
+        group_size=builder_fields.get("group_size", 4),
+        score_truncated=builder_fields.get("score_truncated", False),
+        model_name=MODEL,
+        seed=0,
+    )
+    fields = {
+        "dataset_builder": builder,
+        "model_name": MODEL,
+        "log_path": str(tmp_path / "run"),
+        "learning_rate": 3e-3,
+        "lora_rank": 4,
+        "max_tokens": 6,
+        "max_steps": 1,
+        "base_url": server.base_url,
+        "backend": "local",
+        "save_every": 0,
+    }
+    fields.update(overrides)
+    return Config(**fields)
+
+
+@pytest.fixture(scope="module")
+def server():
+    from mint_envkit.local.server import LocalServer
+
+    with LocalServer(models=[MODEL]) as running:
+        yield running
+
+
+async def test_one_sample_request_per_group(tmp_path, server):
+    server.reset_counts()
+    result = await main(_config(tmp_path, server, group_size=4, batch_size=2))
+    counts = server.request_counts()
+    assert counts["asample"] == 2  # two groups of four: one request each
+    assert result.final_metrics["sample_requests"] == 2
+    files = RunFiles(result.log_path)
+    assert [m["step"] for m in files.metrics()] == [0]
+    assert files.last_checkpoint()["name"] == "final"
+    rollouts = [json.loads(line) for line in files.rollouts_path.read_text().splitlines()]
+    assert len(rollouts) == 8
+    assert {"prompt", "replies", "reward", "metrics", "parse_status"} <= set(rollouts[0])
+    config = json.loads(files.config.read_text())
+    assert config["model_name"] == MODEL and config["dataset_builder"]["group_size"] == 4
+
+
+async def test_env_error_fails_only_its_group(tmp_path, server):
+    problems = [{"question": "What is 1 + 1?", "answer": "boom"}, *_problems(3)]
+    config = _config(
+        tmp_path, server, env=ExplodingEnv, problems=problems, batch_size=4, score_truncated=True
+    )
+    result = await main(config)
+    assert result.final_metrics["env/all/rollout_errors"] == 1
+    assert result.final_metrics["env/all/episodes"] == 12
+    errors = [
+        json.loads(line)
+        for line in Path(result.log_path, "rollouts.jsonl").read_text().splitlines()
+        if "error" in json.loads(line)
+    ]
+    assert len(errors) == 1 and "scorer crashed on purpose" in errors[0]["error"]
+    assert "Traceback" in errors[0]["traceback"]
+
+
+async def test_every_group_failing_stops_the_run(tmp_path, server):
+    problems = [{"question": "What is 1 + 1?", "answer": "boom"}] * 2
+    config = _config(tmp_path, server, env=ExplodingEnv, problems=problems, score_truncated=True)
+    with pytest.raises(MintEnvkitError, match="every group of step 0 failed"):
+        await main(config)
+
+
+async def test_fail_fast_raises_the_env_error(tmp_path, server):
+    problems = [{"question": "What is 1 + 1?", "answer": "boom"}, *_problems(1)]
+    config = _config(
+        tmp_path, server, env=ExplodingEnv, problems=problems, fail_fast=True, score_truncated=True
+    )
+    with pytest.raises(RuntimeError, match="on purpose"):
+        await main(config)
+
+
+async def test_resume_continues_from_the_last_checkpoint(tmp_path, server):
+    first = await main(_config(tmp_path, server, max_steps=2, save_every=1))
+    assert first.steps == 2 and first.resumed_from == 0
+    again = await main(_config(tmp_path, server, max_steps=2, save_every=1))
+    assert again.resumed_from == 2  # finished: nothing redone
+    longer = await main(_config(tmp_path, server, max_steps=3, save_every=1))
+    assert longer.resumed_from == 2
+    files = RunFiles(longer.log_path)
+    assert [m["step"] for m in files.metrics()] == [0, 1, 2]
+    assert [c["step"] for c in files.checkpoints()] == [1, 2, 3]
+
+
+async def test_kl_penalty_logs_kl_against_the_base_model(tmp_path, server):
+    config = _config(
+        tmp_path,
+        server,
+        env=FirstCharEnv,
+        kl_penalty_coef=0.05,
+        kl_reference_config=KLReferenceConfig(MODEL),
+        score_truncated=True,
+        max_steps=2,
+        group_size=8,
+    )
+    result = await main(config)
+    metrics = RunFiles(result.log_path).metrics()
+    with_training = [m for m in metrics if m["train/datums"] > 0]
+    assert with_training, "expected at least one step with a mixed group"
+    # Step 0 samples from weights equal to the base model: the KL is ~0.
+    assert all("kl_policy_base" in m for m in with_training)
+
+
+async def test_api_key_is_never_written(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("MINT_API_KEY", "sk-very-secret-key")
+    result = await main(_config(tmp_path, server))
+    for path in Path(result.log_path).iterdir():
+        assert "sk-very-secret-key" not in path.read_text()
+
+
+async def test_unreachable_backend_fails_fast_with_advice(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(BackendError, match="did not answer") as info:
+        await preflight(f"http://127.0.0.1:{port}", timeout_s=1.0)
+    assert time.monotonic() - started < 10
+    assert "MINT_BASE_URL" in str(info.value)
+
+
+async def test_learning_run_improves_mean_reward(tmp_path, server):
+    """Group-relative IS updates on a one-token toy reward raise the mean reward."""
+    problems = [{"question": f"Say something {i}.", "answer": ""} for i in range(4)]
+    config = _config(
+        tmp_path,
+        server,
+        env=FirstCharEnv,
+        problems=problems,
+        batch_size=2,
+        group_size=8,
+        score_truncated=True,
+        max_tokens=1,
+        max_steps=24,
+        learning_rate=5e-3,
+        lora_rank=8,
+        temperature=1.0,
+    )
+    result = await main(config)
+    rewards = [m["env/all/reward/total"] for m in RunFiles(result.log_path).metrics()]
+    assert len(rewards) == 24
+    start, end = sum(rewards[:4]) / 4, sum(rewards[-4:]) / 4
+    assert end > start + 0.2, rewards
