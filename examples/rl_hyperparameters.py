@@ -43,7 +43,7 @@ def main() -> int:
     config = Config(
         dataset_builder=builder,
         model_name=model,
-        log_path="runs/rl_hyperparameters",
+        log_path=f"runs/rl_hyperparameters-{backend}",
         learning_rate=1e-4 if backend == "mint" else 3e-3,
         lora_rank=32 if backend == "mint" else 8,
         max_tokens=32,
@@ -52,8 +52,12 @@ def main() -> int:
     )
     # On MinT the configs are independent runs: run them all at once.
     parallel = 8 if backend == "mint" else 1
-    sweep = Sweep.from_env(config, root="runs/rl_hyperparameters", parallel=parallel)
-    results = asyncio.run(sweep.run())
+    try:
+        sweep = Sweep.from_env(config, root=f"runs/rl_hyperparameters-{backend}", parallel=parallel)
+        results = asyncio.run(sweep.run())
+    except MintEnvkitError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(sweep.table())
     return 0 if all(r.ok for r in results) else 1
 

@@ -1,0 +1,76 @@
+"""Hyperparameter sweeps of RL runs: a grid of configs, run and summarised.
+
+A :class:`Sweep` expands a grid of :class:`~mint_envkit.rl.config.Config`
+fields (and dataset-builder fields such as ``group_size`` and
+``batch_size``) into configs with stable names, runs them one after another
+or ``parallel`` at once, records each finished config in ``results.jsonl``
+(so running it again resumes), and summarises what the runs wrote in their
+``metrics.jsonl`` as a table, ``summary.csv`` and ``summary.png``.
+
+Example::
+
+    from mint_envkit.sweep import Sweep
+
+    sweep = Sweep(
+        base=config,
+        grid={"kl_penalty_coef": [0.0, 0.02], "temperature": [0.7, 1.0], "group_size": [2, 4]},
+        root="runs/arithmetic-sweep",
+        parallel=1,
+    )
+    results = await sweep.run()  # list[SweepResult]
+    print(sweep.table())
+
+    # or from the MINT_RL_* variables (8 configs by default):
+    sweep = Sweep.from_env(config, root="runs/arithmetic-sweep")
+"""
+
+from mint_envkit.sweep.grid import (
+    ABBREVIATIONS,
+    DEFAULT_GRID,
+    DEFAULT_OVERRIDES,
+    ENV_VARIABLES,
+    GridPoint,
+    apply_fields,
+    config_name,
+    expand_grid,
+    format_value,
+    grid_from_env,
+    log_root_from_env,
+    normalize_grid,
+)
+from mint_envkit.sweep.runner import ERROR_FILE, Runner, Sweep, SweepResult
+from mint_envkit.sweep.summary import (
+    RunMetrics,
+    SummaryRow,
+    SweepSummary,
+    load_summary,
+    read_run_metrics,
+    summarize,
+    summary_main,
+)
+
+__all__ = [
+    "ABBREVIATIONS",
+    "DEFAULT_GRID",
+    "DEFAULT_OVERRIDES",
+    "ENV_VARIABLES",
+    "ERROR_FILE",
+    "GridPoint",
+    "RunMetrics",
+    "Runner",
+    "SummaryRow",
+    "Sweep",
+    "SweepResult",
+    "SweepSummary",
+    "apply_fields",
+    "config_name",
+    "expand_grid",
+    "format_value",
+    "grid_from_env",
+    "load_summary",
+    "log_root_from_env",
+    "normalize_grid",
+    "read_run_metrics",
+    "summarize",
+    "summary_main",
+]

@@ -1,0 +1,559 @@
+"""Running a sweep: every config of a grid, in order or ``parallel`` at once, resumable.
+
+Example::
+
+    from mint_envkit.sweep import Sweep
+
+    sweep = Sweep(
+        base=config,
+        grid={"kl_penalty_coef": [0.0, 0.02], "temperature": [0.7, 1.0], "group_size": [2, 4]},
+        root="runs/arithmetic-sweep",
+        parallel=1,
+    )
+    results = await sweep.run()  # list[SweepResult], one per config
+    print(sweep.table())
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import hashlib
+import importlib.metadata
+import inspect
+import json
+import os
+import re
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+
+from mint_envkit.errors import ConfigError
+from mint_envkit.rl.config import Config, resolve_backend
+from mint_envkit.sweep.grid import (
+    GridPoint,
+    _jsonable,
+    apply_fields,
+    expand_grid,
+    grid_from_env,
+    log_root_from_env,
+    normalize_grid,
+)
+from mint_envkit.sweep.store import (
+    METRICS,
+    RESULTS,
+    append_jsonl,
+    latest_results,
+    read_manifest,
+    utc_now,
+    write_json_atomic,
+)
+from mint_envkit.sweep.summary import (
+    SweepSummary,
+    build_summary,
+    write_summary_files,
+)
+
+__all__ = ["ERROR_FILE", "Runner", "Sweep", "SweepResult"]
+
+Runner = Callable[[Config], Awaitable[Any] | Any]
+"""What runs one config: ``async def runner(config) -> Any`` (a plain function works too).
+
+It must write ``metrics.jsonl`` into ``config.log_path`` and raise on failure.
+The default is :func:`mint_envkit.rl.train.main`.
+
+Example::
+
+    async def runner(config: Config) -> None:
+        ...  # train, writing config.log_path/metrics.jsonl
+"""
+
+ERROR_FILE = "sweep_error.txt"
+"""The file, in a config's log_path, holding the traceback of its latest failed attempt.
+
+Example::
+
+    print((Path(result.log_path) / ERROR_FILE).read_text())
+"""
+
+_MANIFEST_FORMAT = 1
+# Config fields that do not change what a run computes; a resumed sweep may
+# differ in them (an embedded server on another port, a longer preflight).
+_OPERATIONAL_FIELDS = ("log_path", "base_url", "preflight_timeout_s", "local_latency_ms")
+
+
+@attrs.frozen
+class SweepResult:
+    """The outcome of one config of a sweep.
+
+    Attributes:
+        name: the config name (its subdirectory of the sweep root).
+        status: ``"ok"`` or ``"failed"``.
+        params: its grid values.
+        log_path: its run directory.
+        seconds: how long its (latest) attempt took.
+        error: ``"ErrorType: message"`` when it failed, else None.
+        finished_at: when the attempt finished (ISO 8601, UTC).
+        skipped: True when an earlier run of the sweep had finished it, so
+            it was not run again.
+        value: what the runner returned (None when skipped).
+        config: the config that was (or would be) run.
+
+    Example::
+
+        results = await sweep.run()
+        [r.name for r in results if not r.ok]  # ['kl0p02-t1p0-g4']
+    """
+
+    name: str
+    status: Literal["ok", "failed"]
+    params: Mapping[str, Any]
+    log_path: str
+    seconds: float
+    error: str | None = None
+    finished_at: str | None = None
+    skipped: bool = False
+    value: Any = attrs.field(default=None, repr=False)
+    config: Config | None = attrs.field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the config finished without error.
+
+        Example::
+
+            all(r.ok for r in await sweep.run())
+        """
+        return self.status == "ok"
+
+
+def _root(value: Any) -> str:
+    try:
+        text = os.fspath(value)
+    except TypeError:
+        raise ConfigError(f"Sweep.root must be a path, got {value!r}") from None
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"Sweep.root must be a non-empty path, got {value!r}")
+    return text
+
+
+def _check_parallel(_instance: Any, _attribute: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(
+            f"Sweep.parallel must be an integer >= 1 (1 runs configs one after another), "
+            f"got {value!r}"
+        )
+
+
+def _check_runner(_instance: Any, _attribute: Any, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise ConfigError(
+            f"Sweep.runner must be a callable taking a Config (or None for "
+            f"mint_envkit.rl.train.main), got {value!r}"
+        )
+
+
+def _check_base(_instance: Any, _attribute: Any, value: Any) -> None:
+    if not isinstance(value, Config):
+        raise ConfigError(f"Sweep.base must be a mint_envkit.rl.Config, got {type(value).__name__}")
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("mint-envkit")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - not installed
+        return "unknown"
+
+
+def _canonical(data: Any) -> str:
+    text = json.dumps(_jsonable(data), sort_keys=True, separators=(",", ":"), default=repr)
+    # Reprs of functions and objects carry memory addresses that change per process.
+    return re.sub(r" at 0x[0-9A-Fa-f]+", " at 0x", text)
+
+
+def _comparable(config: Config) -> dict[str, Any]:
+    data = config.public_dict()
+    for field in _OPERATIONAL_FIELDS:
+        data.pop(field, None)
+    return json.loads(_canonical(data))
+
+
+def _config_sha(config: Config) -> str:
+    return hashlib.sha256(_canonical(_comparable(config)).encode()).hexdigest()[:16]
+
+
+def _grid_signature(grid: Mapping[str, Sequence[Any]]) -> dict[str, list[str]]:
+    return {key: sorted(_canonical(v) for v in values) for key, values in grid.items()}
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else text
+
+
+@contextlib.contextmanager
+def _exclusive(root: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory lock
+        yield
+        return
+    fd = os.open(root / ".sweep.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(
+                f"another sweep is running in {root}; wait for it to finish, or use a new "
+                "sweep root (MINT_LOG_ROOT)"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Sweep:
+    """A grid of RL configs run under one root directory, resumable.
+
+    Building a ``Sweep`` expands and validates every config (an invalid
+    combination raises :class:`~mint_envkit.errors.ConfigError` naming the
+    config and the field), before anything runs. Each config's ``log_path``
+    is ``ROOT/<name>`` with a stable name from its grid values
+    (``kl0p02-t0p7-g4``). A config with ``kl_penalty_coef > 0`` gets
+    ``KLReferenceConfig(base_model=config.model_name)`` when ``base`` has no
+    ``kl_reference_config``.
+
+    Attributes:
+        base: the config every grid point starts from.
+        grid: field name -> values to try; :class:`Config` fields or dataset
+            builder fields (``group_size``, ``batch_size``, ...). Stored in
+            canonical form (name order, lists).
+        root: the sweep directory (``sweep.json``, ``results.jsonl``, one
+            subdirectory per config, ``summary.csv``, ``summary.png``).
+        parallel: how many configs run at once (1: one after another).
+        runner: what runs one config; None means
+            :func:`mint_envkit.rl.train.main`, and then the configs that train
+            on the embedded local backend (without a ``base_url``) share one
+            server for the whole sweep (``shared_local_backend``).
+        quiet: no progress lines.
+        points: the expanded grid, with log paths under ``root``.
+
+    Example::
+
+        sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/temps")
+        [p.name for p in sweep.points]  # ['t0p7', 't1p0']
+        results = await sweep.run()
+        print(sweep.table())
+    """
+
+    base: Config = attrs.field(validator=_check_base)
+    grid: Mapping[str, Sequence[Any]] = attrs.field(factory=dict)
+    root: str = attrs.field(converter=_root)
+    parallel: int = attrs.field(default=1, validator=_check_parallel)
+    runner: Runner | None = attrs.field(default=None, validator=_check_runner)
+    quiet: bool = False
+    points: tuple[GridPoint, ...] = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        grid = normalize_grid(self.base, self.grid)
+        points = tuple(
+            attrs.evolve(
+                point,
+                config=attrs.evolve(point.config, log_path=os.path.join(self.root, point.name)),
+            )
+            for point in expand_grid(self.base, grid)
+        )
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "points", points)
+
+    @classmethod
+    def from_env(
+        cls,
+        base: Config,
+        *,
+        root: str | os.PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+        parallel: int = 1,
+        runner: Runner | None = None,
+        quiet: bool = False,
+    ) -> Sweep:
+        """A sweep whose grid, overrides and root come from the ``MINT_RL_*`` variables.
+
+        The grid and overrides are :func:`~mint_envkit.sweep.grid_from_env`'s
+        (overrides such as ``max_steps`` are applied to ``base``); the root is
+        ``MINT_LOG_ROOT`` when set, else ``root``.
+
+        Example::
+
+            sweep = Sweep.from_env(config, root="runs/arithmetic-sweep")
+            len(sweep.points)  # 8 with no MINT_RL_* variable set
+        """
+        grid, overrides = grid_from_env(environ, defaults)
+        sweep_root = log_root_from_env(environ, default=root)
+        base = apply_fields(base, overrides, label="with the MINT_RL_* overrides")
+        return cls(
+            base=base, grid=grid, root=sweep_root, parallel=parallel, runner=runner, quiet=quiet
+        )
+
+    # ------------------------------------------------------------ describing
+
+    @property
+    def names(self) -> list[str]:
+        """The config names, in grid order.
+
+        Example::
+
+            sweep.names  # ['kl0p0-t0p7-g2', 'kl0p0-t0p7-g4', ...]
+        """
+        return [point.name for point in self.points]
+
+    def _entries(self) -> list[dict[str, Any]]:
+        entries = []
+        for point in self.points:
+            config = point.config
+            builder = config.dataset_builder
+            entries.append(
+                {
+                    "name": point.name,
+                    "params": _jsonable(dict(point.params)),
+                    "settings": {
+                        "kl_penalty_coef": config.kl_penalty_coef,
+                        "temperature": config.temperature,
+                        "group_size": builder.group_size,
+                        "batch_size": getattr(builder, "batch_size", None),
+                        "max_steps": config.max_steps,
+                    },
+                    "config_sha": _config_sha(config),
+                }
+            )
+        return entries
+
+    def summary(self) -> SweepSummary:
+        """The summary of this sweep, from the files under ``root`` (see :meth:`table`).
+
+        Example::
+
+            sweep.summary().rows[0].mean_reward  # -0.1
+        """
+        return build_summary(self.root, self._entries(), extra_columns=list(self.grid))
+
+    def table(self) -> str:
+        """The console table: one row per config, read from its ``metrics.jsonl``.
+
+        Columns ``KL  Temperature  Group size  [other grid fields]  Steps
+        Mean reward  Correct  Status  Log path``.
+
+        Example::
+
+            print(sweep.table())
+            # KL    Temperature  Group size  Steps  Mean reward  Correct  Status  Log path
+            # 0.00  0.7          2           1      -0.100       0.00     ok      runs/s/kl0p0-t0p7-g2
+        """
+        return self.summary().table()
+
+    # --------------------------------------------------------------- running
+
+    def _say(self, message: str) -> None:
+        if not self.quiet:
+            print(f"[sweep] {message}", flush=True)
+
+    def _manifest(self) -> dict[str, Any]:
+        return {
+            "format": _MANIFEST_FORMAT,
+            "grid": _jsonable(dict(self.grid)),
+            "base_config": json.loads(_canonical(self.base.public_dict())),
+            "configs": self._entries(),
+            "created_at": utc_now(),
+            "mint_envkit_version": _version(),
+        }
+
+    def _check_or_write_manifest(self, root: Path) -> None:
+        manifest = self._manifest()
+        existing = read_manifest(root)
+        if existing is None:
+            write_json_atomic(root / "sweep.json", manifest)
+            return
+        where = root / "sweep.json"
+        if _grid_signature(existing.get("grid") or {}) != _grid_signature(manifest["grid"]):
+            raise ConfigError(
+                f"{where} holds a different grid ({json.dumps(existing.get('grid'))}) than this "
+                f"sweep ({json.dumps(manifest['grid'])}); results of different grids are not "
+                "mixed: use a new sweep root (e.g. another MINT_LOG_ROOT)"
+            )
+        old = {e.get("name"): e.get("config_sha") for e in existing["configs"]}
+        new = {e["name"]: e["config_sha"] for e in manifest["configs"]}
+        if old != new:
+            before = existing.get("base_config") or {}
+            after = manifest["base_config"]
+            changed = [
+                f"{key}: {before.get(key)!r} -> {after.get(key)!r}"
+                for key in sorted(set(before) | set(after))
+                if key not in _OPERATIONAL_FIELDS and before.get(key) != after.get(key)
+            ]
+            detail = "; ".join(changed) if changed else "the configs differ"
+            raise ConfigError(
+                f"{where} was written for a different base config ({detail}); results of "
+                "different configs are not mixed: use a new sweep root (e.g. another "
+                "MINT_LOG_ROOT)"
+            )
+
+    def _resolve_runner(self) -> Runner:
+        if self.runner is not None:
+            return self.runner
+        from mint_envkit.rl.train import main  # lazily: the training stack is heavy
+
+        return main
+
+    def _shared_backend(self, todo: Sequence[GridPoint]) -> contextlib.AbstractAsyncContextManager:
+        """One embedded backend for every local run of the default runner, or nothing.
+
+        With the default runner, configs that train on the embedded backend
+        (backend ``local``, or ``auto`` with no MinT key) and name no
+        ``base_url`` share one server, so the model loads once, not once per
+        config. Custom runners are left alone.
+        """
+        if self.runner is not None:
+            return contextlib.nullcontext()
+        local = [
+            p.config
+            for p in todo
+            if p.config.base_url is None and resolve_backend(p.config.backend) == "local"
+        ]
+        latencies = {c.local_latency_ms for c in local}
+        if not local or len(latencies) != 1:
+            return contextlib.nullcontext()
+        models = {c.model_name for c in local} | {
+            c.kl_reference_config.base_model for c in local if c.kl_reference_config is not None
+        }
+        from mint_envkit.rl.train import shared_local_backend
+
+        return shared_local_backend(sorted(models), latency_ms=latencies.pop())
+
+    async def _run_one(self, point: GridPoint, runner: Runner, position: str) -> SweepResult:
+        log_path = Path(point.config.log_path)
+        log_path.mkdir(parents=True, exist_ok=True)
+        self._say(f"{position} start {point.name}")
+        started = time.monotonic()
+        value: Any = None
+        error: str | None = None
+        try:
+            value = runner(point.config)
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            (log_path / ERROR_FILE).write_text(traceback.format_exc(), encoding="utf-8")
+        else:
+            if not (log_path / METRICS).exists():
+                error = f"MissingMetrics: the runner returned but wrote no {METRICS} in {log_path}"
+            else:
+                (log_path / ERROR_FILE).unlink(missing_ok=True)
+        seconds = round(time.monotonic() - started, 3)
+        status: Literal["ok", "failed"] = "ok" if error is None else "failed"
+        finished_at = utc_now()
+        params = _jsonable(dict(point.params))
+        append_jsonl(
+            Path(self.root) / RESULTS,
+            {
+                "name": point.name,
+                "status": status,
+                "error": error,
+                "log_path": os.fspath(log_path),
+                "seconds": seconds,
+                "params": params,
+                "finished_at": finished_at,
+            },
+        )
+        tail = f": {_first_line(error)}" if error else ""
+        self._say(f"{position} {status} {point.name} {seconds:.1f}s{tail}")
+        return SweepResult(
+            name=point.name,
+            status=status,
+            params=point.params,
+            log_path=os.fspath(log_path),
+            seconds=seconds,
+            error=error,
+            finished_at=finished_at,
+            value=value,
+            config=point.config,
+        )
+
+    async def run(self) -> list[SweepResult]:
+        """Run every config not finished yet; return one result per config, in grid order.
+
+        Writes ``sweep.json`` on the first run; a root whose ``sweep.json``
+        holds a different grid or base config raises
+        :class:`~mint_envkit.errors.ConfigError`. Configs whose latest
+        ``results.jsonl`` record is ok (and whose ``metrics.jsonl`` exists)
+        are skipped; failed and missing ones run. Each finished attempt is
+        appended to ``results.jsonl`` at once. A config that raises is recorded
+        as failed and the sweep goes on; ``KeyboardInterrupt``, ``SystemExit``
+        and cancellation propagate (finished results are kept; running the
+        sweep again resumes). Ends by writing ``summary.csv`` and
+        ``summary.png``.
+
+        Example::
+
+            results = await sweep.run()
+            sum(r.ok for r in results), len(results)  # (8, 8)
+        """
+        root = Path(self.root)
+        root.mkdir(parents=True, exist_ok=True)
+        with _exclusive(root):
+            self._check_or_write_manifest(root)
+            latest = latest_results(root)
+            results: dict[str, SweepResult] = {}
+            todo: list[GridPoint] = []
+            for point in self.points:
+                record = latest.get(point.name)
+                metrics = Path(point.config.log_path) / METRICS
+                if record is not None and record.get("status") == "ok" and metrics.exists():
+                    results[point.name] = SweepResult(
+                        name=point.name,
+                        status="ok",
+                        params=point.params,
+                        log_path=point.config.log_path,
+                        seconds=float(record.get("seconds") or 0.0),
+                        finished_at=record.get("finished_at"),
+                        skipped=True,
+                        config=point.config,
+                    )
+                else:
+                    todo.append(point)
+            self._say(
+                f"{len(self.points)} configs in {root}: {len(results)} finished earlier, "
+                f"{len(todo)} to run (parallel={self.parallel})"
+            )
+            if todo:
+                runner = self._resolve_runner()
+                queue = collections.deque(todo)
+                started = 0
+
+                async def worker() -> None:
+                    nonlocal started
+                    while queue:
+                        point = queue.popleft()
+                        started += 1
+                        position = f"[{started}/{len(todo)}]"
+                        results[point.name] = await self._run_one(point, runner, position)
+
+                try:
+                    async with self._shared_backend(todo), asyncio.TaskGroup() as group:
+                        for _ in range(min(self.parallel, len(todo))):
+                            group.create_task(worker())
+                except ExceptionGroup as errors:
+                    # Runner errors are recorded in _run_one; what gets here is the
+                    # sweep's own failure (e.g. a full disk): raise it as itself.
+                    if len(errors.exceptions) == 1:
+                        raise errors.exceptions[0] from None
+                    raise
+            for line in write_summary_files(self.summary()):
+                self._say(line)
+        return [results[point.name] for point in self.points]

@@ -1,0 +1,223 @@
+"""The files of a sweep directory: the manifest, results.jsonl and runs' metrics.
+
+Layout::
+
+    ROOT/
+      sweep.json        manifest: grid, base config, config names, created_at, version
+      results.jsonl     one line per finished config attempt (appended atomically)
+      summary.csv       written by the summary
+      summary.png       written by the summary when matplotlib is installed
+      <config name>/    one run: config.json, metrics.jsonl, checkpoints.jsonl, rollouts.jsonl
+
+Example::
+
+    from mint_envkit.sweep.store import latest_results
+
+    latest_results("runs/arithmetic-sweep")["kl0p0-t0p7-g2"]["status"]  # 'ok'
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mint_envkit.errors import ConfigError
+
+__all__ = [
+    "MANIFEST",
+    "METRICS",
+    "RESULTS",
+    "SUMMARY_CSV",
+    "SUMMARY_PNG",
+    "append_jsonl",
+    "latest_results",
+    "read_jsonl",
+    "read_manifest",
+    "utc_now",
+    "write_json_atomic",
+]
+
+MANIFEST = "sweep.json"
+"""File name of the sweep manifest in the sweep root.
+
+Example::
+
+    json.loads((Path(root) / MANIFEST).read_text())["grid"]
+"""
+RESULTS = "results.jsonl"
+"""File name of the per-attempt results log in the sweep root.
+
+Example::
+
+    read_jsonl(Path(root) / RESULTS)
+"""
+METRICS = "metrics.jsonl"
+"""File name of a run's per-step metrics in its log_path.
+
+Example::
+
+    read_jsonl(Path(config.log_path) / METRICS)
+"""
+SUMMARY_CSV = "summary.csv"
+"""File name of the summary table (CSV) in the sweep root.
+
+Example::
+
+    Path(root) / SUMMARY_CSV
+"""
+SUMMARY_PNG = "summary.png"
+"""File name of the mean-reward plot in the sweep root.
+
+Example::
+
+    Path(root) / SUMMARY_PNG
+"""
+
+
+def utc_now() -> str:
+    """The current UTC time as ISO 8601 text, to the second.
+
+    Example::
+
+        utc_now()  # '2026-11-29T09:17:03+00:00'
+    """
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. Windows cannot open directories
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def append_jsonl(path: str | os.PathLike[str], record: Mapping[str, Any]) -> None:
+    """Append one JSON line to ``path`` so that a crash never leaves half a line.
+
+    The file is opened with ``O_APPEND``, the whole line goes in one
+    ``os.write``, then it is ``fsync``-ed before returning.
+
+    Example::
+
+        append_jsonl("runs/sweep/results.jsonl", {"name": "t0p7", "status": "ok"})
+    """
+    path = Path(path)
+    data = (json.dumps(dict(record), default=str) + "\n").encode()
+    created = not path.exists()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = os.write(fd, data)
+        if written != len(data):  # pragma: no cover - disk full and the like
+            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        _fsync_dir(path.parent)
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
+    """Write ``data`` as indented JSON via a temporary file and ``os.replace``.
+
+    Example::
+
+        write_json_atomic("runs/sweep/sweep.json", {"grid": {}})
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, default=str)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]:
+    """The JSON objects of a ``.jsonl`` file, and how many lines were unreadable.
+
+    Blank lines are ignored; a line that is not a JSON object (for example the
+    torn last line of a crashed writer) is skipped and counted. A missing file
+    reads as no lines.
+
+    Example::
+
+        lines, bad = read_jsonl("runs/sweep/kl0p0-t0p7-g2/metrics.jsonl")
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return [], 0
+    lines: list[dict[str, Any]] = []
+    bad = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            bad += 1
+            continue
+        if isinstance(obj, dict):
+            lines.append(obj)
+        else:
+            bad += 1
+    return lines, bad
+
+
+def latest_results(root: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The latest ``results.jsonl`` record of each config name in a sweep root.
+
+    Example::
+
+        latest_results("runs/sweep").get("kl0p0-t0p7-g2", {}).get("status")  # 'ok'
+    """
+    records, _bad = read_jsonl(Path(root) / RESULTS)
+    latest: dict[str, dict[str, Any]] = {}
+    for record in records:
+        name = record.get("name")
+        if isinstance(name, str):
+            latest[name] = record
+    return latest
+
+
+def read_manifest(root: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``sweep.json`` of a sweep root, or None when there is none.
+
+    Raises :class:`~mint_envkit.errors.ConfigError` when the file exists but is
+    not a readable manifest.
+
+    Example::
+
+        read_manifest("runs/arithmetic-sweep")["configs"][0]["name"]  # 'kl0p0-t0p7-g2'
+    """
+    path = Path(root) / MANIFEST
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(
+            f"{path} is not valid JSON ({err}); use a new sweep root (MINT_LOG_ROOT) "
+            "or delete the damaged file"
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("configs"), list):
+        raise ConfigError(
+            f"{path} is not a sweep manifest (no 'configs' list); use a new sweep root "
+            "(MINT_LOG_ROOT)"
+        )
+    return data

@@ -1,0 +1,530 @@
+"""The summary of a sweep: the console table, ``summary.csv`` and ``summary.png``.
+
+Everything is read from what the runs wrote: each config's
+``metrics.jsonl`` (one JSON object per step) and the sweep's
+``results.jsonl``; nothing is recomputed.
+
+Example::
+
+    from mint_envkit.sweep import summarize
+
+    print(summarize("runs/arithmetic-sweep"))
+    # KL    Temperature  Group size  Steps  Mean reward  Correct  Status  Log path
+    # 0.00  0.7          2           1      -0.100       0.00     ok      runs/arithmetic-sweep/kl0p0-t0p7-g2
+    # ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from mint_envkit.errors import ConfigError
+from mint_envkit.sweep.store import (
+    MANIFEST,
+    METRICS,
+    SUMMARY_CSV,
+    SUMMARY_PNG,
+    latest_results,
+    read_jsonl,
+    read_manifest,
+)
+
+__all__ = [
+    "COLUMN_LABELS",
+    "CORRECT_KEY",
+    "REWARD_KEY",
+    "RunMetrics",
+    "SummaryRow",
+    "SweepSummary",
+    "build_summary",
+    "load_summary",
+    "read_run_metrics",
+    "summarize",
+    "summary_main",
+    "write_summary_files",
+]
+
+REWARD_KEY = "env/all/reward/total"
+"""The metric shown as "Mean reward": the mean total reward of the final step.
+
+Example::
+
+    read_run_metrics(log_path).final[REWARD_KEY]  # -0.1
+"""
+CORRECT_KEY = "env/all/correct"
+"""The metric shown as "Correct": the fraction correct at the final step.
+
+Example::
+
+    read_run_metrics(log_path).final.get(CORRECT_KEY)  # 0.25, or None
+"""
+
+COLUMN_LABELS: Mapping[str, str] = {
+    "kl_penalty_coef": "KL",
+    "temperature": "Temperature",
+    "group_size": "Group size",
+    "batch_size": "Batch size",
+    "learning_rate": "LR",
+    "lora_rank": "LoRA rank",
+    "max_tokens": "Max tokens",
+    "seed": "Seed",
+    "max_steps": "Max steps",
+}
+"""Table headers of grid fields; a field not listed is headed by its own name.
+
+Example::
+
+    COLUMN_LABELS["group_size"]  # 'Group size'
+"""
+
+_FIXED = ("kl_penalty_coef", "temperature", "group_size")
+
+
+@attrs.frozen
+class RunMetrics:
+    """What one run's ``metrics.jsonl`` says.
+
+    Attributes:
+        exists: whether the file exists.
+        steps: number of steps logged (distinct ``step`` values; a step
+            logged again after a resume counts once).
+        final: the final step's metrics (all lines of that step merged, later
+            lines winning).
+        unreadable: lines that were not JSON objects (e.g. a torn last line).
+
+    Example::
+
+        m = read_run_metrics("runs/sweep/kl0p0-t0p7-g2")
+        m.steps, m.final.get("env/all/reward/total")  # (1, -0.1)
+    """
+
+    exists: bool
+    steps: int
+    final: Mapping[str, Any]
+    unreadable: int = 0
+
+
+def read_run_metrics(log_path: str | os.PathLike[str]) -> RunMetrics:
+    """Read ``metrics.jsonl`` of one run directory.
+
+    Example::
+
+        read_run_metrics("runs/sweep/kl0p0-t0p7-g2").final["env/all/correct"]  # 0.0
+    """
+    path = Path(log_path) / METRICS
+    lines, bad = read_jsonl(path)
+    keys: list[Any] = []
+    for index, line in enumerate(lines):
+        step = line.get("step")
+        valid = isinstance(step, int) and not isinstance(step, bool)
+        keys.append(("step", step) if valid else ("line", index))
+    final: dict[str, Any] = {}
+    if lines:
+        last = keys[-1]
+        for key, line in zip(keys, lines, strict=True):
+            if key == last:
+                final.update(line)
+    return RunMetrics(exists=path.exists(), steps=len(set(keys)), final=final, unreadable=bad)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+@attrs.frozen
+class SummaryRow:
+    """One config of a sweep, as its files describe it.
+
+    Attributes:
+        name: the config name (its subdirectory).
+        params: its grid values.
+        settings: its KL coefficient, temperature and group size.
+        status: ``"ok"`` (latest attempt ok and metrics written), ``"failed"``
+            (latest attempt raised) or ``"missing"`` (never finished).
+        metrics: what its ``metrics.jsonl`` says.
+        log_path: its run directory.
+        error: the error of its latest failed attempt.
+        seconds: the duration of its latest attempt.
+
+    Example::
+
+        row = load_summary("runs/sweep").rows[0]
+        row.name, row.status, row.mean_reward  # ('kl0p0-t0p7-g2', 'ok', -0.1)
+    """
+
+    name: str
+    params: Mapping[str, Any]
+    settings: Mapping[str, Any]
+    status: str
+    metrics: RunMetrics
+    log_path: str
+    error: str | None = None
+    seconds: float | None = None
+
+    @property
+    def mean_reward(self) -> float | None:
+        """``env/all/reward/total`` of the final step, or None.
+
+        Example::
+
+            row.mean_reward  # -0.1
+        """
+        return _number(self.metrics.final.get(REWARD_KEY))
+
+    @property
+    def correct(self) -> float | None:
+        """``env/all/correct`` of the final step, or None when the env has no such metric.
+
+        Example::
+
+            row.correct  # 0.0
+        """
+        return _number(self.metrics.final.get(CORRECT_KEY))
+
+
+def _fmt_kl(value: Any) -> str:
+    number = _number(value)
+    if number is None:
+        return "-" if value is None else str(value)
+    text = f"{number:.2f}"
+    return text if float(text) == number else f"{number:g}"
+
+
+def _fmt_value(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:g}" if (value != 0 and abs(value) < 1e-3) else repr(value)
+    return str(value)
+
+
+def _fmt_fixed(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+@attrs.frozen
+class SweepSummary:
+    """The rows of a sweep and how to show them.
+
+    Attributes:
+        root: the sweep directory.
+        rows: one row per config, in grid order.
+        extra_columns: grid fields shown besides KL, temperature and group size.
+        notes: remarks about the files (unreadable lines, configs not in the grid).
+
+    Example::
+
+        summary = load_summary("runs/arithmetic-sweep")
+        print(summary.table())
+        summary.write_csv()
+    """
+
+    root: str
+    rows: tuple[SummaryRow, ...]
+    extra_columns: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def _headers(self) -> list[str]:
+        params = [COLUMN_LABELS.get(key, key) for key in (*_FIXED, *self.extra_columns)]
+        return [*params, "Steps", "Mean reward", "Correct", "Status", "Log path"]
+
+    def table(self) -> str:
+        """The console table, one row per config.
+
+        Example::
+
+            print(load_summary("runs/sweep").table())
+            # KL    Temperature  Group size  Steps  Mean reward  Correct  Status  Log path
+            # 0.00  0.7          2           1      -0.100       0.00     ok      runs/sweep/kl0p0-t0p7-g2
+        """
+        body = []
+        for row in self.rows:
+            body.append(
+                [
+                    _fmt_kl(row.settings.get("kl_penalty_coef")),
+                    _fmt_value(row.settings.get("temperature")),
+                    _fmt_value(row.settings.get("group_size")),
+                    *(_fmt_value(row.params.get(key)) for key in self.extra_columns),
+                    str(row.metrics.steps),
+                    _fmt_fixed(row.mean_reward, 3),
+                    _fmt_fixed(row.correct, 2),
+                    row.status,
+                    row.log_path,
+                ]
+            )
+        headers = self._headers()
+        widths = [max(len(r[i]) for r in [headers, *body]) for i in range(len(headers))]
+        return "\n".join(
+            "  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip()
+            for r in [headers, *body]
+        )
+
+    def metric_keys(self) -> list[str]:
+        """Every final-step metric key of any config, sorted.
+
+        Example::
+
+            load_summary("runs/sweep").metric_keys()  # ['env/all/correct', ..., 'step']
+        """
+        return sorted({key for row in self.rows for key in row.metrics.final})
+
+    def write_csv(self, path: str | os.PathLike[str] | None = None) -> Path:
+        """Write the table (raw values) plus every final-step metric as CSV.
+
+        Columns: ``Name``, the table's columns, ``Seconds``, ``Error``, then one
+        column per final-step metric key. Default path: ``ROOT/summary.csv``.
+
+        Example::
+
+            load_summary("runs/sweep").write_csv()  # PosixPath('runs/sweep/summary.csv')
+        """
+        path = Path(self.root) / SUMMARY_CSV if path is None else Path(path)
+        keys = self.metric_keys()
+        header = ["Name", *self._headers(), "Seconds", "Error", *keys]
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(header)
+            for row in self.rows:
+                writer.writerow(
+                    [
+                        row.name,
+                        *(row.settings.get(key, "") for key in _FIXED),
+                        *(row.params.get(key, "") for key in self.extra_columns),
+                        row.metrics.steps,
+                        "" if row.mean_reward is None else row.mean_reward,
+                        "" if row.correct is None else row.correct,
+                        row.status,
+                        row.log_path,
+                        "" if row.seconds is None else row.seconds,
+                        row.error or "",
+                        *(row.metrics.final.get(key, "") for key in keys),
+                    ]
+                )
+        os.replace(tmp, path)
+        return path
+
+    def write_png(self, path: str | os.PathLike[str] | None = None) -> Path | None:
+        """Plot mean reward per config as a bar chart; None when matplotlib is missing.
+
+        Uses matplotlib's Agg canvas directly (no pyplot, no global backend
+        change). Bars are coloured by status; a config with no reward is
+        marked ``n/a``. Default path: ``ROOT/summary.png``.
+
+        Example::
+
+            load_summary("runs/sweep").write_png()  # PosixPath('runs/sweep/summary.png')
+        """
+        try:
+            import matplotlib  # noqa: F401  (the package itself: its submodules may be cached)
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
+        except ImportError:
+            return None
+        path = Path(self.root) / SUMMARY_PNG if path is None else Path(path)
+        names = [row.name for row in self.rows]
+        values = [row.mean_reward for row in self.rows]
+        colors = {"ok": "#4C72B0", "failed": "#C44E52"}
+        figure = Figure(figsize=(max(6.0, 0.7 * len(names) + 2.0), 4.5))
+        FigureCanvasAgg(figure)
+        axes = figure.add_subplot()
+        positions = list(range(len(names)))
+        bars = axes.bar(
+            positions,
+            [0.0 if v is None else v for v in values],
+            color=[colors.get(row.status, "#999999") for row in self.rows],
+        )
+        axes.bar_label(
+            bars, labels=["" if v is None else f"{v:.3f}" for v in values], fontsize=7, padding=2
+        )
+        for x, row in zip(positions, self.rows, strict=True):
+            if row.mean_reward is None:
+                axes.text(
+                    x,
+                    0.5,
+                    f"no reward ({row.status})",
+                    transform=axes.get_xaxis_transform(),
+                    ha="center",
+                    va="center",
+                    rotation=90,
+                    fontsize=8,
+                    color=colors.get(row.status, "#555555"),
+                )
+        axes.axhline(0.0, color="black", linewidth=0.8)
+        axes.margins(y=0.15)
+        axes.set_xticks(positions)
+        axes.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
+        axes.set_ylabel(f"mean reward ({REWARD_KEY}, final step)")
+        axes.set_title(f"{Path(self.root).name}: mean reward per config")
+        figure.tight_layout()
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
+        figure.savefig(tmp, dpi=100)
+        os.replace(tmp, path)
+        return path
+
+
+def build_summary(
+    root: str | os.PathLike[str],
+    configs: Sequence[Mapping[str, Any]],
+    extra_columns: Sequence[str] = (),
+) -> SweepSummary:
+    """The summary of ``configs`` (``{"name", "params", "settings"}`` each) under ``root``.
+
+    Reads ``ROOT/results.jsonl`` and each ``ROOT/<name>/metrics.jsonl``.
+    Configs that ``results.jsonl`` mentions but ``configs`` does not are left
+    out and noted.
+
+    Example::
+
+        build_summary("runs/sweep", read_manifest("runs/sweep")["configs"]).table()
+    """
+    root_text = os.fspath(root)
+    latest = latest_results(root)
+    rows = []
+    notes = []
+    for entry in configs:
+        name = str(entry["name"])
+        log_path = os.path.join(root_text, name)
+        metrics = read_run_metrics(log_path)
+        if metrics.unreadable:
+            notes.append(
+                f"note: skipped {metrics.unreadable} unreadable line(s) in "
+                f"{os.path.join(log_path, METRICS)}"
+            )
+        record = latest.get(name)
+        if record is not None and record.get("status") == "failed":
+            status = "failed"
+        elif record is not None and record.get("status") == "ok" and metrics.exists:
+            status = "ok"
+        else:
+            status = "missing"
+        seconds = _number(record.get("seconds")) if record else None
+        rows.append(
+            SummaryRow(
+                name=name,
+                params=dict(entry.get("params") or {}),
+                settings=dict(entry.get("settings") or {}),
+                status=status,
+                metrics=metrics,
+                log_path=log_path,
+                error=(record or {}).get("error") if status == "failed" else None,
+                seconds=seconds,
+            )
+        )
+    unknown = sorted(set(latest) - {row.name for row in rows})
+    if unknown:
+        notes.append(f"note: results.jsonl also has configs not in this grid: {', '.join(unknown)}")
+    extra = tuple(key for key in extra_columns if key not in _FIXED)
+    return SweepSummary(root=root_text, rows=tuple(rows), extra_columns=extra, notes=tuple(notes))
+
+
+def load_summary(sweep_dir: str | os.PathLike[str]) -> SweepSummary:
+    """The summary of a sweep directory, from its ``sweep.json`` and the runs' files.
+
+    Raises :class:`~mint_envkit.errors.ConfigError` when ``sweep_dir`` has no
+    ``sweep.json``.
+
+    Example::
+
+        load_summary("runs/arithmetic-sweep").rows[0].status  # 'ok'
+    """
+    manifest = read_manifest(sweep_dir)
+    if manifest is None:
+        raise ConfigError(
+            f"{os.path.join(os.fspath(sweep_dir), MANIFEST)} not found; pass the sweep root "
+            "(the directory given as root= or MINT_LOG_ROOT, which holds sweep.json)"
+        )
+    grid = manifest.get("grid") or {}
+    return build_summary(sweep_dir, manifest["configs"], extra_columns=list(grid))
+
+
+def write_summary_files(summary: SweepSummary) -> list[str]:
+    """Write ``summary.csv`` and ``summary.png``; return one line per file (or why not).
+
+    Never raises for the plot: a missing matplotlib or a plotting error is
+    reported in the returned lines instead.
+
+    Example::
+
+        write_summary_files(load_summary("runs/sweep"))
+        # ['wrote runs/sweep/summary.csv', 'wrote runs/sweep/summary.png']
+    """
+    lines = [f"wrote {summary.write_csv()}"]
+    try:
+        png = summary.write_png()
+    except Exception as err:
+        lines.append(f"{SUMMARY_PNG} not written: {type(err).__name__}: {err}")
+    else:
+        if png is None:
+            lines.append(
+                f"{SUMMARY_PNG} skipped: matplotlib is not installed "
+                "(pip install 'mint-envkit[plot]')"
+            )
+        else:
+            lines.append(f"wrote {png}")
+    return lines
+
+
+def _report(summary: SweepSummary, file_lines: Sequence[str]) -> str:
+    lines = [summary.table()]
+    failed = [row for row in summary.rows if row.status == "failed"]
+    if failed:
+        lines.append("")
+        lines.extend(f"failed {row.name}: {row.error}" for row in failed)
+    if summary.notes or file_lines:
+        lines.append("")
+    lines.extend(summary.notes)
+    lines.extend(file_lines)
+    return "\n".join(lines)
+
+
+def summarize(sweep_dir: str | os.PathLike[str]) -> str:
+    """Re-create the table, ``summary.csv`` and ``summary.png`` from a sweep directory.
+
+    Returns the table, followed by the error of each failed config, any notes
+    about the files, and one line per written file.
+
+    Example::
+
+        print(summarize("runs/arithmetic-sweep"))
+    """
+    summary = load_summary(sweep_dir)
+    return _report(summary, write_summary_files(summary))
+
+
+def summary_main(argv: Sequence[str] | None = None) -> int:
+    """``mint-envkit summary SWEEP_DIR``: print the table and write csv and png again.
+
+    Returns the exit code: 0 on success, 2 for a bad argument or a directory
+    that is not a sweep.
+
+    Example::
+
+        summary_main(["runs/arithmetic-sweep"])  # prints the table; 0
+    """
+    parser = argparse.ArgumentParser(
+        prog="mint-envkit summary",
+        description="Print a sweep's table and write summary.csv and summary.png again.",
+    )
+    parser.add_argument("sweep_dir", metavar="SWEEP_DIR", help="the sweep root (holds sweep.json)")
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        print(summarize(args.sweep_dir), flush=True)
+    except ConfigError as err:
+        print(f"mint-envkit summary: error: {err}", file=sys.stderr, flush=True)
+        return 2
+    return 0
