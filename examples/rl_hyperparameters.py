@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from arithmetic_env import ArithmeticEnv, arithmetic_problems
 
-from mint_envkit import Config, DatasetBuilder
+from mint_envkit import Config, DatasetBuilder, MintEnvkitError
 from mint_envkit.rl.config import default_model, resolve_backend
 from mint_envkit.sweep import Sweep
 

@@ -9,6 +9,7 @@ Example::
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -124,7 +125,7 @@ class GroupBuilder:
 
     def make_message_env(self) -> MessageEnv:
         """One fresh message env for this problem."""
-        return self.env(**dict(self.problem))
+        return self.env(**copy.deepcopy(dict(self.problem)))
 
     async def make_envs(self) -> list[EnvFromMessageEnv]:
         """``group_size`` independent token-level envs for this one problem.

@@ -141,10 +141,11 @@ class SingleTurnEnv(MessageEnv):
         unfinished think block never counts.
         """
         content = message.get("content")
-        if isinstance(content, str) and "<think>" in content:
+        if isinstance(content, str) and ("<think>" in content or "</think>" in content):
             thinking = strip_thinking(content)
             if thinking.status == "unclosed_think":
                 return thinking
+            content = thinking.value or ""
         # Read from the class so a plain function is not bound as a method.
         parser = type(self).parser
         if not isinstance(parser, Parser):

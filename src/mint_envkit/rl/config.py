@@ -93,6 +93,15 @@ class KLReferenceConfig:
             )
 
 
+def _fspath(value: Any) -> Any:
+    try:
+        return os.fspath(value)
+    except TypeError:
+        raise ConfigError(
+            f"Config.log_path must be a path (str or os.PathLike), got {value!r}"
+        ) from None
+
+
 def _check_backend(_instance: Any, _attribute: Any, value: Any) -> None:
     if value not in ("auto", "mint", "local"):
         raise ConfigError(f"Config.backend must be 'auto', 'mint' or 'local', got {value!r}")
@@ -158,7 +167,7 @@ class Config:
 
     dataset_builder: Any = attrs.field()
     model_name: str = attrs.field(validator=_check_name("model_name"))
-    log_path: str = attrs.field(converter=os.fspath, validator=_check_name("log_path"))
+    log_path: str = attrs.field(converter=_fspath, validator=_check_name("log_path"))
     learning_rate: float = attrs.field(default=1e-4, validator=_positive("learning_rate"))
     renderer_name: str | None = None
     lora_rank: int = attrs.field(default=32)
@@ -235,7 +244,11 @@ class Config:
             )
         if group_size < 1:
             raise ConfigError(f"Config.dataset_builder.group_size must be >= 1, got {group_size}")
-        if not 0 < self.top_p <= 1:
+        if (
+            isinstance(self.top_p, bool)
+            or not isinstance(self.top_p, (int, float))
+            or not 0 < self.top_p <= 1
+        ):
             raise ConfigError(f"Config.top_p must be in (0, 1], got {self.top_p!r}")
         if self.base_url is not None and not str(self.base_url).startswith(("http://", "https://")):
             raise ConfigError(

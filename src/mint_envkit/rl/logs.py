@@ -38,6 +38,11 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def _ends_mid_line(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
 def append_jsonl(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
     """Append one JSON line atomically (one write, then fsync).
 
@@ -46,8 +51,10 @@ def append_jsonl(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
         append_jsonl("runs/demo/metrics.jsonl", {"step": 0, "env/all/reward/total": 0.5})
     """
     line = (json.dumps(_jsonable(record), sort_keys=False) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        if _ends_mid_line(fd):
+            line = b"\n" + line  # end a line a crash cut off, so this record stays whole
         os.write(fd, line)
         os.fsync(fd)
     finally:
@@ -137,8 +144,10 @@ class RunFiles:
         if not records:
             return
         data = "".join(json.dumps(_jsonable(r)) + "\n" for r in records).encode()
-        fd = os.open(self.rollouts_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.rollouts_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
+            if _ends_mid_line(fd):
+                data = b"\n" + data
             os.write(fd, data)
             os.fsync(fd)
         finally:

@@ -1,0 +1,36 @@
+"""Session-wide test settings, shared by every test under ``tests/``.
+
+- ``MINT_ENVKIT_CACHE`` points at a fresh temporary directory for the whole
+  session, so tests never read or write ``~/.cache`` and the tiny tokenizer
+  is built locally, inside the test suite (subprocesses inherit it).
+- ``TINKER_TELEMETRY=0``: no telemetry from the SDK.
+
+Set in ``pytest_configure``, before any test module is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+_SAVED: dict[str, str | None] = {}
+_CACHE: list[str] = []
+
+
+def pytest_configure(config):
+    cache = tempfile.mkdtemp(prefix="mint-envkit-test-cache-")
+    _CACHE.append(cache)
+    for name, value in (("MINT_ENVKIT_CACHE", cache), ("TINKER_TELEMETRY", "0")):
+        _SAVED[name] = os.environ.get(name)
+        os.environ[name] = value
+
+
+def pytest_unconfigure(config):
+    for name, value in _SAVED.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    for cache in _CACHE:
+        shutil.rmtree(cache, ignore_errors=True)

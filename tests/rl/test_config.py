@@ -1,0 +1,186 @@
+"""Config: every validation names its field; backend resolution; no secrets in public_dict."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+
+from mint_envkit import TINY_MODEL_NAME, ConfigError, DatasetBuilder, SingleTurnEnv
+from mint_envkit.rl.config import LOSS_FNS, Config, KLReferenceConfig, resolve_backend
+
+BUILDER = DatasetBuilder(
+    env=SingleTurnEnv,
+    problems=[{"question": "What is 2 + 3?", "answer": "5"}],
+    batch_size=1,
+    group_size=2,
+    model_name=TINY_MODEL_NAME,
+)
+
+
+def config(**kwargs) -> Config:
+    fields = {"dataset_builder": BUILDER, "model_name": TINY_MODEL_NAME, "log_path": "runs/test"}
+    fields.update(kwargs)
+    return Config(**fields)
+
+
+def test_defaults_are_valid():
+    c = config()
+    assert c.loss_fn == "importance_sampling" and c.backend == "auto"
+    assert c.kl_penalty_coef == 0.0 and c.kl_reference_config is None
+
+
+def test_log_path_accepts_a_path(tmp_path):
+    assert config(log_path=tmp_path / "run").log_path == str(tmp_path / "run")
+
+
+def test_kl_coef_needs_a_reference():
+    with pytest.raises(ConfigError, match="kl_penalty_coef") as info:
+        config(kl_penalty_coef=0.1)
+    assert "kl_reference_config" in str(info.value)
+    c = config(
+        kl_penalty_coef=0.1, kl_reference_config=KLReferenceConfig(base_model=TINY_MODEL_NAME)
+    )
+    assert c.kl_penalty_coef == 0.1
+
+
+@pytest.mark.parametrize("base_model", ["", "  ", None])
+def test_kl_reference_needs_a_model(base_model):
+    with pytest.raises(ConfigError, match=r"KLReferenceConfig\.base_model"):
+        KLReferenceConfig(base_model=base_model)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("temperature", 0),
+        ("temperature", -0.5),
+        ("temperature", float("nan")),
+        ("temperature", float("inf")),
+        ("temperature", True),
+        ("temperature", "0.7"),
+        ("loss_fn", "grpo"),
+        ("backend", "cuda"),
+        ("max_tokens", 0),
+        ("max_tokens", 1.5),
+        ("max_tokens", True),
+        ("learning_rate", 0),
+        ("learning_rate", -1e-4),
+        ("learning_rate", float("nan")),
+        ("learning_rate", "1e-4"),
+        ("kl_penalty_coef", -0.1),
+        ("lora_rank", 0),
+        ("lora_rank", 8.0),
+        ("max_steps", 0),
+        ("max_steps", 2.5),
+        ("save_every", -1),
+        ("eval_every", -1),
+        ("eval_every", 1.5),
+        ("max_concurrent_groups", 0),
+        ("local_latency_ms", -1.0),
+        ("preflight_timeout_s", 0),
+        ("top_p", 0),
+        ("top_p", 1.5),
+        ("base_url", "localhost:8000"),
+        ("base_url", "ftp://example.com"),
+        ("model_name", ""),
+        ("model_name", None),
+        ("log_path", ""),
+    ],
+)
+def test_each_validation_names_its_field(field, value):
+    with pytest.raises(ConfigError, match=rf"Config\.{field}"):
+        config(**{field: value})
+
+
+def test_loss_fn_error_lists_the_choices():
+    with pytest.raises(ConfigError) as info:
+        config(loss_fn="grpo")
+    for name in LOSS_FNS:
+        assert name in str(info.value)
+
+
+@pytest.mark.parametrize("loss_fn", LOSS_FNS)
+def test_each_loss_fn_is_accepted(loss_fn):
+    assert config(loss_fn=loss_fn).loss_fn == loss_fn
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000", "https://mint.example.com"])
+def test_base_url_schemes(url):
+    assert config(base_url=url).base_url == url
+
+
+def test_group_size_below_one_via_a_dataset_builder():
+    with pytest.raises(ConfigError, match="group_size must be an integer >= 1"):
+        DatasetBuilder(env=SingleTurnEnv, problems=[], batch_size=1, group_size=0, model_name="m")
+    fake = types.SimpleNamespace(group_size=0)
+    with pytest.raises(ConfigError, match=r"Config\.dataset_builder\.group_size must be >= 1"):
+        config(dataset_builder=fake)
+
+
+@pytest.mark.parametrize("builder", [None, object(), types.SimpleNamespace(group_size="2")])
+def test_dataset_builder_must_be_a_builder(builder):
+    with pytest.raises(ConfigError, match=r"Config\.dataset_builder must be a DatasetBuilder"):
+        config(dataset_builder=builder)
+
+
+def test_log_path_none_names_the_field():
+    with pytest.raises(ConfigError, match=r"Config\.log_path"):
+        config(log_path=None)
+
+
+def test_top_p_string_names_the_field():
+    with pytest.raises(ConfigError, match=r"Config\.top_p"):
+        config(top_p="0.9")
+
+
+def test_config_is_frozen():
+    c = config()
+    with pytest.raises(AttributeError):
+        c.temperature = 0.5  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("env", "backend", "expected"),
+    [
+        ({}, "auto", "local"),
+        ({"MINT_API_KEY": "sk-test"}, "auto", "mint"),
+        ({"MINT_ENVKIT_BACKEND": "local", "MINT_API_KEY": "sk-test"}, "auto", "local"),
+        ({"MINT_ENVKIT_BACKEND": " MINT "}, "auto", "mint"),
+        ({"MINT_API_KEY": "sk-test"}, "local", "local"),
+        ({"MINT_ENVKIT_BACKEND": "local"}, "mint", "mint"),
+        ({"MINT_API_KEY": ""}, "auto", "local"),
+    ],
+)
+def test_resolve_backend(monkeypatch, env, backend, expected):
+    monkeypatch.delenv("MINT_API_KEY", raising=False)
+    monkeypatch.delenv("MINT_ENVKIT_BACKEND", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert resolve_backend(backend) == expected
+
+
+def test_resolve_backend_errors(monkeypatch):
+    monkeypatch.setenv("MINT_ENVKIT_BACKEND", "gpu")
+    with pytest.raises(ConfigError, match="MINT_ENVKIT_BACKEND"):
+        resolve_backend("auto")
+    with pytest.raises(ConfigError, match="backend must be"):
+        resolve_backend("cloud")
+
+
+def test_public_dict_is_json_and_holds_no_api_key(monkeypatch):
+    secret = "sk-very-secret-key-123"
+    monkeypatch.setenv("MINT_API_KEY", secret)
+    c = config(
+        kl_penalty_coef=0.05,
+        kl_reference_config=KLReferenceConfig(base_model=TINY_MODEL_NAME),
+        base_url="https://mint.example.com",
+    )
+    data = c.public_dict()
+    text = json.dumps(data)
+    assert secret not in text
+    assert "api_key" not in text.lower()
+    assert data["dataset_builder"] == BUILDER.describe()
+    assert data["kl_reference_config"] == {"base_model": TINY_MODEL_NAME}
+    assert data["temperature"] == 1.0 and data["base_url"] == "https://mint.example.com"

@@ -1,0 +1,107 @@
+"""Run files: whole JSON lines, crash-cut lines skipped, resume trimming."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from mint_envkit.rl.logs import RunFiles, append_jsonl, read_jsonl
+
+
+def test_append_and_read_round_trip(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    records = [{"step": 0, "reward": 0.5}, {"step": 1, "reward": 1.0, "tags": ["a", "b"]}]
+    for record in records:
+        append_jsonl(path, record)
+    assert read_jsonl(path) == records
+    assert path.read_text().count("\n") == 2
+
+
+def test_missing_file_reads_as_empty(tmp_path):
+    assert read_jsonl(tmp_path / "nope.jsonl") == []
+
+
+def test_a_truncated_last_line_is_skipped(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    append_jsonl(path, {"step": 0})
+    append_jsonl(path, {"step": 1})
+    with open(path, "a") as handle:
+        handle.write('{"step": 2, "rew')
+    assert read_jsonl(path) == [{"step": 0}, {"step": 1}]
+
+
+def test_a_cut_line_in_the_middle_is_skipped_too(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 0}\n{"step": 1, "rew\n{"step": 2}\n')
+    assert read_jsonl(path) == [{"step": 0}, {"step": 2}]
+
+
+def test_a_record_appended_after_a_cut_line_is_kept(tmp_path):
+    path = tmp_path / "checkpoints.jsonl"
+    append_jsonl(path, {"step": 0})
+    with open(path, "a") as handle:
+        handle.write('{"step": 1, "state_pa')
+    append_jsonl(path, {"step": 2})
+    assert read_jsonl(path) == [{"step": 0}, {"step": 2}]
+
+
+def test_blank_lines_are_ignored(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"a": 1}\n\n   \n{"a": 2}\n')
+    assert read_jsonl(path) == [{"a": 1}, {"a": 2}]
+
+
+def test_non_finite_and_odd_values_are_written_as_json(tmp_path):
+    path = tmp_path / "x.jsonl"
+    append_jsonl(path, {"nan": math.nan, "inf": math.inf, "tuple": (1, 2), "obj": {1: object}})
+    (record,) = read_jsonl(path)
+    assert record["nan"] is None and record["inf"] is None
+    assert record["tuple"] == [1, 2]
+    assert record["obj"] == {"1": repr(object)}
+    json.loads(path.read_text())  # strict JSON, no NaN literal
+
+
+def test_run_files_metrics_and_checkpoints(tmp_path):
+    files = RunFiles(tmp_path / "run")
+    files.ensure()
+    files.write_config({"seed": 0, "lr": 1e-4})
+    assert json.loads(files.config.read_text()) == {"seed": 0, "lr": 1e-4}
+    assert files.last_checkpoint() is None
+    files.append_metrics({"step": 0})
+    files.append_checkpoint({"step": 0, "state_path": "tinker://a"})
+    files.append_checkpoint({"step": 1, "sampler_path": "tinker://s"})
+    files.append_checkpoint({"step": 2, "state_path": "tinker://b"})
+    files.append_checkpoint({"step": 3})
+    assert files.metrics() == [{"step": 0}]
+    assert len(files.checkpoints()) == 4
+    assert files.last_checkpoint() == {"step": 2, "state_path": "tinker://b"}
+
+
+def test_append_rollouts_writes_one_line_each(tmp_path):
+    files = RunFiles(tmp_path)
+    files.append_rollouts([])
+    assert not files.rollouts_path.exists()
+    files.append_rollouts([{"step": 0, "i": 0}, {"step": 0, "i": 1}])
+    assert read_jsonl(files.rollouts_path) == [{"step": 0, "i": 0}, {"step": 0, "i": 1}]
+
+
+def test_forget_after_drops_later_steps(tmp_path):
+    files = RunFiles(tmp_path)
+    for step in range(5):
+        files.append_metrics({"step": step, "reward": step / 10})
+        files.append_rollouts([{"step": step, "i": 0}, {"step": step, "i": 1}])
+    files.append_checkpoint({"step": 2, "state_path": "tinker://c"})
+    files.forget_after(3)
+    assert [r["step"] for r in files.metrics()] == [0, 1, 2]
+    assert [r["step"] for r in read_jsonl(files.rollouts_path)] == [0, 0, 1, 1, 2, 2]
+    assert files.last_checkpoint() == {"step": 2, "state_path": "tinker://c"}
+    assert not list(tmp_path.glob("*.tmp"))
+    files.append_metrics({"step": 3, "reward": 0.9})
+    assert [r["step"] for r in files.metrics()] == [0, 1, 2, 3]
+
+
+def test_forget_after_without_files(tmp_path):
+    files = RunFiles(tmp_path / "fresh")
+    files.ensure()
+    files.forget_after(0)
+    assert files.metrics() == []
