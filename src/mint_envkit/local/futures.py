@@ -1,0 +1,300 @@
+"""Futures and per-model request ordering for the embedded server.
+
+Both classes live on the server's event loop (not thread-safe by design:
+every call happens on that one loop).
+
+- :class:`FutureStore` hands out ``request_id``s for long operations and
+  answers ``retrieve_future`` long-polls: it waits for the result up to a
+  bound, then tells the client to try again (never a tight try-again loop).
+- :class:`Sequencer` applies training requests of one model in ``seq_id``
+  order: a request that arrives before its predecessors waits for them.
+
+Example::
+
+    store = FutureStore()
+    request_id = store.create("optim_step")
+    store.set_result(request_id, {"metrics": {}})
+    await store.wait(request_id, timeout=30.0)   # {'metrics': {}}
+
+    seq = Sequencer("m-1", gap_timeout=30.0)
+    seq.submit(2, "optim_step", "req-b", run_b)   # waits: seq_id 1 has not arrived
+    seq.submit(1, "forward_backward", "req-a", run_a)   # runs run_a, then run_b
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+__all__ = ["FutureStore", "Sequencer"]
+
+logger = logging.getLogger("mint_envkit.local.server")
+
+
+@attrs.define
+class _Entry:
+    kind: str
+    future: asyncio.Future[dict[str, Any]]
+    created: float
+    retrieved: bool = False
+
+
+class FutureStore:
+    """Results of long operations, by ``request_id``.
+
+    Completed results are kept after they are read (a client may re-read
+    after a lost response), up to ``keep_retrieved`` of them; at most
+    ``max_entries`` futures are kept in all (oldest completed go first).
+
+    Example::
+
+        store = FutureStore()
+        rid = store.create("asample")
+        store.set_error(rid, "prompt token 99999 is outside the vocabulary", "user")
+        await store.wait(rid, 1.0)   # {'error': '...', 'category': 'user'}
+    """
+
+    def __init__(self, *, keep_retrieved: int = 256, max_entries: int = 8192) -> None:
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._keep_retrieved = keep_retrieved
+        self._max_entries = max_entries
+        self._counter = itertools.count(1)
+        self._prefix = uuid.uuid4().hex[:8]
+        self._closed = asyncio.Event()
+
+    def create(self, kind: str) -> str:
+        """A new pending future; returns its ``request_id``.
+
+        Example::
+
+            rid = store.create("forward_backward")   # 'req-1a2b3c4d-1'
+        """
+        request_id = f"req-{self._prefix}-{next(self._counter)}"
+        loop = asyncio.get_running_loop()
+        self._entries[request_id] = _Entry(kind, loop.create_future(), time.monotonic())
+        self._evict()
+        return request_id
+
+    def kind(self, request_id: str) -> str:
+        """The kind of request (endpoint name) a ``request_id`` was made for.
+
+        Example::
+
+            store.kind(store.create("asample"))   # 'asample'
+        """
+        entry = self._entries.get(request_id)
+        return entry.kind if entry is not None else ""
+
+    def set_result(self, request_id: str, payload: dict[str, Any]) -> None:
+        """Complete a future with a success payload (a response body).
+
+        Example::
+
+            store.set_result(rid, {"type": "create_model", "model_id": "m-1"})
+        """
+        entry = self._entries.get(request_id)
+        if entry is not None and not entry.future.done():
+            entry.future.set_result(payload)
+
+    def set_error(self, request_id: str, message: str, category: str) -> None:
+        """Complete a future as failed: the SDK raises ``RequestFailedError(message)``.
+
+        Example::
+
+            store.set_error(rid, "unknown sampler_id 's-9'", "user")
+        """
+        category = category if category in ("user", "server", "unknown") else "unknown"
+        self.set_result(request_id, {"error": message, "category": category})
+
+    @property
+    def pending(self) -> int:
+        """How many futures have no result yet.
+
+        Example::
+
+            store.pending   # 0 when the server is idle
+        """
+        return sum(1 for e in self._entries.values() if not e.future.done())
+
+    def close(self) -> None:
+        """Wake every long-poll (they answer try_again) so the server can stop.
+
+        Example::
+
+            loop.call_soon_threadsafe(store.close)
+        """
+        self._closed.set()
+
+    async def wait(self, request_id: str, timeout: float) -> dict[str, Any] | None:
+        """The result, waiting up to ``timeout`` s; None means "try again".
+
+        Raises KeyError for an unknown ``request_id``.
+
+        Example::
+
+            payload = await store.wait(rid, 30.0)
+            body = payload if payload is not None else {"type": "try_again", ...}
+        """
+        entry = self._entries[request_id]
+        if not entry.future.done() and timeout > 0 and not self._closed.is_set():
+            closed = asyncio.ensure_future(self._closed.wait())
+            try:
+                await asyncio.wait(
+                    [entry.future, closed], timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                closed.cancel()
+        if not entry.future.done():
+            return None
+        entry.retrieved = True
+        self._entries.move_to_end(request_id)
+        self._evict()
+        return entry.future.result()
+
+    def _evict(self) -> None:
+        retrieved = [rid for rid, e in self._entries.items() if e.retrieved]
+        for rid in retrieved[: max(0, len(retrieved) - self._keep_retrieved)]:
+            del self._entries[rid]
+        if len(self._entries) > self._max_entries:
+            for rid in [rid for rid, e in self._entries.items() if e.future.done()]:
+                if len(self._entries) <= self._max_entries:
+                    break
+                del self._entries[rid]
+
+
+class Sequencer:
+    """Runs one model's training requests in ``seq_id`` order.
+
+    ``submit(seq_id, kind, request_id, start)`` calls ``start()`` when every
+    lower ``seq_id`` has been started (``start`` must hand the work to the
+    FIFO engine worker synchronously, so start order is execution order).
+    Requests without ``seq_id`` start at once. A ``seq_id`` seen before (a
+    re-sent request) returns the earlier ``request_id`` instead of running
+    twice. If a predecessor never arrives within ``gap_timeout`` seconds (its
+    submission failed on the client side), the waiting requests go ahead.
+
+    Example::
+
+        seq = Sequencer("m-1")
+        seq.submit(1, "forward_backward", "req-1", lambda: print("fb"))   # prints fb
+        seq.skip(2)       # seq 2 was refused at submission: don't wait for it
+        seq.submit(3, "optim_step", "req-3", lambda: print("opt"))        # prints opt
+    """
+
+    def __init__(self, model_id: str, *, gap_timeout: float = 30.0, remember: int = 4096) -> None:
+        self.model_id = model_id
+        self.next_seq = 1
+        self._gap_timeout = gap_timeout
+        self._remember = remember
+        self._waiting: dict[int, Callable[[], None]] = {}
+        self._seen: dict[int, tuple[str, str]] = {}
+        self._gap_task: asyncio.Task[None] | None = None
+
+    @property
+    def waiting(self) -> int:
+        """How many requests wait for a predecessor.
+
+        Example::
+
+            seq.waiting   # 1 after submit(2, ...) while seq_id 1 is missing
+        """
+        return len(self._waiting)
+
+    def previous(self, seq_id: int | None, kind: str) -> str | None:
+        """The ``request_id`` already given to this ``seq_id``, if it was submitted before.
+
+        Raises ValueError when that ``seq_id`` was used by a different kind of request.
+
+        Example::
+
+            seq.submit(1, "optim_step", "req-1", start)
+            seq.previous(1, "optim_step")   # 'req-1': a re-sent request gets the same future
+        """
+        if seq_id is None or seq_id not in self._seen:
+            return None
+        seen_kind, request_id = self._seen[seq_id]
+        if seen_kind != kind:
+            raise ValueError(
+                f"seq_id {seq_id} of model {self.model_id} was already used by a "
+                f"{seen_kind} request (this one is {kind}); seq_ids must be unique per model"
+            )
+        return request_id
+
+    def submit(
+        self, seq_id: int | None, kind: str, request_id: str, start: Callable[[], None]
+    ) -> None:
+        """Start ``start`` now or when its predecessors have started.
+
+        Example::
+
+            seq.submit(1, "forward_backward", "req-1", lambda: executor.submit(work))
+        """
+        if seq_id is None:
+            start()
+            return
+        self._seen[seq_id] = (kind, request_id)
+        self._prune()
+        if seq_id < self.next_seq:
+            logger.warning(
+                "model %s: seq_id %d arrived after seq_id %d had started; running it now",
+                self.model_id,
+                seq_id,
+                self.next_seq - 1,
+            )
+            start()
+            return
+        self._waiting[seq_id] = start
+        self._drain()
+
+    def skip(self, seq_id: int | None) -> None:
+        """Mark ``seq_id`` as done without work (its request was refused).
+
+        Example::
+
+            seq.skip(4)   # seq_id 5 will not wait for 4
+        """
+        if seq_id is None or seq_id < self.next_seq or seq_id in self._waiting:
+            return
+        self._seen.setdefault(seq_id, ("refused", ""))
+        self._waiting[seq_id] = lambda: None
+        self._drain()
+
+    def _drain(self) -> None:
+        while self.next_seq in self._waiting:
+            start = self._waiting.pop(self.next_seq)
+            self.next_seq += 1
+            try:
+                start()
+            except Exception:  # start() reports its own errors; keep the queue moving
+                logger.exception("model %s: starting a request failed", self.model_id)
+        if self._waiting and (self._gap_task is None or self._gap_task.done()):
+            self._gap_task = asyncio.get_running_loop().create_task(self._watch_gap())
+
+    async def _watch_gap(self) -> None:
+        while self._waiting:
+            expected = self.next_seq
+            await asyncio.sleep(self._gap_timeout)
+            if self._waiting and self.next_seq == expected:
+                first = min(self._waiting)
+                logger.warning(
+                    "model %s: seq_id %s never arrived in %.0f s; going on with seq_id %d",
+                    self.model_id,
+                    f"{expected}" if first == expected + 1 else f"{expected}..{first - 1}",
+                    self._gap_timeout,
+                    first,
+                )
+                self.next_seq = first
+                self._drain()  # this task is still running, so no second watcher starts
+
+    def _prune(self) -> None:
+        if len(self._seen) > self._remember:
+            for key in sorted(self._seen)[: len(self._seen) - self._remember]:
+                del self._seen[key]

@@ -1,0 +1,511 @@
+"""The embedded MinT-compatible server: ``LocalServer`` in-process, ``mint-envkit serve`` as a command.
+
+The server speaks the Tinker wire protocol over HTTP on 127.0.0.1, so the
+unmodified ``mint`` / ``tinker`` SDK (and tinker-cookbook) trains against it
+exactly as against the hosted service, with no account and no network. The
+work is done by :class:`mint_envkit.local.engine.Engine` on one worker
+thread; see ``docs/local-backend.md``.
+
+Example::
+
+    import mint
+    from mint_envkit.local.server import LocalServer
+
+    with LocalServer(models=["mint-envkit/tiny-qwen3-small"], state_dir="/tmp/state") as server:
+        client = mint.ServiceClient(base_url=server.base_url, api_key="sk-local")
+        training = client.create_lora_training_client(base_model="mint-envkit/tiny-qwen3-small")
+        server.request_counts()["create_model"]   # 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import http.client
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import uvicorn
+
+from mint_envkit.errors import BackendError, ConfigError
+from mint_envkit.local.app import DEFAULT_MAX_BODY_BYTES, Backend, EngineFactory, build_app
+
+__all__ = ["DEFAULT_MODEL", "LocalServer", "is_loopback_host", "serve_main"]
+
+logger = logging.getLogger("mint_envkit.local.server")
+
+DEFAULT_MODEL = "mint-envkit/tiny-qwen3"
+"""The model served when none is named."""
+
+
+def is_loopback_host(host: str) -> bool:
+    """True when ``host`` only reaches this machine (``localhost``, 127.0.0.0/8, ``::1``).
+
+    Example::
+
+        is_loopback_host("127.0.0.1")   # True
+        is_loopback_host("0.0.0.0")     # False: every interface
+    """
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class _UvicornServer(uvicorn.Server):
+    """uvicorn without signal handlers (it runs in a background thread); remembers its loop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):  # type: ignore[override]
+        yield
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._mint_loop = asyncio.get_running_loop()
+        await super().serve(sockets=sockets)
+
+
+class LocalServer:
+    """The embedded server, running in a background thread on an ephemeral port.
+
+    Args:
+        models: base models to serve (default: ``mint-envkit/tiny-qwen3``).
+            Loading starts in the background when the server starts; the first
+            operation on a model waits for it.
+        state_dir: where checkpoints live (default: ``MINT_ENVKIT_STATE_DIR``,
+            else the user cache; decided by the engine).
+        latency_ms: fixed delay added to every operation, as if the service were remote.
+        host, port: where to listen; port 0 (default) picks a free port.
+        device, num_threads: passed to the engine.
+        max_body_bytes: larger request bodies are refused with 413.
+        allow_remote: needed to listen on a non-loopback address (any API key is accepted).
+        engine_factory: builds the engine instead of ``Engine(...)`` (for tests).
+        long_poll_s: how long ``retrieve_future`` waits before answering try_again (30 s).
+        preload: start loading ``models`` in the background at once (default); False
+            loads each on first use.
+
+    ``start()`` (or entering the ``with`` block) returns once ``/api/v1/healthz``
+    answers. ``close()`` stops the server and its worker thread.
+
+    Example::
+
+        with LocalServer(models=["mint-envkit/tiny-qwen3-small"], latency_ms=0) as server:
+            server.base_url            # 'http://127.0.0.1:54321'
+            server.request_counts()    # Counter() until a client calls
+            server.reset_counts()
+    """
+
+    def __init__(
+        self,
+        models: Iterable[str] | None = None,
+        *,
+        state_dir: str | None = None,
+        latency_ms: float = 0.0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        device: str | None = None,
+        num_threads: int | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        allow_remote: bool = False,
+        log_level: str = "warning",
+        engine_factory: EngineFactory | None = None,
+        long_poll_s: float | None = None,
+        preload: bool = True,
+    ) -> None:
+        if not allow_remote and not is_loopback_host(host):
+            raise ConfigError(
+                f"refusing to listen on {host!r}: the local server accepts any API key, so it "
+                "binds loopback only (127.0.0.1). Pass allow_remote=True (--allow-remote) if you "
+                "really want other machines to reach it"
+            )
+        self.host = host
+        self._requested_port = int(port)
+        self._models = list(models) if models is not None else [DEFAULT_MODEL]
+        if not self._models:
+            raise ConfigError("LocalServer needs at least one model")
+        if latency_ms < 0:
+            raise ConfigError(f"latency_ms must be >= 0, got {latency_ms}")
+        if max_body_bytes <= 0:
+            raise ConfigError(f"max_body_bytes must be > 0, got {max_body_bytes}")
+        self._backend_kwargs: dict[str, Any] = {
+            "models": self._models,
+            "state_dir": None if state_dir is None else str(state_dir),
+            "device": device,
+            "num_threads": num_threads,
+            "latency_ms": latency_ms,
+            "max_body_bytes": max_body_bytes,
+            "engine_factory": engine_factory,
+            "preload": preload,
+        }
+        if long_poll_s is not None:
+            self._backend_kwargs["long_poll_s"] = long_poll_s
+        self._log_level = log_level
+        self.backend: Backend | None = None
+        self._server: _UvicornServer | None = None
+        self._thread: threading.Thread | None = None
+        self._port: int | None = None
+        self._finalizer: weakref.finalize | None = None
+        self.start_seconds: float | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, timeout: float = 30.0) -> LocalServer:
+        """Start serving; returns once healthz answers (raises BackendError otherwise).
+
+        Example::
+
+            server = LocalServer(models=["mint-envkit/tiny-qwen3-small"]).start()
+            ...
+            server.close()
+        """
+        if self._thread is not None:
+            return self
+        t0 = time.perf_counter()
+        backend = Backend(**self._backend_kwargs)
+        family = socket.AF_INET6 if ":" in self.host.strip("[]") else socket.AF_INET
+        # proto must be IPPROTO_TCP: asyncio only sets TCP_NODELAY on accepted sockets of
+        # that proto, and without it every small response waits ~40 ms (Nagle + delayed ACK)
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host.strip("[]"), self._requested_port))
+        except OSError as err:
+            sock.close()
+            backend.close()
+            raise BackendError(
+                f"cannot listen on {self.host}:{self._requested_port}: {err}. "
+                "Pick another --port (or 0 for any free port)"
+            ) from None
+        sock.listen(128)
+        sock.setblocking(False)
+        self._port = sock.getsockname()[1]
+
+        self.backend = backend
+        config = uvicorn.Config(
+            build_app(self.backend),
+            loop="asyncio",
+            http="h11",
+            lifespan="off",
+            log_level=self._log_level,
+            access_log=self._log_level == "debug",
+            timeout_graceful_shutdown=2,
+            timeout_keep_alive=30,
+        )
+        self._server = _UvicornServer(config)
+        server = self._server
+
+        def run() -> None:
+            try:
+                server.run(sockets=[sock])
+            except BaseException:
+                logger.exception("the local server stopped with an error")
+            finally:
+                sock.close()
+
+        self._thread = threading.Thread(target=run, name="mint-envkit-server", daemon=True)
+        self._thread.start()
+        self._finalizer = weakref.finalize(
+            self, _shutdown, self._server, self._thread, self.backend
+        )
+
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._healthz_ok():
+                break
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.close()
+                raise BackendError(
+                    f"the local server did not answer on {self.base_url} within {timeout} s"
+                )
+            time.sleep(0.01)
+        self.start_seconds = time.perf_counter() - t0
+        self.backend.reset_counts()  # the start-up probe is not a client request
+        logger.info("local server on %s (started in %.2f s)", self.base_url, self.start_seconds)
+        return self
+
+    def _healthz_ok(self) -> bool:
+        conn = http.client.HTTPConnection(self._connect_host(), self.port, timeout=1.0)
+        try:
+            conn.request("GET", "/api/v1/healthz")
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        """Stop the server and its engine worker (idempotent).
+
+        Example::
+
+            server.close()
+        """
+        if self._finalizer is not None:
+            self._finalizer()
+        self._thread = None
+
+    def wait(self) -> None:
+        """Block until the server thread stops (after ``close()`` from another thread).
+
+        Example::
+
+            threading.Timer(60, server.close).start(); server.wait()
+        """
+        thread = self._thread
+        while thread is not None and thread.is_alive():
+            thread.join(0.5)
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ info
+
+    def _connect_host(self) -> str:
+        host = self.host.strip("[]")
+        if host in ("0.0.0.0", "::"):
+            return "127.0.0.1" if host == "0.0.0.0" else "::1"
+        return host
+
+    @property
+    def port(self) -> int:
+        """The bound port (known once started).
+
+        Example::
+
+            LocalServer(port=0).start().port   # e.g. 41873
+        """
+        if self._port is None:
+            raise BackendError("the server is not started; call start() or use `with`")
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT`` to pass as the SDK's ``base_url``.
+
+        Example::
+
+            mint.ServiceClient(base_url=server.base_url, api_key="sk-local")
+        """
+        host = self._connect_host()
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    def request_counts(self) -> collections.Counter[str]:
+        """A snapshot of request counts by endpoint name (``asample``, ``retrieve_future``, ...).
+
+        Example::
+
+            server.request_counts()["asample"]   # how many sample requests arrived
+        """
+        if self.backend is None:
+            return collections.Counter()
+        return self.backend.request_counts()
+
+    def reset_counts(self) -> None:
+        """Set every request count back to zero.
+
+        Example::
+
+            server.reset_counts(); run_benchmark(); print(server.request_counts())
+        """
+        if self.backend is not None:
+            self.backend.reset_counts()
+
+    def preload_errors(self, timeout: float | None = None) -> dict[str, str]:
+        """Wait for the served models to load; ``{model: message}`` for each that failed.
+
+        Example::
+
+            if errors := server.preload_errors(timeout=600):
+                raise SystemExit(f"cannot serve: {errors}")
+        """
+        if self.backend is None:
+            raise BackendError("the server is not started")
+        return self.backend.preload_errors(timeout)
+
+
+def _shutdown(server: _UvicornServer, thread: threading.Thread, backend: Backend) -> None:
+    loop = getattr(server, "_mint_loop", None)
+    if loop is not None and thread.is_alive():
+        # wake pending long-polls (they answer try_again) so connections can close
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(backend.futures.close)
+    # Finish the running engine call (queued ones are cancelled) while the event loop still
+    # runs, so its completion lands on a live loop; then stop uvicorn.
+    backend.close()
+    server.should_exit = True
+    thread.join(timeout=10)
+    if thread.is_alive():
+        server.force_exit = True
+        thread.join(timeout=5)
+    if thread.is_alive():
+        logger.warning("the local server thread did not stop in time")
+
+
+# ====================================================================== command line
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mint-envkit serve",
+        description=(
+            "Run the embedded MinT-compatible training server on this machine. Point the mint / "
+            "tinker SDK at it with ServiceClient(base_url='http://127.0.0.1:PORT') or "
+            "MINT_BASE_URL; any API key is accepted."
+        ),
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 = any free port)")
+    p.add_argument(
+        "--model",
+        action="append",
+        dest="models",
+        metavar="NAME",
+        help="base model to serve; repeat for several. A built-in name "
+        f"({DEFAULT_MODEL}, mint-envkit/tiny-qwen3-small), a local directory, or a Hugging Face "
+        f"id already in the local cache (default: {DEFAULT_MODEL})",
+    )
+    p.add_argument(
+        "--state-dir",
+        default=None,
+        help="directory for checkpoints (default: $MINT_ENVKIT_STATE_DIR, else the user cache)",
+    )
+    p.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="fixed delay added to every operation, to benchmark as if remote (default: 0)",
+    )
+    p.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda (default: auto)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: auto)")
+    p.add_argument(
+        "--max-body-mb",
+        type=float,
+        default=DEFAULT_MAX_BODY_BYTES / (1024 * 1024),
+        help="refuse request bodies larger than this with 413 (default: 64)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="log level (default: info; debug also logs every request)",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --host (any API key is accepted: only on a trusted network)",
+    )
+    p.add_argument(
+        "--no-preload",
+        action="store_true",
+        help="serve at once and load each model on first use, instead of loading them "
+        "(and failing on a bad --model) before announcing readiness",
+    )
+    return p
+
+
+def serve_main(argv: Sequence[str] | None = None) -> int:
+    """``mint-envkit serve``: run the server in the foreground until Ctrl-C / SIGTERM.
+
+    Returns the process exit code (0 after a clean stop, 2 for bad arguments
+    or a model that cannot be loaded).
+
+    Example::
+
+        # shell: mint-envkit serve --port 8765 --model mint-envkit/tiny-qwen3 --latency-ms 50
+        from mint_envkit.local.server import serve_main
+        raise SystemExit(serve_main(["--port", "0", "--model", "mint-envkit/tiny-qwen3-small"]))
+    """
+    args = _parser().parse_args(list(argv) if argv is not None else None)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if not args.allow_remote and not is_loopback_host(args.host):
+        print(
+            f"mint-envkit serve: refusing --host {args.host}: the server accepts any API key, so "
+            "it listens on loopback only. Add --allow-remote to listen there anyway.",
+            file=sys.stderr,
+        )
+        return 2
+    if args.latency_ms < 0 or args.max_body_mb <= 0 or not (0 <= args.port <= 65535):
+        print(
+            "mint-envkit serve: --latency-ms must be >= 0, --max-body-mb > 0, --port in 0..65535",
+            file=sys.stderr,
+        )
+        return 2
+    models = args.models or [DEFAULT_MODEL]
+    server = LocalServer(
+        models,
+        state_dir=args.state_dir,
+        latency_ms=args.latency_ms,
+        host=args.host,
+        port=args.port,
+        device=args.device,
+        num_threads=args.threads,
+        max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+        allow_remote=args.allow_remote,
+        log_level=args.log_level if args.log_level != "info" else "warning",
+        preload=not args.no_preload,
+    )
+    try:
+        server.start()
+    except BackendError as err:
+        print(f"mint-envkit serve: {err}", file=sys.stderr)
+        return 2
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, on_signal)
+    try:
+        if not args.no_preload:
+            t0 = time.perf_counter()
+            print(
+                f"mint-envkit serve: loading {', '.join(models)} ...", file=sys.stderr, flush=True
+            )
+            errors = server.preload_errors()
+            if errors:
+                for name, message in errors.items():
+                    print(f"mint-envkit serve: cannot serve {name}: {message}", file=sys.stderr)
+                return 2
+            print(
+                f"mint-envkit serve: models ready in {time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+            )
+        print(
+            f"mint-envkit serve: listening on {server.base_url} (models: {', '.join(models)}; "
+            f"latency {args.latency_ms:g} ms). Use ServiceClient(base_url='{server.base_url}') "
+            f"or MINT_BASE_URL={server.base_url}. Ctrl-C stops.",
+            flush=True,
+        )
+        while not stop.is_set() and server._thread is not None and server._thread.is_alive():
+            stop.wait(0.5)
+        return 0
+    finally:
+        server.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(serve_main())
