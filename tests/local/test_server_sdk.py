@@ -170,20 +170,21 @@ async def test_chunked_forward_backward_is_applied_in_order(real_server, service
     training = await service_client.create_lora_training_client_async(
         base_model=SMALL, rank=4, seed=1
     )
+    n = 1025  # one datum over the SDK's 1024-datum chunk size: two chunks, one token each
     data = [
         types.Datum(
-            model_input=types.ModelInput.from_ints([10 + i % 500, 11 + i % 7]),
-            loss_fn_inputs={"target_tokens": [11 + i % 7, 12 + i % 3]},
+            model_input=types.ModelInput.from_ints([10 + i % 500]),
+            loss_fn_inputs={"target_tokens": [11 + i % 7]},
         )
-        for i in range(1030)
+        for i in range(n)
     ]
     real_server.reset_counts()
     out = await (await training.forward_backward_async(data, "cross_entropy")).result_async()
     assert real_server.request_counts()["forward_backward"] == 2
-    assert len(out.loss_fn_outputs) == 1030
-    single = await (await training.forward_async([data[1029]], "cross_entropy")).result_async()
+    assert len(out.loss_fn_outputs) == n
+    single = await (await training.forward_async([data[-1]], "cross_entropy")).result_async()
     assert _close(
-        out.loss_fn_outputs[1029]["logprobs"].tolist(),
+        out.loss_fn_outputs[-1]["logprobs"].tolist(),
         single.loss_fn_outputs[0]["logprobs"].tolist(),
         1e-5,
     )

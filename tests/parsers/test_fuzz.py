@@ -167,9 +167,9 @@ def _reference_xml(text: str, name: str = "answer") -> tuple[str | None, str]:
     return None, "truncated"
 
 
-xml_text = st.lists(st.sampled_from(["<answer>", "</answer>", "x", " ", "<", ">"]), max_size=20).map(
-    "".join
-)
+xml_text = st.lists(
+    st.sampled_from(["<answer>", "</answer>", "x", " ", "<", ">"]), max_size=20
+).map("".join)
 
 
 @FUZZ

@@ -7,8 +7,8 @@ import pytest
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import (
     STATUSES,
-    ParseResult,
     Parser,
+    ParseResult,
     as_number,
     boxed,
     choice,
@@ -72,7 +72,13 @@ ROWS = [
     # --- boxed ---
     ("boxed-plain", boxed, r"so \boxed{5}", "5", "ok"),
     ("boxed-nested-braces", boxed, r"\boxed{\frac{1}{2}}", r"\frac{1}{2}", "ok"),
-    ("boxed-deep-braces", boxed, r"\boxed{\sqrt{\frac{a}{b^{2}}}}", r"\sqrt{\frac{a}{b^{2}}}", "ok"),
+    (
+        "boxed-deep-braces",
+        boxed,
+        r"\boxed{\sqrt{\frac{a}{b^{2}}}}",
+        r"\sqrt{\frac{a}{b^{2}}}",
+        "ok",
+    ),
     ("boxed-two-same-not-concatenated", boxed, r"\boxed{840} so \boxed{840}", "840", "ok"),
     ("boxed-two-takes-last", boxed, r"\boxed{3}, no wait, \boxed{4}", "4", "ok"),
     ("boxed-whitespace-stripped", boxed, "\\boxed{  12 \n}", "12", "ok"),
@@ -136,21 +142,51 @@ ROWS = [
     ("exact-empty", exact(), "", None, "empty"),
     ("exact-whitespace", exact(str.lower), " \n ", None, "empty"),
     # --- strip_thinking ---
-    ("think-removed", strip_thinking, "<think>2+2=4</think>\nThe answer is 4.", "The answer is 4.", "ok"),
+    (
+        "think-removed",
+        strip_thinking,
+        "<think>2+2=4</think>\nThe answer is 4.",
+        "The answer is 4.",
+        "ok",
+    ),
     ("think-no-tags", strip_thinking, " 4 ", "4", "ok"),
     ("think-two-blocks", strip_thinking, "<think>a</think>b<think>c</think> d", "b d", "ok"),
     ("think-unclosed", strip_thinking, "<think>2+2=", None, "unclosed_think"),
-    ("think-closed-then-unclosed", strip_thinking, "<think>a</think>5<think>b", None, "unclosed_think"),
+    (
+        "think-closed-then-unclosed",
+        strip_thinking,
+        "<think>a</think>5<think>b",
+        None,
+        "unclosed_think",
+    ),
     ("think-stray-close", strip_thinking, "let me think... 2+2=4</think>\n4", "4", "ok"),
     ("think-stray-close-last-wins", strip_thinking, "a</think>b</think>c", "c", "ok"),
-    ("think-nested-ends-at-last-close", strip_thinking, "<think>a<think>b</think>c</think>d", "d", "ok"),
+    (
+        "think-nested-ends-at-last-close",
+        strip_thinking,
+        "<think>a<think>b</think>c</think>d",
+        "d",
+        "ok",
+    ),
     ("think-only-thinking", strip_thinking, "<think>hmm</think>", None, "empty"),
     ("think-empty", strip_thinking, "", None, "empty"),
     # --- composition ---
     ("after-thinking-number", last_number.after_thinking(), "<think>3 or 4?</think> 4", "4", "ok"),
-    ("after-thinking-unclosed", last_number.after_thinking(), "<think>3 or 4?", None, "unclosed_think"),
+    (
+        "after-thinking-unclosed",
+        last_number.after_thinking(),
+        "<think>3 or 4?",
+        None,
+        "unclosed_think",
+    ),
     ("after-thinking-stray", boxed.after_thinking(), r"\boxed{3}?</think>\boxed{4}", "4", "ok"),
-    ("after-thinking-only-thinking", boxed.after_thinking(), r"<think>\boxed{3}</think>", None, "empty"),
+    (
+        "after-thinking-only-thinking",
+        boxed.after_thinking(),
+        r"<think>\boxed{3}</think>",
+        None,
+        "empty",
+    ),
     ("after-thinking-choice", abcd.after_thinking(), "<think>A or B?</think>Answer: B", "B", "ok"),
     ("map-boxed-choice", boxed.map(abcd), r"\boxed{(C)}", "C", "ok"),
     ("map-failure-passes-through", boxed.map(str.lower), r"\boxed{X", None, "truncated"),
@@ -160,7 +196,10 @@ ROWS = [
 
 @pytest.mark.parametrize(
     ("parser", "text", "value", "status"),
-    [pytest.param(parser, text, value, status, id=row_id) for row_id, parser, text, value, status in ROWS],
+    [
+        pytest.param(parser, text, value, status, id=row_id)
+        for row_id, parser, text, value, status in ROWS
+    ],
 )
 def test_table(parser: Parser, text: str, value: str | None, status: str) -> None:
     result = parser(text)
@@ -257,7 +296,10 @@ def test_from_function_coerces_returns() -> None:
     assert parser("hello world") == ParseResult.ok("hello")
     assert parser("   ") == ParseResult.fail("no_match")
     assert Parser.from_function(lambda text: "  ", name="blank")("x") == ParseResult.fail("empty")
-    assert Parser.from_function(lambda text: ParseResult.fail("ambiguous"), name="amb")("x").status == "ambiguous"
+    assert (
+        Parser.from_function(lambda text: ParseResult.fail("ambiguous"), name="amb")("x").status
+        == "ambiguous"
+    )
 
 
 def test_from_function_propagates_user_errors() -> None:
@@ -305,8 +347,14 @@ def test_non_str_input_is_a_type_error() -> None:
         pytest.param(lambda: choice("ABA"), "repeat", id="choice-repeat"),
         pytest.param(lambda: choice("Aa"), "repeat", id="choice-repeat-case"),
         pytest.param(lambda: exact("lower"), "str -> str function", id="exact-not-callable"),
-        pytest.param(lambda: Parser.from_function("x"), "callable", id="from-function-not-callable"),
-        pytest.param(lambda: Parser.from_function(str.strip, name=""), "non-empty", id="from-function-empty-name"),
+        pytest.param(
+            lambda: Parser.from_function("x"), "callable", id="from-function-not-callable"
+        ),
+        pytest.param(
+            lambda: Parser.from_function(str.strip, name=""),
+            "non-empty",
+            id="from-function-empty-name",
+        ),
         pytest.param(lambda: boxed.map(3), "callable", id="map-not-callable"),
     ],
 )

@@ -117,6 +117,10 @@ class Backend:
         max_body_bytes: larger request bodies get 413.
         engine_factory: builds the engine (default: ``mint_envkit.local.engine.Engine``);
             called once, on the worker thread.
+        long_poll_s: how long ``retrieve_future`` waits for a result before try_again.
+        seq_gap_timeout_s: how long a training request waits for a missing lower
+            ``seq_id`` before the server gives up on it and goes on.
+        preload: queue loading of ``models`` at once (default) instead of on first use.
 
     Example::
 

@@ -342,7 +342,10 @@ class Engine:
             state_dir = env if env else cache_dir() / "state"
         self.state_dir = Path(state_dir).expanduser().resolve()
         self.device = device
-        self.num_threads = pin_threads(num_threads)
+        try:
+            self.num_threads = pin_threads(num_threads)
+        except ModelLoadError as err:
+            raise EngineError(str(err), "user") from err
         self.default_model = default_model
         self._lock = threading.RLock()
         self._bases: dict[str, _Base] = {}

@@ -98,7 +98,15 @@ assert set(TINY_SPECS) == set(TINY_MODEL_NAMES)  # internal invariant, not user 
 
 
 class ModelLoadError(MintEnvkitError):
-    """A base model cannot be found or loaded; the engine turns it into a user EngineError."""
+    """A base model cannot be found or loaded; the engine turns it into a user EngineError.
+
+    Example::
+
+        try:
+            load_base_model("someone/not-downloaded")
+        except ModelLoadError as err:
+            print(err)  # model 'someone/not-downloaded' is not available locally: ...
+    """
 
 
 @attrs.frozen
