@@ -47,6 +47,7 @@ INPUTS = {
     "answer-then-stars": "answer" + "*" * MB,
     "option-parens": "(A) " * 250_000,
     "spaces-1m": " " * MB + "x",
+    "fullwidth-digits-1m": "４" * MB,
 }
 
 PARSERS = [

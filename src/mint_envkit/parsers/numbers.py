@@ -72,10 +72,22 @@ _LATEX_FRAC = re.compile(
 _MAX_EXACT_CHARS = 4000
 
 
+class _AsciiDigits(dict[int, int]):
+    """A ``str.translate`` table from any unicode decimal digit to its ASCII digit, filled lazily."""
+
+    def __missing__(self, code: int) -> int:
+        value = unicodedata.decimal(chr(code), None)
+        if value is None:
+            raise LookupError(code)  # str.translate leaves the character as it is
+        self[code] = ord("0") + value
+        return self[code]
+
+
+_ASCII_DIGITS = _AsciiDigits()
+
+
 def _ascii_digits(digits: str) -> str:
-    if digits.isascii():
-        return digits
-    return "".join(str(unicodedata.decimal(char, 0)) for char in digits)
+    return digits if digits.isascii() else digits.translate(_ASCII_DIGITS)
 
 
 def _decimal_text(negative: bool, whole: str, frac: str, exp: str | None) -> str:
