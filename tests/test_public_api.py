@@ -156,11 +156,6 @@ def test_public_classes_and_functions_have_an_example(name):
     assert "Example" in doc, f"{name}'s docstring has no Example"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="errors.py: the exception classes have one-line docstrings without an Example "
-    "(only the module docstring has one)",
-)
 @pytest.mark.parametrize("name", ERROR_NAMES)
 def test_public_errors_have_an_example(name):
     doc = inspect.getdoc(getattr(mint_envkit, name))

@@ -28,28 +28,72 @@ __all__ = [
 
 
 class MintEnvkitError(Exception):
-    """Base class of every error mint_envkit raises on purpose."""
+    """Base class of every error mint_envkit raises on purpose.
+
+    Example::
+
+        try:
+            await main(config)
+        except MintEnvkitError as err:
+            print(f"cannot run: {err}")
+    """
 
 
 class ConfigError(MintEnvkitError, ValueError):
-    """A configuration value is invalid; the message names the field and the fix."""
+    """A configuration value is invalid; the message names the field and the fix.
+
+    Example::
+
+        Config(..., temperature=0)
+        # ConfigError: Config.temperature must be a number > 0, got 0; ...
+    """
 
 
 class ProblemError(MintEnvkitError, ValueError):
-    """A problem (one row of a dataset) does not fit the env that should hold it."""
+    """A problem (one row of a dataset) does not fit the env that should hold it.
+
+    Example::
+
+        await DatasetBuilder(env=ArithmeticEnv, problems=[{"question": "1+1?"}], ...)()
+        # ProblemError: problem 0: ArithmeticEnv needs field(s) 'answer'; ...
+    """
 
 
 class EnvError(MintEnvkitError):
-    """An environment was used wrongly (for example, stepped after its episode ended)."""
+    """An environment was used wrongly (for example, stepped after its episode ended).
+
+    Example::
+
+        await env.step(reply)
+        await env.step(reply)  # EnvError: ArithmeticEnv was stepped twice; ...
+    """
 
 
 class RendererError(MintEnvkitError, ValueError):
-    """A renderer name is unknown or a renderer cannot handle a message."""
+    """A renderer name is unknown or a renderer cannot handle a message.
+
+    Example::
+
+        get_renderer("llama9", tokenizer)
+        # RendererError: unknown renderer 'llama9'; known renderers: qwen3, ...
+    """
 
 
 class TokenizerError(MintEnvkitError):
-    """A tokenizer cannot be found or built."""
+    """A tokenizer cannot be found or built.
+
+    Example::
+
+        get_tokenizer("/no/such/dir")
+        # TokenizerError: tokenizer directory '/no/such/dir' does not exist; ...
+    """
 
 
 class BackendError(MintEnvkitError):
-    """A training backend (MinT or the embedded server) is unreachable or refused a request."""
+    """A training backend (MinT or the embedded server) is unreachable or refused a request.
+
+    Example::
+
+        await preflight("http://127.0.0.1:9")
+        # BackendError: the backend at http://127.0.0.1:9 did not answer within 15 s ...
+    """

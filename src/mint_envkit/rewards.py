@@ -103,7 +103,7 @@ def _as_float(value: object, name: str) -> float:
         return float(value)
     raise ConfigError(
         f"reward component {name!r} returned {value!r}; a component must return a finite "
-        "float (0.0 to 1.0 for gates)"
+        "number (0.0 or 1.0 for a gate)"
     )
 
 

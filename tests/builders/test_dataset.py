@@ -183,11 +183,6 @@ async def test_malformed_test_problem_is_named_too():
     assert "'question'" in str(info.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dataset.py DatasetBuilder.__call__ validates after the test_fraction split, so the "
-    "index in the error is a position in the split's list, not in the user's problems",
-)
 async def test_malformed_problem_index_is_the_users_index_with_test_fraction():
     problems = [dict(p) for p in PROBLEMS]
     del problems[17]["answer"]

@@ -242,12 +242,6 @@ async def test_env_stop_condition_is_passed_on(renderer):
     assert result.next_stop_condition == ["\n"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="token_env.py EnvFromMessageEnv.step ends the episode on truncation / missing stop "
-    "token / context overflow without telling the message env, so MultiTurnEnv.teardown "
-    "never runs although its lifecycle promises it once per episode",
-)
 @pytest.mark.parametrize("how", ["truncated", "no_stop", "overflow"])
 async def test_teardown_runs_when_the_token_env_ends_the_episode(renderer, how):
     message_env = HigherLowerEnv(question="Guess my number.")

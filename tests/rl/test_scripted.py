@@ -182,12 +182,6 @@ async def test_multi_turn_function_policy_sees_the_conversation():
     assert ["Start.", "b", "Again."] in seen
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scripted.py ScriptedPolicy.__call__ picks replies[position % len] with position "
-    "the index inside the request; later multi-turn turns are one request per env, so every "
-    "env gets replies[0] there, not replies[i] as the docstring says",
-)
 async def test_list_replies_keep_their_env_on_later_turns():
     source = builder(env=EchoTurnsEnv, problems=[{"question": "Start."}], group_size=2)
     report = await ScriptedPolicy(["a", "b"]).run(source)

@@ -179,7 +179,7 @@ class DatasetBuilder:
             try:
                 bind_problem(name, tuple(required), optional, problem)
             except ProblemError as err:
-                raise ProblemError(f"{split} problem {index}: {err}") from None
+                raise ProblemError(f"{split}problem {index}: {err}") from None
 
     def _group(self, problem: Mapping[str, Any], index: int, group_size: int) -> GroupBuilder:
         return GroupBuilder(
@@ -218,9 +218,12 @@ class DatasetBuilder:
         problems = await self.load_problems()
         if not problems:
             raise ProblemError("the dataset has no problems; give at least one")
+        self._validate(problems, "")
         test: list[dict[str, Any]] | None = None
+        indices: list[int]
         if self.test_problems is not None:
             test = [dict(p) for p in self.test_problems]
+            indices = list(range(len(problems)))
         elif self.test_fraction:
             order = list(range(len(problems)))
             random.Random(f"{self.seed}:split").shuffle(order)
@@ -232,13 +235,16 @@ class DatasetBuilder:
                 )
             held = set(order[:n_test])
             test = [p for i, p in enumerate(problems) if i in held]
-            problems = [p for i, p in enumerate(problems) if i not in held]
-        self._validate(problems, "train")
-        train_groups = [self._group(p, i, self.group_size) for i, p in enumerate(problems)]
+            indices = [i for i in range(len(problems)) if i not in held]
+        else:
+            indices = list(range(len(problems)))
+        # Groups keep the problem's index in the user's list, also after a split.
+        train_groups = [self._group(problems[i], i, self.group_size) for i in indices]
         train = self._batches(train_groups, epochs=self.n_epochs, shuffle=self.shuffle, salt=0)
         test_set = None
         if test:
-            self._validate(test, "test")
+            if self.test_problems is not None:
+                self._validate(test, "test ")
             test_groups = [self._group(p, i, self.test_group_size) for i, p in enumerate(test)]
             test_set = self._batches(test_groups, epochs=1, shuffle=False, salt=1)
         return train, test_set

@@ -13,7 +13,9 @@ Lifecycle of one episode (one env instance):
    reward ``max_turns_reward`` (default 0.0) instead of its own, and the
    metric ``max_turns_reached`` = 1.
 5. ``teardown()`` runs once when the episode ends, also when ``respond``
-   raises (the error is then re-raised).
+   raises (the error is then re-raised), and when the token-level env ends
+   the episode itself (reply cut at the length limit, no stop token, context
+   overflow) through :meth:`MultiTurnEnv.abort`.
 
 Example (see ``examples/guess_the_number.py``)::
 
@@ -163,6 +165,16 @@ class MultiTurnEnv(MessageEnv):
         await self.setup()
         self.conversation = [dict(m) for m in self.messages()]
         return [dict(m) for m in self.conversation]
+
+    async def abort(self) -> None:
+        """End the episode from outside (the reply was cut off or the context overflowed).
+
+        Runs :meth:`teardown` once if the episode had started and had not ended.
+        The token-level env calls it when it ends an episode without stepping.
+        """
+        if self._started and not self._done:
+            self._done = True
+            await self.teardown()
 
     async def step(self, message: Message) -> MessageStepResult:
         """Record the reply, ask :meth:`respond`, and enforce ``max_turns``."""

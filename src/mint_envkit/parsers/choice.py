@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import re
+from collections import deque
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers.parser import Parser
@@ -120,14 +121,12 @@ def choice(options: str = "ABCD") -> Parser:
                 return ParseResult.fail("ambiguous")
             if named:
                 return ParseResult.ok(named.pop() or "")
-        last = None
-        for last in marker.finditer(text):  # noqa: B007 - only the last one is wanted
-            pass
-        if last is not None:
-            other = another.match(text, last.end())
-            if other and other["letter"] != last["letter"]:
+        markers = deque(marker.finditer(text), maxlen=1)  # only the last one counts
+        if markers:
+            other = another.match(text, markers[0].end())
+            if other and other["letter"] != markers[0]["letter"]:
                 return ParseResult.fail("ambiguous")
-            return ParseResult.ok(last["letter"])
+            return ParseResult.ok(markers[0]["letter"])
         found = whole.fullmatch(text.rpartition("\n")[2])
         if found:
             return ParseResult.ok(by_char[found["letter"]])

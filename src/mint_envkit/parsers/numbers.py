@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import deque
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Literal
@@ -73,7 +74,7 @@ _MAX_EXACT_CHARS = 4000
 
 
 class _AsciiDigits(dict[int, int]):
-    """A ``str.translate`` table from any unicode decimal digit to its ASCII digit, filled lazily."""
+    """``str.translate`` table: any unicode decimal digit to its ASCII digit, filled lazily."""
 
     def __missing__(self, code: int) -> int:
         value = unicodedata.decimal(chr(code), None)
@@ -161,8 +162,8 @@ def _first_number(text: str) -> ParseResult:
     digit = _DIGIT.search(prepared)
     if digit is None:
         return ParseResult.fail("no_match")
-    # A number starts at most 3 characters before its first digit ("-$.5"), and the
-    # first digit always starts a match, so searching from there is fast and exact.
+    # A number starts at most 3 characters before its first digit ("-$.5") and there is
+    # always one at the first digit, so searching from there finds the same first match.
     match = _NUMBER.search(prepared, max(digit.start() - 3, 0))
     return ParseResult.ok(_read(match, "first")) if match else ParseResult.fail("no_match")
 
@@ -180,10 +181,8 @@ def _last_number(text: str) -> ParseResult:
     # start of the text (lookbehinds still see what comes before) without rescanning it.
     walk = _WALK_BACK.match(backwards, digit.start())
     start = max(len(prepared) - walk.end() - 1, 0)
-    match = None
-    for match in _NUMBER.finditer(prepared, start, len(prepared) - digit.start()):  # noqa: B007
-        pass
-    return ParseResult.ok(_read(match, "last")) if match else ParseResult.fail("no_match")
+    last = deque(_NUMBER.finditer(prepared, start, len(prepared) - digit.start()), maxlen=1)
+    return ParseResult.ok(_read(last[0], "last")) if last else ParseResult.fail("no_match")
 
 
 first_number = Parser(name="first_number", fn=_first_number)

@@ -114,7 +114,8 @@ def xml_tag(name: str) -> Parser:
     the first such ``</name>``, so a nested ``<a><a>5</a></a>`` gives ``5``.
     Statuses: ``ok``; ``empty`` (blank text or blank content); ``no_match`` (no opening
     tag at all; a stray closing tag is ignored); ``truncated`` (an opening tag but no
-    complete pair, the usual sign of a reply cut at the token limit). The parser's name is ``"xml_tag(<name>)"``.
+    complete pair, the usual sign of a reply cut at the token limit). The parser's name
+    is ``"xml_tag(<name>)"``.
 
     Example::
 

@@ -86,8 +86,9 @@ class EnvFromMessageEnv:
             still parsed and scored by the env (the ``truncated`` metric is
             reported either way).
 
-    When an episode ends without the env scoring it, the env's
-    ``unscored_metrics()`` (if it has one) fills its metrics, so rates such
+    When an episode ends without the env scoring it, the env's ``abort()``
+    (if it has one) is awaited, so a multi-turn env's teardown still runs, and
+    its ``unscored_metrics()`` (if it has one) fills its metrics, so rates such
     as ``correct`` count the cut-off episode as 0 instead of skipping it.
 
     Example::
@@ -123,6 +124,11 @@ class EnvFromMessageEnv:
         if self.max_trajectory_tokens is None:
             return False
         return length + (self.max_generation_tokens or 0) > self.max_trajectory_tokens
+
+    async def _abort(self) -> None:
+        hook = getattr(self.message_env, "abort", None)
+        if callable(hook):
+            await hook()
 
     def _unscored_metrics(self) -> dict[str, float]:
         hook = getattr(self.message_env, "unscored_metrics", None)
@@ -164,6 +170,7 @@ class EnvFromMessageEnv:
         message, ok = self.renderer.parse_response(action)
         base = {"truncated": float(truncated), "parse_error": 0.0, "context_overflow": 0.0}
         if truncated and not self.score_truncated:
+            await self._abort()
             return StepResult(
                 reward=self.context_overflow_reward,
                 episode_done=True,
@@ -174,6 +181,7 @@ class EnvFromMessageEnv:
                 message=message,
             )
         if not ok and not truncated:
+            await self._abort()
             return StepResult(
                 reward=self.failed_parse_reward,
                 episode_done=True,
@@ -203,6 +211,7 @@ class EnvFromMessageEnv:
         self.messages = [dict(m) for m in result.next_messages]
         tokens = self.renderer.render_tokens(result.next_messages)
         if self._exceeds(len(tokens)):
+            await self._abort()
             return StepResult(
                 reward=self.context_overflow_reward,
                 episode_done=True,

@@ -42,6 +42,8 @@ class SampleRequest:
         num_samples: how many replies to return.
         messages: the conversation the prompt renders (for scripted policies).
         renderer: the group's renderer.
+        env_index: the position in its group of the first env this request
+            serves (replies ``i`` go to env ``env_index + i``).
     """
 
     prompt: list[int]
@@ -49,6 +51,7 @@ class SampleRequest:
     num_samples: int
     messages: list[Message]
     renderer: Renderer
+    env_index: int = 0
 
 
 Sampler = Callable[[SampleRequest], Awaitable[Sequence[SampledTokens]]]
@@ -64,7 +67,11 @@ async def _sample(sampler: Sampler, request: SampleRequest) -> list[SampledToken
 
 
 async def _run_episode(
-    env: EnvFromMessageEnv, first_ob: list[int], first: SampledTokens, sampler: Sampler
+    env: EnvFromMessageEnv,
+    first_ob: list[int],
+    first: SampledTokens,
+    sampler: Sampler,
+    env_index: int,
 ) -> list[Transition]:
     transitions: list[Transition] = []
     ob, reply = first_ob, first
@@ -90,6 +97,7 @@ async def _run_episode(
             num_samples=1,
             messages=[dict(m) for m in env.messages],
             renderer=env.renderer,
+            env_index=env_index,
         )
         reply = (await _sample(sampler, request))[0]
 
@@ -130,8 +138,8 @@ async def rollout_group(
         firsts = await _sample(sampler, request)
         episodes = await asyncio.gather(
             *(
-                _run_episode(env, first_ob, reply, sampler)
-                for env, reply in zip(envs, firsts, strict=True)
+                _run_episode(env, first_ob, reply, sampler, index)
+                for index, (env, reply) in enumerate(zip(envs, firsts, strict=True))
             )
         )
         trajectories = [Trajectory(transitions=t) for t in episodes]

@@ -159,7 +159,7 @@ class ScriptedPolicy:
         out = []
         tokenizer = request.renderer.tokenizer
         for position in range(request.num_samples):
-            text = await self._reply_text(request.messages, position)
+            text = await self._reply_text(request.messages, request.env_index + position)
             tokens = list(tokenizer.encode(text, add_special_tokens=False))
             if self.end_with_stop:
                 stop = request.renderer.get_stop_sequences()[0]
