@@ -60,6 +60,7 @@ from mint_envkit.rendering import (
     get_renderer,
     get_tokenizer,
 )
+from mint_envkit.rewards import Reward, RewardBreakdown, gated, valid_format, weighted
 from mint_envkit.rl import (
     Config,
     KLReferenceConfig,
@@ -91,6 +92,8 @@ __all__ = [
     "ProblemError",
     "Renderer",
     "RendererError",
+    "Reward",
+    "RewardBreakdown",
     "ScriptedPolicy",
     "ScriptedReport",
     "SingleTurnEnv",
@@ -101,10 +104,13 @@ __all__ = [
     "choice",
     "exact",
     "first_number",
+    "gated",
     "get_renderer",
     "get_tokenizer",
     "last_number",
     "same_number",
     "strip_thinking",
+    "valid_format",
+    "weighted",
     "xml_tag",
 ]

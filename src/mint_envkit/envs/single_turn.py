@@ -23,7 +23,8 @@ from typing import Any, ClassVar
 from mint_envkit.envs.base import Message, MessageEnv, MessageStepResult
 from mint_envkit.envs.problem import bind_problem
 from mint_envkit.errors import EnvError, ProblemError
-from mint_envkit.parsers import Parser, ParseResult, exact, same_number, strip_thinking
+from mint_envkit.parsers import Parser, ParseResult, exact, strip_thinking
+from mint_envkit.rewards import default_check
 
 __all__ = ["SingleTurnEnv"]
 
@@ -126,8 +127,7 @@ class SingleTurnEnv(MessageEnv):
             env.check("5.0", "5")     # True (same_number)
             env.check("Paris", "Paris ")  # True
         """
-        reference = str(answer)
-        return same_number(parsed, reference) or parsed.strip() == reference.strip()
+        return default_check(parsed, answer)
 
     async def initial_observation(self) -> list[Message]:
         """The prompt from :meth:`messages`."""
