@@ -319,7 +319,8 @@ class Engine:
         state_dir: where checkpoints live; default ``$MINT_ENVKIT_STATE_DIR``, else
             ``cache_dir()/"state"``.
         device: ``"cuda"`` / ``"cpu"``; default CUDA (bf16) when available, else CPU (fp32).
-        num_threads: torch intra-op threads, pinned for determinism; default the core count.
+        num_threads: torch intra-op threads, pinned for determinism; default
+            ``MINT_ENVKIT_NUM_THREADS``, else 1 (see ``models.pin_threads_default``).
         default_model: the base model named first in :attr:`supported_models`.
 
     Example::
