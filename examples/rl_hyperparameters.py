@@ -14,6 +14,7 @@ rest. See docs/sweep.md.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -29,7 +30,10 @@ from mint_envkit.sweep import Sweep
 def main() -> int:
     backend = resolve_backend("auto")
     model = default_model(backend)
-    where = "MinT" if backend == "mint" else "the embedded local backend (offline, no account)"
+    if backend == "mint":
+        where = f"MinT ({os.environ.get('MINT_BASE_URL') or 'its public endpoint'})"
+    else:
+        where = "the embedded local backend (offline, no account)"
     print(f"backend: {backend} - training {model} on {where}", flush=True)
     builder = DatasetBuilder(
         env=ArithmeticEnv,
