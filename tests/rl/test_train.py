@@ -207,3 +207,21 @@ async def test_learning_run_improves_mean_reward(tmp_path, server):
     assert len(rewards) == 24
     start, end = sum(rewards[:4]) / 4, sum(rewards[-4:]) / 4
     assert end > start + 0.2, rewards
+
+
+async def test_old_step_samplers_are_deleted(tmp_path, server):
+    import httpx
+
+    def sampler_count() -> int:
+        stats = httpx.get(f"{server.base_url}/api/v1/mint_envkit/stats").json()
+        return stats["samplers"]
+
+    server.reset_counts()
+    await main(_config(tmp_path, server, max_steps=3))
+    after_first = sampler_count()
+    assert server.request_counts()["delete_checkpoint"] == 2  # steps 0 and 1
+    await main(_config(tmp_path / "again", server, max_steps=3))
+    grown = sampler_count() - after_first
+    await main(_config(tmp_path / "kept", server, max_steps=3, keep_step_samplers=True))
+    grown_when_kept = sampler_count() - after_first - grown
+    assert grown_when_kept == grown + 2 * 2  # two step samplers, two sessions each

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import json
 import logging
 import threading
@@ -1008,10 +1009,24 @@ def build_app(backend: Backend) -> Starlette:
         if ".." in parts or ".." in run_id.split("/") or not checkpoint_id:
             raise P.ProtocolError(422, f"invalid checkpoint id {checkpoint_id!r}")
         path = f"tinker://{run_id}/{checkpoint_id}"
+        # Samplers made from the deleted weights go too: a run that deletes
+        # each step's sampler weights keeps the server's memory flat.
+        stale = [sid for sid, info in b.samplers.items() if info.get("model_path") == path]
+        stale += [sid for key, sid in b._adhoc_samplers.items() if key == ("model_path", path)]
+        b._adhoc_samplers.pop(("model_path", path), None)
+
+        def delete(engine: Any) -> None:
+            engine.delete_checkpoint(path)
+            for sampler_id in stale:
+                with contextlib.suppress(Exception):
+                    engine.release_sampler(sampler_id)
+
         try:
-            await b.call_engine(lambda e: e.delete_checkpoint(path))
+            await b.call_engine(delete)
         except Exception as err:
             return b.engine_error_response(err)
+        for sampler_id in stale:
+            b.samplers.pop(sampler_id, None)
         return Response(status_code=204)
 
     async def list_user_checkpoints(request: Request, body: Any) -> Any:

@@ -155,6 +155,9 @@ class Config:
         max_concurrent_groups: how many groups are rolled out at once
             (None: the whole batch).
         fail_fast: raise on the first env error instead of dropping its group.
+        keep_step_samplers: keep every step's sampler weights; by default
+            each step deletes the previous step's (checkpoints are kept), so
+            a long run does not fill the backend's storage.
         local_latency_ms: added delay per operation of an embedded backend
             started for this run (to rehearse a remote service).
         preflight_timeout_s: how long the backend may take to answer at start.
@@ -199,6 +202,7 @@ class Config:
         default=None, validator=_optional_positive_int("max_concurrent_groups")
     )
     fail_fast: bool = False
+    keep_step_samplers: bool = False
     local_latency_ms: float = attrs.field(
         default=0.0, validator=_positive("local_latency_ms", allow_zero=True)
     )
