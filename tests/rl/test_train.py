@@ -225,3 +225,37 @@ async def test_old_step_samplers_are_deleted(tmp_path, server):
     await main(_config(tmp_path / "kept", server, max_steps=3, keep_step_samplers=True))
     grown_when_kept = sampler_count() - after_first - grown
     assert grown_when_kept == grown + 2 * 2  # two step samplers, two sessions each
+
+
+async def test_eval_every_runs_the_test_split(tmp_path, server):
+    builder = DatasetBuilder(
+        env=AddEnv,
+        problems=_problems(4),
+        test_problems=_problems(3),
+        batch_size=2,
+        group_size=2,
+        model_name=MODEL,
+    )
+    config = Config(
+        dataset_builder=builder,
+        model_name=MODEL,
+        log_path=str(tmp_path / "run"),
+        learning_rate=3e-3,
+        lora_rank=4,
+        max_tokens=4,
+        max_steps=2,
+        eval_every=1,
+        save_every=0,
+        base_url=server.base_url,
+        backend="local",
+    )
+    result = await main(config)
+    metrics = RunFiles(result.log_path).metrics()
+    assert all("test/env/all/reward/total" in m for m in metrics)
+    assert all(m["test/env/all/episodes"] == 3 for m in metrics)  # test groups of one
+    records = [
+        json.loads(line)
+        for line in Path(result.log_path, "rollouts.jsonl").read_text().splitlines()
+    ]
+    assert sum(r["split"] == "test" for r in records) == 6
+    assert sum(r["split"] == "train" for r in records) == 8
