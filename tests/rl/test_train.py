@@ -259,3 +259,33 @@ async def test_eval_every_runs_the_test_split(tmp_path, server):
     ]
     assert sum(r["split"] == "test" for r in records) == 6
     assert sum(r["split"] == "train" for r in records) == 8
+
+
+class AlwaysRightEnv(SingleTurnEnv):
+    """Every reply counts as correct: every group is constant (all correct)."""
+
+    def check(self, parsed, answer):
+        return True
+
+    parser = staticmethod(lambda text: text or "empty")
+
+
+class NeverParsedEnv(SingleTurnEnv):
+    """No reply ever parses: every group is constant (all unparsed)."""
+
+    parser = staticmethod(lambda text: None)
+
+
+@pytest.mark.parametrize(
+    ("env", "reason"), [(AlwaysRightEnv, "all_correct"), (NeverParsedEnv, "all_unparsed")]
+)
+async def test_constant_groups_are_dropped_and_counted_by_reason(tmp_path, server, env, reason):
+    result = await main(_config(tmp_path, server, env=env, score_truncated=True))
+    metrics = result.final_metrics
+    assert metrics[f"env/all/by_group/dropped_{reason}"] == 2
+    assert metrics["env/all/by_group/dropped"] == 2
+    assert metrics["env/all/by_group/frac_mixed"] == 0.0
+    assert metrics["train/datums"] == 0
+    good = 1.0 if reason == "all_correct" else 0.0
+    assert metrics["env/all/by_group/frac_all_good"] == good
+    assert metrics["env/all/by_group/frac_all_bad"] == 1.0 - good
