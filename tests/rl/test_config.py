@@ -80,6 +80,8 @@ def test_kl_reference_needs_a_model(base_model):
         ("max_concurrent_groups", 0),
         ("local_latency_ms", -1.0),
         ("preflight_timeout_s", 0),
+        ("rollout_timeout_s", 0),
+        ("rollout_timeout_s", "10"),
         ("top_p", 0),
         ("top_p", 1.5),
         ("base_url", "localhost:8000"),

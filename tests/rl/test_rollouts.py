@@ -198,3 +198,62 @@ def test_trajectory_totals_and_metrics():
     )
     assert trajectory.total_reward == 1.75
     assert trajectory.metrics == {"a": 2.0, "b": 4.0}
+
+
+class SlowEnv(ArithmeticEnv):
+    """Hangs (at an await) while scoring the problem whose question is "hang"."""
+
+    async def step(self, message):
+        if self.question == "hang":
+            await asyncio.sleep(60)
+        return await super().step(message)
+
+
+async def _timed_out_batch() -> list:
+    groups = [group({"question": "hang", "answer": "5"}, env=SlowEnv, index=0), group(index=1)]
+    return await rollout_groups(groups, ScriptedPolicy(["5"]), timeout_s=0.2)
+
+
+def _check_timed_out(rollouts) -> None:
+    hung, fine = rollouts
+    assert hung.error is not None and hung.error.startswith("TimeoutError")
+    assert "did not finish within 0.2 s" in hung.error
+    assert fine.error is None and fine.rewards == [1.0, 1.0, 1.0]
+
+
+async def test_timeout_fails_only_the_group_that_hangs():
+    _check_timed_out(await _timed_out_batch())
+
+
+def test_timeout_works_off_the_main_thread():
+    """No signals: the limit holds in an event loop running in a worker thread."""
+    import threading
+
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            box["rollouts"] = asyncio.run(_timed_out_batch())
+        except BaseException as err:  # reported below
+            box["error"] = err
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert "error" not in box, box.get("error")
+    _check_timed_out(box["rollouts"])
+
+
+async def test_timeout_with_fail_fast_raises():
+    groups = [group({"question": "hang", "answer": "5"}, env=SlowEnv)]
+    with pytest.raises(TimeoutError, match="did not finish within"):
+        await rollout_groups(groups, ScriptedPolicy(["5"]), timeout_s=0.2, fail_fast=True)
+
+
+@pytest.mark.parametrize(("kwargs"), [{"max_concurrent": 0}, {"timeout_s": 0}, {"timeout_s": -1.0}])
+async def test_limits_must_be_positive(kwargs):
+    from mint_envkit import ConfigError
+
+    with pytest.raises(ConfigError, match=next(iter(kwargs))):
+        await rollout_groups([group()], ScriptedPolicy(["5"]), **kwargs)

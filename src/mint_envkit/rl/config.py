@@ -155,6 +155,10 @@ class Config:
         max_concurrent_groups: how many groups are rolled out at once
             (None: the whole batch).
         fail_fast: raise on the first env error instead of dropping its group.
+        rollout_timeout_s: fail a group that has not finished its rollout
+            within this many seconds (recorded like an env error; None: no
+            limit). It uses asyncio's clock, never signals, so it works off
+            the main thread.
         keep_step_samplers: keep every step's sampler weights; by default
             each step deletes the previous step's (checkpoints are kept), so
             a long run does not fill the backend's storage.
@@ -203,12 +207,22 @@ class Config:
     )
     fail_fast: bool = False
     keep_step_samplers: bool = False
+    rollout_timeout_s: float | None = attrs.field(default=None)
     local_latency_ms: float = attrs.field(
         default=0.0, validator=_positive("local_latency_ms", allow_zero=True)
     )
     preflight_timeout_s: float = attrs.field(
         default=15.0, validator=_positive("preflight_timeout_s")
     )
+
+    @rollout_timeout_s.validator
+    def _check_timeout(self, _attribute: Any, value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ConfigError(
+                f"Config.rollout_timeout_s must be a number of seconds > 0 or None, got {value!r}"
+            )
 
     @lora_rank.validator
     def _check_rank(self, _attribute: Any, value: Any) -> None:

@@ -24,7 +24,7 @@ import attrs
 
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.envs.base import Message
-from mint_envkit.errors import MintEnvkitError
+from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rendering.renderer import Renderer
 from mint_envkit.rendering.token_env import EnvFromMessageEnv
 from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
@@ -103,7 +103,11 @@ async def _run_episode(
 
 
 async def rollout_group(
-    group: GroupBuilder, sampler: Sampler, *, fail_fast: bool = False
+    group: GroupBuilder,
+    sampler: Sampler,
+    *,
+    fail_fast: bool = False,
+    timeout_s: float | None = None,
 ) -> GroupRollout:
     """Run one group to the end; an env that raises fails only its own group.
 
@@ -111,6 +115,10 @@ async def rollout_group(
         group: the group to run.
         sampler: answers sampling requests.
         fail_fast: re-raise the first error instead of recording it.
+        timeout_s: fail the group (as a recorded ``TimeoutError``) when it has
+            not finished within this many seconds. The limit is asyncio's, so
+            it works in any thread (no signals); it can only interrupt an env
+            at an ``await``: run CPU-heavy scoring with ``asyncio.to_thread``.
 
     Returns:
         A :class:`GroupRollout`; its ``error`` is set when an env (or the
@@ -122,37 +130,18 @@ async def rollout_group(
     """
     messages: list[Message] = []
     try:
-        envs = await group.make_envs()
-        messages = [dict(m) for m in envs[0].initial_messages or []]
-        observation, stop = await envs[0].initial_observation()
-        for env in envs[1:]:
-            await env.initial_observation()
-        first_ob = observation.to_ints()
-        request = SampleRequest(
-            prompt=first_ob,
-            stop=list(stop),
-            num_samples=len(envs),
-            messages=messages,
-            renderer=envs[0].renderer,
-        )
-        firsts = await _sample(sampler, request)
-        episodes = await asyncio.gather(
-            *(
-                _run_episode(env, first_ob, reply, sampler, index)
-                for index, (env, reply) in enumerate(zip(envs, firsts, strict=True))
-            )
-        )
-        trajectories = [Trajectory(transitions=t) for t in episodes]
-        group_rewards = await group.compute_group_rewards(trajectories, envs)
-        trajectories = [
-            attrs.evolve(t, group_reward=float(r), group_metrics=dict(m))
-            for t, (r, m) in zip(trajectories, group_rewards, strict=True)
-        ]
+        async with asyncio.timeout(timeout_s):
+            trajectories = await _rollout(group, sampler, messages)
     except (asyncio.CancelledError, KeyboardInterrupt):
         raise
     except Exception as err:
+        if isinstance(err, TimeoutError) and timeout_s is not None:
+            err = TimeoutError(
+                f"group of problem {group.index} did not finish within {timeout_s:g} s "
+                "(Config.rollout_timeout_s)"
+            )
         if fail_fast:
-            raise
+            raise err from None
         return GroupRollout(
             index=group.index,
             messages=messages,
@@ -166,23 +155,68 @@ async def rollout_group(
     )
 
 
+async def _rollout(
+    group: GroupBuilder, sampler: Sampler, messages: list[Message]
+) -> list[Trajectory]:
+    """The work of :func:`rollout_group`; fills ``messages`` with the opening conversation."""
+    envs = await group.make_envs()
+    messages.extend(dict(m) for m in envs[0].initial_messages or [])
+    observation, stop = await envs[0].initial_observation()
+    for env in envs[1:]:
+        await env.initial_observation()
+    first_ob = observation.to_ints()
+    request = SampleRequest(
+        prompt=first_ob,
+        stop=list(stop),
+        num_samples=len(envs),
+        messages=list(messages),
+        renderer=envs[0].renderer,
+    )
+    firsts = await _sample(sampler, request)
+    episodes = await asyncio.gather(
+        *(
+            _run_episode(env, first_ob, reply, sampler, index)
+            for index, (env, reply) in enumerate(zip(envs, firsts, strict=True))
+        )
+    )
+    trajectories = [Trajectory(transitions=t) for t in episodes]
+    group_rewards = await group.compute_group_rewards(trajectories, envs)
+    return [
+        attrs.evolve(t, group_reward=float(r), group_metrics=dict(m))
+        for t, (r, m) in zip(trajectories, group_rewards, strict=True)
+    ]
+
+
 async def rollout_groups(
     groups: Sequence[GroupBuilder],
     sampler: Sampler,
     *,
     max_concurrent: int | None = None,
     fail_fast: bool = False,
+    timeout_s: float | None = None,
 ) -> list[GroupRollout]:
     """Run many groups at once (at most ``max_concurrent`` in flight), in order.
+
+    ``timeout_s`` limits each group (see :func:`rollout_group`).
 
     Example::
 
         rollouts = await rollout_groups(train.get_batch(0), sampler, max_concurrent=8)
     """
+    if max_concurrent is not None and (
+        isinstance(max_concurrent, bool)
+        or not isinstance(max_concurrent, int)
+        or max_concurrent < 1
+    ):
+        raise ConfigError(
+            f"max_concurrent must be a positive integer or None (no limit), got {max_concurrent!r}"
+        )
+    if timeout_s is not None and not timeout_s > 0:
+        raise ConfigError(f"timeout_s must be > 0 or None (no limit), got {timeout_s!r}")
     limit = asyncio.Semaphore(max_concurrent or max(1, len(groups)))
 
     async def run(group: GroupBuilder) -> GroupRollout:
         async with limit:
-            return await rollout_group(group, sampler, fail_fast=fail_fast)
+            return await rollout_group(group, sampler, fail_fast=fail_fast, timeout_s=timeout_s)
 
     return list(await asyncio.gather(*(run(g) for g in groups)))

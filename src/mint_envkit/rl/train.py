@@ -362,7 +362,11 @@ async def _evaluate(
     sampler = _ModelSampler(sampling_client, config, step=-1 - step, temperature=config.temperature)
     groups = test.groups()
     rollouts = await rollout_groups(
-        groups, sampler, max_concurrent=config.max_concurrent_groups, fail_fast=config.fail_fast
+        groups,
+        sampler,
+        max_concurrent=config.max_concurrent_groups,
+        fail_fast=config.fail_fast,
+        timeout_s=config.rollout_timeout_s,
     )
     files.append_rollouts(_rollout_records(step, rollouts, {}, "test"))
     return _group_metrics(rollouts, "test/env")
@@ -463,6 +467,7 @@ async def main(config: Config) -> RunResult:
                 sampler,
                 max_concurrent=config.max_concurrent_groups,
                 fail_fast=config.fail_fast,
+                timeout_s=config.rollout_timeout_s,
             )
             metrics["time/sample"] = time.monotonic() - t0
             metrics["sample_requests"] = sampler.calls
