@@ -468,6 +468,8 @@ class Sweep:
                 "log_path": os.fspath(log_path),
                 "seconds": seconds,
                 "params": params,
+                "seed": point.config.seed,
+                "data_seed": getattr(point.config.dataset_builder, "seed", None),
                 "finished_at": finished_at,
             },
         )
