@@ -141,8 +141,12 @@ async def test_sweep_runs_every_config_in_its_own_directory(tmp_path):
         "log_path",
         "seconds",
         "params",
+        "seed",
+        "data_seed",
         "finished_at",
     }
+    assert line["seed"] == 0  # the test builder has no seed field: data_seed is None
+    assert line["data_seed"] is None
     assert line["status"] == "ok" and line["error"] is None
     assert line["params"] == {"temperature": 0.7, "group_size": 4}
     assert line["log_path"] == os.path.join(str(root), "t0p7-g4")
