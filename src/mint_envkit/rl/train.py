@@ -392,6 +392,11 @@ async def main(config: Config) -> RunResult:
     train, test = await config.dataset_builder()
     total = config.max_steps or len(train)
     files.write_config(config.public_dict())
+    checkpoint = files.last_checkpoint()
+    start = int(checkpoint["step"]) if checkpoint else 0
+    if checkpoint and start >= total:
+        # Finished earlier: report it without starting a backend.
+        return _result(config, files, start, checkpoint, start, resolve_backend(config.backend))
 
     async with _backend(config) as (base_url, api_key, backend):
         if backend == "local":
@@ -404,18 +409,6 @@ async def main(config: Config) -> RunResult:
         import mint
 
         service = await asyncio.to_thread(mint.ServiceClient, base_url=base_url, api_key=api_key)
-        checkpoint = files.last_checkpoint()
-        start = int(checkpoint["step"]) if checkpoint else 0
-        if checkpoint and start >= total:
-            metrics = files.metrics()
-            return RunResult(
-                log_path=config.log_path,
-                steps=start,
-                final_metrics=metrics[-1] if metrics else {},
-                final_checkpoint=checkpoint,
-                resumed_from=start,
-                backend=backend,
-            )
         if checkpoint:
             print(
                 f"mint_envkit: resuming {config.log_path} at step {start}",
@@ -579,12 +572,23 @@ async def main(config: Config) -> RunResult:
                 files.append_checkpoint(last_checkpoint)
             _progress(step, total, metrics, metrics["time/step"])
 
-    all_metrics = files.metrics()
+    return _result(config, files, total, last_checkpoint, start, backend)
+
+
+def _result(
+    config: Config,
+    files: RunFiles,
+    steps: int,
+    checkpoint: dict[str, Any] | None,
+    start: int,
+    backend: str,
+) -> RunResult:
+    metrics = files.metrics()
     return RunResult(
         log_path=config.log_path,
-        steps=total,
-        final_metrics=all_metrics[-1] if all_metrics else {},
-        final_checkpoint=last_checkpoint,
+        steps=steps,
+        final_metrics=metrics[-1] if metrics else {},
+        final_checkpoint=checkpoint,
         resumed_from=start,
         backend=backend,
     )
