@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh local,plot,dev
-.venv/bin/python -m ruff check src tests examples benchmarks
-.venv/bin/python -m ruff format --check src tests examples benchmarks
+.venv/bin/python -m ruff check src tests examples benchmarks scripts
+.venv/bin/python -m ruff format --check src tests examples benchmarks scripts
 .venv/bin/python -m pytest -q --durations=15 "$@"

@@ -47,15 +47,24 @@ def _load_target(spec: str) -> Any:
         path = Path(module_ref)
         if not path.is_file():
             raise MintEnvkitError(f"no such file: {module_ref}")
-        sys.path.insert(0, str(path.resolve().parent))
-        module_spec = importlib.util.spec_from_file_location(path.stem, path)
+        # The file's folder goes last on sys.path (its siblings import, the
+        # standard library is never shadowed) and the module gets a private
+        # name, so a file called math.py cannot replace the real math.
+        folder = str(path.resolve().parent)
+        if folder not in sys.path:
+            sys.path.append(folder)
+        private = f"_mint_envkit_check_{path.stem}"
+        module_spec = importlib.util.spec_from_file_location(private, path)
         if module_spec is None or module_spec.loader is None:
             raise MintEnvkitError(f"cannot import {module_ref}")
         module = importlib.util.module_from_spec(module_spec)
-        sys.modules[path.stem] = module
+        sys.modules[private] = module
         module_spec.loader.exec_module(module)
     else:
-        module = importlib.import_module(module_ref)
+        try:
+            module = importlib.import_module(module_ref)
+        except ImportError as err:
+            raise MintEnvkitError(f"cannot import {module_ref}: {err}") from None
     if not hasattr(module, name):
         raise MintEnvkitError(f"{module_ref} has no attribute {name!r}")
     return getattr(module, name)
@@ -87,13 +96,18 @@ async def _check(args: argparse.Namespace) -> int:
     target = _load_target(args.target)
     if isinstance(target, DatasetBuilder):
         builder = target
-    elif callable(target):
+    elif callable(target):  # an env class or an env factory (**problem) -> MessageEnv
         if not args.problem:
             raise MintEnvkitError(
                 "checking an env class needs at least one --problem JSON, e.g. "
                 '--problem \'{"question": "What is 2 + 3?", "answer": "5"}\''
             )
-        problems = [json.loads(p) for p in args.problem]
+        problems = []
+        for text in args.problem:
+            try:
+                problems.append(json.loads(text))
+            except json.JSONDecodeError as err:
+                raise MintEnvkitError(f"--problem {text!r} is not JSON: {err}") from None
         builder = DatasetBuilder(
             env=target,
             problems=problems,
@@ -113,8 +127,9 @@ async def _check(args: argparse.Namespace) -> int:
         try:
             envs = await group.make_envs()
             prompt = renderer.render_tokens(await envs[0].initial_messages_async())
-        except MintEnvkitError as err:
-            print(f"--- group {group.index}\nERROR: {err}")
+        except Exception as err:  # the user's env: report it, check the other groups
+            kind = "" if isinstance(err, MintEnvkitError) else f"{type(err).__name__}: "
+            print(f"--- group {group.index}\nERROR: {kind}{err}")
             failures += 1
             continue
         if args.reply:
@@ -202,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--local", action="store_true", help="also sample one group locally")
     check.add_argument("--max-tokens", type=int, default=32)
     args = parser.parse_args(argv)
+    if args.groups < 1 or args.group_size < 1 or args.max_tokens < 1:
+        parser.error("--groups, --group-size and --max-tokens must be >= 1")
     try:
         return asyncio.run(_check(args))
     except MintEnvkitError as err:
