@@ -69,6 +69,7 @@ from mint_envkit.rl import (
 )
 
 __version__ = "0.1.0"
+"""The version of mint_envkit (``mint_envkit.__version__``)."""
 
 __all__ = [
     "TINY_MODEL_NAME",

@@ -40,6 +40,12 @@ __all__ = [
 
 Backend = Literal["auto", "mint", "local"]
 LOSS_FNS = ("importance_sampling", "ppo")
+"""The loss functions the training loop accepts (``Config.loss_fn``).
+
+Example::
+
+    Config(..., loss_fn="ppo", loss_fn_config={"clip_low_threshold": 0.8})
+"""
 
 
 def _positive(name: str, *, allow_zero: bool = False):

@@ -55,6 +55,14 @@ class SampleRequest:
 
 
 Sampler = Callable[[SampleRequest], Awaitable[Sequence[SampledTokens]]]
+"""An async function answering a :class:`SampleRequest` with ``num_samples`` replies.
+
+Example::
+
+    async def always_five(request: SampleRequest) -> list[SampledTokens]:
+        tokens = request.renderer.tokenizer.encode("5") + request.renderer.get_stop_sequences()
+        return [SampledTokens(tokens, None, "stop")] * request.num_samples
+"""
 
 
 async def _sample(sampler: Sampler, request: SampleRequest) -> list[SampledTokens]:
