@@ -209,22 +209,25 @@ async def test_learning_run_improves_mean_reward(tmp_path, server):
     assert end > start + 0.2, rewards
 
 
-async def test_old_step_samplers_are_deleted(tmp_path, server):
+async def test_step_samplers_are_unnamed_and_the_server_caps_them(tmp_path):
+    """Per-step snapshots write nothing to storage; the server keeps only the newest few."""
     import httpx
 
-    def sampler_count() -> int:
-        stats = httpx.get(f"{server.base_url}/api/v1/mint_envkit/stats").json()
-        return stats["samplers"]
+    from mint_envkit.local.server import LocalServer
 
-    server.reset_counts()
-    await main(_config(tmp_path, server, max_steps=3))
-    after_first = sampler_count()
-    assert server.request_counts()["delete_checkpoint"] == 2  # steps 0 and 1
-    await main(_config(tmp_path / "again", server, max_steps=3))
-    grown = sampler_count() - after_first
-    await main(_config(tmp_path / "kept", server, max_steps=3, keep_step_samplers=True))
-    grown_when_kept = sampler_count() - after_first - grown
-    assert grown_when_kept == grown + 2 * 2  # two step samplers, two sessions each
+    with LocalServer(models=[MODEL], state_dir=tmp_path / "state", max_unnamed_samplers=2) as small:
+        small.reset_counts()
+        result = await main(_config(tmp_path, small, max_steps=4))
+        counts = small.request_counts()
+        stats = httpx.get(f"{small.base_url}/api/v1/mint_envkit/stats").json()
+    assert result.steps == 4
+    # 4 unnamed step snapshots + the final checkpoint's named sampler weights
+    assert counts["save_weights_for_sampler"] == 5
+    # on disk: only the final checkpoint (state + sampler weights)
+    saved = sorted(p.parent.parent.name for p in (tmp_path / "state").rglob("meta.json"))
+    assert saved == ["sampler_weights", "weights"]
+    # in memory: 2 unnamed snapshots (the cap) + the named final one
+    assert stats["samplers"] == 3
 
 
 async def test_eval_every_runs_the_test_split(tmp_path, server):

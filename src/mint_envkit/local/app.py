@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
-import contextlib
 import json
 import logging
 import threading
@@ -42,9 +41,12 @@ from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.local import protocol as P
 from mint_envkit.local.futures import FutureStore, Sequencer
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "Backend", "build_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_UNNAMED_SAMPLERS", "Backend", "build_app"]
 
 logger = logging.getLogger("mint_envkit.local.server")
+
+DEFAULT_MAX_UNNAMED_SAMPLERS = 64
+"""Unnamed sampler snapshots kept in memory (an RL loop makes one per step)."""
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 """Request bodies above this size are refused with 413."""
@@ -122,6 +124,10 @@ class Backend:
         seq_gap_timeout_s: how long a training request waits for a missing lower
             ``seq_id`` before the server gives up on it and goes on.
         preload: queue loading of ``models`` at once (default) instead of on first use.
+        max_unnamed_samplers: how many unnamed sampler snapshots
+            (``save_weights_and_get_sampling_client``, one per RL step) stay in
+            memory; past it the oldest is released, and a later request to it
+            gets a 404 that says so. Named ones (saved to disk) are never released.
 
     Example::
 
@@ -142,6 +148,7 @@ class Backend:
         long_poll_s: float = LONG_POLL_S,
         seq_gap_timeout_s: float = 30.0,
         preload: bool = True,
+        max_unnamed_samplers: int = DEFAULT_MAX_UNNAMED_SAMPLERS,
     ) -> None:
         self.models: list[str] = list(dict.fromkeys(models))
         if not self.models:
@@ -150,6 +157,11 @@ class Backend:
             raise ConfigError(f"latency_ms must be >= 0, got {latency_ms}")
         if max_body_bytes <= 0:
             raise ConfigError(f"max_body_bytes must be > 0, got {max_body_bytes}")
+        if max_unnamed_samplers < 1:
+            raise ConfigError(f"max_unnamed_samplers must be >= 1, got {max_unnamed_samplers}")
+        self.max_unnamed_samplers = int(max_unnamed_samplers)
+        self._unnamed: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self.released_samplers: set[str] = set()
         self.latency_s = float(latency_ms) / 1000.0
         self.max_body_bytes = int(max_body_bytes)
         self.long_poll_s = float(long_poll_s)
@@ -318,6 +330,20 @@ class Backend:
         """
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
+
+    def remember_unnamed_sampler(self, sampler_id: str) -> None:
+        """Track an unnamed snapshot; release the oldest past ``max_unnamed_samplers``.
+
+        Example::
+
+            backend.remember_unnamed_sampler("sampler-1")
+        """
+        self._unnamed[sampler_id] = None
+        while len(self._unnamed) > self.max_unnamed_samplers:
+            old, _ = self._unnamed.popitem(last=False)
+            self.samplers.pop(old, None)
+            self.released_samplers.add(old)
+            self._spawn(self.call_engine(lambda e, sid=old: e.release_sampler(sid)))
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -784,6 +810,8 @@ def build_app(backend: Backend) -> Starlette:
                     "model_path": path or None,
                 }
                 b.session(info.get("session_id"))["sampler_ids"].append(sampler_id)
+                if not path:
+                    b.remember_unnamed_sampler(sampler_id)
 
             return (lambda e: tuple(e.save_for_sampler(model_id, req.path)), convert, on_success)
 
@@ -875,6 +903,14 @@ def build_app(backend: Backend) -> Starlette:
     async def asample(request: Request, body: dict) -> dict:
         op = P.parse_sample(body)
         if op.sampling_session_id is not None:
+            if op.sampling_session_id in b.released_samplers:
+                raise P.ProtocolError(
+                    404,
+                    f"sampling session {op.sampling_session_id!r} was released: the server keeps "
+                    f"the {b.max_unnamed_samplers} newest unnamed sampler snapshots "
+                    "(--max-unnamed-samplers); save weights with a name "
+                    "(save_weights_for_sampler) to keep one",
+                )
             if op.sampling_session_id not in b.samplers:
                 raise P.ProtocolError(
                     404,
@@ -1009,24 +1045,10 @@ def build_app(backend: Backend) -> Starlette:
         if ".." in parts or ".." in run_id.split("/") or not checkpoint_id:
             raise P.ProtocolError(422, f"invalid checkpoint id {checkpoint_id!r}")
         path = f"tinker://{run_id}/{checkpoint_id}"
-        # Samplers made from the deleted weights go too: a run that deletes
-        # each step's sampler weights keeps the server's memory flat.
-        stale = [sid for sid, info in b.samplers.items() if info.get("model_path") == path]
-        stale += [sid for key, sid in b._adhoc_samplers.items() if key == ("model_path", path)]
-        b._adhoc_samplers.pop(("model_path", path), None)
-
-        def delete(engine: Any) -> None:
-            engine.delete_checkpoint(path)
-            for sampler_id in stale:
-                with contextlib.suppress(Exception):
-                    engine.release_sampler(sampler_id)
-
         try:
-            await b.call_engine(delete)
+            await b.call_engine(lambda e: e.delete_checkpoint(path))
         except Exception as err:
             return b.engine_error_response(err)
-        for sampler_id in stale:
-            b.samplers.pop(sampler_id, None)
         return Response(status_code=204)
 
     async def list_user_checkpoints(request: Request, body: Any) -> Any:

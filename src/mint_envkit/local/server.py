@@ -38,7 +38,13 @@ from typing import Any
 import uvicorn
 
 from mint_envkit.errors import BackendError, ConfigError
-from mint_envkit.local.app import DEFAULT_MAX_BODY_BYTES, Backend, EngineFactory, build_app
+from mint_envkit.local.app import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_UNNAMED_SAMPLERS,
+    Backend,
+    EngineFactory,
+    build_app,
+)
 
 __all__ = ["DEFAULT_MODEL", "LocalServer", "is_loopback_host", "serve_main"]
 
@@ -89,6 +95,8 @@ class LocalServer:
         host, port: where to listen; port 0 (default) picks a free port.
         device, num_threads: passed to the engine.
         max_body_bytes: larger request bodies are refused with 413.
+        max_unnamed_samplers: unnamed sampler snapshots kept in memory (the
+            oldest is released past it; a request to it gets a clear 404).
         allow_remote: needed to listen on a non-loopback address (any API key is accepted).
         engine_factory: builds the engine instead of ``Engine(...)`` (for tests).
         long_poll_s: how long ``retrieve_future`` waits before answering try_again (30 s).
@@ -117,6 +125,7 @@ class LocalServer:
         device: str | None = None,
         num_threads: int | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_unnamed_samplers: int = DEFAULT_MAX_UNNAMED_SAMPLERS,
         allow_remote: bool = False,
         log_level: str = "warning",
         engine_factory: EngineFactory | None = None,
@@ -145,6 +154,7 @@ class LocalServer:
             "num_threads": num_threads,
             "latency_ms": latency_ms,
             "max_body_bytes": max_body_bytes,
+            "max_unnamed_samplers": max_unnamed_samplers,
             "engine_factory": engine_factory,
             "preload": preload,
         }
@@ -394,6 +404,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda (default: auto)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: auto)")
     p.add_argument(
+        "--max-unnamed-samplers",
+        type=int,
+        default=DEFAULT_MAX_UNNAMED_SAMPLERS,
+        help="unnamed sampler snapshots kept in memory; the oldest is released past it "
+        f"(default {DEFAULT_MAX_UNNAMED_SAMPLERS})",
+    )
+    p.add_argument(
         "--max-body-mb",
         type=float,
         default=DEFAULT_MAX_BODY_BYTES / (1024 * 1024),
@@ -458,6 +475,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
         device=args.device,
         num_threads=args.threads,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+        max_unnamed_samplers=args.max_unnamed_samplers,
         allow_remote=args.allow_remote,
         log_level=args.log_level if args.log_level != "info" else "warning",
         preload=not args.no_preload,

@@ -165,9 +165,6 @@ class Config:
             within this many seconds (recorded like an env error; None: no
             limit). It uses asyncio's clock, never signals, so it works off
             the main thread.
-        keep_step_samplers: keep every step's sampler weights; by default
-            each step deletes the previous step's (checkpoints are kept), so
-            a long run does not fill the backend's storage.
         local_latency_ms: added delay per operation of an embedded backend
             started for this run (to rehearse a remote service).
         preflight_timeout_s: how long the backend may take to answer at start.
@@ -212,7 +209,6 @@ class Config:
         default=None, validator=_optional_positive_int("max_concurrent_groups")
     )
     fail_fast: bool = False
-    keep_step_samplers: bool = False
     rollout_timeout_s: float | None = attrs.field(default=None)
     local_latency_ms: float = attrs.field(
         default=0.0, validator=_positive("local_latency_ms", allow_zero=True)

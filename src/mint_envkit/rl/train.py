@@ -221,14 +221,6 @@ class _ModelSampler:
         ]
 
 
-async def _delete_quietly(rest: Any, path: str) -> None:
-    """Delete a step's sampler weights; a failure is logged, never fatal."""
-    try:
-        await rest.delete_checkpoint_from_tinker_path_async(path)
-    except Exception as err:  # the run does not depend on the cleanup
-        logger.warning("could not delete old sampler weights %s: %s", path, err)
-
-
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -436,18 +428,14 @@ async def main(config: Config) -> RunResult:
             )
         last_checkpoint = checkpoint
         run_tag = f"{config.seed}"
-        rest = service.create_rest_client()
-        previous_sampler: str | None = None
+
         for step in range(start, total):
             step_start = time.monotonic()
             metrics: dict[str, Any] = {"step": step}
-            snapshot = await (
-                await training.save_weights_for_sampler_async(f"s{run_tag}-step{step:06d}")
-            )
-            sampling_client = await service.create_sampling_client_async(model_path=snapshot.path)
-            if previous_sampler is not None and not config.keep_step_samplers:
-                await _delete_quietly(rest, previous_sampler)
-            previous_sampler = snapshot.path
+            # An unnamed (ephemeral) snapshot: nothing is written to storage per
+            # step. The SDK call waits on a future, so it runs in a worker thread
+            # to keep this event loop free.
+            sampling_client = await asyncio.to_thread(training.save_weights_and_get_sampling_client)
             t0 = time.monotonic()
             if config.eval_every and test is not None and step % config.eval_every == 0:
                 metrics.update(await _evaluate(config, sampling_client, test, step, files))
