@@ -635,3 +635,35 @@ def test_default_state_dir_from_env(monkeypatch, tmp_path):
 def test_supported_models_lists_tiny_ones(engine):
     names = engine.supported_models
     assert names[0] == "mint-envkit/tiny-qwen3" and SMALL in names
+
+
+def test_merged_sampling_copy_matches_the_peft_path(engine):
+    """Sampling uses a merged copy of the weights; it must agree with the LoRA forward."""
+    model_id = _trained(engine, seed=5, steps=2)
+    sampler, _ = engine.save_for_sampler(model_id, None)
+    prompt = [10, 11, 12, 13, 14]
+    merged = engine.sample(sampler, prompt, num_samples=3, max_tokens=6, seed=9)
+    base = engine._bases[engine._sampler(sampler).base]
+    assert base.merged is not None  # the tiny model keeps a merged copy
+    kept, base.merged = base.merged, None
+    try:
+        through_peft = engine.sample(sampler, prompt, num_samples=3, max_tokens=6, seed=9)
+    finally:
+        base.merged = kept
+    for a, b in zip(merged, through_peft, strict=True):
+        assert a.tokens == b.tokens
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-5
+
+
+def test_a_released_snapshot_never_serves_stale_merged_weights(engine):
+    first = _trained(engine, seed=6, steps=1)
+    second = _trained(engine, seed=7, steps=3)
+    prompt = [20, 21, 22]
+    s1, _ = engine.save_for_sampler(first, None)
+    out1 = engine.compute_logprobs(s1, prompt)
+    engine.release_sampler(s1)
+    s2, _ = engine.save_for_sampler(second, None)
+    out2 = engine.compute_logprobs(s2, prompt)
+    s1_again, _ = engine.save_for_sampler(first, None)
+    assert engine.compute_logprobs(s1_again, prompt) == pytest.approx(out1, abs=1e-6)
+    assert out2 != pytest.approx(out1, abs=1e-6)

@@ -84,6 +84,8 @@ SUPPORTED_LOSSES = ("cross_entropy", "importance_sampling", "ppo")
 """The ``loss_fn`` values :meth:`Engine.forward` accepts."""
 
 _LORA_ALPHA = 32.0
+_MERGED_COPY_MAX_PARAMS = 200_000_000
+"""Base models up to this size keep a merged plain copy for sampling (about 3x faster)."""
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 _KIND_DIRS = {"state": "weights", "sampler": "sampler_weights"}
 _CHECKPOINT_TYPES = {"weights": "training", "sampler_weights": "sampler"}
@@ -220,8 +222,13 @@ class _Base:
     peft: Any = None  # peft.PeftModel once the first adapter exists
     slots: dict[LoraSpec, str] = attrs.field(factory=dict)  # scratch sampler adapters
     slot_params: dict[str, dict[str, torch.nn.Parameter]] = attrs.field(factory=dict)
-    slot_content: dict[str, int] = attrs.field(factory=dict)  # slot -> id() of loaded tensors
+    slot_content: dict[str, str] = attrs.field(factory=dict)  # slot -> key of loaded snapshot
     tokenizer: Any = None
+    # A plain copy of the base model whose adapted layers hold W + scale * B @ A of
+    # one snapshot: sampling runs one matmul per layer instead of peft's three.
+    merged: Any = None
+    merged_originals: dict[str, torch.Tensor] = attrs.field(factory=dict)
+    merged_content: Any = None  # key of the merged snapshot; "base" for none
 
 
 @attrs.define(eq=False)
@@ -241,6 +248,9 @@ class _Snapshot:
     spec: LoraSpec | None
     tensors: dict[str, torch.Tensor] | None
     source: str  # model_id or path, for messages
+    # Identifies the tensors for the caches of loaded weights; unlike id(), never
+    # reused after a released snapshot is garbage collected.
+    key: str = attrs.field(factory=lambda: uuid.uuid4().hex)
 
 
 def _locked(method: _F) -> _F:
@@ -438,10 +448,57 @@ class Engine:
             warnings.simplefilter("ignore", UserWarning)
             torch.manual_seed(seed)
             if base.peft is None:
+                self._make_merged_copy(base)
                 base.peft = get_peft_model(base.loaded.model, config, adapter_name=adapter)
             else:
                 base.peft.add_adapter(adapter, config)
         base.loaded.model.eval()
+
+    def _make_merged_copy(self, base: _Base) -> None:
+        """Keep a plain copy of a small base model for fast sampling (see ``_Base.merged``)."""
+        import copy
+
+        model = base.loaded.model
+        n_params = sum(p.numel() for p in model.parameters())
+        if n_params > _MERGED_COPY_MAX_PARAMS:
+            return  # a large model samples through peft rather than double its memory
+        base.merged = copy.deepcopy(model).eval()
+        for p in base.merged.parameters():
+            p.requires_grad_(False)
+        base.merged_content = "base"
+
+    @contextlib.contextmanager
+    def _use_sampler(self, snap: _Snapshot) -> Iterator[Any]:
+        """The model to sample ``snap`` with: the merged copy when there is one."""
+        base = self._bases[snap.base]
+        if base.merged is None:
+            with self._use_snapshot(snap) as model:
+                yield model
+            return
+        want = "base" if snap.tensors is None else snap.key
+        if base.merged_content != want:
+            self._merge_into_copy(base, snap)
+            base.merged_content = want
+        yield base.merged
+
+    def _merge_into_copy(self, base: _Base, snap: _Snapshot) -> None:
+        modules = dict(base.merged.named_modules())
+        with torch.no_grad():
+            for path, original in base.merged_originals.items():
+                modules[path].weight.copy_(original)  # back to the base weights, no drift
+            if snap.tensors is None or snap.spec is None:
+                return
+            scale = _LORA_ALPHA / snap.spec.rank
+            for key, a in snap.tensors.items():
+                if ".lora_A." not in key and not key.endswith(".lora_A.weight"):
+                    continue
+                path = key.removeprefix("base_model.model.").removesuffix(".lora_A.weight")
+                b = snap.tensors[key.replace("lora_A", "lora_B")]
+                layer = modules[path]
+                if path not in base.merged_originals:
+                    base.merged_originals[path] = layer.weight.detach().clone()
+                delta = (b.to(layer.weight.dtype) @ a.to(layer.weight.dtype)) * scale
+                layer.weight.add_(delta)
 
     def _activate(self, base: _Base, adapter: str) -> None:
         if base.peft.active_adapter != adapter:
@@ -903,7 +960,7 @@ class Engine:
             base.slots[snap.spec] = slot
             base.slot_params[slot] = self._adapter_params(base, slot)
         params = base.slot_params[slot]
-        if base.slot_content.get(slot) != id(snap.tensors):
+        if base.slot_content.get(slot) != snap.key:
             if set(params) != set(snap.tensors):
                 raise EngineError(
                     f"weights from {snap.source} do not fit base model {snap.base} "
@@ -912,7 +969,7 @@ class Engine:
             with torch.no_grad():
                 for key, p in params.items():
                     p.copy_(snap.tensors[key])
-            base.slot_content[slot] = id(snap.tensors)
+            base.slot_content[slot] = snap.key
         self._activate(base, slot)
         yield model
 
@@ -1065,7 +1122,7 @@ class Engine:
         out_tokens: list[list[int]] = [[] for _ in range(num_samples)]
         out_lps: list[list[float]] = [[] for _ in range(num_samples)]
         reasons: list[Literal["stop", "length"]] = ["length"] * num_samples
-        with torch.no_grad(), self._use_snapshot(snap) as model:
+        with torch.no_grad(), self._use_sampler(snap) as model:
             ids = torch.tensor([tokens], dtype=torch.long, device=dev)
             out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
             cache = out.cache
@@ -1112,7 +1169,7 @@ class Engine:
         tokens = self._validate_prompt(prompt, base.loaded.vocab_size)
         if len(tokens) == 1:
             return [None]
-        with torch.no_grad(), self._use_snapshot(snap) as model:
+        with torch.no_grad(), self._use_sampler(snap) as model:
             logp = self._logprobs_batch(model, [tokens[:-1]], [tokens[1:]])
         return [None, *logp[0].cpu().tolist()]
 
