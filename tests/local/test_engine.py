@@ -667,3 +667,34 @@ def test_a_released_snapshot_never_serves_stale_merged_weights(engine):
     s1_again, _ = engine.save_for_sampler(first, None)
     assert engine.compute_logprobs(s1_again, prompt) == pytest.approx(out1, abs=1e-6)
     assert out2 != pytest.approx(out1, abs=1e-6)
+
+
+def test_sample_many_batches_requests_like_separate_calls(engine):
+    model_id = _trained(engine, seed=8, steps=1)
+    sampler, _ = engine.save_for_sampler(model_id, None)
+    base_sampler = engine.create_sampler(base_model=SMALL)
+    requests = [
+        (sampler, [10, 11, 12], {"num_samples": 3, "max_tokens": 5, "seed": 1}),
+        (
+            sampler,
+            [7, 8, 9, 10, 11, 12, 13],
+            {"num_samples": 2, "max_tokens": 3, "seed": 2, "temperature": 0.5},
+        ),
+        (sampler, [30], {"num_samples": 1, "max_tokens": 6, "seed": 3, "top_k": 5}),
+        (base_sampler, [10, 11, 12], {"num_samples": 2, "max_tokens": 4, "seed": 4}),
+        (sampler, [], {"num_samples": 1}),  # invalid: empty prompt
+        ("no-such-sampler", [1, 2], {}),
+    ]
+    batched = engine.sample_many(requests)
+    assert isinstance(batched[4], EngineError) and "prompt" in str(batched[4])
+    assert isinstance(batched[5], EngineError)
+    for (sid, prompt, kwargs), got in zip(requests[:4], batched[:4], strict=True):
+        alone = engine.sample(sid, prompt, **kwargs)
+        assert [s.tokens for s in got] == [s.tokens for s in alone]
+        assert [s.stop_reason for s in got] == [s.stop_reason for s in alone]
+        for a, b in zip(got, alone, strict=True):
+            assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-4
+    # a padded batch still gives logprobs equal to a forward pass on the same weights
+    seq0 = batched[0][0]
+    forward0 = engine.compute_logprobs(sampler, [10, 11, 12, *seq0.tokens])[-len(seq0.tokens) :]
+    assert max(abs(x - y) for x, y in zip(seq0.logprobs, forward0, strict=True)) < 1e-4

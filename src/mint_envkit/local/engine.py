@@ -242,6 +242,22 @@ class _Trainer:
     step: int = 0
 
 
+@attrs.frozen
+class _SampleSpec:
+    """One validated sample request (see ``Engine._sample_spec``)."""
+
+    prompt: list[int]
+    num_samples: int
+    max_tokens: int
+    temperature: float
+    top_p: float
+    top_k: int
+    seed: int
+    stop_ids: frozenset[int]
+    stop_seqs: tuple[tuple[int, ...], ...]
+    stop_strs: tuple[str, ...]
+
+
 @attrs.define(eq=False)
 class _Snapshot:
     base: str
@@ -1072,7 +1088,75 @@ class Engine:
             [s.stop_reason for s in seqs]  # ['stop', 'length', ...]
         """
         snap = self._sampler(sampler_id)
-        base = self._bases[snap.base]
+        spec = self._sample_spec(
+            self._bases[snap.base],
+            prompt,
+            num_samples=num_samples,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            top_k=top_k,
+            seed=seed,
+            stop=stop,
+        )
+        return self._generate(snap, [spec])[0]
+
+    @_locked
+    def sample_many(
+        self, requests: Sequence[tuple[str, list[int], dict[str, Any]]]
+    ) -> list[list[SampledSequence] | EngineError]:
+        """Sample several requests at once: one batched pass per sampler.
+
+        Each request is ``(sampler_id, prompt, keyword arguments of sample())``.
+        Requests on the same sampler share one padded batch (each keeps its own
+        seed, temperature, truncation, stop and max_tokens), so many concurrent
+        small requests cost about as much as one large one. A request that is
+        invalid gets its :class:`EngineError` in its place; the others still run.
+
+        Example::
+
+            out = engine.sample_many([(sid, p1, {"num_samples": 4}), (sid, p2, {"seed": 1})])
+            out[0][0].tokens
+        """
+        results: list[list[SampledSequence] | EngineError | None] = [None] * len(requests)
+        groups: dict[str, list[tuple[int, _SampleSpec]]] = {}
+        snaps: dict[str, _Snapshot] = {}
+        for index, (sampler_id, prompt, kwargs) in enumerate(requests):
+            try:
+                snap = snaps.get(sampler_id) or self._sampler(sampler_id)
+                snaps[sampler_id] = snap
+                spec = self._sample_spec(self._bases[snap.base], prompt, **kwargs)
+            except EngineError as err:
+                results[index] = err
+            except Exception as err:  # a bad keyword, for instance
+                results[index] = EngineError(f"invalid sample request: {err}")
+            else:
+                groups.setdefault(sampler_id, []).append((index, spec))
+        for sampler_id, items in groups.items():
+            try:
+                outs = self._generate(snaps[sampler_id], [spec for _, spec in items])
+            except EngineError as err:
+                outs = [err] * len(items)
+            except Exception as err:
+                outs = [EngineError(f"sampling failed: {err}", "server")] * len(items)
+            for (index, _), out in zip(items, outs, strict=True):
+                results[index] = out
+        return results  # type: ignore[return-value]
+
+    def _sample_spec(
+        self,
+        base: _Base,
+        prompt: Any,
+        *,
+        num_samples: Any = 1,
+        max_tokens: Any = 16,
+        temperature: Any = 1.0,
+        top_p: Any = 1.0,
+        top_k: Any = -1,
+        seed: Any = None,
+        stop: Any = None,
+    ) -> _SampleSpec:
+        """Validate one request's arguments (EngineError naming the bad one)."""
         vocab = base.loaded.vocab_size
         tokens = self._validate_prompt(prompt, vocab)
         if not _is_int(num_samples) or not 1 <= num_samples <= 4096:
@@ -1093,67 +1177,134 @@ class Engine:
             raise EngineError(f"top_k must be -1 (no limit) or >= 1, got {top_k!r}")
         if seed is not None and not _is_int(seed):
             raise EngineError(f"seed must be an integer or null, got {seed!r}")
-        model = base.loaded.model
-        max_len = int(getattr(model.config, "max_position_embeddings", 1 << 30))
+        max_len = int(getattr(base.loaded.model.config, "max_position_embeddings", 1 << 30))
         if len(tokens) + max_tokens > max_len:
             raise EngineError(
                 f"prompt ({len(tokens)} tokens) + max_tokens ({max_tokens}) exceeds the "
                 f"model's context of {max_len}"
             )
         stop_ids, stop_seqs, stop_strs = self._parse_stop(stop, vocab)
-        tokenizer = self._tokenizer(base) if stop_strs else None
-        window = 4 * max((len(s) for s in stop_strs), default=0) + 4
-
-        def stopped(seq: list[int]) -> bool:
-            if seq[-1] in stop_ids:
-                return True
-            for s in stop_seqs:
-                if len(seq) >= len(s) and seq[-len(s) :] == s:
-                    return True
-            if stop_strs:
-                text = tokenizer.decode(seq[-window:], skip_special_tokens=False)
-                return any(s in text for s in stop_strs)
-            return False
-
         if seed is None:
             seed = int.from_bytes(os.urandom(8), "little") >> 1
+        return _SampleSpec(
+            prompt=tokens,
+            num_samples=int(num_samples),
+            max_tokens=int(max_tokens),
+            temperature=float(temperature),
+            top_p=float(top_p),
+            top_k=int(top_k),
+            seed=int(seed) % (2**63),
+            stop_ids=frozenset(stop_ids),
+            stop_seqs=tuple(tuple(q) for q in stop_seqs),
+            stop_strs=tuple(stop_strs),
+        )
+
+    def _generate(
+        self, snap: _Snapshot, specs: Sequence[_SampleSpec]
+    ) -> list[list[SampledSequence]]:
+        """Sample every spec in one batch: prompts left-padded, each request's rows from its cache.
+
+        Each request's prompt runs once; its KV cache is repeated for its rows;
+        all rows of all requests step together and a row that stops leaves the
+        batch. Every request draws from its own seeded generator, so its tokens
+        do not depend on what else is in the batch.
+        """
+        base = self._bases[snap.base]
         dev = base.loaded.device
-        gen = torch.Generator(device="cpu").manual_seed(int(seed) % (2**63))
-        out_tokens: list[list[int]] = [[] for _ in range(num_samples)]
-        out_lps: list[list[float]] = [[] for _ in range(num_samples)]
-        reasons: list[Literal["stop", "length"]] = ["length"] * num_samples
+        tokenizer = self._tokenizer(base) if any(s.stop_strs for s in specs) else None
+        rows = [(r, k) for r, spec in enumerate(specs) for k in range(spec.num_samples)]
+        gens = [torch.Generator(device="cpu").manual_seed(spec.seed) for spec in specs]
+        out_tokens = [[[] for _ in range(spec.num_samples)] for spec in specs]
+        out_lps = [[[] for _ in range(spec.num_samples)] for spec in specs]
+        reasons: list[list[Literal["stop", "length"]]] = [
+            ["length"] * spec.num_samples for spec in specs
+        ]
+
+        def stopped(spec: _SampleSpec, seq: list[int]) -> bool:
+            if seq[-1] in spec.stop_ids:
+                return True
+            for stop in spec.stop_seqs:
+                if len(seq) >= len(stop) and tuple(seq[-len(stop) :]) == stop:
+                    return True
+            if spec.stop_strs:
+                window = 4 * max(len(x) for x in spec.stop_strs) + 4
+                text = tokenizer.decode(seq[-window:], skip_special_tokens=False)
+                return any(x in text for x in spec.stop_strs)
+            return False
+
         with torch.no_grad(), self._use_sampler(snap) as model:
-            ids = torch.tensor([tokens], dtype=torch.long, device=dev)
-            out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+            width = max(len(spec.prompt) for spec in specs)
+            ids = torch.zeros((len(specs), width), dtype=torch.long, device=dev)
+            mask = torch.zeros((len(specs), width), dtype=torch.long, device=dev)
+            for r, spec in enumerate(specs):
+                ids[r, width - len(spec.prompt) :] = torch.tensor(spec.prompt, device=dev)
+                mask[r, width - len(spec.prompt) :] = 1
+            padded = bool((mask == 0).any())
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            out = model(
+                input_ids=ids,
+                attention_mask=mask if padded else None,
+                position_ids=positions,
+                use_cache=True,
+                logits_to_keep=1,
+            )
             cache = out.cache
-            logits = out.logits[:, -1, :].float().expand(num_samples, -1)
-            if num_samples > 1:
-                cache.batch_repeat_interleave(num_samples)
-            active = list(range(num_samples))
-            for step in range(max_tokens):
-                tok, lp = self._draw(logits, float(temperature), float(top_p), top_k, gen)
+            expand = torch.tensor([r for r, _ in rows], dtype=torch.long, device=dev)
+            if len(rows) > 1 or len(specs) > 1:
+                cache.batch_select_indices(expand)
+            logits = out.logits[:, -1, :].float()[expand]
+            mask = mask[expand]
+            next_pos = mask.sum(-1)
+            active = list(range(len(rows)))
+            while True:
+                tok = torch.empty(len(active), dtype=torch.long, device=dev)
+                lp = torch.empty(len(active), dtype=torch.float32, device=dev)
+                by_request: dict[int, list[int]] = {}
+                for position, row in enumerate(active):
+                    by_request.setdefault(rows[row][0], []).append(position)
+                for r, positions_of_r in by_request.items():
+                    spec = specs[r]
+                    index = torch.tensor(positions_of_r, dtype=torch.long, device=dev)
+                    drawn, drawn_lp = self._draw(
+                        logits[index], spec.temperature, spec.top_p, spec.top_k, gens[r]
+                    )
+                    tok[index] = drawn
+                    lp[index] = drawn_lp
                 tok_list, lp_list = tok.tolist(), lp.tolist()
                 keep: list[int] = []
-                for row, s in enumerate(active):
-                    out_tokens[s].append(tok_list[row])
-                    out_lps[s].append(lp_list[row])
-                    if stopped(out_tokens[s]):
-                        reasons[s] = "stop"
-                    else:
-                        keep.append(row)
-                if not keep or step == max_tokens - 1:
+                for position, row in enumerate(active):
+                    r, k = rows[row]
+                    seq = out_tokens[r][k]
+                    seq.append(tok_list[position])
+                    out_lps[r][k].append(lp_list[position])
+                    if stopped(specs[r], seq):
+                        reasons[r][k] = "stop"
+                    elif len(seq) < specs[r].max_tokens:
+                        keep.append(position)
+                if not keep:
                     break
                 if len(keep) < len(active):
                     index = torch.tensor(keep, dtype=torch.long, device=dev)
                     cache.batch_select_indices(index)
-                    tok = tok[index]
-                    active = [active[r] for r in keep]
-                out = model(input_ids=tok.unsqueeze(-1), cache=cache, use_cache=True)
+                    tok, mask, next_pos = tok[index], mask[index], next_pos[index]
+                    active = [active[p] for p in keep]
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
+                out = model(
+                    input_ids=tok.unsqueeze(-1),
+                    attention_mask=mask if padded else None,
+                    position_ids=next_pos.unsqueeze(-1),
+                    cache=cache,
+                    use_cache=True,
+                )
+                next_pos = next_pos + 1
                 cache = out.cache
                 logits = out.logits[:, -1, :].float()
         return [
-            SampledSequence(tokens=t, logprobs=lp, stop_reason=r)
-            for t, lp, r in zip(out_tokens, out_lps, reasons, strict=True)
+            [
+                SampledSequence(tokens=t, logprobs=lps, stop_reason=reason)
+                for t, lps, reason in zip(out_tokens[r], out_lps[r], reasons[r], strict=True)
+            ]
+            for r in range(len(specs))
         ]
 
     @_locked
