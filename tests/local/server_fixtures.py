@@ -155,6 +155,15 @@ class FakeEngine:
         self.samplers[sampler_id] = base_model or model_path
         return sampler_id
 
+    def sample_many(self, requests):
+        out = []
+        for sampler_id, prompt, kwargs in requests:
+            try:
+                out.append(self.sample(sampler_id, prompt, **kwargs))
+            except FakeEngineError as err:
+                out.append(err)
+        return out
+
     def sample(self, sampler_id, prompt, *, num_samples=1, max_tokens=16, seed=None, **kw):
         self._record("sample", sampler_id)
         if sampler_id not in self.samplers:

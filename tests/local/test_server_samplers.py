@@ -39,3 +39,38 @@ def test_the_cap_must_be_positive():
 
     with pytest.raises(ConfigError, match="max_unnamed_samplers"):
         Backend(models=[MODEL], max_unnamed_samplers=0, preload=False)
+
+
+async def test_concurrent_sample_requests_share_engine_batches(tmp_path, monkeypatch):
+    """One request per env (tinker-cookbook's way) is batched on the server, results unchanged."""
+    import asyncio
+
+    import httpx
+
+    monkeypatch.setenv("TINKER_TELEMETRY", "0")
+    import mint
+
+    from mint_envkit.local.server import LocalServer
+
+    with LocalServer(models=[MODEL], state_dir=tmp_path) as server:
+        service = mint.ServiceClient(base_url=server.base_url, api_key="sk-test")
+        client = await service.create_sampling_client_async(base_model=MODEL)
+        prompts = [[5, 6, 7 + i] for i in range(8)]
+
+        def params(i: int):
+            return mint.SamplingParams(max_tokens=4, seed=100 + i)
+
+        together = await asyncio.gather(
+            *(
+                client.sample_async(mint.ModelInput.from_ints(p), 1, params(i))
+                for i, p in enumerate(prompts)
+            )
+        )
+        alone = [
+            await client.sample_async(mint.ModelInput.from_ints(p), 1, params(i))
+            for i, p in enumerate(prompts)
+        ]
+        stats = httpx.get(f"{server.base_url}/api/v1/mint_envkit/stats").json()
+    assert [r.sequences[0].tokens for r in together] == [r.sequences[0].tokens for r in alone]
+    assert max(stats["sample_batches"]) > 1  # some engine batch served several requests
+    assert sum(stats["sample_batches"]) == 16

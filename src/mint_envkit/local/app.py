@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -44,6 +45,19 @@ from mint_envkit.local.futures import FutureStore, Sequencer
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_UNNAMED_SAMPLERS", "Backend", "build_app"]
 
 logger = logging.getLogger("mint_envkit.local.server")
+
+
+@attrs.define(eq=False)
+class _SampleJob:
+    """One queued asample request (see ``Backend.enqueue_sample``)."""
+
+    resolve: Callable[[Any], str]
+    prompt: list[int]
+    kwargs: dict[str, Any]
+    prompt_logprobs: bool
+    ready: concurrent.futures.Future[Any] | None = None
+    future: concurrent.futures.Future[Any] = attrs.field(factory=concurrent.futures.Future)
+
 
 DEFAULT_MAX_UNNAMED_SAMPLERS = 64
 """Unnamed sampler snapshots kept in memory (an RL loop makes one per step)."""
@@ -161,6 +175,11 @@ class Backend:
             raise ConfigError(f"max_unnamed_samplers must be >= 1, got {max_unnamed_samplers}")
         self.max_unnamed_samplers = int(max_unnamed_samplers)
         self._unnamed: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._sample_lock = threading.Lock()
+        self._sample_queue: list[_SampleJob] = []
+        self._sample_batch_queued = False
+        self.sample_batches: collections.deque[int] = collections.deque(maxlen=1000)
+        """How many requests each recent engine sample batch served."""
         self.released_samplers: set[str] = set()
         self.latency_s = float(latency_ms) / 1000.0
         self.max_body_bytes = int(max_body_bytes)
@@ -330,6 +349,58 @@ class Backend:
         """
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
+
+    def enqueue_sample(self, job: _SampleJob) -> None:
+        """Queue a sample request; requests queued together run as one engine batch.
+
+        While the worker is busy, sample requests pile up here; the next batch
+        job takes all of them at once (``Engine.sample_many``), so many small
+        concurrent requests (one per env, as tinker-cookbook sends) cost about
+        as much as one large request.
+
+        Example::
+
+            backend.enqueue_sample(job)   # job.future resolves to (sequences, prompt_logprobs)
+        """
+        with self._sample_lock:
+            self._sample_queue.append(job)
+            if self._sample_batch_queued:
+                return
+            self._sample_batch_queued = True
+        self.submit_engine(self._run_sample_batch, "asample")
+
+    def _run_sample_batch(self, engine: Any) -> None:
+        with self._sample_lock:
+            jobs, self._sample_queue = self._sample_queue, []
+            self._sample_batch_queued = False
+        # A job whose sampler is still being created (queued behind this batch)
+        # waits for the next batch instead of blocking the worker.
+        later = [j for j in jobs if j.ready is not None and not j.ready.done()]
+        jobs = [j for j in jobs if j not in later]
+        for job in later:
+            self.enqueue_sample(job)
+        runnable: list[tuple[_SampleJob, str]] = []
+        for job in jobs:
+            try:
+                runnable.append((job, job.resolve(engine)))
+            except BaseException as err:
+                job.future.set_exception(err)
+        if not runnable:
+            return
+        results = engine.sample_many([(sid, job.prompt, job.kwargs) for job, sid in runnable])
+        self.sample_batches.append(len(runnable))
+        for (job, sid), result in zip(runnable, results, strict=True):
+            if isinstance(result, BaseException):
+                job.future.set_exception(result)
+                continue
+            try:
+                prompt_lp = (
+                    engine.compute_logprobs(sid, job.prompt) if job.prompt_logprobs else None
+                )
+            except BaseException as err:
+                job.future.set_exception(err)
+                continue
+            job.future.set_result((result, prompt_lp))
 
     def remember_unnamed_sampler(self, sampler_id: str) -> None:
         """Track an unnamed snapshot; release the oldest past ``max_unnamed_samplers``.
@@ -642,6 +713,7 @@ def build_app(backend: Backend) -> Starlette:
             "models": b.models,
             "training_runs": len(b.model_registry),
             "samplers": len(b.samplers),
+            "sample_batches": list(b.sample_batches),
             "latency_ms": b.latency_s * 1000.0,
             "uptime_s": time.time() - b.started_at,
         }
@@ -940,22 +1012,30 @@ def build_app(backend: Backend) -> Starlette:
 
         pending = b.pending_samplers.get(sampler_id or "")
 
-        def fn(e: Any) -> tuple[Any, Any]:
+        def resolve(e: Any) -> str:
             sid = sampler_id
             if pending is not None:
-                sid = pending.result()[0]  # done: it was queued before this call (FIFO)
+                sid = pending.result()[0]  # done: the batcher waits until it is
             if sid is None:
                 assert sampler_key is not None
                 sid = b._adhoc_samplers.get(sampler_key)
                 if sid is None:
                     sid = e.create_sampler(**{sampler_key[0]: sampler_key[1]})
                     b._adhoc_samplers[sampler_key] = sid
-            sequences = e.sample(sid, op.prompt, **kwargs)
-            prompt_lp = e.compute_logprobs(sid, op.prompt) if op.prompt_logprobs else None
-            return sequences, prompt_lp
+            return sid
 
         request_id = b.futures.create("asample")
-        b.start_op(request_id, fn, lambda r: P.sample_response_json(r[0], r[1]))
+        job = _SampleJob(
+            resolve=resolve,
+            prompt=op.prompt,
+            kwargs=kwargs,
+            prompt_logprobs=bool(op.prompt_logprobs),
+            ready=pending,
+        )
+        b.enqueue_sample(job)
+        b._spawn(
+            b._finish(request_id, job.future, lambda r: P.sample_response_json(r[0], r[1]), None)
+        )
         return {"request_id": request_id}
 
     # -------------------------------------------------------------- futures
