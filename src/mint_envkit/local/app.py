@@ -59,6 +59,9 @@ class _SampleJob:
     future: concurrent.futures.Future[Any] = attrs.field(factory=concurrent.futures.Future)
 
 
+DEFAULT_SAMPLE_BATCH_WINDOW_MS = 5.0
+"""How long a sampling job waits for more requests to batch with (milliseconds)."""
+
 DEFAULT_MAX_UNNAMED_SAMPLERS = 64
 """Unnamed sampler snapshots kept in memory (an RL loop makes one per step)."""
 
@@ -142,6 +145,8 @@ class Backend:
             (``save_weights_and_get_sampling_client``, one per RL step) stay in
             memory; past it the oldest is released, and a later request to it
             gets a 404 that says so. Named ones (saved to disk) are never released.
+        sample_batch_window_ms: how long a sampling job waits for more sample
+            requests before it runs them as one batch (default 5 ms).
 
     Example::
 
@@ -163,6 +168,7 @@ class Backend:
         seq_gap_timeout_s: float = 30.0,
         preload: bool = True,
         max_unnamed_samplers: int = DEFAULT_MAX_UNNAMED_SAMPLERS,
+        sample_batch_window_ms: float = DEFAULT_SAMPLE_BATCH_WINDOW_MS,
     ) -> None:
         self.models: list[str] = list(dict.fromkeys(models))
         if not self.models:
@@ -178,6 +184,7 @@ class Backend:
         self._sample_lock = threading.Lock()
         self._sample_queue: list[_SampleJob] = []
         self._sample_batch_queued = False
+        self.sample_batch_window_s = float(sample_batch_window_ms) / 1000.0
         self.sample_batches: collections.deque[int] = collections.deque(maxlen=1000)
         """How many requests each recent engine sample batch served."""
         self.released_samplers: set[str] = set()
@@ -370,6 +377,10 @@ class Backend:
         self.submit_engine(self._run_sample_batch, "asample")
 
     def _run_sample_batch(self, engine: Any) -> None:
+        # Requests sent together (one per group, or one per env) reach the server
+        # a few milliseconds apart: wait that long so they share the batch.
+        if self.sample_batch_window_s > 0:
+            time.sleep(self.sample_batch_window_s)
         with self._sample_lock:
             jobs, self._sample_queue = self._sample_queue, []
             self._sample_batch_queued = False

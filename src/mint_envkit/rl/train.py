@@ -540,12 +540,12 @@ async def main(config: Config) -> RunResult:
             if (config.save_every and done % config.save_every == 0) or done == total:
                 t3 = time.monotonic()
                 name = "final" if done == total else f"step{done:06d}"
-                state = await (await training.save_state_async(f"{name}-s{run_tag}-{done}"))
-                sampler_ckpt = await (
-                    await training.save_weights_for_sampler_async(
-                        f"{name}-s{run_tag}-{done}-sampler"
-                    )
+                # Both saves are submitted before either is awaited: one round trip.
+                state_future = await training.save_state_async(f"{name}-s{run_tag}-{done}")
+                sampler_future = await training.save_weights_for_sampler_async(
+                    f"{name}-s{run_tag}-{done}-sampler"
                 )
+                state, sampler_ckpt = await state_future, await sampler_future
                 last_checkpoint = {
                     "name": name,
                     "step": done,
