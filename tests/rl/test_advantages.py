@@ -94,3 +94,32 @@ def test_constant_reason(rewards, metrics, reason):
 
 def test_drop_reasons_cover_constant_reason():
     assert set(DROP_REASONS) == {"all_correct", "all_wrong", "all_unparsed", "constant"}
+
+
+def test_batch_advantages_accounts_every_group_by_reason():
+    from mint_envkit.rl.advantages import batch_advantages
+
+    groups = [
+        ([1.0, -0.25], [{"correct": 1.0}, {"correct": 0.0}]),  # mixed
+        ([1.0, 1.0], [{"correct": 1.0}, {"correct": 1.0}]),  # all correct
+        ([0.0, 0.0], [{"parsed": 0.0}, {"parsed": 0.0}]),  # all unparsed
+        None,  # failed: not counted
+        ([-0.25, -0.25], [{"correct": 0.0, "parsed": 1.0}] * 2),  # all wrong
+    ]
+    advantages, metrics = batch_advantages(groups)
+    assert advantages == {0: [0.625, -0.625]}
+    assert metrics["env/all/by_group/frac_mixed"] == 0.25
+    assert metrics["env/all/by_group/frac_all_good"] == 0.25
+    assert metrics["env/all/by_group/frac_all_bad"] == 0.5
+    assert metrics["env/all/by_group/dropped"] == 3
+    assert metrics["env/all/by_group/dropped_all_correct"] == 1
+    assert metrics["env/all/by_group/dropped_all_unparsed"] == 1
+    assert metrics["env/all/by_group/dropped_all_wrong"] == 1
+    assert metrics["env/all/by_group/dropped_constant"] == 0
+
+
+def test_batch_advantages_with_no_group_that_ran():
+    from mint_envkit.rl.advantages import batch_advantages
+
+    advantages, metrics = batch_advantages([None, None])
+    assert advantages == {} and metrics["env/all/by_group/frac_mixed"] == 0.0

@@ -10,7 +10,12 @@ Example::
                             log_path="runs/demo", max_steps=2)))
 """
 
-from mint_envkit.rl.advantages import constant_reason, group_advantages, kl_adjusted_advantages
+from mint_envkit.rl.advantages import (
+    batch_advantages,
+    constant_reason,
+    group_advantages,
+    kl_adjusted_advantages,
+)
 from mint_envkit.rl.config import LOSS_FNS, Config, KLReferenceConfig, resolve_backend
 from mint_envkit.rl.rollouts import Sampler, SampleRequest, rollout_group, rollout_groups
 from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy, ScriptedReport
@@ -29,6 +34,7 @@ __all__ = [
     "ScriptedReport",
     "Trajectory",
     "Transition",
+    "batch_advantages",
     "constant_reason",
     "group_advantages",
     "kl_adjusted_advantages",

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 __all__ = [
     "DROP_REASONS",
+    "batch_advantages",
     "constant_reason",
     "group_advantages",
     "kl_adjusted_advantages",
@@ -90,3 +91,46 @@ def kl_adjusted_advantages(
         for arow, krow in zip(advantages, kls, strict=True)
     ]
     return adjusted, mean_kl
+
+
+def batch_advantages(
+    groups: Sequence[tuple[Sequence[float], Sequence[Mapping[str, float]]] | None],
+) -> tuple[dict[int, list[float]], dict[str, float]]:
+    """Advantages for the groups that teach something, and the by-group accounting.
+
+    ``groups`` holds, per group, ``(rewards, metrics per episode)``, or None for
+    a group that failed. Returns the advantages of each mixed group by its
+    position, and the metrics ``env/all/by_group/frac_mixed|frac_all_good|
+    frac_all_bad``, ``dropped`` and ``dropped_<reason>`` (see
+    :func:`constant_reason`) over the groups that ran.
+
+    Example::
+
+        advantages, metrics = batch_advantages([([1.0, 0.0], [{}, {}]), ([0.0, 0.0], [{}, {}])])
+        advantages                                  # {0: [0.5, -0.5]}
+        metrics["env/all/by_group/dropped_constant"]  # 1
+    """
+    advantages: dict[int, list[float]] = {}
+    reasons: dict[str, int] = dict.fromkeys(DROP_REASONS, 0)
+    ran = 0
+    for position, group in enumerate(groups):
+        if group is None:
+            continue
+        ran += 1
+        rewards, metrics = group
+        reason = constant_reason(rewards, metrics)
+        if reason is None:
+            advantages[position] = group_advantages(rewards)
+        else:
+            reasons[reason] += 1
+    dropped = sum(reasons.values())
+    good = reasons["all_correct"]
+    out: dict[str, float] = {
+        "env/all/by_group/frac_mixed": len(advantages) / ran if ran else 0.0,
+        "env/all/by_group/frac_all_good": good / ran if ran else 0.0,
+        "env/all/by_group/frac_all_bad": (dropped - good) / ran if ran else 0.0,
+        "env/all/by_group/dropped": dropped,
+    }
+    for reason, count in reasons.items():
+        out[f"env/all/by_group/dropped_{reason}"] = count
+    return advantages, out

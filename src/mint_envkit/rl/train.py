@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import BackendError, MintEnvkitError
-from mint_envkit.rl.advantages import constant_reason, group_advantages, kl_adjusted_advantages
+from mint_envkit.rl.advantages import batch_advantages, kl_adjusted_advantages
 from mint_envkit.rl.config import Config, resolve_backend
 from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.rollouts import SampleRequest, rollout_groups
@@ -462,25 +462,16 @@ async def main(config: Config) -> RunResult:
             for rollout in failed:
                 logger.warning("group %s failed: %s", rollout.index, rollout.error)
 
-            advantages: dict[int, list[float]] = {}
-            reasons: dict[str, int] = {}
-            for position, rollout in enumerate(rollouts):
-                if rollout.error is not None:
-                    continue
-                reason = constant_reason(rollout.rewards, [t.metrics for t in rollout.trajectories])
-                if reason is None:
-                    advantages[position] = group_advantages(rollout.rewards)
-                else:
-                    reasons[reason] = reasons.get(reason, 0) + 1
-            ran = len(rollouts) - len(failed)
             metrics.update(_group_metrics(rollouts, "env"))
-            good = reasons.get("all_correct", 0)
-            metrics["env/all/by_group/frac_mixed"] = len(advantages) / ran
-            metrics["env/all/by_group/frac_all_good"] = good / ran
-            metrics["env/all/by_group/frac_all_bad"] = (ran - len(advantages) - good) / ran
-            metrics["env/all/by_group/dropped"] = sum(reasons.values())
-            for reason in ("all_correct", "all_wrong", "all_unparsed", "constant"):
-                metrics[f"env/all/by_group/dropped_{reason}"] = reasons.get(reason, 0)
+            advantages, by_group = batch_advantages(
+                [
+                    None
+                    if r.error is not None
+                    else (r.rewards, [t.metrics for t in r.trajectories])
+                    for r in rollouts
+                ]
+            )
+            metrics.update(by_group)
 
             samples = _datums(rollouts, advantages)
             token_advantages = [[adv] * len(reply) for _, reply, _, adv in samples]
