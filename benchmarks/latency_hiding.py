@@ -224,7 +224,7 @@ def main(argv=None) -> int:
         "--threads",
         type=int,
         default=None,
-        help="the server's torch threads (default: the engine's, = cores)",
+        help="the server's torch threads (default: the engine's, 1)",
     )
     parser.add_argument("--out", default=None)
     parser.add_argument("--report", metavar="JSON", help="print the tables of a results file")

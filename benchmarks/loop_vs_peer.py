@@ -33,13 +33,11 @@ PROCESS_START = time.time()
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
-import inspect  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
-import threading  # noqa: E402
 import urllib.request  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -47,15 +45,7 @@ from typing import Any  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
-
-SNAPSHOT_METHODS = (
-    "save_weights_and_get_sampling_client_async",
-    "save_weights_and_get_sampling_client",
-    "save_weights_for_sampler_async",
-    "save_weights_for_sampler",
-    "save_state_async",
-    "save_state",
-)
+from _loop_start import on_first_snapshot  # noqa: E402
 
 # each loop's own per-step timings of its sampling and training phases
 SAMPLE_TRAIN_KEYS = {
@@ -134,34 +124,8 @@ def child_ours(args: argparse.Namespace) -> int:
 
     marks = _Marks(args.base_url)
     marks.mark("process_imported")
-    started = threading.Event()
-
-    def first_snapshot(name: str) -> None:
-        original = getattr(tinker.TrainingClient, name, None)
-        if original is None:
-            return
-
-        def note() -> None:
-            if not started.is_set():
-                started.set()
-                marks.mark("loop_start")
-
-        if inspect.iscoroutinefunction(original):
-
-            async def wrapper(self, *a, **kw):
-                note()
-                return await original(self, *a, **kw)
-        else:
-
-            def wrapper(self, *a, **kw):
-                note()
-                return original(self, *a, **kw)
-
-        setattr(tinker.TrainingClient, name, wrapper)
-
     # the loop starts at its first weight snapshot, whichever call (sync or async) makes it
-    for name in SNAPSHOT_METHODS:
-        first_snapshot(name)
+    on_first_snapshot(tinker.TrainingClient, lambda: marks.mark("loop_start"))
     original_append = RunFiles.append_metrics
 
     def append_metrics(self, record):
@@ -405,7 +369,7 @@ def main(argv=None) -> int:
         "--threads",
         type=int,
         default=None,
-        help="the server's torch threads (default: the engine's, = cores)",
+        help="the server's torch threads (default: the engine's, 1)",
     )
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--out", default=None)

@@ -31,19 +31,20 @@ PROCESS_START = time.time()
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
-import inspect  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
-import threading  # noqa: E402
 import urllib.request  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from typing import Any  # noqa: E402
 
 import chz  # noqa: E402
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
 import tinker  # noqa: E402
+from _loop_start import on_first_snapshot  # noqa: E402
 from tinker_cookbook import renderers, tokenizer_utils  # noqa: E402
 from tinker_cookbook.completers import StopCondition, TokenCompleter, TokensWithLogprobs  # noqa: E402
 from tinker_cookbook.rl.message_env import (  # noqa: E402
@@ -170,16 +171,6 @@ def register_tiny_tokenizer(model_name: str, tokenizer_dir: str) -> None:
 # ------------------------------------------------------------------- train
 
 
-SNAPSHOT_METHODS = (
-    "save_weights_and_get_sampling_client_async",
-    "save_weights_and_get_sampling_client",
-    "save_weights_for_sampler_async",
-    "save_weights_for_sampler",
-    "save_state_async",
-    "save_state",
-)
-
-
 class Marks:
     """Wall-clock marks with the server's request counts (and tokens sampled so far) at each."""
 
@@ -209,34 +200,8 @@ def install_hooks(marks: Marks) -> None:
     """Mark the loop start (first weight snapshot) and each step's end (its metrics line)."""
     from tinker_cookbook.utils import ml_log
 
-    started = threading.Event()
-
-    def first_snapshot(name: str) -> None:
-        original = getattr(tinker.TrainingClient, name, None)
-        if original is None:
-            return
-
-        def note() -> None:
-            if not started.is_set():
-                started.set()
-                marks.mark("loop_start")
-
-        if inspect.iscoroutinefunction(original):
-
-            async def wrapper(self, *a, **kw):
-                note()
-                return await original(self, *a, **kw)
-        else:
-
-            def wrapper(self, *a, **kw):
-                note()
-                return original(self, *a, **kw)
-
-        setattr(tinker.TrainingClient, name, wrapper)
-
     # the loop starts at its first weight snapshot, whichever call (sync or async) makes it
-    for name in SNAPSHOT_METHODS:
-        first_snapshot(name)
+    on_first_snapshot(tinker.TrainingClient, lambda: marks.mark("loop_start"))
 
     original_log = ml_log.JsonLogger.log_metrics
 
