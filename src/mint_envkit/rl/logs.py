@@ -20,10 +20,18 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunFiles", "append_jsonl", "read_jsonl"]
+__all__ = [
+    "RunFiles",
+    "append_jsonl",
+    "append_jsonl_lines",
+    "read_jsonl",
+    "read_jsonl_counted",
+    "write_json_atomic",
+]
 
 
 def _jsonable(value: Any) -> Any:
@@ -38,47 +46,121 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def _ends_mid_line(fd: int) -> bool:
-    size = os.fstat(fd).st_size
-    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. Windows cannot open directories
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
 
 
-def append_jsonl(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
+def _append(path: str | os.PathLike[str], data: bytes) -> None:
+    """Append whole lines: one ``write`` on an ``O_APPEND`` file, then ``fsync``.
+
+    A last line cut off by a crash is ended first, so the new lines stay whole.
+    """
+    path = Path(path)
+    created = not path.exists()
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        written = os.write(fd, data)
+        if written != len(data):  # pragma: no cover - disk full and the like
+            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        _fsync_dir(path.parent)
+
+
+def append_jsonl(path: str | os.PathLike[str], record: Mapping[str, Any]) -> None:
     """Append one JSON line atomically (one write, then fsync).
+
+    Non-finite floats are written as ``null`` and unknown objects as their
+    ``repr``, so the line is always valid JSON.
 
     Example::
 
         append_jsonl("runs/demo/metrics.jsonl", {"step": 0, "env/all/reward/total": 0.5})
     """
-    line = (json.dumps(_jsonable(record), sort_keys=False) + "\n").encode()
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    append_jsonl_lines(path, [record])
+
+
+def append_jsonl_lines(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any]]) -> None:
+    """Append several JSON lines in one write (see :func:`append_jsonl`).
+
+    Example::
+
+        append_jsonl_lines("runs/demo/rollouts.jsonl", [{"step": 0}, {"step": 0}])
+    """
+    if records:
+        _append(path, "".join(json.dumps(_jsonable(dict(r))) + "\n" for r in records).encode())
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
+    """Write ``data`` as indented JSON via a temporary file and ``os.replace``.
+
+    Example::
+
+        write_json_atomic("runs/sweep/sweep.json", {"grid": {}})
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(_jsonable(data), fh, indent=2)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def read_jsonl_counted(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]:
+    """The JSON objects of a ``.jsonl`` file, and how many lines were unreadable.
+
+    Blank lines are ignored; a line that is not a JSON object (for example the
+    torn last line of a crashed writer) is skipped and counted. A missing file
+    reads as no lines.
+
+    Example::
+
+        lines, bad = read_jsonl_counted("runs/sweep/kl0p0-t0p7-g2/metrics.jsonl")
+    """
     try:
-        if _ends_mid_line(fd):
-            line = b"\n" + line  # end a line a crash cut off, so this record stays whole
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return [], 0
+    lines: list[dict[str, Any]] = []
+    bad = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            bad += 1
+            continue
+        if isinstance(obj, dict):
+            lines.append(obj)
+        else:
+            bad += 1
+    return lines, bad
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Every complete JSON line of a file ([] when it does not exist).
+    """Every complete JSON object line of a file ([] when it does not exist).
 
     A last line cut off by a crash (no newline, not valid JSON) is skipped.
     """
-    path = Path(path)
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
+    return read_jsonl_counted(path)[0]
 
 
 def _rewrite(path: Path, records: list[dict[str, Any]]) -> None:
@@ -114,9 +196,7 @@ class RunFiles:
 
     def write_config(self, data: dict[str, Any]) -> None:
         """Write ``config.json`` (atomically)."""
-        tmp = self.config.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(_jsonable(data), indent=2) + "\n")
-        os.replace(tmp, self.config)
+        write_json_atomic(self.config, data)
 
     def metrics(self) -> list[dict[str, Any]]:
         """Every step's metrics."""
@@ -141,17 +221,7 @@ class RunFiles:
 
     def append_rollouts(self, records: list[dict[str, Any]]) -> None:
         """Append one step's rollouts (one line each, in one write)."""
-        if not records:
-            return
-        data = "".join(json.dumps(_jsonable(r)) + "\n" for r in records).encode()
-        fd = os.open(self.rollouts_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            if _ends_mid_line(fd):
-                data = b"\n" + data
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_jsonl_lines(self.rollouts_path, records)
 
     def forget_after(self, step: int) -> None:
         """Drop metrics and rollouts of steps >= ``step`` (they are redone on resume)."""

@@ -21,11 +21,12 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.rl.logs import append_jsonl, write_json_atomic
+from mint_envkit.rl.logs import read_jsonl_counted as read_jsonl
 
 __all__ = [
     "MANIFEST",
@@ -86,95 +87,6 @@ def utc_now() -> str:
         utc_now()  # '2026-11-29T09:17:03+00:00'
     """
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. Windows cannot open directories
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def append_jsonl(path: str | os.PathLike[str], record: Mapping[str, Any]) -> None:
-    """Append one JSON line to ``path`` so that a crash never leaves half a line.
-
-    The file is opened with ``O_APPEND``, the whole line goes in one
-    ``os.write``, then it is ``fsync``-ed before returning.
-
-    Example::
-
-        append_jsonl("runs/sweep/results.jsonl", {"name": "t0p7", "status": "ok"})
-    """
-    path = Path(path)
-    data = (json.dumps(dict(record), default=str) + "\n").encode()
-    created = not path.exists()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        written = os.write(fd, data)
-        if written != len(data):  # pragma: no cover - disk full and the like
-            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    if created:
-        _fsync_dir(path.parent)
-
-
-def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
-    """Write ``data`` as indented JSON via a temporary file and ``os.replace``.
-
-    Example::
-
-        write_json_atomic("runs/sweep/sweep.json", {"grid": {}})
-    """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, default=str)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def read_jsonl(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]:
-    """The JSON objects of a ``.jsonl`` file, and how many lines were unreadable.
-
-    Blank lines are ignored; a line that is not a JSON object (for example the
-    torn last line of a crashed writer) is skipped and counted. A missing file
-    reads as no lines.
-
-    Example::
-
-        lines, bad = read_jsonl("runs/sweep/kl0p0-t0p7-g2/metrics.jsonl")
-    """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return [], 0
-    lines: list[dict[str, Any]] = []
-    bad = 0
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            bad += 1
-            continue
-        if isinstance(obj, dict):
-            lines.append(obj)
-        else:
-            bad += 1
-    return lines, bad
 
 
 def latest_results(root: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
