@@ -70,10 +70,10 @@ def _load_target(spec: str) -> Any:
     return getattr(module, name)
 
 
-def _oracle_replies(group: GroupBuilder, extra: list[str]) -> list[str]:
+def _oracle_replies(group: GroupBuilder) -> list[str]:
+    """The reference answer (when the problem has one), a wrong one and an unparsable one."""
     answer = group.problem.get("answer")
-    replies = [str(answer)] if answer is not None else []
-    return replies + (extra or ["0", "I am not sure."])
+    return [*([str(answer)] if answer is not None else []), "0", "I am not sure."]
 
 
 def _print_group(report: GroupReport, renderer: Any, prompt_tokens: list[int] | None) -> None:
@@ -132,10 +132,7 @@ async def _check(args: argparse.Namespace) -> int:
             print(f"--- group {group.index}\nERROR: {kind}{err}")
             failures += 1
             continue
-        if args.reply:
-            policy = ScriptedPolicy(args.reply)
-        else:
-            policy = ScriptedPolicy(_oracle_replies(group, []))
+        policy = ScriptedPolicy(args.reply or _oracle_replies(group))
         report = await policy.run_group(group)
         failures += bool(report.error)
         _print_group(report, renderer, prompt)
@@ -148,8 +145,7 @@ async def _check_local(group: GroupBuilder, args: argparse.Namespace) -> int:
     import mint
 
     from mint_envkit.local.server import LocalServer
-    from mint_envkit.rl.train import LOCAL_API_KEY
-    from mint_envkit.rl.types import SampledTokens
+    from mint_envkit.rl.train import LOCAL_API_KEY, ClientSampler
 
     print(f"--- one group through {group.model_name} on the embedded backend")
     with LocalServer(models=[group.model_name]) as server:
@@ -157,20 +153,7 @@ async def _check_local(group: GroupBuilder, args: argparse.Namespace) -> int:
             mint.ServiceClient, base_url=server.base_url, api_key=LOCAL_API_KEY
         )
         client = await service.create_sampling_client_async(base_model=group.model_name)
-
-        async def sampler(request: Any) -> list[SampledTokens]:
-            response = await client.sample_async(
-                prompt=mint.ModelInput.from_ints(request.prompt),
-                num_samples=request.num_samples,
-                sampling_params=mint.SamplingParams(
-                    max_tokens=args.max_tokens, temperature=1.0, stop=list(request.stop), seed=0
-                ),
-            )
-            return [
-                SampledTokens(list(s.tokens), list(s.logprobs or []), str(s.stop_reason))
-                for s in response.sequences
-            ]
-
+        sampler = ClientSampler(client, max_tokens=args.max_tokens)
         rollouts = await rollout_groups([group], sampler)
     report = GroupReport.from_rollout(rollouts[0])
     _print_group(report, group.renderer(), None)

@@ -37,7 +37,7 @@ from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.rollouts import SampleRequest, rollout_groups
 from mint_envkit.rl.types import GroupRollout, SampledTokens
 
-__all__ = ["RunResult", "main", "preflight", "shared_local_backend"]
+__all__ = ["ClientSampler", "RunResult", "main", "preflight", "shared_local_backend"]
 
 logger = logging.getLogger(__name__)
 
@@ -184,14 +184,37 @@ def _seed(*parts: Any) -> int:
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
-class _ModelSampler:
-    """A rollout sampler backed by a ``mint`` sampling client."""
+class ClientSampler:
+    """A rollout sampler backed by a ``mint`` sampling client.
 
-    def __init__(self, client: Any, config: Config, step: int, *, temperature: float) -> None:
+    Each request gets its own seed, derived from ``seed``, ``salt`` (the step),
+    the request count and the prompt, so a run is reproducible. ``calls``
+    counts the sample requests sent.
+
+    Example::
+
+        sampler = ClientSampler(sampling_client, max_tokens=32, temperature=0.7, seed=0, salt=step)
+        rollouts = await rollout_groups(groups, sampler)
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        max_tokens: int,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        top_k: int = -1,
+        seed: int = 0,
+        salt: int = 0,
+    ) -> None:
         self.client = client
-        self.config = config
-        self.step = step
+        self.max_tokens = max_tokens
         self.temperature = temperature
+        self.top_p = top_p
+        self.top_k = top_k
+        self.seed = seed
+        self.salt = salt
         self.calls = 0
 
     async def __call__(self, request: SampleRequest) -> list[SampledTokens]:
@@ -199,12 +222,12 @@ class _ModelSampler:
 
         self.calls += 1
         params = tinker.SamplingParams(
-            max_tokens=self.config.max_tokens,
+            max_tokens=self.max_tokens,
             temperature=self.temperature,
-            top_p=self.config.top_p,
-            top_k=self.config.top_k,
+            top_p=self.top_p,
+            top_k=self.top_k,
             stop=list(request.stop),
-            seed=_seed(self.config.seed, self.step, self.calls, request.prompt[-8:]),
+            seed=_seed(self.seed, self.salt, self.calls, request.prompt[-8:]),
         )
         response = await self.client.sample_async(
             prompt=tinker.ModelInput.from_ints(request.prompt),
@@ -219,6 +242,18 @@ class _ModelSampler:
             )
             for seq in response.sequences
         ]
+
+
+def _config_sampler(client: Any, config: Config, salt: int) -> ClientSampler:
+    return ClientSampler(
+        client,
+        max_tokens=config.max_tokens,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        top_k=config.top_k,
+        seed=config.seed,
+        salt=salt,
+    )
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -351,7 +386,7 @@ def _progress(step: int, total: int, metrics: dict[str, Any], seconds: float) ->
 async def _evaluate(
     config: Config, sampling_client: Any, test: Any, step: int, files: RunFiles
 ) -> dict[str, Any]:
-    sampler = _ModelSampler(sampling_client, config, step=-1 - step, temperature=config.temperature)
+    sampler = _config_sampler(sampling_client, config, salt=-1 - step)
     groups = test.groups()
     rollouts = await rollout_groups(
         groups,
@@ -442,7 +477,7 @@ async def main(config: Config) -> RunResult:
                 metrics["time/eval"] = time.monotonic() - t0
                 t0 = time.monotonic()
             groups = train.get_batch(step % len(train))
-            sampler = _ModelSampler(sampling_client, config, step, temperature=config.temperature)
+            sampler = _config_sampler(sampling_client, config, salt=step)
             rollouts = await rollout_groups(
                 groups,
                 sampler,
