@@ -45,7 +45,7 @@ from typing import Any  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
-from _loop_start import on_first_snapshot  # noqa: E402
+from _marks import Marks, on_first_snapshot  # noqa: E402
 
 # each loop's own per-step timings of its sampling and training phases
 SAMPLE_TRAIN_KEYS = {
@@ -88,33 +88,6 @@ async def batches_of(builder, steps: int) -> list[list[dict]]:
 # ------------------------------------------------------------------ child A
 
 
-class _Marks:
-    """Wall-clock marks with the server's request counts (and tokens sampled so far) at each."""
-
-    def __init__(self, base_url: str) -> None:
-        import tinker
-
-        self.url = base_url.rstrip("/") + "/api/v1/mint_envkit/stats"
-        self.items: list[dict[str, Any]] = []
-        self.sampled_tokens = 0
-        original = tinker.SamplingClient.sample_async
-
-        async def sample_async(client, *a, **kw):
-            result = await original(client, *a, **kw)
-            self.sampled_tokens += sum(len(s.tokens) for s in result.sequences)
-            return result
-
-        tinker.SamplingClient.sample_async = sample_async
-
-    def mark(self, label: str) -> None:
-        now = time.time()
-        with urllib.request.urlopen(self.url, timeout=10) as response:
-            counts = json.load(response)["request_counts"]
-        self.items.append(
-            {"label": label, "t": now, "counts": counts, "sampled_tokens": self.sampled_tokens}
-        )
-
-
 def child_ours(args: argparse.Namespace) -> int:
     import tinker
 
@@ -122,7 +95,7 @@ def child_ours(args: argparse.Namespace) -> int:
     from mint_envkit.rl import train
     from mint_envkit.rl.logs import RunFiles
 
-    marks = _Marks(args.base_url)
+    marks = Marks(args.base_url, tinker)
     marks.mark("process_imported")
     # the loop starts at its first weight snapshot, whichever call (sync or async) makes it
     on_first_snapshot(tinker.TrainingClient, lambda: marks.mark("loop_start"))

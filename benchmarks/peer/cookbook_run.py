@@ -35,7 +35,6 @@ import json  # noqa: E402
 import logging  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
-import urllib.request  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from typing import Any  # noqa: E402
@@ -44,7 +43,7 @@ import chz  # noqa: E402
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
 import tinker  # noqa: E402
-from _loop_start import on_first_snapshot  # noqa: E402
+from _marks import Marks, on_first_snapshot  # noqa: E402
 from tinker_cookbook import renderers, tokenizer_utils  # noqa: E402
 from tinker_cookbook.completers import StopCondition, TokenCompleter, TokensWithLogprobs  # noqa: E402
 from tinker_cookbook.rl.message_env import (  # noqa: E402
@@ -171,31 +170,6 @@ def register_tiny_tokenizer(model_name: str, tokenizer_dir: str) -> None:
 # ------------------------------------------------------------------- train
 
 
-class Marks:
-    """Wall-clock marks with the server's request counts (and tokens sampled so far) at each."""
-
-    def __init__(self, base_url: str) -> None:
-        self.url = base_url.rstrip("/") + "/api/v1/mint_envkit/stats"
-        self.items: list[dict[str, Any]] = []
-        self.sampled_tokens = 0
-        original = tinker.SamplingClient.sample_async
-
-        async def sample_async(client, *a, **kw):
-            result = await original(client, *a, **kw)
-            self.sampled_tokens += sum(len(s.tokens) for s in result.sequences)
-            return result
-
-        tinker.SamplingClient.sample_async = sample_async
-
-    def mark(self, label: str) -> None:
-        now = time.time()
-        with urllib.request.urlopen(self.url, timeout=10) as response:
-            counts = json.load(response)["request_counts"]
-        self.items.append(
-            {"label": label, "t": now, "counts": counts, "sampled_tokens": self.sampled_tokens}
-        )
-
-
 def install_hooks(marks: Marks) -> None:
     """Mark the loop start (first weight snapshot) and each step's end (its metrics line)."""
     from tinker_cookbook.utils import ml_log
@@ -216,7 +190,7 @@ def install_hooks(marks: Marks) -> None:
 async def run_train(args: argparse.Namespace) -> dict[str, Any]:
     from tinker_cookbook.rl import train
 
-    marks = Marks(args.base_url)
+    marks = Marks(args.base_url, tinker)
     marks.mark("process_imported")
     install_hooks(marks)
     config = train.Config(
