@@ -55,7 +55,7 @@ def _best_of(fn, repeats: int) -> float:
 
 def bench_sampling(engine: Engine, model: str, repeats: int) -> list[dict]:
     sampler = engine.create_sampler(base_model=model)
-    hf_model = engine._bases[engine._samplers[sampler].base].loaded.model
+    hf_model = engine.registry.sampler(sampler)[0].loaded.model
     prompt = [2044] + [(37 * i + 11) % 2000 for i in range(PROMPT_LEN - 1)]
     rows = []
     engine.sample(sampler, prompt, num_samples=2, max_tokens=4, seed=0)  # warm-up

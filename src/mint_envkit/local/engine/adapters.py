@@ -1,0 +1,246 @@
+"""LoRA adapters on a shared base model: create, drop, load snapshots, the merged sampling copy.
+
+Every training client is a named peft adapter on its base model's one peft
+wrapper (``set_adapter`` switches between them). To sample a snapshot, a small
+base model (up to ``MERGED_COPY_MAX_PARAMS``) keeps a plain merged copy whose
+adapted layers hold ``W + scale * B @ A``; a larger one copies the snapshot into
+a scratch adapter ("slot") of the same LoRA shape.
+
+Known limit (left for a later task): the merge adds ``B @ A`` to each adapted
+layer's ``weight`` of the copy; with tied input/output embeddings an ``lm_head``
+delta also changes the input embedding of the copy, which peft does not do.
+
+Example::
+
+    from mint_envkit.local.engine import adapters
+
+    trainer = adapters.new_trainer(state, LoraSpec(rank=4), seed=0)
+    with adapters.use_sampler(state, snapshot) as model:
+        logits = model(input_ids=ids).logits
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import uuid
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from .inputs import is_int
+from .records import LORA_ALPHA, BaseModelState, EngineError, LoraSpec, Snapshot, Trainer
+
+__all__ = [
+    "MERGED_COPY_MAX_PARAMS",
+    "activate",
+    "adapter_params",
+    "drop_trainer",
+    "lora_spec",
+    "new_trainer",
+    "use_sampler",
+    "use_snapshot",
+]
+
+MERGED_COPY_MAX_PARAMS = 200_000_000
+"""Base models up to this size keep a merged plain copy for sampling (about 3x faster)."""
+
+
+def lora_spec(
+    rank: Any, seed: Any, *, train_mlp: Any, train_attn: Any, train_unembed: Any
+) -> LoraSpec:
+    """The LoRA shape of a ``create_lora`` call, its arguments checked (EngineError naming one).
+
+    Example::
+
+        lora_spec(8, 0, train_mlp=True, train_attn=True, train_unembed=False).rank  # 8
+    """
+    if not is_int(rank) or rank < 1 or rank > 4096:
+        raise EngineError(f"LoRA rank must be an integer from 1 to 4096, got {rank!r}")
+    if seed is not None and not is_int(seed):
+        raise EngineError(f"seed must be an integer or None, got {seed!r}")
+    flags = {"train_mlp": train_mlp, "train_attn": train_attn, "train_unembed": train_unembed}
+    for key, value in flags.items():
+        if not isinstance(value, bool):
+            raise EngineError(f"{key} must be true or false, got {value!r}")
+    if not (train_mlp or train_attn or train_unembed):
+        raise EngineError(
+            "at least one of train_mlp, train_attn, train_unembed must be true "
+            "(otherwise the LoRA adapter has nothing to train)"
+        )
+    return LoraSpec(rank=rank, **flags)
+
+
+def adapter_params(base: BaseModelState, adapter: str) -> dict[str, torch.nn.Parameter]:
+    """The parameters of one adapter, keyed by name without the adapter's name in it.
+
+    Example::
+
+        adapter_params(state, "t_0f3a")  # {'base_model.model....lora_A.weight': ...}
+    """
+    marker = f".{adapter}."
+    params = {
+        name.replace(marker, "."): p for name, p in base.peft.named_parameters() if marker in name
+    }
+    if not params:
+        raise EngineError(f"adapter {adapter} has no parameters", "server")
+    return params
+
+
+def _add_adapter(base: BaseModelState, adapter: str, spec: LoraSpec, seed: int) -> None:
+    from peft import get_peft_model
+
+    config = spec.peft_config()
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        torch.manual_seed(seed)
+        if base.peft is None:
+            _make_merged_copy(base)
+            base.peft = get_peft_model(base.loaded.model, config, adapter_name=adapter)
+        else:
+            base.peft.add_adapter(adapter, config)
+    base.loaded.model.eval()
+
+
+def _make_merged_copy(base: BaseModelState) -> None:
+    """Keep a plain copy of a small base model for fast sampling (``BaseModelState.merged``)."""
+    model = base.loaded.model
+    n_params = sum(p.numel() for p in model.parameters())
+    if n_params > MERGED_COPY_MAX_PARAMS:
+        return  # a large model samples through peft rather than double its memory
+    base.merged = copy.deepcopy(model).eval()
+    for p in base.merged.parameters():
+        p.requires_grad_(False)
+    base.merged_content = "base"
+
+
+def _merge_into_copy(base: BaseModelState, snap: Snapshot) -> None:
+    modules = dict(base.merged.named_modules())
+    with torch.no_grad():
+        for path, original in base.merged_originals.items():
+            modules[path].weight.copy_(original)  # back to the base weights, no drift
+        if snap.tensors is None or snap.spec is None:
+            return
+        scale = LORA_ALPHA / snap.spec.rank
+        for key, a in snap.tensors.items():
+            if ".lora_A." not in key and not key.endswith(".lora_A.weight"):
+                continue
+            path = key.removeprefix("base_model.model.").removesuffix(".lora_A.weight")
+            b = snap.tensors[key.replace("lora_A", "lora_B")]
+            layer = modules[path]
+            if path not in base.merged_originals:
+                base.merged_originals[path] = layer.weight.detach().clone()
+            delta = (b.to(layer.weight.dtype) @ a.to(layer.weight.dtype)) * scale
+            layer.weight.add_(delta)
+
+
+def activate(base: BaseModelState, adapter: str) -> None:
+    """Make ``adapter`` the one peft computes with.
+
+    Example::
+
+        activate(state, trainer.adapter)
+    """
+    if base.peft.active_adapter != adapter:
+        base.peft.set_adapter(adapter)
+
+
+def new_trainer(base: BaseModelState, spec: LoraSpec, seed: int | None) -> Trainer:
+    """A new training client: a fresh adapter (seeded init, B = 0) and its AdamW optimizer.
+
+    Example::
+
+        trainer = new_trainer(state, LoraSpec(rank=8), seed=0)
+    """
+    if seed is None:
+        seed = int.from_bytes(os.urandom(4), "little")
+    model_id = str(uuid.uuid4())
+    adapter = "t_" + model_id.replace("-", "")
+    _add_adapter(base, adapter, spec, int(seed) % (2**63))
+    params = adapter_params(base, adapter)
+    optimizer = torch.optim.AdamW(list(params.values()), lr=0.0, foreach=False)
+    return Trainer(
+        model_id=model_id,
+        base=base.loaded.name,
+        spec=spec,
+        adapter=adapter,
+        params=params,
+        optimizer=optimizer,
+    )
+
+
+def drop_trainer(base: BaseModelState, trainer: Trainer) -> None:
+    """Free a training client's optimizer state and delete its adapter (peft keeps its last).
+
+    Example::
+
+        drop_trainer(state, trainer)
+    """
+    trainer.optimizer.state.clear()
+    if len(base.peft.peft_config) > 1:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "active adapter deleted"
+            base.peft.delete_adapter(trainer.adapter)
+    # else: peft cannot delete its last adapter; it stays, unused.
+
+
+@contextlib.contextmanager
+def use_snapshot(base: BaseModelState, snap: Snapshot) -> Iterator[Any]:
+    """Make the base model compute with the snapshot's weights (through peft); yield the model.
+
+    Example::
+
+        with use_snapshot(state, snap) as model:
+            model(input_ids=ids)
+    """
+    model = base.loaded.model
+    if snap.spec is None or snap.tensors is None:
+        if base.peft is None:
+            yield model
+        else:
+            with base.peft.disable_adapter():
+                yield model
+        return
+    slot = base.slots.get(snap.spec)
+    if slot is None:
+        slot = f"s{len(base.slots)}_{uuid.uuid4().hex[:8]}"
+        _add_adapter(base, slot, snap.spec, 0)
+        base.slots[snap.spec] = slot
+        base.slot_params[slot] = adapter_params(base, slot)
+    params = base.slot_params[slot]
+    if base.slot_content.get(slot) != snap.key:
+        if set(params) != set(snap.tensors):
+            raise EngineError(
+                f"weights from {snap.source} do not fit base model {snap.base} "
+                "(adapter tensor names differ)"
+            )
+        with torch.no_grad():
+            for key, p in params.items():
+                p.copy_(snap.tensors[key])
+        base.slot_content[slot] = snap.key
+    activate(base, slot)
+    yield model
+
+
+@contextlib.contextmanager
+def use_sampler(base: BaseModelState, snap: Snapshot) -> Iterator[Any]:
+    """The model to sample ``snap`` with: the merged copy when there is one, else peft.
+
+    Example::
+
+        with torch.no_grad(), use_sampler(state, snap) as model:
+            model(input_ids=ids)
+    """
+    if base.merged is None:
+        with use_snapshot(base, snap) as model:
+            yield model
+        return
+    want = "base" if snap.tensors is None else snap.key
+    if base.merged_content != want:
+        _merge_into_copy(base, snap)
+        base.merged_content = want
+    yield base.merged

@@ -1,0 +1,255 @@
+"""The engine's records and its error: what its modules hand each other and return.
+
+Public (re-exported by :mod:`mint_envkit.local.engine`): :class:`EngineError`,
+:class:`SampledSequence`, :class:`ForwardOutput`, :class:`LoraSpec` and
+``SUPPORTED_LOSSES``. Internal: :class:`BaseModelState` (one loaded base model),
+:class:`Trainer` (one LoRA training client), :class:`Snapshot` (frozen sampler
+weights), and :class:`SampleSpec` (one checked sample request).
+
+Example::
+
+    from mint_envkit.local.engine.records import LoraSpec
+
+    LoraSpec(rank=8, train_unembed=False).target_modules()[:2]  # ['q_proj', 'k_proj']
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+import attrs
+import torch
+
+from mint_envkit.errors import MintEnvkitError
+
+from ..models import LoadedModel
+
+__all__ = [
+    "LORA_ALPHA",
+    "SUPPORTED_LOSSES",
+    "BaseModelState",
+    "EngineError",
+    "ForwardOutput",
+    "LoraSpec",
+    "SampleSpec",
+    "SampledSequence",
+    "Snapshot",
+    "Trainer",
+    "context_length",
+]
+
+SUPPORTED_LOSSES = ("cross_entropy", "importance_sampling", "ppo")
+"""The ``loss_fn`` values :meth:`Engine.forward` accepts."""
+
+LORA_ALPHA = 32.0
+"""``lora_alpha`` for every rank (scale ``32 / rank``), Tinker's "LoRA without regret"."""
+
+
+class EngineError(MintEnvkitError):
+    """An engine operation failed; ``category`` says whose fault it is.
+
+    Attributes:
+        category: ``"user"`` for bad input (unknown model, model_id, sampler or path,
+            bad tokens, bad shapes, bad parameters), ``"server"`` for an internal failure.
+        message: a readable message that names the bad value and the fix.
+
+    Example::
+
+        try:
+            engine.sample("no-such-sampler", [1, 2])
+        except EngineError as err:
+            err.category  # 'user'
+            err.message   # "unknown sampler_id 'no-such-sampler'; ..."
+    """
+
+    def __init__(self, message: str, category: Literal["user", "server"] = "user") -> None:
+        super().__init__(message)
+        self.message = message
+        self.category = category
+
+
+@attrs.frozen
+class SampledSequence:
+    """One sampled completion.
+
+    Attributes:
+        tokens: the generated token ids (a matched stop token or sequence included).
+        logprobs: per token, the log probability under the distribution it was drawn from.
+        stop_reason: ``"stop"`` if a stop condition matched, ``"length"`` if ``max_tokens`` ran out.
+
+    Example::
+
+        SampledSequence(tokens=[5, 2045], logprobs=[-1.2, -0.3], stop_reason="stop")
+    """
+
+    tokens: list[int]
+    logprobs: list[float]
+    stop_reason: Literal["stop", "length"]
+
+
+@attrs.frozen
+class ForwardOutput:
+    """What :meth:`Engine.forward` returns.
+
+    Attributes:
+        logprobs: per datum, the learner's log probability of each target token.
+        metrics: at least ``"loss:sum"`` (the loss summed over tokens and datums).
+
+    Example::
+
+        out = engine.forward(model_id, data, "cross_entropy", None, backward=False)
+        out.metrics["loss:sum"], len(out.logprobs[0])
+    """
+
+    logprobs: list[list[float]]
+    metrics: dict[str, float]
+
+
+@attrs.frozen
+class LoraSpec:
+    """The shape of a LoRA adapter: rank and which layers it adapts.
+
+    Example::
+
+        spec = LoraSpec(rank=8, train_mlp=True, train_attn=True, train_unembed=False)
+        spec.target_modules()  # ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', ...]
+    """
+
+    rank: int
+    train_mlp: bool = True
+    train_attn: bool = True
+    train_unembed: bool = True
+
+    def target_modules(self) -> list[str]:
+        """The peft ``target_modules`` for this spec (module name suffixes)."""
+        targets: list[str] = []
+        if self.train_attn:
+            targets += ["q_proj", "k_proj", "v_proj", "o_proj"]
+        if self.train_mlp:
+            targets += ["gate_proj", "up_proj", "down_proj"]
+        if self.train_unembed:
+            targets += ["lm_head"]
+        return targets
+
+    def peft_config(self, base_model: str | None = None) -> Any:
+        """A ``peft.LoraConfig`` for this spec (alpha 32, no dropout, no bias)."""
+        from peft import LoraConfig
+
+        return LoraConfig(
+            r=self.rank,
+            lora_alpha=LORA_ALPHA,
+            lora_dropout=0.0,
+            bias="none",
+            target_modules=self.target_modules(),
+            base_model_name_or_path=base_model,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict (the ``lora`` entry of a checkpoint's meta.json)."""
+        return {
+            "rank": self.rank,
+            "train_mlp": self.train_mlp,
+            "train_attn": self.train_attn,
+            "train_unembed": self.train_unembed,
+            "alpha": LORA_ALPHA,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LoraSpec:
+        """Inverse of :meth:`to_json`."""
+        return cls(
+            rank=int(data["rank"]),
+            train_mlp=bool(data["train_mlp"]),
+            train_attn=bool(data["train_attn"]),
+            train_unembed=bool(data["train_unembed"]),
+        )
+
+
+@attrs.define(eq=False)
+class BaseModelState:
+    """One base model in memory and what hangs off it (the peft wrapper, sampling slots).
+
+    Example::
+
+        state = BaseModelState(loaded=load_base_model("mint-envkit/tiny-qwen3-small"))
+    """
+
+    loaded: LoadedModel
+    peft: Any = None  # peft.PeftModel once the first adapter exists
+    slots: dict[LoraSpec, str] = attrs.field(factory=dict)  # scratch sampler adapters
+    slot_params: dict[str, dict[str, torch.nn.Parameter]] = attrs.field(factory=dict)
+    slot_content: dict[str, str] = attrs.field(factory=dict)  # slot -> key of loaded snapshot
+    tokenizer: Any = None
+    # A plain copy of the base model whose adapted layers hold W + scale * B @ A of
+    # one snapshot: sampling runs one matmul per layer instead of peft's three.
+    merged: Any = None
+    merged_originals: dict[str, torch.Tensor] = attrs.field(factory=dict)
+    merged_content: Any = None  # key of the merged snapshot; "base" for none
+
+
+@attrs.define(eq=False)
+class Trainer:
+    """One LoRA training client: its adapter on a base model, its optimizer and step.
+
+    Example::
+
+        trainer.params  # {'base_model.model....lora_A.weight': Parameter, ...}
+    """
+
+    model_id: str
+    base: str
+    spec: LoraSpec
+    adapter: str
+    params: dict[str, torch.nn.Parameter]
+    optimizer: torch.optim.AdamW
+    step: int = 0
+
+
+@attrs.frozen
+class SampleSpec:
+    """One checked sample request (see :func:`.sampling.sample_spec`).
+
+    Example::
+
+        spec.prompt, spec.num_samples, spec.seed
+    """
+
+    prompt: list[int]
+    num_samples: int
+    max_tokens: int
+    temperature: float
+    top_p: float
+    top_k: int
+    seed: int
+    stop_ids: frozenset[int]
+    stop_seqs: tuple[tuple[int, ...], ...]
+    stop_strs: tuple[str, ...]
+
+
+@attrs.define(eq=False)
+class Snapshot:
+    """Frozen sampler weights: adapter tensors of one LoRA shape, or ``None`` for the base.
+
+    Example::
+
+        Snapshot(base="mint-envkit/tiny-qwen3", spec=None, tensors=None, source="base")
+    """
+
+    base: str
+    spec: LoraSpec | None
+    tensors: dict[str, torch.Tensor] | None
+    source: str  # model_id or path, for messages
+    # Identifies the tensors for the caches of loaded weights; unlike id(), never
+    # reused after a released snapshot is garbage collected.
+    key: str = attrs.field(factory=lambda: uuid.uuid4().hex)
+
+
+def context_length(base: BaseModelState) -> int:
+    """The base model's context (``max_position_embeddings``; unbounded when it has none).
+
+    Example::
+
+        context_length(state)  # 2048
+    """
+    return int(getattr(base.loaded.model.config, "max_position_embeddings", 1 << 30))

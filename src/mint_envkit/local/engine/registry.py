@@ -1,0 +1,113 @@
+"""What an engine holds in memory, by id: base models, training clients, sampler snapshots.
+
+Lookups raise :class:`EngineError` (user) naming the unknown id and how to get one.
+
+Example::
+
+    from mint_envkit.local.engine.registry import Registry
+
+    registry = Registry(device=None, num_threads=1)
+    state = registry.base("mint-envkit/tiny-qwen3-small")
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME
+
+from ..models import ModelLoadError, load_base_model, pin_threads, resolve_model_name
+from .records import BaseModelState, EngineError, Snapshot, Trainer
+
+__all__ = ["Registry"]
+
+
+class Registry:
+    """Base models, training clients and sampler snapshots by id (internal; not a stable API).
+
+    Example::
+
+        engine.registry.trainers[model_id].step  # 0
+    """
+
+    def __init__(self, *, device: str | None, num_threads: int) -> None:
+        self.device = device
+        self.num_threads = num_threads
+        self.bases: dict[str, BaseModelState] = {}
+        self.trainers: dict[str, Trainer] = {}
+        self.samplers: dict[str, Snapshot] = {}
+
+    def base(self, name: Any) -> BaseModelState:
+        """The base model ``name``, loaded on first use (EngineError(user) if unavailable).
+
+        Example::
+
+            registry.base("mint-envkit/tiny-qwen3").loaded.vocab_size
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise EngineError(
+                f"base_model must be a non-empty model name, got {name!r}; try {TINY_MODEL_NAME!r}"
+            )
+        key = resolve_model_name(name)
+        base = self.bases.get(key)
+        if base is None:
+            pin_threads(self.num_threads)
+            try:
+                loaded = load_base_model(key, device=self.device)
+            except ModelLoadError as err:
+                raise EngineError(str(err), "user") from err
+            base = BaseModelState(loaded=loaded)
+            self.bases[key] = base
+        return base
+
+    def trainer(self, model_id: Any) -> tuple[BaseModelState, Trainer]:
+        """A training client and its base model.
+
+        Example::
+
+            state, trainer = registry.trainer(model_id)
+        """
+        trainer = self.trainers.get(model_id) if isinstance(model_id, str) else None
+        if trainer is None:
+            raise EngineError(
+                f"unknown model_id {model_id!r}; create one with create_lora (or "
+                "create_lora_from_state) first; unloaded models cannot be used again"
+            )
+        return self.bases[trainer.base], trainer
+
+    def sampler(self, sampler_id: Any) -> tuple[BaseModelState, Snapshot]:
+        """A sampler snapshot and its base model.
+
+        Example::
+
+            state, snap = registry.sampler(sampler_id)
+        """
+        snap = self.samplers.get(sampler_id) if isinstance(sampler_id, str) else None
+        if snap is None:
+            raise EngineError(
+                f"unknown sampler_id {sampler_id!r}; create one with save_for_sampler or "
+                "create_sampler first"
+            )
+        return self.bases[snap.base], snap
+
+    def add_trainer(self, trainer: Trainer) -> str:
+        """Register a training client; return its ``model_id``.
+
+        Example::
+
+            model_id = registry.add_trainer(adapters.new_trainer(state, spec, seed=0))
+        """
+        self.trainers[trainer.model_id] = trainer
+        return trainer.model_id
+
+    def add_sampler(self, snap: Snapshot) -> str:
+        """Register a snapshot under a new ``sampler_id``; return it.
+
+        Example::
+
+            sampler_id = registry.add_sampler(snap)  # 'sampler-3f2a...'
+        """
+        sampler_id = "sampler-" + uuid.uuid4().hex
+        self.samplers[sampler_id] = snap
+        return sampler_id

@@ -1,0 +1,262 @@
+"""Training a LoRA client: datums, the forward pass, the losses, backward, the AdamW step.
+
+Losses are sums over tokens and datums, as Tinker's:
+
+- ``cross_entropy``: ``-sum(weights * logp)`` (``weights`` default to 1);
+- ``importance_sampling``: ``-sum(exp(logp - sampler_logp) * advantages)``;
+- ``ppo``: ``-sum(min(r * adv, clip(r, low, high) * adv))``, ``r = exp(logp -
+  sampler_logp)``, ``low``/``high`` from ``loss_fn_config`` keys
+  ``clip_low_threshold`` / ``clip_high_threshold`` (defaults 0.8 / 1.2).
+
+Gradients accumulate across ``forward(backward=True)`` calls until :func:`optim_step`.
+
+Example::
+
+    from mint_envkit.local.engine import training
+
+    out = training.forward(state, trainer, data, "cross_entropy", None, backward=True)
+    training.optim_step(trainer, learning_rate=3e-3)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from .adapters import activate
+from .inputs import float_list, int_list
+from .records import BaseModelState, EngineError, ForwardOutput, Trainer, context_length
+
+__all__ = ["LOGIT_BUDGET", "REQUIRED_INPUTS", "forward", "logprobs_batch", "optim_step"]
+
+LOGIT_BUDGET = 1 << 26
+"""Logits of one micro-batch hold at most this many floats (256 MB in fp32)."""
+
+REQUIRED_INPUTS = {
+    "cross_entropy": ("target_tokens",),
+    "importance_sampling": ("target_tokens", "logprobs", "advantages"),
+    "ppo": ("target_tokens", "logprobs", "advantages"),
+}
+"""The ``loss_fn_inputs`` each supported loss needs."""
+
+
+def _check_datum(i: int, datum: Any, loss_fn: str, vocab: int, max_len: int) -> dict[str, list]:
+    if not isinstance(datum, dict):
+        raise EngineError(f"datum {i} must be a dict, got {type(datum).__name__}")
+    tokens = int_list(datum.get("model_input"), f"datum {i} model_input")
+    n = len(tokens)
+    if n == 0:
+        raise EngineError(f"datum {i} has an empty model_input; give at least one token")
+    if n > max_len:
+        raise EngineError(f"datum {i} has {n} tokens, more than the model's context of {max_len}")
+    inputs = datum.get("loss_fn_inputs")
+    if not isinstance(inputs, dict):
+        raise EngineError(f"datum {i} needs loss_fn_inputs (a dict of per-token arrays)")
+    required = REQUIRED_INPUTS[loss_fn]
+    missing = [k for k in required if k not in inputs]
+    if missing:
+        raise EngineError(
+            f"datum {i}: loss_fn {loss_fn!r} needs loss_fn_inputs {list(required)}, "
+            f"missing {missing}"
+        )
+    item: dict[str, list[Any]] = {"tokens": tokens}
+    item["target_tokens"] = int_list(
+        inputs["target_tokens"], f"datum {i} loss_fn_inputs.target_tokens"
+    )
+    for key in ("weights", "logprobs", "advantages"):
+        if key in inputs and inputs[key] is not None:
+            item[key] = float_list(inputs[key], f"datum {i} loss_fn_inputs.{key}")
+    if loss_fn == "cross_entropy" and "weights" not in item:
+        item["weights"] = [1.0] * n
+    for key, values in item.items():
+        if len(values) != n:
+            raise EngineError(
+                f"datum {i}: {key} has {len(values)} entries but model_input has {n}; "
+                "every per-token array must have one entry per model_input token"
+            )
+    for key in ("tokens", "target_tokens"):
+        bad = [t for t in item[key] if t < 0 or t >= vocab]
+        if bad:
+            what = "model_input" if key == "tokens" else "target_tokens"
+            raise EngineError(
+                f"datum {i}: {what} holds token id {bad[0]} outside the vocabulary [0, {vocab})"
+            )
+    return item
+
+
+def _check_data(data: Any, loss_fn: str, vocab: int, max_len: int) -> list[dict[str, list]]:
+    if not isinstance(data, Sequence) or isinstance(data, (str, bytes)) or not data:
+        raise EngineError("data must be a non-empty list of datums")
+    return [_check_datum(i, datum, loss_fn, vocab, max_len) for i, datum in enumerate(data)]
+
+
+def _ppo_clip(loss_fn: str, config: Any) -> tuple[float, float]:
+    """``(low, high)`` of the PPO ratio clip from ``loss_fn_config`` (0.8 / 1.2 by default)."""
+    config = config or {}
+    if not isinstance(config, dict):
+        raise EngineError(f"loss_fn_config must be a dict or null, got {config!r}")
+    low, high = 0.8, 1.2
+    if loss_fn == "ppo":
+        low = config.get("clip_low_threshold", 0.8)
+        high = config.get("clip_high_threshold", 1.2)
+        for key, value in (("clip_low_threshold", low), ("clip_high_threshold", high)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise EngineError(f"loss_fn_config.{key} must be a number, got {value!r}")
+        if not 0 <= low <= 1 <= high:
+            raise EngineError(
+                f"ppo needs 0 <= clip_low_threshold <= 1 <= clip_high_threshold, got "
+                f"{low} and {high}"
+            )
+    return low, high
+
+
+def logprobs_batch(model: Any, token_lists: list[list[int]], targets: list[list[int]]) -> Any:
+    """Padded (B, T) target logprobs of one micro-batch (right padding, causal: no mask needed).
+
+    Example::
+
+        logprobs_batch(model, [[1, 2, 3]], [[2, 3, 4]]).shape  # (1, 3)
+    """
+    dev = next(model.parameters()).device
+    width = max(len(t) for t in token_lists)
+    ids = torch.zeros((len(token_lists), width), dtype=torch.long)
+    tgt = torch.zeros((len(token_lists), width), dtype=torch.long)
+    for row, (toks, tg) in enumerate(zip(token_lists, targets, strict=True)):
+        ids[row, : len(toks)] = torch.tensor(toks)
+        tgt[row, : len(tg)] = torch.tensor(tg)
+    ids, tgt = ids.to(dev), tgt.to(dev)
+    logits = model(input_ids=ids, use_cache=False).logits.float()
+    picked = logits.gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
+    return picked - torch.logsumexp(logits, dim=-1)
+
+
+def _micro_batches(items: list[dict[str, list]], per_batch: int) -> list[list[dict[str, list]]]:
+    """Consecutive datums grouped so that ``rows * longest`` stays within ``per_batch``."""
+    batches = []
+    start = 0
+    while start < len(items):
+        end, width = start, 0
+        while end < len(items):
+            width2 = max(width, len(items[end]["tokens"]))
+            if end > start and width2 * (end - start + 1) > per_batch:
+                break
+            width, end = width2, end + 1
+        batches.append(items[start:end])
+        start = end
+    return batches
+
+
+def _loss(
+    chunk: list[dict[str, list]], logp: Any, loss_fn: str, clip: tuple[float, float], dev: Any
+) -> Any:
+    """The summed loss of one micro-batch, given its padded learner logprobs."""
+    mask = torch.zeros_like(logp, dtype=torch.bool)
+    for row, c in enumerate(chunk):
+        mask[row, : len(c["tokens"])] = True
+
+    def padded(key: str) -> torch.Tensor:
+        out = torch.zeros(logp.shape, dtype=torch.float32)
+        for row, c in enumerate(chunk):
+            out[row, : len(c[key])] = torch.tensor(c[key], dtype=torch.float32)
+        return out.to(dev)
+
+    if loss_fn == "cross_entropy":
+        per_token = -padded("weights") * logp
+    else:
+        adv = padded("advantages")
+        ratio = torch.exp(logp - padded("logprobs"))
+        if loss_fn == "importance_sampling":
+            per_token = -ratio * adv
+        else:
+            clipped = torch.clamp(ratio, clip[0], clip[1])
+            per_token = -torch.minimum(ratio * adv, clipped * adv)
+    return torch.where(mask, per_token, torch.zeros_like(per_token)).sum()
+
+
+def forward(
+    base: BaseModelState,
+    trainer: Trainer,
+    data: Any,
+    loss_fn: str,
+    loss_fn_config: Any,
+    *,
+    backward: bool,
+) -> ForwardOutput:
+    """The learner's logprobs and the loss of ``data``; with ``backward`` add its gradient.
+
+    ``loss_fn`` must be one of ``SUPPORTED_LOSSES`` (the protocol checks it).
+
+    Example::
+
+        out = forward(state, trainer, data, "ppo", {"clip_high_threshold": 1.3}, backward=True)
+    """
+    clip = _ppo_clip(loss_fn, loss_fn_config)
+    model = base.loaded.model
+    items = _check_data(data, loss_fn, base.loaded.vocab_size, context_length(base))
+    activate(base, trainer.adapter)
+    dev = base.loaded.device
+    results: list[list[float]] = []
+    total = 0.0
+    per_batch = max(1, LOGIT_BUDGET // max(1, base.loaded.vocab_size))
+    for chunk in _micro_batches(items, per_batch):
+        with contextlib.nullcontext() if backward else torch.no_grad():
+            logp = logprobs_batch(
+                model, [c["tokens"] for c in chunk], [c["target_tokens"] for c in chunk]
+            )
+            loss = _loss(chunk, logp, loss_fn, clip, dev)
+            if backward:
+                loss.backward()
+        total += float(loss.detach())
+        logp_cpu = logp.detach().cpu()
+        for row, c in enumerate(chunk):
+            results.append(logp_cpu[row, : len(c["tokens"])].tolist())
+    return ForwardOutput(logprobs=results, metrics={"loss:sum": total})
+
+
+def optim_step(
+    trainer: Trainer,
+    *,
+    learning_rate: float,
+    beta1: float = 0.9,
+    beta2: float = 0.95,
+    eps: float = 1e-12,
+    weight_decay: float = 0.0,
+    grad_clip_norm: float = 0.0,
+) -> dict[str, float]:
+    """One AdamW step over the adapter parameters with the accumulated gradients, then zero them.
+
+    The protocol checks ``learning_rate`` (finite, >= 0) and ``beta1`` / ``beta2``
+    (in [0, 1)); ``eps``, ``weight_decay`` and ``grad_clip_norm`` are checked here
+    to be finite numbers >= 0 (the protocol lets infinity through).
+
+    Example::
+
+        optim_step(trainer, learning_rate=3e-3, grad_clip_norm=1.0)["grad_norm"]
+    """
+    finite = {"eps": eps, "weight_decay": weight_decay, "grad_clip_norm": grad_clip_norm}
+    for key, value in finite.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise EngineError(f"adam_params.{key} must be a number, got {value!r}")
+        if not math.isfinite(value) or value < 0:
+            raise EngineError(f"adam_params.{key} must be finite and >= 0, got {value!r}")
+    params = list(trainer.params.values())
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = 0.0
+    if grads:
+        norm = float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads])))
+    if grad_clip_norm > 0 and grads and math.isfinite(norm):
+        torch.nn.utils.clip_grad_norm_(params, max_norm=float(grad_clip_norm))
+    for group in trainer.optimizer.param_groups:
+        group["lr"] = float(learning_rate)
+        group["betas"] = (float(beta1), float(beta2))
+        group["eps"] = float(eps)
+        group["weight_decay"] = float(weight_decay)
+    if math.isfinite(norm):
+        trainer.optimizer.step()
+    trainer.optimizer.zero_grad(set_to_none=True)
+    trainer.step += 1
+    return {"grad_norm": norm, "learning_rate": float(learning_rate), "step": trainer.step}

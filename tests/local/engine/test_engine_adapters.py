@@ -1,0 +1,84 @@
+"""Engine LoRA adapters: target modules, seeded init, the merged sampling copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from engine_kit import PROMPT, SMALL, lora_params, max_diff, trained_lora
+
+from mint_envkit.local.engine import EngineError
+
+
+def test_base_sampler_equals_fresh_lora(engine):
+    model_id = engine.create_lora(SMALL, rank=4, seed=0)  # B = 0: same function as the base
+    fresh, _ = engine.save_for_sampler(model_id, None)
+    base = engine.create_sampler(base_model=SMALL)
+    a = engine.compute_logprobs(fresh, PROMPT)
+    b = engine.compute_logprobs(base, PROMPT)
+    assert max(abs(x - y) for x, y in zip(a[1:], b[1:], strict=True)) < 1e-5
+
+
+def test_lora_flags_choose_target_modules(engine):
+    only_unembed = engine.create_lora(
+        SMALL, rank=2, seed=0, train_mlp=False, train_attn=False, train_unembed=True
+    )
+    names = list(lora_params(engine, only_unembed))
+    assert names and all("lm_head" in n for n in names)
+    attn = engine.create_lora(SMALL, rank=2, seed=0, train_mlp=False, train_unembed=False)
+    names = list(lora_params(engine, attn))
+    assert any("q_proj" in n for n in names) and not any(
+        "mlp" in n or "lm_head" in n for n in names
+    )
+    mlp = engine.create_lora(SMALL, rank=3, seed=0, train_attn=False, train_unembed=False)
+    params = lora_params(engine, mlp)
+    assert all("mlp" in n for n in params)
+    assert any(p.shape[0] == 3 for n, p in params.items() if "lora_A" in n)
+    info = engine.model_info(mlp)
+    assert info["lora_rank"] == 3 and info["arch"] == "qwen3" and info["base_model"] == SMALL
+    assert Path(info["tokenizer_dir"]).is_absolute() and info["tokenizer_dir"].count("/") != 2
+    # the same seed gives the same init; another seed another one
+    again = lora_params(
+        engine, engine.create_lora(SMALL, rank=3, seed=0, train_attn=False, train_unembed=False)
+    )
+    assert max_diff(params, again) == 0.0
+    other = lora_params(
+        engine, engine.create_lora(SMALL, rank=3, seed=1, train_attn=False, train_unembed=False)
+    )
+    assert max_diff(params, other) > 0
+    for model_id in (only_unembed, attn, mlp):
+        engine.unload(model_id)
+    with pytest.raises(EngineError, match="unknown model_id"):
+        engine.model_info(mlp)
+
+
+def test_merged_sampling_copy_matches_the_peft_path(engine):
+    """Sampling uses a merged copy of the weights; it must agree with the LoRA forward."""
+    model_id = trained_lora(engine, seed=5, steps=2)
+    sampler, _ = engine.save_for_sampler(model_id, None)
+    prompt = [10, 11, 12, 13, 14]
+    merged = engine.sample(sampler, prompt, num_samples=3, max_tokens=6, seed=9)
+    base, _ = engine.registry.sampler(sampler)
+    assert base.merged is not None  # the tiny model keeps a merged copy
+    kept, base.merged = base.merged, None
+    try:
+        through_peft = engine.sample(sampler, prompt, num_samples=3, max_tokens=6, seed=9)
+    finally:
+        base.merged = kept
+    for a, b in zip(merged, through_peft, strict=True):
+        assert a.tokens == b.tokens
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-5
+
+
+def test_a_released_snapshot_never_serves_stale_merged_weights(engine):
+    first = trained_lora(engine, seed=6, steps=1)
+    second = trained_lora(engine, seed=7, steps=3)
+    prompt = [20, 21, 22]
+    s1, _ = engine.save_for_sampler(first, None)
+    out1 = engine.compute_logprobs(s1, prompt)
+    engine.release_sampler(s1)
+    s2, _ = engine.save_for_sampler(second, None)
+    out2 = engine.compute_logprobs(s2, prompt)
+    s1_again, _ = engine.save_for_sampler(first, None)
+    assert engine.compute_logprobs(s1_again, prompt) == pytest.approx(out1, abs=1e-6)
+    assert out2 != pytest.approx(out1, abs=1e-6)
