@@ -124,7 +124,9 @@ class Engine:
 
     @_locked
     def tokenizer_dir(self, base_model: str) -> str:
-        """An absolute directory ``AutoTokenizer.from_pretrained`` loads offline (``get_info``).
+        """An absolute directory ``AutoTokenizer.from_pretrained`` loads offline.
+
+        It is the ``tokenizer_id`` the server returns from ``get_info``.
 
         Example::
 
@@ -207,10 +209,15 @@ class Engine:
     ) -> ForwardOutput:
         """Compute the learner's logprobs and the loss; with ``backward`` add its gradient.
 
-        ``loss_fn`` is one of ``SUPPORTED_LOSSES``: ``cross_entropy``,
-        ``importance_sampling``, ``ppo`` (sums over tokens and datums, as Tinker;
-        formulas in :mod:`mint_envkit.local.engine.training`). Gradients
-        accumulate across calls until :meth:`optim_step`.
+        Losses (sums over tokens and datums, as Tinker):
+
+        - ``cross_entropy``: ``-sum(weights * logp)`` (``weights`` default to 1);
+        - ``importance_sampling``: ``-sum(exp(logp - sampler_logp) * advantages)``;
+        - ``ppo``: ``-sum(min(r * adv, clip(r, low, high) * adv))``, ``r = exp(logp -
+          sampler_logp)``, ``low``/``high`` from ``loss_fn_config`` keys
+          ``clip_low_threshold`` / ``clip_high_threshold`` (defaults 0.8 / 1.2).
+
+        Gradients accumulate across calls until :meth:`optim_step`.
 
         Example::
 
@@ -246,13 +253,7 @@ class Engine:
         """
         _, trainer = self.registry.trainer(model_id)
         return training.optim_step(
-            trainer,
-            learning_rate=learning_rate,
-            beta1=beta1,
-            beta2=beta2,
-            eps=eps,
-            weight_decay=weight_decay,
-            grad_clip_norm=grad_clip_norm,
+            trainer, learning_rate, beta1, beta2, eps, weight_decay, grad_clip_norm
         )
 
     # ------------------------------------------------------------------ samplers
@@ -330,7 +331,8 @@ class Engine:
     ) -> list[SampledSequence]:
         """Sample ``num_samples`` completions of ``prompt`` in one batched pass with a KV cache.
 
-        Each returned logprob is that of the distribution the token was drawn
+        The prompt is run once; its cache is repeated for every row and all rows
+        step together; a row that stops is dropped from the batch. Each returned logprob is that of the distribution the token was drawn
         from (temperature-scaled, renormalised after ``top_k`` / ``top_p``
         truncation; ``top_k=-1`` and ``top_p=1`` mean none). ``stop`` holds
         token ids, token sequences or strings (matched in the decoded

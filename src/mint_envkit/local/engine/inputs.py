@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .records import EngineError
@@ -36,6 +36,24 @@ def is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+def _is_token(x: Any) -> bool:
+    return is_int(x) or (isinstance(x, float) and x.is_integer())
+
+
+def _is_finite(x: Any) -> bool:
+    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def _each(value: Any, what: str, items: str, ok: Callable[[Any], bool], one: str) -> list[Any]:
+    """``value`` as a list whose every item passes ``ok``; EngineError naming the first bad one."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise EngineError(f"{what} must be a list of {items}, got {type(value).__name__}")
+    for i, x in enumerate(value):
+        if not ok(x):
+            raise EngineError(f"{what}[{i}] must be {one}, got {x!r}")
+    return list(value)
+
+
 def int_list(value: Any, what: str) -> list[int]:
     """``value`` as a list of token ids (integral floats allowed); EngineError naming ``what``.
 
@@ -43,15 +61,7 @@ def int_list(value: Any, what: str) -> list[int]:
 
         int_list([1, 2.0], "prompt")  # [1, 2]
     """
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise EngineError(f"{what} must be a list of token ids, got {type(value).__name__}")
-    out: list[int] = []
-    for i, x in enumerate(value):
-        if is_int(x) or (isinstance(x, float) and x.is_integer()):
-            out.append(int(x))
-        else:
-            raise EngineError(f"{what}[{i}] must be an integer token id, got {x!r}")
-    return out
+    return [int(x) for x in _each(value, what, "token ids", _is_token, "an integer token id")]
 
 
 def float_list(value: Any, what: str) -> list[float]:
@@ -61,14 +71,7 @@ def float_list(value: Any, what: str) -> list[float]:
 
         float_list([0, 0.5], "weights")  # [0.0, 0.5]
     """
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise EngineError(f"{what} must be a list of numbers, got {type(value).__name__}")
-    out: list[float] = []
-    for i, x in enumerate(value):
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
-            raise EngineError(f"{what}[{i}] must be a finite number, got {x!r}")
-        out.append(float(x))
-    return out
+    return [float(x) for x in _each(value, what, "numbers", _is_finite, "a finite number")]
 
 
 def token_ids(value: Any, vocab: int, what: str = "prompt") -> list[int]:

@@ -13,7 +13,7 @@ Example::
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME
 
@@ -21,6 +21,16 @@ from ..models import ModelLoadError, load_base_model, pin_threads, resolve_model
 from .records import BaseModelState, EngineError, Snapshot, Trainer
 
 __all__ = ["Registry"]
+
+
+_T = TypeVar("_T")
+
+
+def _find(table: dict[str, _T], key: Any, what: str, how: str) -> _T:
+    found = table.get(key) if isinstance(key, str) else None
+    if found is None:
+        raise EngineError(f"unknown {what} {key!r}; {how}")
+    return found
 
 
 class Registry:
@@ -68,12 +78,10 @@ class Registry:
 
             state, trainer = registry.trainer(model_id)
         """
-        trainer = self.trainers.get(model_id) if isinstance(model_id, str) else None
-        if trainer is None:
-            raise EngineError(
-                f"unknown model_id {model_id!r}; create one with create_lora (or "
-                "create_lora_from_state) first; unloaded models cannot be used again"
-            )
+        how = "create one with create_lora (or create_lora_from_state) first; "
+        trainer = _find(
+            self.trainers, model_id, "model_id", how + "unloaded models cannot be used again"
+        )
         return self.bases[trainer.base], trainer
 
     def sampler(self, sampler_id: Any) -> tuple[BaseModelState, Snapshot]:
@@ -83,12 +91,8 @@ class Registry:
 
             state, snap = registry.sampler(sampler_id)
         """
-        snap = self.samplers.get(sampler_id) if isinstance(sampler_id, str) else None
-        if snap is None:
-            raise EngineError(
-                f"unknown sampler_id {sampler_id!r}; create one with save_for_sampler or "
-                "create_sampler first"
-            )
+        how = "create one with save_for_sampler or create_sampler first"
+        snap = _find(self.samplers, sampler_id, "sampler_id", how)
         return self.bases[snap.base], snap
 
     def add_trainer(self, trainer: Trainer) -> str:

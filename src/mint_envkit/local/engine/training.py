@@ -1,12 +1,7 @@
 """Training a LoRA client: datums, the forward pass, the losses, backward, the AdamW step.
 
-Losses are sums over tokens and datums, as Tinker's:
-
-- ``cross_entropy``: ``-sum(weights * logp)`` (``weights`` default to 1);
-- ``importance_sampling``: ``-sum(exp(logp - sampler_logp) * advantages)``;
-- ``ppo``: ``-sum(min(r * adv, clip(r, low, high) * adv))``, ``r = exp(logp -
-  sampler_logp)``, ``low``/``high`` from ``loss_fn_config`` keys
-  ``clip_low_threshold`` / ``clip_high_threshold`` (defaults 0.8 / 1.2).
+Losses are sums over tokens and datums, as Tinker's: ``cross_entropy``,
+``importance_sampling`` and ``ppo`` (formulas at ``Engine.forward``).
 
 Gradients accumulate across ``forward(backward=True)`` calls until :func:`optim_step`.
 
@@ -15,7 +10,7 @@ Example::
     from mint_envkit.local.engine import training
 
     out = training.forward(state, trainer, data, "cross_entropy", None, backward=True)
-    training.optim_step(trainer, learning_rate=3e-3)
+    training.optim_step(trainer, 3e-3, 0.9, 0.95, 1e-12, 0.0, 0.0)
 """
 
 from __future__ import annotations
@@ -219,13 +214,12 @@ def forward(
 
 def optim_step(
     trainer: Trainer,
-    *,
     learning_rate: float,
-    beta1: float = 0.9,
-    beta2: float = 0.95,
-    eps: float = 1e-12,
-    weight_decay: float = 0.0,
-    grad_clip_norm: float = 0.0,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    weight_decay: float,
+    grad_clip_norm: float,
 ) -> dict[str, float]:
     """One AdamW step over the adapter parameters with the accumulated gradients, then zero them.
 
@@ -235,7 +229,7 @@ def optim_step(
 
     Example::
 
-        optim_step(trainer, learning_rate=3e-3, grad_clip_norm=1.0)["grad_norm"]
+        optim_step(trainer, 3e-3, 0.9, 0.95, 1e-12, 0.0, 1.0)["grad_norm"]
     """
     finite = {"eps": eps, "weight_decay": weight_decay, "grad_clip_norm": grad_clip_norm}
     for key, value in finite.items():
