@@ -182,7 +182,9 @@ def _tokenizer(base: BaseModelState) -> Any:
     return base.tokenizer
 
 
-def _prefill(model: Any, specs: Sequence[SampleSpec], rows: list[tuple[int, int]], dev: Any):
+def _prefill(
+    model: Any, specs: Sequence[SampleSpec], rows: list[tuple[int, int]], dev: Any
+) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, bool]:
     """Run the left-padded prompts once; return cache, last logits, mask, positions per row."""
     width = max(len(spec.prompt) for spec in specs)
     ids = torch.zeros((len(specs), width), dtype=torch.long, device=dev)

@@ -109,7 +109,9 @@ def _ppo_clip(loss_fn: str, config: Any) -> tuple[float, float]:
     return low, high
 
 
-def logprobs_batch(model: Any, token_lists: list[list[int]], targets: list[list[int]]) -> Any:
+def logprobs_batch(
+    model: Any, token_lists: list[list[int]], targets: list[list[int]]
+) -> torch.Tensor:
     """Padded (B, T) target logprobs of one micro-batch (right padding, causal: no mask needed).
 
     Example::
@@ -146,8 +148,12 @@ def _micro_batches(items: list[dict[str, list]], per_batch: int) -> list[list[di
 
 
 def _loss(
-    chunk: list[dict[str, list]], logp: Any, loss_fn: str, clip: tuple[float, float], dev: Any
-) -> Any:
+    chunk: list[dict[str, list]],
+    logp: torch.Tensor,
+    loss_fn: str,
+    clip: tuple[float, float],
+    dev: Any,
+) -> torch.Tensor:
     """The summed loss of one micro-batch, given its padded learner logprobs."""
     mask = torch.zeros_like(logp, dtype=torch.bool)
     for row, c in enumerate(chunk):
