@@ -159,7 +159,9 @@ def find_source(module_name: str, name: str, depth: int = 0) -> _Source | None:
             value = ast.get_source_segment(text, value_node) if value_node is not None else None
             return _Source(module_name, name, doc, value)
     package = sys.modules[module_name].__package__ or module_name
-    for node in body:
+    # Top-level imports, and those under ``if TYPE_CHECKING:`` (a lazy package face).
+    imports = [*body, *(n for s in body if isinstance(s, ast.If) for n in s.body)]
+    for node in imports:
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if (alias.asname or alias.name) == name:

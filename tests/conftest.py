@@ -6,6 +6,10 @@
 - ``TINKER_TELEMETRY=0``: no telemetry from the SDK.
 
 Set in ``pytest_configure``, before any test module is imported.
+
+Envs shared by several test files live in ``tests/shared_envs.py`` (``from shared_envs
+import ArithmeticEnv``): this directory is on ``sys.path`` while pytest runs, since it
+holds this conftest and has no ``__init__.py``.
 """
 
 from __future__ import annotations

@@ -56,6 +56,49 @@ def test_import_does_not_load_torch_tinker_or_mint():
     assert out.stdout.strip() == "ok"
 
 
+@pytest.mark.parametrize(
+    ("light", "allowed"),
+    [
+        ("parsers", {"errors", "parsers"}),
+        ("rewards", {"errors", "parsers", "rewards"}),
+        ("envs", {"errors", "parsers", "rewards", "envs"}),
+    ],
+)
+def test_importing_a_light_part_loads_only_the_layers_below_it(light, allowed):
+    out = run_python(
+        f"""
+        import sys
+        import mint_envkit.{light}
+        parts = {{m.split(".")[1] for m in sys.modules if m.startswith("mint_envkit.")}}
+        print(" ".join(sorted(parts)))
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert set(out.stdout.split()) == allowed
+
+
+def test_lazy_names_are_listed_and_loaded_on_first_use():
+    out = run_python(
+        """
+        import sys
+        import mint_envkit
+        assert set(mint_envkit.__all__) <= set(dir(mint_envkit))
+        assert "mint_envkit.rl" not in sys.modules
+        from mint_envkit import Config
+        assert "mint_envkit.rl" in sys.modules and mint_envkit.Config is Config
+        try:
+            mint_envkit.no_such_name
+        except AttributeError as err:
+            assert "no_such_name" in str(err)
+        else:
+            raise SystemExit("no AttributeError")
+        print("ok")
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
 NO_TORCH = """
 import importlib.machinery
 import sys

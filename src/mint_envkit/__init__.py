@@ -19,54 +19,104 @@ Example::
     report.groups[0].rewards   # [1.0, -0.25, 0.0]
 
 Importing this package does not import torch (nor the ``mint`` SDK): the
-backend and the training loop load them when used.
+backend and the training loop load them when used. The names below are loaded
+lazily, on first access, so ``import mint_envkit.parsers`` loads only the parsers.
 """
 
-from mint_envkit.builders import DatasetBuilder, GroupBuilder, ProblemDataset
-from mint_envkit.envs import (
-    Feedback,
-    Message,
-    MessageEnv,
-    MessageStepResult,
-    MultiTurnEnv,
-    SingleTurnEnv,
-)
-from mint_envkit.errors import (
-    BackendError,
-    ConfigError,
-    EnvError,
-    MintEnvkitError,
-    ProblemError,
-    RendererError,
-    TokenizerError,
-)
-from mint_envkit.parsers import (
-    Parser,
-    ParseResult,
-    boxed,
-    choice,
-    exact,
-    first_number,
-    last_number,
-    same_number,
-    strip_thinking,
-    xml_tag,
-)
-from mint_envkit.rendering import (
-    TINY_MODEL_NAME,
-    EnvFromMessageEnv,
-    Renderer,
-    StepResult,
-    get_renderer,
-    get_tokenizer,
-)
-from mint_envkit.rewards import Reward, RewardBreakdown, gated, valid_format, weighted
-from mint_envkit.rl import (
-    Config,
-    KLReferenceConfig,
-    ScriptedPolicy,
-    ScriptedReport,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mint_envkit.builders import DatasetBuilder, GroupBuilder, ProblemDataset
+    from mint_envkit.envs import (
+        Feedback,
+        Message,
+        MessageEnv,
+        MessageStepResult,
+        MultiTurnEnv,
+        SingleTurnEnv,
+    )
+    from mint_envkit.errors import (
+        BackendError,
+        ConfigError,
+        EnvError,
+        MintEnvkitError,
+        ProblemError,
+        RendererError,
+        TokenizerError,
+    )
+    from mint_envkit.parsers import (
+        Parser,
+        ParseResult,
+        boxed,
+        choice,
+        exact,
+        first_number,
+        last_number,
+        same_number,
+        strip_thinking,
+        xml_tag,
+    )
+    from mint_envkit.rendering import (
+        TINY_MODEL_NAME,
+        EnvFromMessageEnv,
+        Renderer,
+        StepResult,
+        get_renderer,
+        get_tokenizer,
+    )
+    from mint_envkit.rewards import Reward, RewardBreakdown, gated, valid_format, weighted
+    from mint_envkit.rl import (
+        Config,
+        KLReferenceConfig,
+        ScriptedPolicy,
+        ScriptedReport,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "DatasetBuilder": "mint_envkit.builders",
+    "GroupBuilder": "mint_envkit.builders",
+    "ProblemDataset": "mint_envkit.builders",
+    "Feedback": "mint_envkit.envs",
+    "Message": "mint_envkit.envs",
+    "MessageEnv": "mint_envkit.envs",
+    "MessageStepResult": "mint_envkit.envs",
+    "MultiTurnEnv": "mint_envkit.envs",
+    "SingleTurnEnv": "mint_envkit.envs",
+    "BackendError": "mint_envkit.errors",
+    "ConfigError": "mint_envkit.errors",
+    "EnvError": "mint_envkit.errors",
+    "MintEnvkitError": "mint_envkit.errors",
+    "ProblemError": "mint_envkit.errors",
+    "RendererError": "mint_envkit.errors",
+    "TokenizerError": "mint_envkit.errors",
+    "ParseResult": "mint_envkit.parsers",
+    "Parser": "mint_envkit.parsers",
+    "boxed": "mint_envkit.parsers",
+    "choice": "mint_envkit.parsers",
+    "exact": "mint_envkit.parsers",
+    "first_number": "mint_envkit.parsers",
+    "last_number": "mint_envkit.parsers",
+    "same_number": "mint_envkit.parsers",
+    "strip_thinking": "mint_envkit.parsers",
+    "xml_tag": "mint_envkit.parsers",
+    "EnvFromMessageEnv": "mint_envkit.rendering",
+    "Renderer": "mint_envkit.rendering",
+    "StepResult": "mint_envkit.rendering",
+    "TINY_MODEL_NAME": "mint_envkit.rendering",
+    "get_renderer": "mint_envkit.rendering",
+    "get_tokenizer": "mint_envkit.rendering",
+    "Reward": "mint_envkit.rewards",
+    "RewardBreakdown": "mint_envkit.rewards",
+    "gated": "mint_envkit.rewards",
+    "valid_format": "mint_envkit.rewards",
+    "weighted": "mint_envkit.rewards",
+    "Config": "mint_envkit.rl",
+    "KLReferenceConfig": "mint_envkit.rl",
+    "ScriptedPolicy": "mint_envkit.rl",
+    "ScriptedReport": "mint_envkit.rl",
+}
+"""Where each public name lives; :func:`__getattr__` imports the module on first use."""
 
 __version__ = "0.1.0"
 """The version of mint_envkit (``mint_envkit.__version__``)."""
@@ -115,3 +165,18 @@ __all__ = [
     "weighted",
     "xml_tag",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first access (PEP 562), so that importing a light
+    part (``mint_envkit.parsers``) does not load the heavy ones."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mint_envkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,7 +1,25 @@
 """Exceptions raised by mint_envkit.
 
 Every error the library raises for bad input is a :class:`MintEnvkitError`,
-and its message names the bad value and says what to do instead.
+and its message names the bad value and says what to do instead. The tree
+(``tests/test_architecture.py`` checks that every exception class in ``src/``
+is in it)::
+
+    Exception
+    └── MintEnvkitError
+        ├── ConfigError (also ValueError)     a configuration value is invalid
+        ├── ProblemError (also ValueError)    a dataset row does not fit its env
+        ├── EnvError                          an env was used wrongly
+        ├── RendererError (also ValueError)   unknown renderer, or no chat template
+        ├── TokenizerError                    a tokenizer cannot be found or built
+        ├── BackendError                      a backend is unreachable or refused
+        ├── EngineError                       (mint_envkit.local.engine) a local engine
+        │                                     operation failed; ``category`` user/server
+        └── ModelLoadError                    (mint_envkit.local.models) a base model
+                                              cannot be found or loaded
+
+The classes defined here are exported from ``mint_envkit``; the two backend
+ones live with the backend (importing them loads torch).
 
 Example::
 

@@ -16,14 +16,9 @@ from mint_envkit import (
     Feedback,
     GroupBuilder,
     MultiTurnEnv,
-    SingleTurnEnv,
-    first_number,
+    get_renderer,
 )
-from mint_envkit.builders import renderer_for
-
-
-class ArithmeticEnv(SingleTurnEnv):
-    parser = first_number
+from shared_envs import ArithmeticEnv
 
 
 class HintsEnv(MultiTurnEnv):
@@ -179,7 +174,7 @@ def test_env_must_be_callable():
 
 
 def test_renderer_is_shared_per_model_and_name():
-    assert group().renderer() is renderer_for(TINY_MODEL_NAME, "qwen3")
+    assert group().renderer() is get_renderer("qwen3", TINY_MODEL_NAME)
     assert group(renderer_name="qwen3_disable_thinking").renderer() is not group().renderer()
     assert group(renderer_name="qwen3_disable_thinking").renderer().enable_thinking is False
 

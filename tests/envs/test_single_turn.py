@@ -13,14 +13,7 @@ from mint_envkit import (
     SingleTurnEnv,
     first_number,
 )
-
-
-class ArithmeticEnv(SingleTurnEnv):
-    system_prompt = "You are a precise calculator. Reply with only the final number."
-    parser = first_number
-    reward_correct = 1.0
-    reward_incorrect = -0.25
-    reward_unparsed = -0.5
+from shared_envs import ArithmeticEnv
 
 
 class FewShotEnv(SingleTurnEnv):

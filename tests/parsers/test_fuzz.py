@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from mint_envkit.parsers import (
     STATUSES,
     Parser,
+    all_numbers,
     as_number,
     boxed,
     choice,
@@ -18,7 +19,6 @@ from mint_envkit.parsers import (
     strip_thinking,
     xml_tag,
 )
-from mint_envkit.parsers.numbers import _NUMBER, _prepare, _read
 
 FUZZ = settings(max_examples=200, deadline=None)
 
@@ -91,16 +91,15 @@ def test_same_number_ignores_trailing_zeros_and_separators(number, zeros: int) -
 @FUZZ
 @given(texts)
 def test_fast_number_search_matches_a_plain_scan(text: str) -> None:
-    prepared = _prepare(text)
-    matches = list(_NUMBER.finditer(prepared)) if prepared is not None else []
     first, last = first_number(text), last_number(text)
-    if prepared is None:
+    if not text.strip():
         assert first.status == last.status == "empty"
-    elif not matches:
+        assert all_numbers(text) == []
+    elif not (every := all_numbers(text)):
         assert first.status == last.status == "no_match"
     else:
-        assert first.value == _read(matches[0], "first")
-        assert last.value == _read(matches[-1], "last")
+        assert first.value == all_numbers(text, lists="first")[0]
+        assert last.value == every[-1]
 
 
 @FUZZ

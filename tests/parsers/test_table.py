@@ -9,6 +9,7 @@ from mint_envkit.parsers import (
     STATUSES,
     Parser,
     ParseResult,
+    all_numbers,
     as_number,
     boxed,
     choice,
@@ -250,6 +251,14 @@ def test_as_number_examples() -> None:
     assert as_number("+5") == "5"
     assert as_number("5 apples") is None
     assert as_number(["5"]) is None
+
+
+def test_all_numbers_examples() -> None:
+    assert all_numbers("2 + 3 = 5") == ["2", "3", "5"]
+    assert all_numbers("pick 1,2,3 or $1,200.50") == ["3", "1200.5"]
+    assert all_numbers("pick -1,2,3", lists="first") == ["-1"]
+    assert all_numbers("1/2 of 10e2") == ["1/2", "1000"]
+    assert all_numbers("  ") == all_numbers("no digits") == []
 
 
 def test_parser_names() -> None:

@@ -13,17 +13,11 @@ from mint_envkit import (
     MessageEnv,
     MessageStepResult,
     MultiTurnEnv,
-    SingleTurnEnv,
     StepResult,
     first_number,
+    get_renderer,
 )
-from mint_envkit.builders import renderer_for
-
-
-class ArithmeticEnv(SingleTurnEnv):
-    system_prompt = "Reply with only the final number."
-    parser = first_number
-    reward_incorrect = -0.25
+from shared_envs import ArithmeticEnv
 
 
 class HigherLowerEnv(MultiTurnEnv):
@@ -47,7 +41,7 @@ class HigherLowerEnv(MultiTurnEnv):
 
 @pytest.fixture(scope="module")
 def renderer():
-    return renderer_for(TINY_MODEL_NAME, "qwen3")
+    return get_renderer("qwen3", TINY_MODEL_NAME)
 
 
 def reply_tokens(renderer, text: str, *, stop: bool = True) -> list[int]:

@@ -10,6 +10,7 @@ Example::
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -19,28 +20,26 @@ from mint_envkit.envs.base import Message, MessageEnv
 from mint_envkit.errors import ConfigError, EnvError
 from mint_envkit.rendering.renderer import RENDERERS, Renderer, get_renderer
 from mint_envkit.rendering.token_env import EnvFromMessageEnv
-from mint_envkit.rendering.tokenizer import get_tokenizer
 
 __all__ = ["GroupBuilder", "renderer_for"]
 
 EnvFactory = Callable[..., MessageEnv]
 
-_RENDERER_CACHE: dict[tuple[str, str], Renderer] = {}
-
 
 def renderer_for(model_name: str, renderer_name: str) -> Renderer:
-    """The renderer for a model, built once per process and then shared.
+    """Deprecated: use ``get_renderer(renderer_name, model_name)`` (removed in the next release).
 
     Example::
 
-        renderer_for("mint-envkit/tiny-qwen3", "qwen3")
+        get_renderer("qwen3", "mint-envkit/tiny-qwen3")  # instead of renderer_for(model, "qwen3")
     """
-    key = (model_name, renderer_name)
-    renderer = _RENDERER_CACHE.get(key)
-    if renderer is None:
-        renderer = get_renderer(renderer_name, get_tokenizer(model_name))
-        _RENDERER_CACHE[key] = renderer
-    return renderer
+    warnings.warn(
+        "renderer_for(model_name, renderer_name) is deprecated; use "
+        "mint_envkit.get_renderer(renderer_name, model_name), which shares the renderer the same way",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return get_renderer(renderer_name, model_name)
 
 
 def _positive_int(name: str):
@@ -121,7 +120,7 @@ class GroupBuilder:
 
     def renderer(self) -> Renderer:
         """This group's renderer (shared across groups of the same model)."""
-        return renderer_for(self.model_name, self.renderer_name)
+        return get_renderer(self.renderer_name, self.model_name)
 
     def make_message_env(self) -> MessageEnv:
         """One fresh message env for this problem."""

@@ -15,7 +15,13 @@ Example::
 """
 
 from mint_envkit.parsers.choice import choice
-from mint_envkit.parsers.numbers import as_number, first_number, last_number, same_number
+from mint_envkit.parsers.numbers import (
+    all_numbers,
+    as_number,
+    first_number,
+    last_number,
+    same_number,
+)
 from mint_envkit.parsers.parser import Parser, ParserOutput, strip_thinking
 from mint_envkit.parsers.result import STATUSES, ParseResult, Status
 from mint_envkit.parsers.tags import boxed, xml_tag
@@ -27,6 +33,7 @@ __all__ = [
     "Parser",
     "ParserOutput",
     "Status",
+    "all_numbers",
     "as_number",
     "boxed",
     "choice",

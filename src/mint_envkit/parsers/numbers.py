@@ -47,7 +47,7 @@ from typing import Literal
 from mint_envkit.parsers.parser import Parser
 from mint_envkit.parsers.result import ParseResult
 
-__all__ = ["as_number", "first_number", "last_number", "same_number"]
+__all__ = ["all_numbers", "as_number", "first_number", "last_number", "same_number"]
 
 _MINUS = "-−－"
 _NUMBER = re.compile(
@@ -212,6 +212,27 @@ Example::
     assert last_number("Total: -1,000.").value == "-1000"
     assert last_number("It grew 12%.").value == "12"
 """
+
+
+def all_numbers(text: str, *, lists: Literal["first", "last"] = "last") -> list[str]:
+    """Every number in ``text``, in order, each normalized as the extractors normalize it.
+
+    The plain scan that :data:`first_number` and :data:`last_number` shortcut: the first
+    item here is what ``first_number`` reads (with ``lists="first"``), the last item what
+    ``last_number`` reads. A list-like run such as ``1,2,3`` or ``1/2/3`` (not a thousands
+    group, not a fraction) is one match; ``lists`` says which of its items to keep.
+    Blank text gives ``[]``. Never raises on a ``str``.
+
+    Example::
+
+        assert all_numbers("2 + 3 = 5") == ["2", "3", "5"]
+        assert all_numbers("pick 1,2,3 or $1,200.50") == ["3", "1200.5"]
+        assert all_numbers("pick 1,2,3", lists="first") == ["1"]
+    """
+    prepared = _prepare(text)
+    if prepared is None:
+        return []
+    return [_read(match, lists) for match in _NUMBER.finditer(prepared)]
 
 
 def _strip_decoration(text: str) -> str:

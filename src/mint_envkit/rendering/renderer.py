@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import RendererError
+from mint_envkit.rendering.tokenizer import get_tokenizer
 
 if TYPE_CHECKING:
     import tinker
@@ -179,8 +180,16 @@ class Renderer:
         return f"Renderer(name={self.name!r}, tokenizer={getattr(self.tokenizer, 'name_or_path', '?')!r})"
 
 
-def get_renderer(name: str, tokenizer: PreTrainedTokenizerBase) -> Renderer:
+_SHARED: dict[tuple[str, str], Renderer] = {}
+
+
+def get_renderer(name: str, tokenizer: PreTrainedTokenizerBase | str) -> Renderer:
     """Return the renderer called ``name`` for ``tokenizer``.
+
+    ``tokenizer`` is a tokenizer, or a model name (or tokenizer directory) that
+    :func:`~mint_envkit.rendering.tokenizer.get_tokenizer` loads; given a name, the
+    renderer is built once per process and then shared (every group of a run renders
+    with the same one).
 
     Known names: ``"qwen3"`` (thinking on) and ``"qwen3_disable_thinking"``
     (the generation prompt pre-fills an empty think block).
@@ -188,14 +197,23 @@ def get_renderer(name: str, tokenizer: PreTrainedTokenizerBase) -> Renderer:
     Raises:
         RendererError: the name is unknown (the message lists the known
             ones), or the tokenizer has no chat template.
+        TokenizerError: ``tokenizer`` is a name that cannot be loaded.
 
     Example::
 
         renderer = get_renderer("qwen3", get_tokenizer("mint-envkit/tiny-qwen3"))
+        shared = get_renderer("qwen3", "mint-envkit/tiny-qwen3")  # same renderer each call
     """
     options = RENDERERS.get(name)
     if options is None:
         raise RendererError(
             f"unknown renderer {name!r}; known renderers: {', '.join(sorted(RENDERERS))}"
         )
-    return Renderer(tokenizer, name=name, **options)
+    if not isinstance(tokenizer, str):
+        return Renderer(tokenizer, name=name, **options)
+    key = (name, tokenizer)
+    renderer = _SHARED.get(key)
+    if renderer is None:
+        renderer = Renderer(get_tokenizer(tokenizer), name=name, **options)
+        _SHARED[key] = renderer
+    return renderer

@@ -1,0 +1,35 @@
+"""Envs shared by the tests: import them, do not redefine them in a test file.
+
+``tests/`` is on ``sys.path`` while pytest runs (it holds the root ``conftest.py``
+and has no ``__init__.py``), so every test module can write::
+
+    from shared_envs import ArithmeticEnv
+
+    env = ArithmeticEnv(question="What is 2 + 3?", answer="5")
+
+A test that needs other rewards subclasses it in the test (``class StrictEnv(ArithmeticEnv)``).
+The class lives in a module (not inside a fixture) so that envs built from it pickle.
+"""
+
+from __future__ import annotations
+
+from mint_envkit import SingleTurnEnv, first_number
+
+__all__ = ["ARITHMETIC_PROBLEM", "ArithmeticEnv"]
+
+ARITHMETIC_PROBLEM = {"question": "What is 2 + 3?", "answer": "5"}
+"""One problem for :class:`ArithmeticEnv`; copy it before changing it."""
+
+
+class ArithmeticEnv(SingleTurnEnv):
+    """The tests' single-turn env: a numeric answer read with ``first_number``.
+
+    Rewards: correct 1.0, incorrect -0.25, unparsed -0.5 (three distinct values, so a
+    test can tell the three outcomes apart).
+    """
+
+    system_prompt = "You are a precise calculator. Reply with only the final number."
+    parser = first_number
+    reward_correct = 1.0
+    reward_incorrect = -0.25
+    reward_unparsed = -0.5

@@ -1,0 +1,258 @@
+"""The rules of the house, checked on the source (see docs/architecture.md).
+
+Every check reads the files with :mod:`ast` and imports nothing of the package, so a
+broken module fails here with its name, not with an import error. Imports inside
+functions and under ``TYPE_CHECKING`` count like any other: a lazy import is still a
+dependency. The package's ``__init__`` is the face: it names every layer (lazily) and is
+not itself a layer.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+PACKAGE = SRC / "mint_envkit"
+TESTS = REPO / "tests"
+
+LAYERS = (
+    "errors",
+    "parsers",
+    "rewards",
+    "envs",
+    "rendering",
+    "builders",
+    "local",
+    "rl",
+    "sweep",
+    "cli",
+)
+"""The layers, lowest first: a layer imports only itself and the layers before it."""
+
+LIGHT = ("errors", "parsers", "rewards", "envs", "rendering", "builders")
+"""The parts a user imports to write an env; they never load the backend or the loop."""
+
+HEAVY = ("torch", "mint_envkit.local", "mint_envkit.rl", "mint_envkit.sweep")
+"""What a light part never imports."""
+
+LOCAL_NEVER = ("mint_envkit.rl", "mint_envkit.sweep", "mint_envkit.envs", "mint_envkit.builders")
+"""What the local backend never imports: it serves tokens, it knows no env and no loop."""
+
+MAX_LINES = 600
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _source_files() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _imports(path: Path) -> set[str]:
+    """The absolute names of every module ``path`` imports (``from a import b`` gives ``a.b``
+    too, since ``b`` may be a module)."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _layer(module: str) -> str | None:
+    """``mint_envkit.rl.train`` -> ``rl``; ``None`` for the face and for other packages."""
+    parts = module.split(".")
+    if parts[0] != "mint_envkit" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def _reaches(imported: str, target: str) -> bool:
+    return imported == target or imported.startswith(target + ".")
+
+
+def layer_violations(module: str, imports: set[str]) -> list[str]:
+    """Every rule ``module`` breaks by importing ``imports`` (empty when it keeps them all)."""
+    own = _layer(module)
+    broken: list[str] = []
+    for name in sorted(imports):
+        layer = _layer(name)
+        if name == "mint_envkit":
+            broken.append(f"imports the package face ({name}); import the defining module")
+        elif layer in LAYERS and LAYERS.index(layer) > LAYERS.index(own):
+            broken.append(f"imports upward: {own} is below {layer} ({name})")
+        if own == "parsers" and layer is not None and layer not in ("errors", "parsers"):
+            broken.append(f"parsers import only mint_envkit.errors of the package ({name})")
+        if own in LIGHT and any(_reaches(name, heavy) for heavy in HEAVY):
+            broken.append(f"{own} is light and never imports {name}")
+        if own == "local" and any(_reaches(name, t) for t in LOCAL_NEVER):
+            broken.append(f"the local backend never imports {name}")
+    return broken
+
+
+FILES = [p for p in _source_files() if _module_name(p) != "mint_envkit"]
+
+
+def test_every_part_of_the_package_has_a_layer():
+    layers = {_layer(_module_name(p)) for p in FILES}
+    assert layers == set(LAYERS), f"add the new part to LAYERS: {sorted(layers - set(LAYERS))}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_keep_to_the_layers(path):
+    broken = layer_violations(_module_name(path), _imports(path))
+    assert not broken, f"{path.relative_to(SRC)}: " + "; ".join(broken)
+
+
+@pytest.mark.parametrize(
+    ("module", "imported", "rule"),
+    [
+        ("mint_envkit.parsers.tags", "mint_envkit.rewards", "parsers import only"),
+        ("mint_envkit.rewards", "mint_envkit.envs.base", "imports upward"),
+        ("mint_envkit.envs.base", "torch", "never imports torch"),
+        ("mint_envkit.rendering.renderer", "mint_envkit.local.models", "never imports"),
+        ("mint_envkit.local.app", "mint_envkit.envs.base", "the local backend never"),
+        ("mint_envkit.rl.train", "mint_envkit.sweep.grid", "imports upward"),
+        ("mint_envkit.sweep.grid", "mint_envkit", "package face"),
+    ],
+)
+def test_the_layer_rules_catch_a_bad_import(module, imported, rule):
+    assert any(rule in broken for broken in layer_violations(module, {imported}))
+
+
+def test_the_layer_rules_let_a_good_import_through():
+    assert layer_violations("mint_envkit.rl.train", {"mint_envkit.local.server", "torch"}) == []
+    assert layer_violations("mint_envkit.parsers.tags", {"mint_envkit.errors", "re"}) == []
+
+
+@pytest.mark.parametrize("path", _source_files(), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_module_is_over_600_lines(path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(SRC)} has {lines} lines; split it by job"
+
+
+# ------------------------------------------------------------------ exceptions
+
+
+def _exception_classes() -> dict[str, tuple[str, list[str]]]:
+    """Every class in src/ that derives from an exception: name -> (module, base names)."""
+    classes: dict[str, tuple[str, list[str]]] = {}
+    for path in _source_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                bases = [
+                    b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")
+                    for b in node.bases
+                ]
+                classes[node.name] = (_module_name(path), bases)
+
+    def is_exception(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        builtin = getattr(builtins, name, None)
+        if isinstance(builtin, type) and issubclass(builtin, BaseException):
+            return True
+        if name not in classes or name in seen:
+            return False
+        return any(is_exception(base, seen | {name}) for base in classes[name][1])
+
+    return {name: info for name, info in classes.items() if any(is_exception(b) for b in info[1])}
+
+
+EXCEPTIONS = _exception_classes()
+
+
+def _under_base(name: str) -> bool:
+    if name == "MintEnvkitError":
+        return True
+    return any(
+        _under_base(base) for base in EXCEPTIONS.get(name, ("", []))[1] if base in EXCEPTIONS
+    )
+
+
+@pytest.mark.parametrize("name", sorted(EXCEPTIONS))
+def test_every_exception_is_a_mint_envkit_error_drawn_in_the_tree(name):
+    module = EXCEPTIONS[name][0]
+    assert _under_base(name), f"{module}.{name} must derive from errors.MintEnvkitError"
+    tree = ast.get_docstring(ast.parse((PACKAGE / "errors.py").read_text())) or ""
+    assert name in tree, f"draw {module}.{name} in the tree of errors.py's docstring"
+
+
+def test_the_exception_scan_sees_the_known_errors():
+    assert {"MintEnvkitError", "ConfigError", "EngineError"} <= set(EXCEPTIONS)
+
+
+# ------------------------------------------------------------------ tests
+
+
+def _private_uses(path: Path) -> list[str]:
+    """``from mint_envkit.x import _y``, ``import mint_envkit.x._y``, and ``alias._y`` where
+    ``alias`` was imported from mint_envkit (dunders such as ``__version__`` are public)."""
+
+    def private(part: str) -> bool:
+        return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+    found: list[str] = []
+    aliases: set[str] = set()
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] != "mint_envkit":
+                    continue
+                if any(private(p) for p in alias.name.split(".")):
+                    found.append(f"line {node.lineno}: import {alias.name}")
+                aliases.add(alias.asname or alias.name.split(".")[0])
+        elif (
+            isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "mint_envkit"
+        ):
+            for alias in node.names:
+                if private(alias.name) or any(private(p) for p in node.module.split(".")):
+                    found.append(f"line {node.lineno}: from {node.module} import {alias.name}")
+                aliases.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in aliases:
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+TEST_FILES = sorted(TESTS.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", TEST_FILES, ids=lambda p: str(p.relative_to(TESTS)))
+def test_no_test_uses_a_private_name(path):
+    uses = _private_uses(path)
+    assert not uses, "test through the public API (or make the name public): " + "; ".join(uses)
+
+
+def test_the_private_name_check_can_fail(tmp_path):
+    sample = tmp_path / "test_sample.py"
+    sample.write_text(
+        "import mint_envkit.local.app as A\n"
+        "from mint_envkit.parsers.parser import _function_name\n"
+        "from mint_envkit import __version__\n"
+        "A._build(1)\n"
+        "A.__name__\n"
+    )
+    assert _private_uses(sample) == [
+        "line 2: from mint_envkit.parsers.parser import _function_name",
+        "line 4: A._build",
+    ]
