@@ -38,7 +38,7 @@ from typing import Any
 import uvicorn
 
 from mint_envkit.errors import BackendError, ConfigError
-from mint_envkit.local.app import (
+from mint_envkit.local.http import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_UNNAMED_SAMPLERS,
     Backend,
