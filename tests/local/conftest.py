@@ -23,7 +23,11 @@ from mint_envkit.local.server import LocalServer
 
 @pytest.fixture(scope="module")
 def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
-    """A LocalServer on the real engine and the tiny test model, shared by a test module.
+    """A LocalServer on the real engine and the tiny test model (loaded), shared by a test module.
+
+    The model is loaded before the first test: on a busy machine loading can
+    take longer than the server waits for the engine on a direct endpoint
+    (``create_sampling_session`` then answers with a pending id, not an error).
 
     Example::
 
@@ -32,6 +36,7 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServe
     """
     state = tmp_path_factory.mktemp("state")
     with LocalServer(models=[SMALL], state_dir=str(state)) as server:
+        assert server.preload_errors(timeout=300) == {}
         yield server
 
 

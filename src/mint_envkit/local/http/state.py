@@ -1,4 +1,4 @@
-"""The server's backend state: models, samplers (and their LRU), sessions, futures, counts.
+"""The server's backend state: models, sessions, futures, counts, and the sampler table.
 
 :class:`Backend` holds what the server knows and starts operations on the
 engine worker (:mod:`mint_envkit.local.http.worker`); the route handlers in
@@ -30,7 +30,8 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.local.http.futures import FutureStore, Sequencer
 from mint_envkit.local.http.requests import ProtocolError
 from mint_envkit.local.http.responses import describe_error
-from mint_envkit.local.http.worker import EngineFactory, EngineWorker, SampleBatcher, SampleJob
+from mint_envkit.local.http.samplers import SamplerTable
+from mint_envkit.local.http.worker import EngineFactory, EngineWorker, SampleBatcher
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -122,9 +123,6 @@ class Backend:
             raise ConfigError(f"max_body_bytes must be > 0, got {max_body_bytes}")
         if max_unnamed_samplers < 1:
             raise ConfigError(f"max_unnamed_samplers must be >= 1, got {max_unnamed_samplers}")
-        self.max_unnamed_samplers = int(max_unnamed_samplers)
-        self._unnamed: collections.OrderedDict[str, None] = collections.OrderedDict()
-        self.released_samplers: set[str] = set()
         self.latency_s = float(latency_ms) / 1000.0
         self.max_body_bytes = int(max_body_bytes)
         self.long_poll_s = float(long_poll_s)
@@ -141,11 +139,12 @@ class Backend:
 
         self.futures = FutureStore()
         self.model_registry: dict[str, dict[str, Any]] = {}
-        self.samplers: dict[str, dict[str, Any]] = {}
+        self.samplers = SamplerTable(
+            max_unnamed=max_unnamed_samplers,
+            release=lambda sid: self._spawn(self.worker.call(lambda e: e.release_sampler(sid))),
+        )
         self.sessions: dict[str, dict[str, list[str]]] = {}
         self._sequencers: dict[str, Sequencer] = {}
-        self._adhoc_samplers: dict[tuple[str, str], str] = {}
-        self.pending_samplers: dict[str, concurrent.futures.Future[Any]] = {}
         self.direct_call_timeout_s = 20.0
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -166,50 +165,13 @@ class Backend:
         self._preload: dict[str, concurrent.futures.Future[Any]] = {}
         if preload:
             for name in self.models:
-                self._preload[name] = self.submit_engine(
+                self._preload[name] = self.worker.submit(
                     lambda e, name=name: e.ensure_base_model(name), f"load {name}"
                 )
 
     # ------------------------------------------------------------------ engine worker
-
-    @property
-    def sample_batches(self) -> collections.deque[int]:
-        """How many requests each recent engine sample batch served.
-
-        Example::
-
-            max(backend.sample_batches, default=0)
-        """
-        return self.batcher.batches
-
-    def submit_engine(
-        self, fn: Callable[[Any], Any], label: str = ""
-    ) -> concurrent.futures.Future[Any]:
-        """Queue ``fn(engine)`` on the worker thread (FIFO); returns its future.
-
-        Example::
-
-            backend.submit_engine(lambda e: e.ensure_base_model("mint-envkit/tiny-qwen3")).result()
-        """
-        return self.worker.submit(fn, label)
-
-    async def call_engine(self, fn: Callable[[Any], Any]) -> Any:
-        """Run ``fn(engine)`` on the worker thread and await it from the event loop.
-
-        Example::
-
-            info = await backend.call_engine(lambda e: e.weights_info(path))
-        """
-        return await self.worker.call(fn)
-
-    def enqueue_sample(self, job: SampleJob) -> None:
-        """Queue a sample request; requests queued together run as one engine batch.
-
-        Example::
-
-            backend.enqueue_sample(job)   # job.future resolves to (sequences, prompt_logprobs)
-        """
-        self.batcher.enqueue(job)
+    # ``worker`` runs engine calls (``worker.submit`` / ``await worker.call``); ``batcher``
+    # batches sample requests (``batcher.enqueue``, ``batcher.batches``).
 
     def preload_errors(self, timeout: float | None = None) -> dict[str, str]:
         """Wait for the served models to load; returns ``{model: error message}`` for failures.
@@ -307,7 +269,7 @@ class Backend:
             backend.start_op(rid, lambda e: e.optim_step(mid, learning_rate=1e-3),
                              lambda m: {"metrics": m})
         """
-        cf = self.submit_engine(fn, self.futures.kind(request_id))
+        cf = self.worker.submit(fn, self.futures.kind(request_id))
         self.complete_when_done(request_id, cf, convert, on_success)
 
     def complete_when_done(
@@ -464,35 +426,6 @@ class Backend:
         """
         sid = session_id or "default"
         return self.sessions.setdefault(sid, {"training_run_ids": [], "sampler_ids": []})
-
-    # ------------------------------------------------------------------ samplers
-
-    def remember_unnamed_sampler(self, sampler_id: str) -> None:
-        """Track an unnamed snapshot; release the oldest past ``max_unnamed_samplers``.
-
-        Example::
-
-            backend.remember_unnamed_sampler("sampler-1")
-        """
-        self._unnamed[sampler_id] = None
-        while len(self._unnamed) > self.max_unnamed_samplers:
-            old, _ = self._unnamed.popitem(last=False)
-            self.samplers.pop(old, None)
-            self.released_samplers.add(old)
-            self._spawn(self.call_engine(lambda e, sid=old: e.release_sampler(sid)))
-
-    def adhoc_sampler(self, engine: Any, key: tuple[str, str]) -> str:
-        """The engine sampler for ``("base_model" | "model_path", value)``, made once (worker only).
-
-        Example::
-
-            sid = backend.adhoc_sampler(engine, ("base_model", "mint-envkit/tiny-qwen3"))
-        """
-        sid = self._adhoc_samplers.get(key)
-        if sid is None:
-            sid = engine.create_sampler(**{key[0]: key[1]})
-            self._adhoc_samplers[key] = sid
-        return sid
 
     def run_base_model(self, model_path: str) -> str:
         """The base model of the training run a ``tinker://`` path belongs to ('' if unknown).

@@ -42,7 +42,7 @@ __all__ = [
 
 
 async def _checkpoints_of(b: Backend, model_id: str | None) -> list[dict[str, Any]]:
-    records = await b.call_engine(lambda e: list(e.list_checkpoints(model_id)))
+    records = await b.worker.call(lambda e: list(e.list_checkpoints(model_id)))
     items = [checkpoint_json(r) for r in records]
     items.sort(key=lambda c: c["time"], reverse=True)
     return items
@@ -124,7 +124,7 @@ async def delete_checkpoint(b: Backend, request: Request, body: Any) -> Any:
         request.path_params["run_id"], request.path_params["checkpoint_id"]
     )
     try:
-        await b.call_engine(lambda e: e.delete_checkpoint(path))
+        await b.worker.call(lambda e: e.delete_checkpoint(path))
     except Exception as err:
         return engine_error_response(err)
     return Response(status_code=204)
@@ -159,7 +159,7 @@ async def get_sampler(b: Backend, request: Request, body: Any) -> dict:
     rec = b.samplers.get(sampler_id)
     if rec is None:
         raise ProtocolError(404, f"unknown sampler {sampler_id!r}")
-    return dict(rec)
+    return rec
 
 
 async def not_supported(b: Backend, request: Request, body: Any) -> Any:

@@ -17,13 +17,8 @@ from typing import Any
 
 from starlette.requests import Request
 
-from mint_envkit.local.http.requests import (
-    ProtocolError,
-    SampleOp,
-    parse_create_sampling_session,
-    parse_sample,
-)
 from mint_envkit.local.http.responses import engine_error_response, sample_response_json
+from mint_envkit.local.http.samples import SampleOp, parse_create_sampling_session, parse_sample
 from mint_envkit.local.http.state import Backend
 from mint_envkit.local.http.worker import SampleJob
 
@@ -63,7 +58,7 @@ async def create_sampling_session(b: Backend, request: Request, body: dict) -> A
                     base = ""
             return sampler_id, base
 
-    cf = b.submit_engine(fn, "create_sampling_session")
+    cf = b.worker.submit(fn, "create_sampling_session")
     try:
         sampler_id, base = await asyncio.wait_for(
             asyncio.shield(asyncio.wrap_future(cf)), b.direct_call_timeout_s
@@ -75,34 +70,10 @@ async def create_sampling_session(b: Backend, request: Request, body: dict) -> A
         pending = cf
     except Exception as err:
         return engine_error_response(err)
-    b.samplers[sampler_id] = {
-        "sampler_id": sampler_id,
-        "base_model": base,
-        "model_path": req.model_path,
-    }
-    if pending is not None:
-        b.pending_samplers[sampler_id] = pending
+    b.samplers.add(sampler_id, base_model=base, model_path=req.model_path, pending=pending)
     b.session(req.session_id)["sampler_ids"].append(sampler_id)
     await b.delay()
     return {"type": "create_sampling_session", "sampling_session_id": sampler_id}
-
-
-def _known_sampler(b: Backend, sampler_id: str) -> str:
-    if sampler_id in b.released_samplers:
-        raise ProtocolError(
-            404,
-            f"sampling session {sampler_id!r} was released: the server keeps "
-            f"the {b.max_unnamed_samplers} newest unnamed sampler snapshots "
-            "(--max-unnamed-samplers); save weights with a name "
-            "(save_weights_for_sampler) to keep one",
-        )
-    if sampler_id not in b.samplers:
-        raise ProtocolError(
-            404,
-            f"unknown sampling_session_id {sampler_id!r}; create a sampling "
-            "client with create_sampling_client or save_weights_for_sampler",
-        )
-    return sampler_id
 
 
 def _engine_kwargs(op: SampleOp) -> dict[str, Any]:
@@ -132,12 +103,12 @@ async def asample(b: Backend, request: Request, body: dict) -> dict:
     sampler_key: tuple[str, str] | None = None
     sampler_id: str | None = None
     if op.sampling_session_id is not None:
-        sampler_id = _known_sampler(b, op.sampling_session_id)
+        sampler_id = b.samplers.require(op.sampling_session_id)
     elif op.model_path is not None:
         sampler_key = ("model_path", op.model_path)
     else:
         sampler_key = ("base_model", b.require_base_model(op.base_model or ""))
-    pending = b.pending_samplers.get(sampler_id or "")
+    pending = b.samplers.pending.get(sampler_id or "")
 
     def resolve(e: Any) -> str:
         if pending is not None:
@@ -145,7 +116,7 @@ async def asample(b: Backend, request: Request, body: dict) -> dict:
         if sampler_id is not None:
             return sampler_id
         assert sampler_key is not None  # parse_sample ensures one of the three
-        return b.adhoc_sampler(e, sampler_key)
+        return b.samplers.adhoc(e, sampler_key)
 
     request_id = b.futures.create("asample")
     job = SampleJob(
@@ -155,6 +126,6 @@ async def asample(b: Backend, request: Request, body: dict) -> dict:
         prompt_logprobs=bool(op.prompt_logprobs),
         ready=pending,
     )
-    b.enqueue_sample(job)
+    b.batcher.enqueue(job)
     b.complete_when_done(request_id, job.future, lambda r: sample_response_json(r[0], r[1]))
     return {"request_id": request_id}

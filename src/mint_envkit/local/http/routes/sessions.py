@@ -127,7 +127,7 @@ async def stats(b: Backend, request: Request, body: Any) -> dict:
         "models": b.models,
         "training_runs": len(b.model_registry),
         "samplers": len(b.samplers),
-        "sample_batches": list(b.sample_batches),
+        "sample_batches": list(b.batcher.batches),
         "latency_ms": b.latency_s * 1000.0,
         "uptime_s": time.time() - b.started_at,
     }

@@ -238,14 +238,13 @@ async def save_weights_for_sampler(b: Backend, request: Request, body: dict) -> 
         def on_success(result: tuple[str, str]) -> None:
             sampler_id, path = result
             info = b.model_registry.get(model_id, {})
-            b.samplers[sampler_id] = {
-                "sampler_id": sampler_id,
-                "base_model": info.get("base_model", ""),
-                "model_path": path or None,
-            }
+            b.samplers.add(
+                sampler_id,
+                base_model=info.get("base_model", ""),
+                model_path=path or None,
+                unnamed=not path,
+            )
             b.session(info.get("session_id"))["sampler_ids"].append(sampler_id)
-            if not path:
-                b.remember_unnamed_sampler(sampler_id)
 
         return (lambda e: tuple(e.save_for_sampler(model_id, req.path)), convert, on_success)
 
@@ -282,7 +281,7 @@ async def weights_info(b: Backend, request: Request, body: dict) -> Any:
     """
     path = parse_weights_info(body)
     try:
-        info = dict(await b.call_engine(lambda e: e.weights_info(path)))
+        info = dict(await b.worker.call(lambda e: e.weights_info(path)))
     except Exception as err:
         return engine_error_response(err)
     await b.delay()
