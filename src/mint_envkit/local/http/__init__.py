@@ -32,6 +32,7 @@ from mint_envkit.local.http.state import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_UNNAMED_SAMPLERS,
     Backend,
+    check_server_options,
 )
 from mint_envkit.local.http.worker import EngineFactory
 
@@ -41,4 +42,5 @@ __all__ = [
     "Backend",
     "EngineFactory",
     "build_app",
+    "check_server_options",
 ]

@@ -38,8 +38,6 @@ logger = logging.getLogger("mint_envkit.local.server")
 Handler = Callable[[Backend, Request, Any], Awaitable[Any]]
 
 _V1 = "/api/v1"
-_POST = ("POST",)
-_GET = ("GET",)
 
 
 @attrs.frozen
@@ -61,66 +59,53 @@ class RouteSpec:
     body: bool = False
 
 
+def _post(name: str, handler: Handler, path: str | None = None, *, body: bool = True) -> RouteSpec:
+    return RouteSpec(f"{_V1}/{path or name}", name, handler, ("POST",), body)
+
+
+def _get(name: str, handler: Handler, path: str | None = None) -> RouteSpec:
+    return RouteSpec(f"{_V1}/{path or name}", name, handler, ("GET",))
+
+
 ROUTES: tuple[RouteSpec, ...] = (
     # setup and sessions
-    RouteSpec(f"{_V1}/client/config", "client_config", sessions.client_config, _POST),
-    RouteSpec(f"{_V1}/auth/token", "auth_token", sessions.auth_token, _POST),
-    RouteSpec(f"{_V1}/create_session", "create_session", sessions.create_session, _POST),
-    RouteSpec(f"{_V1}/session_heartbeat", "session_heartbeat", sessions.session_heartbeat, _POST),
-    RouteSpec(f"{_V1}/telemetry", "telemetry", sessions.telemetry, _POST),
-    RouteSpec(f"{_V1}/healthz", "healthz", sessions.healthz, _GET),
-    RouteSpec(
-        f"{_V1}/get_server_capabilities", "get_server_capabilities", sessions.capabilities, _GET
-    ),
-    RouteSpec(f"{_V1}/mint_envkit/stats", "stats", sessions.stats, _GET),
+    _post("client_config", sessions.client_config, "client/config", body=False),
+    _post("auth_token", sessions.auth_token, "auth/token", body=False),
+    _post("create_session", sessions.create_session, body=False),
+    _post("session_heartbeat", sessions.session_heartbeat, body=False),
+    _post("telemetry", sessions.telemetry, body=False),
+    _get("healthz", sessions.healthz),
+    _get("get_server_capabilities", sessions.capabilities),
+    _get("stats", sessions.stats, "mint_envkit/stats"),
     # training clients and steps
-    RouteSpec(f"{_V1}/create_model", "create_model", training.create_model, _POST, True),
-    RouteSpec(f"{_V1}/get_info", "get_info", training.get_info, _POST, True),
-    RouteSpec(f"{_V1}/unload_model", "unload_model", training.unload_model, _POST, True),
-    RouteSpec(f"{_V1}/forward", "forward", training.forward, _POST, True),
-    RouteSpec(
-        f"{_V1}/forward_backward", "forward_backward", training.forward_backward, _POST, True
-    ),
-    RouteSpec(f"{_V1}/optim_step", "optim_step", training.optim_step, _POST, True),
-    RouteSpec(f"{_V1}/save_weights", "save_weights", training.save_weights, _POST, True),
-    RouteSpec(
-        f"{_V1}/save_weights_for_sampler",
-        "save_weights_for_sampler",
-        training.save_weights_for_sampler,
-        _POST,
-        True,
-    ),
-    RouteSpec(f"{_V1}/load_weights", "load_weights", training.load_weights, _POST, True),
-    RouteSpec(f"{_V1}/weights_info", "weights_info", training.weights_info, _POST, True),
+    _post("create_model", training.create_model),
+    _post("get_info", training.get_info),
+    _post("unload_model", training.unload_model),
+    _post("forward", training.forward),
+    _post("forward_backward", training.forward_backward),
+    _post("optim_step", training.optim_step),
+    _post("save_weights", training.save_weights),
+    _post("save_weights_for_sampler", training.save_weights_for_sampler),
+    _post("load_weights", training.load_weights),
+    _post("weights_info", training.weights_info),
     # sampling and futures
-    RouteSpec(
-        f"{_V1}/create_sampling_session",
-        "create_sampling_session",
-        sampling.create_sampling_session,
-        _POST,
-        True,
-    ),
-    RouteSpec(f"{_V1}/asample", "asample", sampling.asample, _POST, True),
-    RouteSpec(f"{_V1}/retrieve_future", "retrieve_future", sessions.retrieve_future, _POST, True),
+    _post("create_sampling_session", sampling.create_sampling_session),
+    _post("asample", sampling.asample),
+    _post("retrieve_future", sessions.retrieve_future),
     # REST
-    RouteSpec(f"{_V1}/training_runs", "list_training_runs", rest.list_training_runs, _GET),
-    RouteSpec(f"{_V1}/training_runs/{{run_id}}", "get_training_run", rest.get_training_run, _GET),
-    RouteSpec(
-        f"{_V1}/training_runs/{{run_id}}/checkpoints",
-        "list_checkpoints",
-        rest.list_checkpoints,
-        _GET,
-    ),
+    _get("list_training_runs", rest.list_training_runs, "training_runs"),
+    _get("get_training_run", rest.get_training_run, "training_runs/{run_id}"),
+    _get("list_checkpoints", rest.list_checkpoints, "training_runs/{run_id}/checkpoints"),
     RouteSpec(
         f"{_V1}/training_runs/{{run_id}}/checkpoints/{{checkpoint_id:path}}",
         "delete_checkpoint",
         rest.delete_checkpoint,
         ("DELETE",),
     ),
-    RouteSpec(f"{_V1}/checkpoints", "list_user_checkpoints", rest.list_user_checkpoints, _GET),
-    RouteSpec(f"{_V1}/sessions", "list_sessions", sessions.list_sessions, _GET),
-    RouteSpec(f"{_V1}/sessions/{{session_id}}", "get_session", sessions.get_session, _GET),
-    RouteSpec(f"{_V1}/samplers/{{sampler_id}}", "get_sampler", rest.get_sampler, _GET),
+    _get("list_user_checkpoints", rest.list_user_checkpoints, "checkpoints"),
+    _get("list_sessions", sessions.list_sessions, "sessions"),
+    _get("get_session", sessions.get_session, "sessions/{session_id}"),
+    _get("get_sampler", rest.get_sampler, "samplers/{sampler_id}"),
     RouteSpec(
         "/{rest:path}",
         "not_supported",

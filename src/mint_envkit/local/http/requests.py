@@ -320,6 +320,13 @@ def parse_optim_step(body: Mapping[str, Any]) -> tt.OptimStepRequest:
     return req
 
 
+def _named_save(model_cls: type[pydantic.BaseModel], body: Mapping[str, Any], what: str) -> Any:
+    req = validate_body(model_cls, body, what)
+    if req.path is not None:
+        _check_name(req.path)
+    return req
+
+
 def parse_save_weights(body: Mapping[str, Any]) -> tt.SaveWeightsRequest:
     """Validate a ``save_weights`` body (``save_state``); the name is checked.
 
@@ -327,10 +334,7 @@ def parse_save_weights(body: Mapping[str, Any]) -> tt.SaveWeightsRequest:
 
         parse_save_weights({"model_id": "m-1", "path": "step-1", "seq_id": 3}).path  # 'step-1'
     """
-    req = validate_body(tt.SaveWeightsRequest, body, "save_weights")
-    if req.path is not None:
-        _check_name(req.path)
-    return req
+    return _named_save(tt.SaveWeightsRequest, body, "save_weights")
 
 
 def parse_save_weights_for_sampler(body: Mapping[str, Any]) -> tt.SaveWeightsForSamplerRequest:
@@ -340,10 +344,7 @@ def parse_save_weights_for_sampler(body: Mapping[str, Any]) -> tt.SaveWeightsFor
 
         parse_save_weights_for_sampler({"model_id": "m-1", "seq_id": 4}).path   # None
     """
-    req = validate_body(tt.SaveWeightsForSamplerRequest, body, "save_weights_for_sampler")
-    if req.path is not None:
-        _check_name(req.path)
-    return req
+    return _named_save(tt.SaveWeightsForSamplerRequest, body, "save_weights_for_sampler")
 
 
 def parse_load_weights(body: Mapping[str, Any]) -> tt.LoadWeightsRequest:

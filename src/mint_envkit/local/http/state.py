@@ -23,7 +23,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from mint_envkit.errors import ConfigError
@@ -39,6 +39,7 @@ __all__ = [
     "DEFAULT_SAMPLE_BATCH_WINDOW_MS",
     "LONG_POLL_S",
     "Backend",
+    "check_server_options",
 ]
 
 logger = logging.getLogger("mint_envkit.local.server")
@@ -57,6 +58,30 @@ LONG_POLL_S = 30.0
 
 Convert = Callable[[Any], dict[str, Any]]
 OnSuccess = Callable[[Any], None] | None
+
+
+def check_server_options(
+    models: Sequence[str],
+    *,
+    latency_ms: float,
+    max_body_bytes: int,
+    max_unnamed_samplers: int,
+) -> None:
+    """Refuse server options out of range (ConfigError naming the option and the fix).
+
+    Example::
+
+        check_server_options(["mint-envkit/tiny-qwen3"], latency_ms=0,
+                             max_body_bytes=1 << 20, max_unnamed_samplers=64)
+    """
+    if not models:
+        raise ConfigError("the server needs at least one model (--model NAME)")
+    if latency_ms < 0:
+        raise ConfigError(f"latency_ms must be >= 0, got {latency_ms}")
+    if max_body_bytes <= 0:
+        raise ConfigError(f"max_body_bytes must be > 0, got {max_body_bytes}")
+    if max_unnamed_samplers < 1:
+        raise ConfigError(f"max_unnamed_samplers must be >= 1, got {max_unnamed_samplers}")
 
 
 def _resolve_model_name(name: str) -> str:
@@ -115,14 +140,12 @@ class Backend:
         sample_batch_window_ms: float = DEFAULT_SAMPLE_BATCH_WINDOW_MS,
     ) -> None:
         self.models: list[str] = list(dict.fromkeys(models))
-        if not self.models:
-            raise ConfigError("the server needs at least one model (--model NAME)")
-        if latency_ms < 0:
-            raise ConfigError(f"latency_ms must be >= 0, got {latency_ms}")
-        if max_body_bytes <= 0:
-            raise ConfigError(f"max_body_bytes must be > 0, got {max_body_bytes}")
-        if max_unnamed_samplers < 1:
-            raise ConfigError(f"max_unnamed_samplers must be >= 1, got {max_unnamed_samplers}")
+        check_server_options(
+            self.models,
+            latency_ms=latency_ms,
+            max_body_bytes=max_body_bytes,
+            max_unnamed_samplers=max_unnamed_samplers,
+        )
         self.latency_s = float(latency_ms) / 1000.0
         self.max_body_bytes = int(max_body_bytes)
         self.long_poll_s = float(long_poll_s)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -35,14 +36,17 @@ __all__ = [
 ]
 
 
-async def client_config(b: Backend, request: Request, body: Any) -> dict:
-    """The SDK's client settings (``POST /client/config``).
+def _constant(payload: dict[str, Any]) -> Callable[[Backend, Request, Any], Awaitable[dict]]:
+    """A handler that always answers ``payload`` (a copy)."""
 
-    Example::
+    async def handler(b: Backend, request: Request, body: Any) -> dict:
+        return dict(payload)
 
-        (await client_config(backend, request, None))["pjwt_auth_enabled"]   # True
-    """
-    return {
+    return handler
+
+
+client_config = _constant(
+    {
         "pjwt_auth_enabled": True,
         "credential_default_source": "api_key",
         "parallel_fwdbwd_chunks": True,
@@ -50,6 +54,17 @@ async def client_config(b: Backend, request: Request, body: Any) -> dict:
         "enable_grpc_retrieve_future": False,
         "sample_no_retries": False,
     }
+)
+"""``POST /client/config``: the SDK's client settings."""
+
+session_heartbeat = _constant({"type": "session_heartbeat"})
+"""``POST /session_heartbeat``: nothing to do locally."""
+
+telemetry = _constant({"status": "accepted"})
+"""``POST /telemetry``: accepted and dropped."""
+
+healthz = _constant({"status": "ok"})
+"""``GET /healthz``."""
 
 
 async def auth_token(b: Backend, request: Request, body: Any) -> dict:
@@ -72,36 +87,6 @@ async def create_session(b: Backend, request: Request, body: Any) -> dict:
     session_id = f"session-{uuid.uuid4().hex[:12]}"
     b.session(session_id)
     return {"type": "create_session", "session_id": session_id}
-
-
-async def session_heartbeat(b: Backend, request: Request, body: Any) -> dict:
-    """``POST /session_heartbeat``: nothing to do locally.
-
-    Example::
-
-        await session_heartbeat(backend, request, None)   # {'type': 'session_heartbeat'}
-    """
-    return {"type": "session_heartbeat"}
-
-
-async def telemetry(b: Backend, request: Request, body: Any) -> dict:
-    """``POST /telemetry``: accepted and dropped.
-
-    Example::
-
-        await telemetry(backend, request, None)   # {'status': 'accepted'}
-    """
-    return {"status": "accepted"}
-
-
-async def healthz(b: Backend, request: Request, body: Any) -> dict:
-    """``GET /healthz``.
-
-    Example::
-
-        await healthz(backend, request, None)   # {'status': 'ok'}
-    """
-    return {"status": "ok"}
 
 
 async def capabilities(b: Backend, request: Request, body: Any) -> dict:
