@@ -6,10 +6,9 @@ import base64
 import json
 import math
 
-import attrs
+from server_helpers import FakeEngineError, FakeSeq
 from tinker import types as tt
 
-from mint_envkit.errors import MintEnvkitError
 from mint_envkit.local.http.requests import ProtocolError
 from mint_envkit.local.http.responses import (
     JSONResponse,
@@ -22,19 +21,6 @@ from mint_envkit.local.http.responses import (
     sample_response_json,
     sanitize_metrics,
 )
-
-
-class CategorizedError(MintEnvkitError):
-    def __init__(self, message: str, category: str) -> None:
-        super().__init__(message)
-        self.category = category
-
-
-@attrs.frozen
-class Seq:
-    tokens: list[int]
-    logprobs: list[float]
-    stop_reason: str
 
 
 def test_metrics_keys_get_a_reduction_and_values_become_floats() -> None:
@@ -52,7 +38,7 @@ def test_forward_and_sample_bodies() -> None:
         "dtype": "float32",
         "shape": [2],
     }
-    body = sample_response_json([Seq([1, 2], [-0.1, -0.2], "length")], [None, -2])
+    body = sample_response_json([FakeSeq([1, 2], [-0.1, -0.2], "length")], [None, -2])
     assert body == {
         "type": "sample",
         "sequences": [{"tokens": [1, 2], "logprobs": [-0.1, -0.2], "stop_reason": "length"}],
@@ -73,14 +59,12 @@ def test_checkpoint_bodies_validate_as_the_sdk_type() -> None:
 
 def test_errors_keep_their_category_and_map_to_4xx() -> None:
     assert describe_error(ProtocolError(422, "bad")) == ("bad", "user")
-    assert describe_error(CategorizedError("boom", "server")) == ("boom", "server")
+    assert describe_error(FakeEngineError("boom", "server")) == ("boom", "server")
     message, category = describe_error(RuntimeError("oops"))
     assert category == "server" and "internal error" in message and "oops" in message
-    assert (
-        engine_error_response(CategorizedError("no checkpoint at 'x'", "user")).status_code == 404
-    )
-    assert engine_error_response(CategorizedError("rank too big", "user")).status_code == 422
-    failed = engine_error_response(CategorizedError("disk full", "server"))
+    assert engine_error_response(FakeEngineError("no checkpoint at 'x'", "user")).status_code == 404
+    assert engine_error_response(FakeEngineError("rank too big", "user")).status_code == 422
+    failed = engine_error_response(FakeEngineError("disk full", "server"))
     assert failed.status_code == 400 and b"local backend error: disk full" in failed.body
 
 
