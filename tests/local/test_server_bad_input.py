@@ -9,27 +9,18 @@ liveness bound: the failure it guards against is the SDK retrying for minutes.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # server_fixtures lives beside this file
-
-import server_fixtures
-from server_fixtures import SMALL, datum, post, tokens
-
-real_server = server_fixtures.real_server  # module-scoped fixtures, shared by the tests here
-service_client = server_fixtures.service_client
+from server_helpers import SMALL, datum, post, tokens
 
 os.environ["TINKER_TELEMETRY"] = "0"
 
-import tinker  # noqa: E402
-from mint import types  # noqa: E402
+import tinker
+from mint import types
 
 QUICK = 10.0
 

@@ -11,18 +11,10 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # server_fixtures lives beside this file
-
-import server_fixtures
-from server_fixtures import SMALL
-
-real_server = server_fixtures.real_server  # module-scoped fixtures, shared by the tests here
-service_client = server_fixtures.service_client
+from server_helpers import SMALL
 
 os.environ["TINKER_TELEMETRY"] = "0"
 

@@ -2,8 +2,9 @@
 
 :class:`Engine` (in :mod:`mint_envkit.local.engine`) holds base models, LoRA
 training clients, sampler snapshots and checkpoints, with no HTTP; the server
-module speaks the Tinker wire protocol on top of it. Importing this package is
-cheap: the engine (and torch) load on first use of a name below.
+(:mod:`mint_envkit.local.server`, over :mod:`mint_envkit.local.http`) speaks the
+Tinker wire protocol on top of it. Importing this package is cheap: the engine
+(and torch) load on first use of a name below.
 
 Example::
 

@@ -38,12 +38,13 @@ from typing import Any
 import uvicorn
 
 from mint_envkit.errors import BackendError, ConfigError
-from mint_envkit.local.app import (
+from mint_envkit.local.http import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_UNNAMED_SAMPLERS,
     Backend,
     EngineFactory,
     build_app,
+    check_server_options,
 )
 
 __all__ = ["DEFAULT_MODEL", "LocalServer", "is_loopback_host", "serve_main"]
@@ -141,12 +142,12 @@ class LocalServer:
         self.host = host
         self._requested_port = int(port)
         self._models = list(models) if models is not None else [DEFAULT_MODEL]
-        if not self._models:
-            raise ConfigError("LocalServer needs at least one model")
-        if latency_ms < 0:
-            raise ConfigError(f"latency_ms must be >= 0, got {latency_ms}")
-        if max_body_bytes <= 0:
-            raise ConfigError(f"max_body_bytes must be > 0, got {max_body_bytes}")
+        check_server_options(
+            self._models,
+            latency_ms=latency_ms,
+            max_body_bytes=max_body_bytes,
+            max_unnamed_samplers=max_unnamed_samplers,
+        )
         self._backend_kwargs: dict[str, Any] = {
             "models": self._models,
             "state_dir": None if state_dir is None else str(state_dir),

@@ -1,4 +1,4 @@
-"""Fixtures and a recording fake engine for the server tests.
+"""A recording fake engine and HTTP helpers for the server tests (fixtures: conftest.py).
 
 ``FakeEngine`` implements the Engine interface with plain Python (no torch),
 records every call in order, and can be told to sleep, so the protocol
@@ -7,7 +7,7 @@ The SDK integration tests use the real engine.
 
 Example::
 
-    from tests.local.server_fixtures import FakeEngine, fake_server
+    from server_helpers import FakeEngine, fake_server
 
     with fake_server() as (server, engine):
         ...
@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 
 import attrs
 import httpx
-import pytest
 
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.local.server import LocalServer
@@ -314,32 +313,3 @@ def create_model(server: LocalServer, base_model: str = SMALL, rank: int = 4) ->
     )
     r.raise_for_status()
     return wait_future(server, r.json()["request_id"])["model_id"]
-
-
-@pytest.fixture(scope="module")
-def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
-    """A LocalServer on the real engine and the tiny test model, shared by a test module.
-
-    Example::
-
-        real_server = server_fixtures.real_server   # in a test module, then use it as a fixture
-    """
-    state = tmp_path_factory.mktemp("state")
-    with LocalServer(models=[SMALL], state_dir=str(state)) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def service_client(real_server: LocalServer) -> Iterator[Any]:
-    """``mint.ServiceClient`` on ``real_server`` with an ``sk-`` key (base_url always explicit).
-
-    Example::
-
-        def test_x(service_client):
-            service_client.create_lora_training_client(base_model=SMALL, rank=4)
-    """
-    import mint
-
-    client = mint.ServiceClient(base_url=real_server.base_url, api_key="sk-test")
-    yield client
-    client.holder.close()  # stop its heartbeat before the server goes away

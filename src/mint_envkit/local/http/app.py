@@ -1,0 +1,187 @@
+"""The Starlette app: the declared route table, body reading and error answers.
+
+:data:`ROUTES` lists every endpoint (path, name, handler, methods, whether it
+takes a JSON body); :func:`build_app` binds them to a
+:class:`~mint_envkit.local.http.state.Backend`. Each endpoint counts its
+request, reads the body (413 past the limit), calls its handler and turns a
+:class:`~mint_envkit.local.http.requests.ProtocolError` into its 4xx answer.
+
+Example::
+
+    import uvicorn
+    from mint_envkit.local.http import Backend, build_app
+
+    uvicorn.run(build_app(Backend(models=["mint-envkit/tiny-qwen3"])), port=8765)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from mint_envkit.local.http.requests import ProtocolError, parse_json_body
+from mint_envkit.local.http.responses import JSONResponse, error_response
+from mint_envkit.local.http.routes import rest, sampling, sessions, training
+from mint_envkit.local.http.state import Backend
+
+__all__ = ["ROUTES", "RouteSpec", "build_app"]
+
+logger = logging.getLogger("mint_envkit.local.server")
+
+Handler = Callable[[Backend, Request, Any], Awaitable[Any]]
+
+_V1 = "/api/v1"
+
+
+@attrs.frozen
+class RouteSpec:
+    """One endpoint: its path, name (the request-count key), handler and methods.
+
+    ``body``: the handler takes the decoded JSON object (a POST body is read
+    and size-checked either way).
+
+    Example::
+
+        RouteSpec("/api/v1/healthz", "healthz", sessions.healthz, ("GET",))
+    """
+
+    path: str
+    name: str
+    handler: Handler
+    methods: tuple[str, ...]
+    body: bool = False
+
+
+def _post(name: str, handler: Handler, path: str | None = None, *, body: bool = True) -> RouteSpec:
+    return RouteSpec(f"{_V1}/{path or name}", name, handler, ("POST",), body)
+
+
+def _get(name: str, handler: Handler, path: str | None = None) -> RouteSpec:
+    return RouteSpec(f"{_V1}/{path or name}", name, handler, ("GET",))
+
+
+ROUTES: tuple[RouteSpec, ...] = (
+    # setup and sessions
+    _post("client_config", sessions.client_config, "client/config", body=False),
+    _post("auth_token", sessions.auth_token, "auth/token", body=False),
+    _post("create_session", sessions.create_session, body=False),
+    _post("session_heartbeat", sessions.session_heartbeat, body=False),
+    _post("telemetry", sessions.telemetry, body=False),
+    _get("healthz", sessions.healthz),
+    _get("get_server_capabilities", sessions.capabilities),
+    _get("stats", sessions.stats, "mint_envkit/stats"),
+    # training clients and steps
+    _post("create_model", training.create_model),
+    _post("get_info", training.get_info),
+    _post("unload_model", training.unload_model),
+    _post("forward", training.forward),
+    _post("forward_backward", training.forward_backward),
+    _post("optim_step", training.optim_step),
+    _post("save_weights", training.save_weights),
+    _post("save_weights_for_sampler", training.save_weights_for_sampler),
+    _post("load_weights", training.load_weights),
+    _post("weights_info", training.weights_info),
+    # sampling and futures
+    _post("create_sampling_session", sampling.create_sampling_session),
+    _post("asample", sampling.asample),
+    _post("retrieve_future", sessions.retrieve_future),
+    # REST
+    _get("list_training_runs", rest.list_training_runs, "training_runs"),
+    _get("get_training_run", rest.get_training_run, "training_runs/{run_id}"),
+    _get("list_checkpoints", rest.list_checkpoints, "training_runs/{run_id}/checkpoints"),
+    RouteSpec(
+        f"{_V1}/training_runs/{{run_id}}/checkpoints/{{checkpoint_id:path}}",
+        "delete_checkpoint",
+        rest.delete_checkpoint,
+        ("DELETE",),
+    ),
+    _get("list_user_checkpoints", rest.list_user_checkpoints, "checkpoints"),
+    _get("list_sessions", sessions.list_sessions, "sessions"),
+    _get("get_session", sessions.get_session, "sessions/{session_id}"),
+    _get("get_sampler", rest.get_sampler, "samplers/{sampler_id}"),
+    RouteSpec(
+        "/{rest:path}",
+        "not_supported",
+        rest.not_supported,
+        ("GET", "POST", "PUT", "DELETE", "PATCH"),
+    ),
+)
+"""Every endpoint the server answers, in matching order (the last one catches the rest)."""
+
+_UNCOUNTED = frozenset({"stats"})
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    too_big = declared is not None and declared.isdigit() and int(declared) > limit
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > limit:
+            too_big = True
+        if not too_big:
+            chunks.append(chunk)
+        # past the limit the rest is read and dropped, so the client gets the 413
+    if too_big:
+        size = int(declared) if declared and declared.isdigit() else total
+        raise ProtocolError(
+            413,
+            f"request body of {size} bytes is over this server's limit of {limit} bytes "
+            "(mint-envkit serve --max-body-mb); send smaller batches",
+        )
+    return b"".join(chunks)
+
+
+def _endpoint(backend: Backend, spec: RouteSpec) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        if spec.name not in _UNCOUNTED:
+            backend.count(spec.name)
+        try:
+            parsed: dict[str, Any] | None = None
+            if request.method in ("POST", "PUT"):
+                raw = await _read_body(request, backend.max_body_bytes)
+                if spec.body:
+                    parsed = parse_json_body(raw)
+            result = await spec.handler(backend, request, parsed)
+            if isinstance(result, Response):
+                return result
+            return JSONResponse(result)
+        except ProtocolError as err:
+            if err.status >= 500:
+                return error_response(err.status, err.message, **{"x-should-retry": "false"})
+            return error_response(err.status, err.message)
+        except Exception as err:
+            logger.exception("%s %s failed", request.method, request.url.path)
+            return error_response(
+                500,
+                f"internal error in the local backend ({type(err).__name__}: {err}); "
+                "see the server log",
+                **{"x-should-retry": "false"},
+            )
+
+    return endpoint
+
+
+def build_app(backend: Backend) -> Starlette:
+    """The Starlette app serving ``backend`` over the Tinker wire protocol (see :data:`ROUTES`).
+
+    Example::
+
+        import uvicorn
+        uvicorn.run(build_app(Backend(models=["mint-envkit/tiny-qwen3"])), port=8765)
+    """
+    routes = [
+        Route(spec.path, _endpoint(backend, spec), methods=list(spec.methods), name=spec.name)
+        for spec in ROUTES
+    ]
+    app = Starlette(routes=routes)
+    app.state.backend = backend
+    return app

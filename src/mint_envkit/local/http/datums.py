@@ -1,0 +1,236 @@
+"""Request parsing for ``forward`` / ``forward_backward``: datums, loss inputs, loss config.
+
+The SDK's public ``Datum`` / ``TensorData`` are plain classes, not pydantic
+models, so the wire shape of a forward request is declared here (the same
+fields, extra fields forbidden as in the SDK's request types) instead of
+importing the SDK's private pydantic modules, which an SDK upgrade may move.
+Errors are :class:`~mint_envkit.local.http.requests.ProtocolError` (422).
+
+Example::
+
+    from mint_envkit.local.http.datums import parse_forward
+
+    op = parse_forward({
+        "model_id": "m-1", "seq_id": 1,
+        "forward_backward_input": {"loss_fn": "cross_entropy", "data": [{
+            "model_input": {"chunks": [{"tokens": [1, 2], "type": "encoded_text"}]},
+            "loss_fn_inputs": {"target_tokens": {"data": [2, 3], "dtype": "int64"}},
+        }]},
+    }, backward=True)
+    op.data[0]   # {'model_input': [1, 2], 'loss_fn_inputs': {'target_tokens': [2, 3]}}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+import numpy as np
+import pydantic
+from tinker import types as tt
+
+from mint_envkit.local.http.requests import ProtocolError, model_input_tokens, validate_body
+
+__all__ = ["LOSS_FN_REQUIRED_INPUTS", "ForwardOp", "parse_forward"]
+
+LOSS_FN_REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
+    "cross_entropy": ("target_tokens",),
+    "importance_sampling": ("target_tokens", "logprobs", "advantages"),
+    "ppo": ("target_tokens", "logprobs", "advantages"),
+}
+"""The loss functions the local backend supports (the engine's ``SUPPORTED_LOSSES``), and
+the ``loss_fn_inputs`` each needs. ``cispo`` and ``dro`` (in the SDK's enum) are refused."""
+
+_PPO_CLIP_DEFAULTS = {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2}
+
+
+class _Strict(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
+
+
+class _TensorData(_Strict):
+    data: list[int] | list[float]
+    dtype: Literal["int64", "float32"]
+    shape: list[int] | None = None
+    sparse_crow_indices: list[int] | None = None
+    sparse_col_indices: list[int] | None = None
+
+
+class _Datum(_Strict):
+    loss_fn_inputs: dict[str, _TensorData]
+    model_input: tt.ModelInput
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _plain_lists(cls, data: Any) -> Any:
+        """A plain list of numbers is a 1-D tensor (int64 for target_tokens), as the SDK reads it."""
+        if isinstance(data, dict) and isinstance(data.get("loss_fn_inputs"), dict):
+            inputs = {
+                key: (
+                    {
+                        "data": value,
+                        "dtype": "int64" if key == "target_tokens" else "float32",
+                        "shape": [len(value)],
+                    }
+                    if isinstance(value, list)
+                    else value
+                )
+                for key, value in data["loss_fn_inputs"].items()
+            }
+            data = {**data, "loss_fn_inputs": inputs}
+        return data
+
+
+class _ForwardInput(_Strict):
+    data: list[_Datum]
+    loss_fn: str
+    loss_fn_config: dict[str, float] | None = None
+
+
+class _ForwardRequest(_Strict):
+    forward_input: _ForwardInput
+    model_id: str
+    seq_id: int | None = None
+
+
+class _ForwardBackwardRequest(_Strict):
+    forward_backward_input: _ForwardInput
+    model_id: str
+    seq_id: int | None = None
+
+
+@attrs.frozen
+class ForwardOp:
+    """A validated ``forward`` / ``forward_backward`` request in engine terms.
+
+    ``data`` items are ``{"model_input": [ids], "loss_fn_inputs": {name: [values]}}``.
+
+    Example::
+
+        op = parse_forward(body, backward=True)
+        engine.forward(op.model_id, op.data, op.loss_fn, op.loss_fn_config, backward=True)
+    """
+
+    model_id: str
+    seq_id: int | None
+    data: list[dict[str, Any]]
+    loss_fn: str
+    loss_fn_config: dict[str, float] | None
+
+
+def _tensor_list(name: str, tensor: _TensorData, where: str) -> list[float] | list[int]:
+    if tensor.sparse_crow_indices is not None:
+        shape = tensor.shape if tensor.shape is not None else "unknown"
+        raise ProtocolError(
+            422,
+            f"{where}: loss_fn_inputs[{name!r}] is a sparse tensor of shape {shape}; "
+            "the local backend takes 1-D arrays (one value per position)",
+        )
+    try:
+        arr = np.array(tensor.data, dtype=np.int64 if tensor.dtype == "int64" else np.float32)
+        if tensor.shape is not None:
+            arr = arr.reshape(tensor.shape)
+    except (ValueError, OverflowError) as err:
+        raise ProtocolError(422, f"{where}: loss_fn_inputs[{name!r}] is malformed: {err}") from None
+    if arr.ndim != 1:
+        raise ProtocolError(
+            422,
+            f"{where}: loss_fn_inputs[{name!r}] has shape {list(arr.shape)}; "
+            "the local backend takes 1-D arrays (one value per position)",
+        )
+    values = arr.tolist()
+    if tensor.dtype == "float32" and not all(math.isfinite(v) for v in values):
+        raise ProtocolError(422, f"{where}: loss_fn_inputs[{name!r}] contains NaN or infinity")
+    if name == "target_tokens":
+        if any(float(v) != int(v) for v in values):
+            raise ProtocolError(422, f"{where}: target_tokens must be integers")
+        values = [int(v) for v in values]
+        if any(v < 0 for v in values):
+            raise ProtocolError(422, f"{where}: target_tokens must be non-negative token ids")
+    return values
+
+
+def _check_loss_fn(loss_fn: Any) -> None:
+    if loss_fn not in LOSS_FN_REQUIRED_INPUTS:
+        raise ProtocolError(
+            422,
+            f"unsupported loss_fn {loss_fn!r}; the local backend supports "
+            f"{', '.join(sorted(LOSS_FN_REQUIRED_INPUTS))}",
+        )
+
+
+def _check_loss_fn_config(loss_fn: str, config: dict[str, float] | None) -> None:
+    if loss_fn != "ppo":
+        return
+    low, high = ({**_PPO_CLIP_DEFAULTS, **(config or {})}[k] for k in _PPO_CLIP_DEFAULTS)
+    if not 0 <= low <= 1 <= high:
+        raise ProtocolError(
+            422,
+            f"ppo needs 0 <= clip_low_threshold <= 1 <= clip_high_threshold, got {low} and {high}",
+        )
+
+
+def _datum(datum: _Datum, required: tuple[str, ...], loss_fn: str, where: str) -> dict[str, Any]:
+    tokens = model_input_tokens(datum.model_input, f"{where} model_input")
+    if not tokens:
+        raise ProtocolError(422, f"{where}: model_input is empty")
+    missing = [k for k in required if k not in datum.loss_fn_inputs]
+    if missing:
+        raise ProtocolError(
+            422,
+            f"{where}: loss_fn {loss_fn!r} needs loss_fn_inputs {list(required)}; missing {missing}",
+        )
+    inputs: dict[str, Any] = {}
+    for name, tensor in datum.loss_fn_inputs.items():
+        values = _tensor_list(name, tensor, where)
+        if len(values) != len(tokens):
+            raise ProtocolError(
+                422,
+                f"{where}: loss_fn_inputs[{name!r}] has {len(values)} values but "
+                f"model_input has {len(tokens)} tokens; they must be the same length",
+            )
+        inputs[name] = values
+    return {"model_input": tokens, "loss_fn_inputs": inputs}
+
+
+def parse_forward(body: Mapping[str, Any], *, backward: bool) -> ForwardOp:
+    """Validate a ``forward`` / ``forward_backward`` body and convert it for the engine.
+
+    Checks the loss function (and ppo's clip thresholds), that each datum has
+    the inputs its loss needs, and that every ``loss_fn_inputs`` array has one
+    finite value per input token.
+
+    Example::
+
+        op = parse_forward({"model_id": "m-1", "forward_input": {
+            "loss_fn": "cross_entropy",
+            "data": [{"model_input": {"chunks": [{"tokens": [1], "type": "encoded_text"}]},
+                      "loss_fn_inputs": {"target_tokens": [2]}}]}}, backward=False)
+        op.loss_fn   # 'cross_entropy'
+    """
+    what = "forward_backward" if backward else "forward"
+    raw_input = body.get("forward_backward_input" if backward else "forward_input")
+    if isinstance(raw_input, Mapping):
+        _check_loss_fn(raw_input.get("loss_fn"))
+    request_type = _ForwardBackwardRequest if backward else _ForwardRequest
+    req = validate_body(request_type, body, what)
+    fb_input = req.forward_backward_input if backward else req.forward_input
+    _check_loss_fn(fb_input.loss_fn)
+    if not fb_input.data:
+        raise ProtocolError(422, f"{what}: data is empty; send at least one Datum")
+    config = dict(fb_input.loss_fn_config) if fb_input.loss_fn_config else None
+    _check_loss_fn_config(fb_input.loss_fn, config)
+    required = LOSS_FN_REQUIRED_INPUTS[fb_input.loss_fn]
+    data = [
+        _datum(datum, required, fb_input.loss_fn, f"{what}: datum {i}")
+        for i, datum in enumerate(fb_input.data)
+    ]
+    return ForwardOp(
+        model_id=req.model_id,
+        seq_id=req.seq_id,
+        data=data,
+        loss_fn=fb_input.loss_fn,
+        loss_fn_config=config,
+    )

@@ -1,0 +1,384 @@
+"""Request parsing: the server's one validator of request values (Tinker wire protocol).
+
+Pure functions, no HTTP and no torch: a decoded JSON body is validated (with
+the SDK's public pydantic request types where it has them) and turned into
+plain Python values for the engine, which trusts them. Every problem raises
+:class:`ProtocolError`, which carries the HTTP status and one message a person
+can act on. What only the loaded model knows (its vocabulary and context
+length) is left to the engine. ``forward`` / ``forward_backward`` bodies are
+parsed in :mod:`mint_envkit.local.http.datums`, sampling requests in
+:mod:`mint_envkit.local.http.samples`.
+
+Example::
+
+    from mint_envkit.local.http.requests import ProtocolError, parse_optim_step
+
+    req = parse_optim_step({"model_id": "m-1", "adam_params": {"learning_rate": 1e-3}})
+    req.adam_params.beta1   # 0.9
+
+    try:
+        parse_optim_step({"model_id": "m-1", "adam_params": {"learning_rate": -1}})
+    except ProtocolError as err:
+        err.status, err.message   # (422, 'invalid adam_params: learning_rate must be ...')
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import pydantic
+from tinker import types as tt
+
+__all__ = [
+    "MAX_LORA_RANK",
+    "ProtocolError",
+    "check_tinker_path",
+    "model_input_tokens",
+    "parse_create_model",
+    "parse_delete_checkpoint",
+    "parse_json_body",
+    "parse_load_weights",
+    "parse_model_id_request",
+    "parse_optim_step",
+    "parse_paging",
+    "parse_retrieve_future",
+    "parse_run_id",
+    "parse_save_weights",
+    "parse_save_weights_for_sampler",
+    "parse_weights_info",
+    "validate_body",
+]
+
+MAX_LORA_RANK = 4096
+"""The largest LoRA rank ``create_model`` accepts."""
+
+_MAX_ERRORS_SHOWN = 4
+_NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+_CHECKPOINT_KINDS = ("weights", "sampler_weights")
+
+
+@attrs.define
+class ProtocolError(Exception):
+    """A request the server refuses, with the HTTP status to answer and a readable message.
+
+    Example::
+
+        raise ProtocolError(404, "unknown model_id 'm-7'; create one with create_lora_training_client")
+    """
+
+    status: int
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def parse_json_body(raw: bytes) -> dict[str, Any]:
+    """Decode a request body; anything but a JSON object is a 400.
+
+    Example::
+
+        parse_json_body(b'{"model_id": "m"}')   # {'model_id': 'm'}
+        parse_json_body(b'{oops')                # ProtocolError(400, 'request body is not valid JSON ...')
+    """
+    if not raw.strip():
+        raise ProtocolError(400, "request body is empty; send a JSON object")
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ProtocolError(400, f"request body is not valid JSON: {err}") from None
+    if not isinstance(body, dict):
+        raise ProtocolError(400, f"request body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+def _format_validation_error(err: pydantic.ValidationError) -> str:
+    parts = []
+    for item in err.errors()[:_MAX_ERRORS_SHOWN]:
+        loc = ".".join(str(p) for p in item.get("loc", ())) or "(body)"
+        parts.append(f"{loc}: {item.get('msg', 'invalid')}")
+    more = len(err.errors()) - _MAX_ERRORS_SHOWN
+    if more > 0:
+        parts.append(f"... and {more} more")
+    return "; ".join(parts)
+
+
+def _strip_locs(body: Any, locs: list[tuple[Any, ...]]) -> Any:
+    body = json.loads(json.dumps(body))  # deep copy of plain JSON
+    for loc in locs:
+        node = body
+        for key in loc[:-1]:
+            try:
+                node = node[key]
+            except (KeyError, IndexError, TypeError):
+                node = None
+                break
+        if isinstance(node, dict):
+            node.pop(loc[-1], None)
+    return body
+
+
+def validate_body(model_cls: type[pydantic.BaseModel], body: Mapping[str, Any], what: str) -> Any:
+    """Validate ``body`` with a pydantic request type; unknown extra fields are dropped.
+
+    Request types forbid extra fields; a newer client that adds one should
+    still work here, so extras are removed and validation retried once.
+
+    Example::
+
+        validate_body(tt.OptimStepRequest, body, "optim_step").adam_params.learning_rate
+    """
+    try:
+        return model_cls.model_validate(body)
+    except pydantic.ValidationError as err:
+        errors = err.errors()
+        extras = [e["loc"] for e in errors if e.get("type") == "extra_forbidden"]
+        if extras and len(extras) == len(errors):
+            try:
+                return model_cls.model_validate(_strip_locs(body, extras))
+            except pydantic.ValidationError as err2:
+                err = err2
+        raise ProtocolError(
+            422, f"invalid {what} request: {_format_validation_error(err)}"
+        ) from None
+
+
+def model_input_tokens(model_input: tt.ModelInput, what: str) -> list[int]:
+    """The token ids of a validated ``ModelInput``: token chunks only, ids non-negative.
+
+    Example::
+
+        model_input_tokens(tt.ModelInput.from_ints([1, 2]), "prompt")   # [1, 2]
+    """
+    tokens: list[int] = []
+    for i, chunk in enumerate(model_input.chunks):
+        if not isinstance(chunk, tt.EncodedTextChunk):
+            raise ProtocolError(
+                422,
+                f"{what}: chunk {i} is a {getattr(chunk, 'type', type(chunk).__name__)!r} chunk; "
+                "the local backend takes token chunks (type 'encoded_text') only",
+            )
+        tokens.extend(int(t) for t in chunk.tokens)
+    negative = [t for t in tokens if t < 0]
+    if negative:
+        raise ProtocolError(422, f"{what}: token ids must be non-negative, got {negative[:5]}")
+    return tokens
+
+
+def _check_name(name: str, what: str = "checkpoint name") -> str:
+    """1-128 characters from ``[A-Za-z0-9._-]``, not starting with '.', no '..' anywhere."""
+    if not _NAME_RE.match(name) or name.startswith(".") or ".." in name:
+        raise ProtocolError(
+            422,
+            f"invalid {what} {name!r}: use 1-128 characters from [A-Za-z0-9._-], "
+            "not starting with '.', with no '..' (names cannot leave the state directory)",
+        )
+    return name
+
+
+def check_tinker_path(path: str, what: str) -> str:
+    """A checkpoint path ``tinker://<model_id>/<weights|sampler_weights>/<name>``, checked.
+
+    Example::
+
+        check_tinker_path("tinker://m-1/weights/a", "load_weights")   # 'tinker://m-1/weights/a'
+        check_tinker_path("tinker://m-1/../x", "load_weights")        # ProtocolError(422, ...)
+    """
+    if not path.startswith("tinker://"):
+        raise ProtocolError(
+            422, f"{what}: {path!r} is not a tinker:// path (as returned by save_state)"
+        )
+    parts = path.removeprefix("tinker://").split("/")
+    if ".." in parts:
+        raise ProtocolError(422, f"{what}: {path!r} must not contain '..'")
+    if len(parts) != 3 or parts[1] not in _CHECKPOINT_KINDS:
+        raise ProtocolError(
+            422,
+            f"{what}: checkpoint path {path!r} must have the form "
+            "tinker://<model_id>/weights/<name> or tinker://<model_id>/sampler_weights/<name>",
+        )
+    _check_name(parts[0], "model_id in checkpoint path")
+    _check_name(parts[2])
+    return path
+
+
+def _required_string(body: Mapping[str, Any], key: str, what: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str) or not value:
+        raise ProtocolError(422, f"invalid {what} request: {key} (a string) is required")
+    return value
+
+
+# --------------------------------------------------------------------------- models
+
+
+def parse_create_model(body: Mapping[str, Any]) -> tt.CreateModelRequest:
+    """Validate a ``create_model`` body: LoRA rank 1..4096, at least one part trained.
+
+    Example::
+
+        req = parse_create_model({"session_id": "s", "model_seq_id": 0,
+                                  "base_model": "mint-envkit/tiny-qwen3",
+                                  "lora_config": {"rank": 8}})
+        req.lora_config.rank   # 8
+    """
+    req = validate_body(tt.CreateModelRequest, body, "create_model")
+    lora = req.lora_config
+    if lora is not None and not 1 <= lora.rank <= MAX_LORA_RANK:
+        raise ProtocolError(
+            422, f"lora_config.rank must be at least 1 and at most {MAX_LORA_RANK}, got {lora.rank}"
+        )
+    if lora is not None and not (lora.train_mlp or lora.train_attn or lora.train_unembed):
+        raise ProtocolError(
+            422, "lora_config: at least one of train_mlp, train_attn, train_unembed must be true"
+        )
+    return req
+
+
+def parse_model_id_request(body: Mapping[str, Any], what: str) -> str:
+    """The ``model_id`` of a ``get_info`` / ``unload_model`` body.
+
+    Example::
+
+        parse_model_id_request({"model_id": "m-1", "type": "get_info"}, "get_info")  # 'm-1'
+    """
+    return _required_string(body, "model_id", what)
+
+
+def parse_paging(query: Mapping[str, str], default_limit: int) -> tuple[int, int]:
+    """``(offset, limit)`` of a listing from its query parameters (negative values become 0).
+
+    Example::
+
+        parse_paging({"limit": "5"}, 20)   # (0, 5)
+    """
+    try:
+        limit = int(query.get("limit", default_limit))
+        offset = int(query.get("offset", 0))
+    except ValueError:
+        raise ProtocolError(422, "limit and offset must be integers") from None
+    return max(0, offset), max(0, limit)
+
+
+def parse_run_id(run_id: str) -> str:
+    """A training run id from a REST path (``/training_runs/{run_id}/...``), checked.
+
+    Example::
+
+        parse_run_id("model-1")   # 'model-1'
+        parse_run_id("..")        # ProtocolError(422, "invalid model_id '..' ...")
+    """
+    return _check_name(run_id, "model_id")
+
+
+def parse_delete_checkpoint(run_id: str, checkpoint_id: str) -> str:
+    """The ``tinker://`` path of a ``DELETE .../checkpoints/{checkpoint_id}`` request.
+
+    Example::
+
+        parse_delete_checkpoint("m-1", "weights/a")   # 'tinker://m-1/weights/a'
+    """
+    if not checkpoint_id or ".." in checkpoint_id.split("/") or ".." in run_id.split("/"):
+        raise ProtocolError(422, f"invalid checkpoint id {checkpoint_id!r}")
+    return check_tinker_path(f"tinker://{run_id}/{checkpoint_id}", "delete_checkpoint")
+
+
+# --------------------------------------------------------------------------- training
+
+
+def parse_optim_step(body: Mapping[str, Any]) -> tt.OptimStepRequest:
+    """Validate an ``optim_step`` body (Adam parameters finite and in their ranges).
+
+    Example::
+
+        req = parse_optim_step({"model_id": "m-1", "seq_id": 2,
+                                "adam_params": {"learning_rate": 1e-3}})
+        req.adam_params.beta2   # 0.95
+    """
+    req = validate_body(tt.OptimStepRequest, body, "optim_step")
+    p = req.adam_params
+    problems = []
+    for name in ("learning_rate", "eps", "weight_decay", "grad_clip_norm"):
+        value = getattr(p, name)
+        if not (math.isfinite(value) and value >= 0):
+            off = " (0 turns clipping off)" if name == "grad_clip_norm" else ""
+            problems.append(f"{name} must be finite and >= 0{off}, got {value}")
+    for name in ("beta1", "beta2"):
+        value = getattr(p, name)
+        if not (0.0 <= value < 1.0):
+            problems.append(f"{name} must be in [0, 1), got {value}")
+    if problems:
+        raise ProtocolError(422, "invalid adam_params: " + "; ".join(problems))
+    return req
+
+
+def _named_save(model_cls: type[pydantic.BaseModel], body: Mapping[str, Any], what: str) -> Any:
+    req = validate_body(model_cls, body, what)
+    if req.path is not None:
+        _check_name(req.path)
+    return req
+
+
+def parse_save_weights(body: Mapping[str, Any]) -> tt.SaveWeightsRequest:
+    """Validate a ``save_weights`` body (``save_state``); the name is checked.
+
+    Example::
+
+        parse_save_weights({"model_id": "m-1", "path": "step-1", "seq_id": 3}).path  # 'step-1'
+    """
+    return _named_save(tt.SaveWeightsRequest, body, "save_weights")
+
+
+def parse_save_weights_for_sampler(body: Mapping[str, Any]) -> tt.SaveWeightsForSamplerRequest:
+    """Validate a ``save_weights_for_sampler`` body; a name, when given, is checked.
+
+    Example::
+
+        parse_save_weights_for_sampler({"model_id": "m-1", "seq_id": 4}).path   # None
+    """
+    return _named_save(tt.SaveWeightsForSamplerRequest, body, "save_weights_for_sampler")
+
+
+def parse_load_weights(body: Mapping[str, Any]) -> tt.LoadWeightsRequest:
+    """Validate a ``load_weights`` body (resume from a ``tinker://`` path).
+
+    Example::
+
+        req = parse_load_weights({"model_id": "m-2", "path": "tinker://m-1/weights/a",
+                                  "optimizer": True, "seq_id": 1})
+        req.optimizer   # True
+    """
+    req = validate_body(tt.LoadWeightsRequest, body, "load_weights")
+    check_tinker_path(req.path, "load_weights")
+    return req
+
+
+def parse_weights_info(body: Mapping[str, Any]) -> str:
+    """The ``tinker_path`` of a ``weights_info`` body.
+
+    Example::
+
+        parse_weights_info({"tinker_path": "tinker://m-1/weights/a"})   # 'tinker://m-1/weights/a'
+    """
+    path = body.get("tinker_path")
+    if not isinstance(path, str):
+        raise ProtocolError(422, "invalid weights_info request: tinker_path (a string) is required")
+    return check_tinker_path(path, "weights_info")
+
+
+def parse_retrieve_future(body: Mapping[str, Any]) -> str:
+    """The ``request_id`` of a ``retrieve_future`` body.
+
+    Example::
+
+        parse_retrieve_future({"request_id": "req-1", "allow_metadata_only": True})  # 'req-1'
+    """
+    return _required_string(body, "request_id", "retrieve_future")

@@ -1,0 +1,292 @@
+"""Response shaping: engine results and errors as the JSON bodies the SDK accepts.
+
+The SDK validates responses strictly, so every body is built here in its
+wire shape: forward outputs, samples, checkpoints, the unsigned JWT, and the
+error answers (a failed future's ``(message, category)``, a 4xx for a direct
+endpoint). Pure functions apart from :class:`JSONResponse`; no torch.
+
+Example::
+
+    from mint_envkit.local.http.responses import JSONResponse, sanitize_metrics
+
+    sanitize_metrics({"loss:sum": 1, "lr": 0.1})   # {'loss:sum': 1.0, 'lr:mean': 0.1}
+    JSONResponse({"loss:sum": float("nan")}).body   # b'{"loss:sum":NaN}'
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.responses import Response
+from tinker import types as tt
+
+from mint_envkit.errors import MintEnvkitError
+from mint_envkit.local.http.requests import ProtocolError
+
+__all__ = [
+    "JSONResponse",
+    "checkpoint_json",
+    "cursor_json",
+    "describe_error",
+    "engine_error_response",
+    "error_response",
+    "forward_output_json",
+    "iso_time",
+    "make_jwt",
+    "optim_metrics_json",
+    "sample_response_json",
+    "sanitize_metrics",
+]
+
+logger = logging.getLogger("mint_envkit.local.server")
+
+_NOT_FOUND_HINTS = (
+    "not found",
+    "unknown",
+    "does not exist",
+    "no such",
+    "not available",
+    "no checkpoint",
+)
+
+
+class JSONResponse(Response):
+    """JSON that keeps NaN/Infinity (Python's json reads them; the SDK validates floats).
+
+    Example::
+
+        JSONResponse({"loss:sum": float("nan")}).body   # b'{"loss:sum":NaN}'
+    """
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, allow_nan=True, separators=(",", ":")).encode("utf-8")
+
+
+def error_response(status: int, message: str, **headers: str) -> JSONResponse:
+    """An ``{"error": message}`` answer with ``status`` (and extra headers).
+
+    Example::
+
+        error_response(404, "unknown session 's-9'").status_code   # 404
+    """
+    return JSONResponse({"error": message}, status_code=status, headers=headers or None)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def describe_error(err: BaseException) -> tuple[str, str]:
+    """``(message, category)`` for a failed operation, as the SDK shows it.
+
+    Engine errors carry their category (``user`` / ``server``); a refused
+    request is ``user``; anything unexpected is logged and reported as ``server``.
+
+    Example::
+
+        describe_error(ProtocolError(422, "bad"))   # ('bad', 'user')
+    """
+    category = getattr(err, "category", None)
+    if isinstance(err, MintEnvkitError) and category in ("user", "server"):
+        return str(err), str(category)
+    if isinstance(err, ProtocolError):
+        return err.message, "user"
+    if isinstance(err, MintEnvkitError):
+        return str(err), "server"
+    logger.error("operation failed unexpectedly", exc_info=err)
+    return (
+        f"internal error in the local backend ({type(err).__name__}: {err}); see the server log",
+        "server",
+    )
+
+
+def engine_error_response(err: BaseException) -> JSONResponse:
+    """A 4xx for an engine error on a direct (non-future) endpoint.
+
+    User errors are 404 (something named does not exist) or 422; server
+    errors are 400, because the SDK retries any 5xx for minutes.
+
+    Example::
+
+        engine_error_response(EngineError("no checkpoint at 'tinker://x/weights/y'"))
+        # JSONResponse 404 {"error": "no checkpoint at ..."}
+    """
+    message, category = describe_error(err)
+    if category == "user":
+        text = message.lower()
+        return error_response(404 if any(s in text for s in _NOT_FOUND_HINTS) else 422, message)
+    # A deliberate server-side failure: answer with a status the SDK does not
+    # retry for minutes (it retries 5xx), so the user sees the message now.
+    return error_response(400, f"local backend error: {message}")
+
+
+# --------------------------------------------------------------------------- bodies
+
+
+def sanitize_metrics(metrics: Mapping[str, Any] | None) -> dict[str, float]:
+    """Metrics as the SDK can combine them: ``name:reduction`` keys, float values.
+
+    The SDK splits every key on ':' when it merges chunked results, so a key
+    without exactly one ':' gets ':mean' appended (a key with more is dropped).
+
+    Example::
+
+        sanitize_metrics({"loss:sum": 1, "lr": 0.1})   # {'loss:sum': 1.0, 'lr:mean': 0.1}
+    """
+    out: dict[str, float] = {}
+    for key, value in (metrics or {}).items():
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        key = str(key)
+        colons = key.count(":")
+        if colons == 0:
+            key = f"{key}:mean"
+        elif colons > 1:
+            continue
+        out[key] = number
+    return out
+
+
+def optim_metrics_json(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An ``OptimStepResponse`` body: the engine's numeric metrics as floats, names kept.
+
+    Example::
+
+        optim_metrics_json({"grad_norm": 1, "note": "x"})   # {'metrics': {'grad_norm': 1.0}}
+    """
+    values: dict[str, float] = {}
+    for key, value in dict(metrics or {}).items():
+        try:
+            values[str(key)] = float(value)
+        except (TypeError, ValueError):
+            continue
+    return {"metrics": values}
+
+
+def forward_output_json(logprobs: Sequence[Sequence[float]], metrics: Mapping[str, Any]) -> dict:
+    """A ``ForwardBackwardOutput`` body: learner logprobs per datum, and metrics.
+
+    Example::
+
+        forward_output_json([[-0.5, -1.0]], {"loss:sum": 1.5})["loss_fn_outputs"][0]["logprobs"]
+        # {'data': [-0.5, -1.0], 'dtype': 'float32', 'shape': [2]}
+    """
+    outputs = []
+    for lp in logprobs:
+        values = [float(v) for v in lp]
+        outputs.append({"logprobs": {"data": values, "dtype": "float32", "shape": [len(values)]}})
+    return {
+        "loss_fn_output_type": "TorchLossReturn",
+        "loss_fn_outputs": outputs,
+        "metrics": sanitize_metrics(metrics),
+    }
+
+
+def sample_response_json(
+    sequences: Sequence[Any], prompt_logprobs: Sequence[float | None] | None
+) -> dict:
+    """A ``SampleResponse`` body from engine ``SampledSequence`` objects.
+
+    Example::
+
+        sample_response_json([seq], None)
+        # {'type': 'sample', 'sequences': [{'tokens': [...], 'logprobs': [...], 'stop_reason': 'stop'}]}
+    """
+    body: dict[str, Any] = {
+        "type": "sample",
+        "sequences": [
+            {
+                "tokens": [int(t) for t in s.tokens],
+                "logprobs": [float(v) for v in s.logprobs],
+                "stop_reason": s.stop_reason,
+            }
+            for s in sequences
+        ],
+    }
+    if prompt_logprobs is not None:
+        body["prompt_logprobs"] = [None if v is None else float(v) for v in prompt_logprobs]
+    return body
+
+
+def cursor_json(offset: int, limit: int, total: int) -> dict[str, int]:
+    """A ``Cursor`` body for a page of a listing.
+
+    Example::
+
+        cursor_json(0, 20, 3)   # {'offset': 0, 'limit': 20, 'total_count': 3}
+    """
+    return {"offset": offset, "limit": limit, "total_count": total}
+
+
+def iso_time(value: Any) -> str:
+    """An ISO-8601 UTC time from a datetime, a UNIX time or a string (now when missing).
+
+    Example::
+
+        iso_time(0)   # '1970-01-01T00:00:00+00:00'
+    """
+    if isinstance(value, datetime):
+        dt = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return dt.isoformat()
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(float(value), tz=UTC).isoformat()
+    if isinstance(value, str) and value:
+        return value
+    return datetime.now(tz=UTC).isoformat()
+
+
+def checkpoint_json(info: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``Checkpoint`` body from an engine checkpoint record.
+
+    The checkpoint id and type are derived from the ``tinker://run/kind/name``
+    path when it has that shape, so the SDK's path-based delete works.
+
+    Example::
+
+        checkpoint_json({"tinker_path": "tinker://m-1/weights/a", "time": 0, "size_bytes": 10})
+        # {'checkpoint_id': 'weights/a', 'checkpoint_type': 'training', ...}
+    """
+    path = str(info.get("tinker_path", ""))
+    try:
+        parsed = tt.ParsedCheckpointTinkerPath.from_tinker_path(path)
+        checkpoint_id, checkpoint_type = parsed.checkpoint_id, parsed.checkpoint_type
+    except ValueError:
+        checkpoint_id = str(info.get("checkpoint_id", path))
+        kind = str(info.get("checkpoint_type", "training"))
+        checkpoint_type = "sampler" if kind in ("sampler", "sampler_weights") else "training"
+    size = info.get("size_bytes")
+    return {
+        "checkpoint_id": checkpoint_id,
+        "checkpoint_type": checkpoint_type,
+        "time": iso_time(info.get("time")),
+        "tinker_path": path,
+        "size_bytes": int(size) if isinstance(size, int | float) else None,
+    }
+
+
+def make_jwt(subject: str = "mint-envkit-local", lifetime_s: float = 10 * 365 * 24 * 3600) -> str:
+    """An unsigned JWT whose ``exp`` the SDK can parse (the local server checks no keys).
+
+    Example::
+
+        token = make_jwt()
+        token.startswith("eyJ")   # True: the SDK recognises it as a JWT
+    """
+
+    def b64(obj: dict) -> str:
+        raw = json.dumps(obj, separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    now = int(time.time())
+    header = {"alg": "none", "typ": "JWT"}
+    payload = {"sub": subject, "iat": now, "exp": now + int(lifetime_s), "iss": "mint-envkit"}
+    return f"{b64(header)}.{b64(payload)}."

@@ -1,0 +1,17 @@
+"""The server's route handlers, one module per resource.
+
+- :mod:`~mint_envkit.local.http.routes.sessions`: client setup, sessions, health, stats,
+  ``retrieve_future``;
+- :mod:`~mint_envkit.local.http.routes.training`: LoRA training clients, training steps, weights;
+- :mod:`~mint_envkit.local.http.routes.sampling`: sampling sessions and ``asample``;
+- :mod:`~mint_envkit.local.http.routes.rest`: training runs, checkpoints, samplers.
+
+Every handler is ``async (backend, request, body) -> body | Response``; the
+route table that binds them to paths is :data:`mint_envkit.local.http.app.ROUTES`.
+
+Example::
+
+    from mint_envkit.local.http.routes import sessions
+
+    await sessions.healthz(backend, request, None)   # {'status': 'ok'}
+"""

@@ -1,0 +1,131 @@
+"""Route handlers: sampling sessions and ``asample`` (batched on the engine worker).
+
+Every handler is ``async (backend, request, body) -> body | Response``.
+
+Example::
+
+    await asample(backend, request, {"sampling_session_id": sid, "prompt": prompt,
+                                     "sampling_params": {"max_tokens": 8}})
+    # {'request_id': 'req-...'}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from starlette.requests import Request
+
+from mint_envkit.local.http.responses import engine_error_response, sample_response_json
+from mint_envkit.local.http.samples import SampleOp, parse_create_sampling_session, parse_sample
+from mint_envkit.local.http.state import Backend
+from mint_envkit.local.http.worker import SampleJob
+
+__all__ = ["asample", "create_sampling_session"]
+
+
+async def create_sampling_session(b: Backend, request: Request, body: dict) -> Any:
+    """``POST /create_sampling_session``: a sampler on a base model or on saved weights.
+
+    Waits for the engine, but not past the SDK's 60 s read timeout (it would
+    re-send): if the worker is busy for long, it answers with a server-side id
+    now and binds it to the engine's sampler when that is made (FIFO: before
+    any sample on it can run).
+
+    Example::
+
+        await create_sampling_session(backend, request, {"session_id": "s",
+            "sampling_session_seq_id": 0, "base_model": "mint-envkit/tiny-qwen3"})
+    """
+    req = parse_create_sampling_session(body)
+    if req.base_model is not None:
+        base = b.require_base_model(req.base_model)
+
+        def fn(e: Any) -> tuple[str, str]:
+            return e.create_sampler(base_model=base), base
+    else:
+        path = req.model_path
+        known_base = b.run_base_model(path)
+
+        def fn(e: Any) -> tuple[str, str]:
+            sampler_id = e.create_sampler(model_path=path)
+            base = known_base
+            if not base:
+                try:
+                    base = str(e.weights_info(path).get("base_model", ""))
+                except Exception:
+                    base = ""
+            return sampler_id, base
+
+    cf = b.worker.submit(fn, "create_sampling_session")
+    try:
+        sampler_id, base = await asyncio.wait_for(
+            asyncio.shield(asyncio.wrap_future(cf)), b.direct_call_timeout_s
+        )
+        pending = None
+    except TimeoutError:
+        sampler_id = f"sampler-pending-{uuid.uuid4().hex}"
+        base = req.base_model or b.run_base_model(req.model_path or "")
+        pending = cf
+    except Exception as err:
+        return engine_error_response(err)
+    b.samplers.add(sampler_id, base_model=base, model_path=req.model_path, pending=pending)
+    b.session(req.session_id)["sampler_ids"].append(sampler_id)
+    await b.delay()
+    return {"type": "create_sampling_session", "sampling_session_id": sampler_id}
+
+
+def _engine_kwargs(op: SampleOp) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "num_samples": op.num_samples,
+        "temperature": op.temperature,
+        "top_p": op.top_p,
+        "top_k": op.top_k,
+        "seed": op.seed,
+        "stop": op.stop,
+    }
+    if op.max_tokens is not None:
+        kwargs["max_tokens"] = op.max_tokens
+    return kwargs
+
+
+async def asample(b: Backend, request: Request, body: dict) -> dict:
+    """``POST /asample``: sample from a session, a saved path or a base model (a future).
+
+    Example::
+
+        await asample(backend, request, {"sampling_session_id": sid, "num_samples": 2,
+            "prompt": {"chunks": [{"tokens": [1, 2], "type": "encoded_text"}]},
+            "sampling_params": {"max_tokens": 8}})
+    """
+    op = parse_sample(body)
+    sampler_key: tuple[str, str] | None = None
+    sampler_id: str | None = None
+    if op.sampling_session_id is not None:
+        sampler_id = b.samplers.require(op.sampling_session_id)
+    elif op.model_path is not None:
+        sampler_key = ("model_path", op.model_path)
+    else:
+        sampler_key = ("base_model", b.require_base_model(op.base_model or ""))
+    pending = b.samplers.pending.get(sampler_id or "")
+
+    def resolve(e: Any) -> str:
+        if pending is not None:
+            return str(pending.result()[0])  # done: the batcher waits until it is
+        if sampler_id is not None:
+            return sampler_id
+        assert sampler_key is not None  # parse_sample ensures one of the three
+        return b.samplers.adhoc(e, sampler_key)
+
+    request_id = b.futures.create("asample")
+    job = SampleJob(
+        resolve=resolve,
+        prompt=op.prompt,
+        kwargs=_engine_kwargs(op),
+        prompt_logprobs=bool(op.prompt_logprobs),
+        ready=pending,
+    )
+    b.batcher.enqueue(job)
+    b.complete_when_done(request_id, job.future, lambda r: sample_response_json(r[0], r[1]))
+    return {"request_id": request_id}

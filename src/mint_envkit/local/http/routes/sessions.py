@@ -1,0 +1,168 @@
+"""Route handlers: client setup, sessions, health, stats and ``retrieve_future``.
+
+Every handler is ``async (backend, request, body) -> body | Response``; the
+route table is :data:`mint_envkit.local.http.app.ROUTES`.
+
+Example::
+
+    await healthz(backend, request, None)   # {'status': 'ok'}
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+
+from mint_envkit.local.http.requests import ProtocolError, parse_paging, parse_retrieve_future
+from mint_envkit.local.http.responses import error_response, make_jwt
+from mint_envkit.local.http.state import Backend
+
+__all__ = [
+    "auth_token",
+    "capabilities",
+    "client_config",
+    "create_session",
+    "get_session",
+    "healthz",
+    "list_sessions",
+    "retrieve_future",
+    "session_heartbeat",
+    "stats",
+    "telemetry",
+]
+
+
+def _constant(payload: dict[str, Any]) -> Callable[[Backend, Request, Any], Awaitable[dict]]:
+    """A handler that always answers ``payload`` (a copy)."""
+
+    async def handler(b: Backend, request: Request, body: Any) -> dict:
+        return dict(payload)
+
+    return handler
+
+
+client_config = _constant(
+    {
+        "pjwt_auth_enabled": True,
+        "credential_default_source": "api_key",
+        "parallel_fwdbwd_chunks": True,
+        "proto_write_fwdbwd": False,
+        "enable_grpc_retrieve_future": False,
+        "sample_no_retries": False,
+    }
+)
+"""``POST /client/config``: the SDK's client settings."""
+
+session_heartbeat = _constant({"type": "session_heartbeat"})
+"""``POST /session_heartbeat``: nothing to do locally."""
+
+telemetry = _constant({"status": "accepted"})
+"""``POST /telemetry``: accepted and dropped."""
+
+healthz = _constant({"status": "ok"})
+"""``GET /healthz``."""
+
+
+async def auth_token(b: Backend, request: Request, body: Any) -> dict:
+    """An unsigned JWT (``POST /auth/token``); any API key is accepted.
+
+    Example::
+
+        (await auth_token(backend, request, None))["jwt"].startswith("eyJ")   # True
+    """
+    return {"jwt": make_jwt()}
+
+
+async def create_session(b: Backend, request: Request, body: Any) -> dict:
+    """A new session id (``POST /create_session``).
+
+    Example::
+
+        (await create_session(backend, request, None))["session_id"]   # 'session-...'
+    """
+    session_id = f"session-{uuid.uuid4().hex[:12]}"
+    b.session(session_id)
+    return {"type": "create_session", "session_id": session_id}
+
+
+async def capabilities(b: Backend, request: Request, body: Any) -> dict:
+    """``GET /get_server_capabilities``: the served base models.
+
+    Example::
+
+        (await capabilities(backend, request, None))["supported_models"][0]["model_name"]
+    """
+    return {"supported_models": [{"model_name": m} for m in b.models]}
+
+
+async def stats(b: Backend, request: Request, body: Any) -> dict:
+    """``GET /mint_envkit/stats``: request counts, pending futures, batches, uptime.
+
+    Example::
+
+        (await stats(backend, request, None))["request_counts"]   # {'asample': 3, ...}
+    """
+    return {
+        "request_counts": dict(b.request_counts()),
+        "pending_futures": b.futures.pending,
+        "models": b.models,
+        "training_runs": len(b.model_registry),
+        "samplers": len(b.samplers),
+        "sample_batches": list(b.batcher.batches),
+        "latency_ms": b.latency_s * 1000.0,
+        "uptime_s": time.time() - b.started_at,
+    }
+
+
+async def retrieve_future(b: Backend, request: Request, body: dict) -> Any:
+    """``POST /retrieve_future``: the result, or try_again after a long poll.
+
+    Example::
+
+        await retrieve_future(backend, request, {"request_id": rid})   # the operation's body
+    """
+    request_id = parse_retrieve_future(body)
+    try:
+        payload = await b.futures.wait(request_id, b.long_poll_s)
+    except KeyError:
+        return error_response(
+            404,
+            f"unknown request_id {request_id!r}: this server never issued it, or has "
+            "restarted since",
+        )
+    if payload is None:
+        return {"type": "try_again", "request_id": request_id, "queue_state": "active"}
+    return payload
+
+
+async def list_sessions(b: Backend, request: Request, body: Any) -> dict:
+    """``GET /sessions``: a page of session ids.
+
+    Example::
+
+        (await list_sessions(backend, request, None))["sessions"]   # ['session-...']
+    """
+    offset, limit = parse_paging(request.query_params, 20)
+    ids = list(b.sessions)
+    return {"sessions": ids[offset : offset + limit]}
+
+
+async def get_session(b: Backend, request: Request, body: Any) -> dict:
+    """``GET /sessions/{session_id}``: its training runs and samplers.
+
+    Example::
+
+        (await get_session(backend, request, None))["training_run_ids"]   # ['model-1']
+    """
+    session_id = request.path_params["session_id"]
+    if session_id not in b.sessions:
+        raise ProtocolError(404, f"unknown session {session_id!r}")
+    rec = b.sessions[session_id]
+    return {
+        "training_run_ids": list(rec["training_run_ids"]),
+        "sampler_ids": list(rec["sampler_ids"]),
+    }

@@ -1,0 +1,298 @@
+"""Route handlers: LoRA training clients (create, info, unload), training steps, weights.
+
+Training requests go through :meth:`Backend.submit_training` (validated,
+ordered by ``seq_id``, answered with a future). Every handler is
+``async (backend, request, body) -> body | Response``.
+
+Example::
+
+    await optim_step(backend, request, {"model_id": mid, "seq_id": 2,
+                                        "adam_params": {"learning_rate": 1e-3}})
+    # {'request_id': 'req-...', 'model_id': mid}
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from starlette.requests import Request
+
+from mint_envkit.errors import MintEnvkitError
+from mint_envkit.local.http.datums import ForwardOp, parse_forward
+from mint_envkit.local.http.requests import (
+    parse_create_model,
+    parse_load_weights,
+    parse_model_id_request,
+    parse_optim_step,
+    parse_save_weights,
+    parse_save_weights_for_sampler,
+    parse_weights_info,
+)
+from mint_envkit.local.http.responses import (
+    engine_error_response,
+    forward_output_json,
+    optim_metrics_json,
+)
+from mint_envkit.local.http.state import Backend
+
+__all__ = [
+    "create_model",
+    "forward",
+    "forward_backward",
+    "get_info",
+    "load_weights",
+    "optim_step",
+    "save_weights",
+    "save_weights_for_sampler",
+    "unload_model",
+    "weights_info",
+]
+
+_LORA_FLAGS = ("train_mlp", "train_attn", "train_unembed")
+
+
+async def create_model(b: Backend, request: Request, body: dict) -> dict:
+    """``POST /create_model``: a LoRA training client on a served base model (a future).
+
+    Example::
+
+        await create_model(backend, request, {"session_id": "s", "model_seq_id": 0,
+                                              "base_model": "mint-envkit/tiny-qwen3"})
+    """
+    req = parse_create_model(body)
+    base = b.require_base_model(req.base_model)
+    lora = req.lora_config
+    kwargs: dict[str, Any] = {}
+    if lora is not None:
+        kwargs = {"rank": lora.rank, "seed": lora.seed}
+        kwargs.update({flag: getattr(lora, flag) for flag in _LORA_FLAGS})
+
+    def fn(e: Any) -> tuple[str, dict[str, Any]]:
+        model_id = e.create_lora(base, **kwargs)
+        return model_id, dict(e.model_info(model_id))
+
+    def on_success(result: tuple[str, dict[str, Any]]) -> None:
+        model_id, info = result
+        b.model_registry[model_id] = {
+            "model_id": model_id,
+            "base_model": info.get("base_model", base),
+            "lora_rank": info.get("lora_rank", kwargs.get("rank")),
+            "tokenizer_dir": info.get("tokenizer_dir"),
+            "arch": info.get("arch"),
+            **{flag: info.get(flag, kwargs.get(flag, True)) for flag in _LORA_FLAGS},
+            "user_metadata": {str(k): str(v) for k, v in (req.user_metadata or {}).items()},
+            "session_id": req.session_id,
+            "last_request_time": time.time(),
+        }
+        b.session(req.session_id)["training_run_ids"].append(model_id)
+
+    request_id = b.futures.create("create_model")
+    b.start_op(request_id, fn, lambda r: {"type": "create_model", "model_id": r[0]}, on_success)
+    return {"request_id": request_id}
+
+
+async def get_info(b: Backend, request: Request, body: dict) -> dict:
+    """``POST /get_info``: a training client's base model, tokenizer and LoRA rank.
+
+    Example::
+
+        (await get_info(backend, request, {"model_id": mid}))["model_data"]["model_name"]
+    """
+    info = b.require_model(parse_model_id_request(body, "get_info"))
+    await b.delay()
+    return {
+        "type": "get_info",
+        "model_id": info["model_id"],
+        "model_data": {
+            "arch": info.get("arch"),
+            "model_name": info["base_model"],
+            "tokenizer_id": info.get("tokenizer_dir"),
+        },
+        "is_lora": True,
+        "lora_rank": info.get("lora_rank"),
+        "model_name": info["base_model"],
+    }
+
+
+async def unload_model(b: Backend, request: Request, body: dict) -> dict:
+    """``POST /unload_model``: free a training client (a future); its model_id is then unknown.
+
+    Example::
+
+        await unload_model(backend, request, {"model_id": mid})
+    """
+    model_id = parse_model_id_request(body, "unload_model")
+    b.require_model(model_id)
+    request_id = b.futures.create("unload_model")
+    b.start_op(
+        request_id,
+        lambda e: e.unload(model_id),
+        lambda _: {"type": "unload_model", "model_id": model_id},
+        lambda _: b.forget_model(model_id),
+    )
+    return {"request_id": request_id, "model_id": model_id}
+
+
+async def _forward_like(b: Backend, body: dict, *, backward: bool) -> dict:
+    def build(op: ForwardOp) -> tuple[Any, Any, None]:
+        def fn(e: Any) -> Any:
+            return e.forward(op.model_id, op.data, op.loss_fn, op.loss_fn_config, backward=backward)
+
+        return fn, lambda out: forward_output_json(out.logprobs, out.metrics), None
+
+    kind = "forward_backward" if backward else "forward"
+    return b.submit_training(kind, body, lambda bd: parse_forward(bd, backward=backward), build)
+
+
+async def forward(b: Backend, request: Request, body: dict) -> dict:
+    """``POST /forward``: learner logprobs and the loss, no gradient (a future).
+
+    Example::
+
+        await forward(backend, request, {"model_id": mid, "seq_id": 1, "forward_input": fwd})
+    """
+    return await _forward_like(b, body, backward=False)
+
+
+async def forward_backward(b: Backend, request: Request, body: dict) -> dict:
+    """``POST /forward_backward``: as ``forward``, and accumulate the gradient (a future).
+
+    Example::
+
+        await forward_backward(backend, request, {"model_id": mid, "seq_id": 1,
+                                                  "forward_backward_input": fwd})
+    """
+    return await _forward_like(b, body, backward=True)
+
+
+async def optim_step(b: Backend, request: Request, body: dict) -> dict:
+    """``POST /optim_step``: one AdamW step with the accumulated gradients (a future).
+
+    Example::
+
+        await optim_step(backend, request, {"model_id": mid, "seq_id": 2,
+                                            "adam_params": {"learning_rate": 1e-3}})
+    """
+
+    def build(req: Any) -> tuple[Any, Any, None]:
+        p = req.adam_params
+
+        def fn(e: Any) -> Any:
+            return e.optim_step(
+                req.model_id,
+                learning_rate=p.learning_rate,
+                beta1=p.beta1,
+                beta2=p.beta2,
+                eps=p.eps,
+                weight_decay=p.weight_decay,
+                grad_clip_norm=p.grad_clip_norm,
+            )
+
+        return fn, optim_metrics_json, None
+
+    return b.submit_training("optim_step", body, parse_optim_step, build)
+
+
+async def save_weights(b: Backend, request: Request, body: dict) -> dict:
+    """``POST /save_weights`` (``save_state``): weights and optimizer to ``tinker://`` (a future).
+
+    Example::
+
+        await save_weights(backend, request, {"model_id": mid, "path": "step-1", "seq_id": 3})
+    """
+
+    def build(req: Any) -> tuple[Any, Any, None]:
+        name = req.path or f"state-{req.seq_id if req.seq_id is not None else uuid.uuid4().hex[:8]}"
+        return (
+            lambda e: e.save_state(req.model_id, name, kind="state"),
+            lambda path: {"type": "save_weights", "path": path},
+            None,
+        )
+
+    return b.submit_training("save_weights", body, parse_save_weights, build)
+
+
+async def save_weights_for_sampler(b: Backend, request: Request, body: dict) -> dict:
+    """``POST /save_weights_for_sampler``: a sampler snapshot, named (on disk) or not (a future).
+
+    Example::
+
+        await save_weights_for_sampler(backend, request, {"model_id": mid, "seq_id": 4})
+    """
+
+    def build(req: Any) -> tuple[Any, Any, Any]:
+        model_id = req.model_id
+
+        def convert(result: tuple[str, str]) -> dict:
+            sampler_id, path = result
+            if req.path is not None:
+                if not path:
+                    raise MintEnvkitError(
+                        "the engine saved sampler weights without returning a path"
+                    )
+                return {"type": "save_weights_for_sampler", "path": path}
+            return {"type": "save_weights_for_sampler", "sampling_session_id": sampler_id}
+
+        def on_success(result: tuple[str, str]) -> None:
+            sampler_id, path = result
+            info = b.model_registry.get(model_id, {})
+            b.samplers.add(
+                sampler_id,
+                base_model=info.get("base_model", ""),
+                model_path=path or None,
+                unnamed=not path,
+            )
+            b.session(info.get("session_id"))["sampler_ids"].append(sampler_id)
+
+        return (lambda e: tuple(e.save_for_sampler(model_id, req.path)), convert, on_success)
+
+    return b.submit_training(
+        "save_weights_for_sampler", body, parse_save_weights_for_sampler, build
+    )
+
+
+async def load_weights(b: Backend, request: Request, body: dict) -> dict:
+    """``POST /load_weights``: resume a training client from a ``tinker://`` path (a future).
+
+    Example::
+
+        await load_weights(backend, request, {"model_id": mid, "seq_id": 5, "optimizer": True,
+                                              "path": "tinker://model-1/weights/step-1"})
+    """
+
+    def build(req: Any) -> tuple[Any, Any, None]:
+        return (
+            lambda e: e.load_state(req.model_id, req.path, with_optimizer=req.optimizer),
+            lambda _: {"type": "load_weights", "path": req.path},
+            None,
+        )
+
+    return b.submit_training("load_weights", body, parse_load_weights, build)
+
+
+async def weights_info(b: Backend, request: Request, body: dict) -> Any:
+    """``POST /weights_info``: base model and LoRA settings of a checkpoint.
+
+    Example::
+
+        await weights_info(backend, request, {"tinker_path": "tinker://model-1/weights/a"})
+    """
+    path = parse_weights_info(body)
+    try:
+        info = dict(await b.worker.call(lambda e: e.weights_info(path)))
+    except Exception as err:
+        return engine_error_response(err)
+    await b.delay()
+    flags = ("train_unembed", "train_mlp", "train_attn")
+    fields = ("base_model", "is_lora", "lora_rank", *flags)
+    out = {k: info[k] for k in fields if info.get(k) is not None}
+    out.setdefault("is_lora", True)
+    # The SDK rebuilds a training client from these flags (create_training_client_from_state)
+    # and defaults missing ones to True; fill them from the run that saved the checkpoint.
+    run = b.model_registry.get(path.removeprefix("tinker://").split("/", 1)[0], {})
+    for flag in flags:
+        if flag not in out and flag in run:
+            out[flag] = bool(run[flag])
+    return out

@@ -1,0 +1,128 @@
+"""The server's sampler table: sampling sessions, their pending creations, and the unnamed LRU.
+
+An RL loop makes one unnamed sampler snapshot per step
+(``save_weights_and_get_sampling_client``); the table keeps the newest
+``max_unnamed`` of them and releases the oldest (a later request to it gets a
+404 that says why). Named snapshots (saved to disk) are never released.
+
+Example::
+
+    table = SamplerTable(max_unnamed=2, release=lambda sid: None)
+    for sid in ("s-1", "s-2", "s-3"):
+        table.add(sid, base_model="mint-envkit/tiny-qwen3", model_path=None, unnamed=True)
+    table.require("s-1")   # ProtocolError(404, "sampling session 's-1' was released: ...")
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+from collections.abc import Callable
+from typing import Any
+
+from mint_envkit.local.http.requests import ProtocolError
+
+__all__ = ["SamplerTable"]
+
+
+class SamplerTable:
+    """Sampler records by id; releases the oldest unnamed one past ``max_unnamed``.
+
+    ``release(sampler_id)`` is called for each released snapshot (the server
+    frees it on the engine). ``pending`` maps a server-side id to the engine
+    call still creating its sampler.
+
+    Example::
+
+        table = SamplerTable(max_unnamed=64, release=lambda sid: None)
+        table.add("sampler-1", base_model="b", model_path="tinker://m/sampler_weights/a")
+        table.get("sampler-1")["model_path"]   # 'tinker://m/sampler_weights/a'
+    """
+
+    def __init__(self, *, max_unnamed: int, release: Callable[[str], None]) -> None:
+        self.max_unnamed = int(max_unnamed)
+        self._release = release
+        self._records: dict[str, dict[str, Any]] = {}
+        self._unnamed: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._adhoc: dict[tuple[str, str], str] = {}
+        self.released: set[str] = set()
+        self.pending: dict[str, concurrent.futures.Future[Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def add(
+        self,
+        sampler_id: str,
+        *,
+        base_model: str,
+        model_path: str | None,
+        unnamed: bool = False,
+        pending: concurrent.futures.Future[Any] | None = None,
+    ) -> None:
+        """Record a sampler; an ``unnamed`` one counts against ``max_unnamed``.
+
+        Example::
+
+            table.add("sampler-pending-1", base_model="b", model_path=None, pending=cf)
+        """
+        self._records[sampler_id] = {
+            "sampler_id": sampler_id,
+            "base_model": base_model,
+            "model_path": model_path,
+        }
+        if pending is not None:
+            self.pending[sampler_id] = pending
+        if unnamed:
+            self._unnamed[sampler_id] = None
+            while len(self._unnamed) > self.max_unnamed:
+                old, _ = self._unnamed.popitem(last=False)
+                self._records.pop(old, None)
+                self.released.add(old)
+                self._release(old)
+
+    def get(self, sampler_id: str) -> dict[str, Any] | None:
+        """The record of ``sampler_id`` (a copy), or None.
+
+        Example::
+
+            table.get("sampler-1")   # {'sampler_id': 'sampler-1', 'base_model': ..., ...}
+        """
+        rec = self._records.get(sampler_id)
+        return None if rec is None else dict(rec)
+
+    def require(self, sampler_id: str) -> str:
+        """``sampler_id`` if it can sample, else a 404 saying it was released or is unknown.
+
+        Example::
+
+            table.require("sampler-nope")   # ProtocolError(404, "unknown sampling_session_id ...")
+        """
+        if sampler_id in self.released:
+            raise ProtocolError(
+                404,
+                f"sampling session {sampler_id!r} was released: the server keeps "
+                f"the {self.max_unnamed} newest unnamed sampler snapshots "
+                "(--max-unnamed-samplers); save weights with a name "
+                "(save_weights_for_sampler) to keep one",
+            )
+        if sampler_id not in self._records:
+            raise ProtocolError(
+                404,
+                f"unknown sampling_session_id {sampler_id!r}; create a sampling "
+                "client with create_sampling_client or save_weights_for_sampler",
+            )
+        return sampler_id
+
+    def adhoc(self, engine: Any, key: tuple[str, str]) -> str:
+        """The engine sampler for ``("base_model" | "model_path", value)``, made once (worker only).
+
+        Example::
+
+            sid = table.adhoc(engine, ("base_model", "mint-envkit/tiny-qwen3"))
+        """
+        sid = self._adhoc.get(key)
+        if sid is None:
+            sid = engine.create_sampler(**{key[0]: key[1]})
+            self._adhoc[key] = sid
+        return sid

@@ -1,0 +1,461 @@
+"""The server's backend state: models, sessions, futures, counts, and the sampler table.
+
+:class:`Backend` holds what the server knows and starts operations on the
+engine worker (:mod:`mint_envkit.local.http.worker`); the route handlers in
+:mod:`mint_envkit.local.http.routes` read and change it. Everything here runs
+on the server's event loop, except the request counts (thread-safe).
+
+Example::
+
+    from mint_envkit.local.http import Backend, build_app
+
+    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir="/tmp/state")
+    app = build_app(backend)          # an ASGI app; serve it with uvicorn
+    ...
+    backend.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+from mint_envkit.errors import ConfigError
+from mint_envkit.local.http.futures import FutureStore, Sequencer
+from mint_envkit.local.http.requests import ProtocolError
+from mint_envkit.local.http.responses import describe_error
+from mint_envkit.local.http.samplers import SamplerTable
+from mint_envkit.local.http.worker import EngineFactory, EngineWorker, SampleBatcher
+
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_UNNAMED_SAMPLERS",
+    "DEFAULT_SAMPLE_BATCH_WINDOW_MS",
+    "LONG_POLL_S",
+    "Backend",
+    "check_server_options",
+]
+
+logger = logging.getLogger("mint_envkit.local.server")
+
+DEFAULT_SAMPLE_BATCH_WINDOW_MS = 5.0
+"""How long a sampling job waits for more requests to batch with (milliseconds)."""
+
+DEFAULT_MAX_UNNAMED_SAMPLERS = 64
+"""Unnamed sampler snapshots kept in memory (an RL loop makes one per step)."""
+
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Request bodies above this size are refused with 413."""
+
+LONG_POLL_S = 30.0
+"""How long ``retrieve_future`` waits for a result before answering try_again."""
+
+Convert = Callable[[Any], dict[str, Any]]
+OnSuccess = Callable[[Any], None] | None
+
+
+def check_server_options(
+    models: Sequence[str],
+    *,
+    latency_ms: float,
+    max_body_bytes: int,
+    max_unnamed_samplers: int,
+) -> None:
+    """Refuse server options out of range (ConfigError naming the option and the fix).
+
+    Example::
+
+        check_server_options(["mint-envkit/tiny-qwen3"], latency_ms=0,
+                             max_body_bytes=1 << 20, max_unnamed_samplers=64)
+    """
+    if not models:
+        raise ConfigError("the server needs at least one model (--model NAME)")
+    if latency_ms < 0:
+        raise ConfigError(f"latency_ms must be >= 0, got {latency_ms}")
+    if max_body_bytes <= 0:
+        raise ConfigError(f"max_body_bytes must be > 0, got {max_body_bytes}")
+    if max_unnamed_samplers < 1:
+        raise ConfigError(f"max_unnamed_samplers must be >= 1, got {max_unnamed_samplers}")
+
+
+def _resolve_model_name(name: str) -> str:
+    try:
+        from mint_envkit.local.models import resolve_model_name
+
+        return resolve_model_name(name)
+    except Exception:
+        return name
+
+
+class Backend:
+    """Server state and operations; the engine is called on one worker thread only.
+
+    Args:
+        models: base models this server serves (``get_server_capabilities``,
+            and the only names ``create_model`` / sampling accept). Their
+            loading starts in the background at construction.
+        state_dir, device, num_threads: passed to the engine.
+        latency_ms: a fixed delay added to every operation before its answer
+            is available (an async sleep; the engine worker is not delayed).
+        max_body_bytes: larger request bodies get 413.
+        engine_factory: builds the engine (default: ``mint_envkit.local.engine.Engine``);
+            called once, on the worker thread.
+        long_poll_s: how long ``retrieve_future`` waits for a result before try_again.
+        seq_gap_timeout_s: how long a training request waits for a missing lower
+            ``seq_id`` before the server gives up on it and goes on.
+        preload: queue loading of ``models`` at once (default) instead of on first use.
+        max_unnamed_samplers: how many unnamed sampler snapshots
+            (``save_weights_and_get_sampling_client``, one per RL step) stay in
+            memory; past it the oldest is released, and a later request to it
+            gets a 404 that says so. Named ones (saved to disk) are never released.
+        sample_batch_window_ms: how long a sampling job waits for more sample
+            requests before it runs them as one batch (default 5 ms).
+
+    Example::
+
+        backend = Backend(models=["mint-envkit/tiny-qwen3-small"], latency_ms=50)
+        app = build_app(backend)
+    """
+
+    def __init__(
+        self,
+        *,
+        models: Iterable[str] = ("mint-envkit/tiny-qwen3",),
+        state_dir: str | None = None,
+        device: str | None = None,
+        num_threads: int | None = None,
+        latency_ms: float = 0.0,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        engine_factory: EngineFactory | None = None,
+        long_poll_s: float = LONG_POLL_S,
+        seq_gap_timeout_s: float = 30.0,
+        preload: bool = True,
+        max_unnamed_samplers: int = DEFAULT_MAX_UNNAMED_SAMPLERS,
+        sample_batch_window_ms: float = DEFAULT_SAMPLE_BATCH_WINDOW_MS,
+    ) -> None:
+        self.models: list[str] = list(dict.fromkeys(models))
+        check_server_options(
+            self.models,
+            latency_ms=latency_ms,
+            max_body_bytes=max_body_bytes,
+            max_unnamed_samplers=max_unnamed_samplers,
+        )
+        self.latency_s = float(latency_ms) / 1000.0
+        self.max_body_bytes = int(max_body_bytes)
+        self.long_poll_s = float(long_poll_s)
+        self.seq_gap_timeout_s = float(seq_gap_timeout_s)
+        self.started_at = time.time()
+        # a served directory is also known by its absolute path (the engine's name for it)
+        self._aliases: dict[str, str] = {}
+        for name in self.models:
+            self._aliases.setdefault(name, name)
+            self._aliases.setdefault(_resolve_model_name(name), name)
+
+        self._counts: collections.Counter[str] = collections.Counter()
+        self._counts_lock = threading.Lock()
+
+        self.futures = FutureStore()
+        self.model_registry: dict[str, dict[str, Any]] = {}
+        self.samplers = SamplerTable(
+            max_unnamed=max_unnamed_samplers,
+            release=lambda sid: self._spawn(self.worker.call(lambda e: e.release_sampler(sid))),
+        )
+        self.sessions: dict[str, dict[str, list[str]]] = {}
+        self._sequencers: dict[str, Sequencer] = {}
+        self.direct_call_timeout_s = 20.0
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+        if engine_factory is None:
+
+            def engine_factory() -> Any:
+                from mint_envkit.local.engine import Engine
+
+                return Engine(
+                    state_dir=state_dir,
+                    device=device,
+                    num_threads=num_threads,
+                    default_model=self.models[0],
+                )
+
+        self.worker = EngineWorker(engine_factory)
+        self.batcher = SampleBatcher(self.worker, window_s=float(sample_batch_window_ms) / 1000.0)
+        self._preload: dict[str, concurrent.futures.Future[Any]] = {}
+        if preload:
+            for name in self.models:
+                self._preload[name] = self.worker.submit(
+                    lambda e, name=name: e.ensure_base_model(name), f"load {name}"
+                )
+
+    # ------------------------------------------------------------------ engine worker
+    # ``worker`` runs engine calls (``worker.submit`` / ``await worker.call``); ``batcher``
+    # batches sample requests (``batcher.enqueue``, ``batcher.batches``).
+
+    def preload_errors(self, timeout: float | None = None) -> dict[str, str]:
+        """Wait for the served models to load; returns ``{model: error message}`` for failures.
+
+        Example::
+
+            errors = backend.preload_errors(timeout=300)
+            if errors: print(errors)
+        """
+        errors: dict[str, str] = {}
+        try:
+            self.worker.ready.result(timeout)
+        except Exception as err:
+            return dict.fromkeys(self.models, f"the local engine could not start: {err}")
+        for name, fut in self._preload.items():
+            try:
+                fut.result(timeout)
+            except Exception as err:
+                errors[name] = str(err)
+        return errors
+
+    def close(self) -> None:
+        """Stop the worker thread: queued calls are cancelled, a running one finishes first.
+
+        Example::
+
+            backend.close()
+        """
+        self.worker.close()
+
+    # ------------------------------------------------------------------ counts
+
+    def count(self, name: str) -> None:
+        """Count one request to endpoint ``name`` (thread-safe).
+
+        Example::
+
+            backend.count("asample"); backend.request_counts()["asample"]   # 1
+        """
+        with self._counts_lock:
+            self._counts[name] += 1
+
+    def request_counts(self) -> collections.Counter[str]:
+        """A snapshot of the request counts by endpoint name (thread-safe).
+
+        Example::
+
+            backend.request_counts().most_common(3)
+        """
+        with self._counts_lock:
+            return collections.Counter(self._counts)
+
+    def reset_counts(self) -> None:
+        """Set every request count back to zero.
+
+        Example::
+
+            backend.reset_counts()
+        """
+        with self._counts_lock:
+            self._counts.clear()
+
+    # ------------------------------------------------------------------ operations
+
+    async def delay(self) -> None:
+        """Sleep the configured latency (an async sleep; the engine is not delayed).
+
+        Example::
+
+            await backend.delay()
+        """
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def start_op(
+        self,
+        request_id: str,
+        fn: Callable[[Any], Any],
+        convert: Convert,
+        on_success: OnSuccess = None,
+    ) -> None:
+        """Queue an engine call now (FIFO order) and complete ``request_id`` with its result.
+
+        ``convert`` turns the engine result into the response body; the result
+        becomes visible ``latency_ms`` after the engine is done.
+
+        Example::
+
+            rid = backend.futures.create("optim_step")
+            backend.start_op(rid, lambda e: e.optim_step(mid, learning_rate=1e-3),
+                             lambda m: {"metrics": m})
+        """
+        cf = self.worker.submit(fn, self.futures.kind(request_id))
+        self.complete_when_done(request_id, cf, convert, on_success)
+
+    def complete_when_done(
+        self,
+        request_id: str,
+        cf: concurrent.futures.Future[Any],
+        convert: Convert,
+        on_success: OnSuccess = None,
+    ) -> None:
+        """Complete the future ``request_id`` from ``cf`` (converted), ``latency_ms`` after it.
+
+        Example::
+
+            backend.complete_when_done(rid, job.future, lambda r: sample_response_json(*r))
+        """
+        self._spawn(self._finish(request_id, cf, convert, on_success))
+
+    async def _finish(
+        self,
+        request_id: str,
+        cf: concurrent.futures.Future[Any],
+        convert: Convert,
+        on_success: OnSuccess,
+    ) -> None:
+        try:
+            result = await asyncio.wrap_future(cf)
+            payload = convert(result)
+            if on_success is not None:
+                on_success(result)
+        except BaseException as err:
+            if isinstance(err, asyncio.CancelledError | concurrent.futures.CancelledError):
+                message, category = "the local server is shutting down", "server"
+            else:
+                message, category = describe_error(err)
+            await self.delay()
+            self.futures.set_error(request_id, message, category)
+            return
+        await self.delay()
+        self.futures.set_result(request_id, payload)
+
+    def submit_training(
+        self,
+        kind: str,
+        body: dict[str, Any],
+        parse: Callable[[dict[str, Any]], Any],
+        build: Callable[[Any], tuple[Callable[[Any], Any], Convert, OnSuccess]],
+    ) -> dict[str, Any]:
+        """Validate, order by ``seq_id`` and queue one training request; returns its future.
+
+        ``parse`` validates the body (raising ProtocolError); ``build(op)`` gives
+        ``(engine_fn, convert, on_success)``. A refused request still uses up
+        its ``seq_id`` so the ones after it are not held back.
+
+        Example::
+
+            backend.submit_training("optim_step", body, parse_optim_step, build)
+            # {'request_id': 'req-...', 'model_id': '...'}
+        """
+        model_id = body.get("model_id")
+        self.require_model(model_id)
+        raw_seq = body.get("seq_id")
+        seq_id = raw_seq if isinstance(raw_seq, int) and not isinstance(raw_seq, bool) else None
+        seq = self.sequencer(model_id)
+        try:
+            op = parse(body)
+            previous = seq.previous(seq_id, kind)
+        except ProtocolError:
+            seq.skip(seq_id)
+            raise
+        except ValueError as err:
+            raise ProtocolError(422, str(err)) from None
+        if previous is not None:
+            logger.info(
+                "model %s: seq_id %s re-sent; answering with %s", model_id, seq_id, previous
+            )
+            return {"request_id": previous, "model_id": model_id}
+        fn, convert, on_success = build(op)
+        request_id = self.futures.create(kind)
+        seq.submit(
+            seq_id,
+            kind,
+            request_id,
+            lambda: self.start_op(request_id, fn, convert, on_success),
+        )
+        return {"request_id": request_id, "model_id": model_id}
+
+    # ------------------------------------------------------------------ models and sessions
+
+    def sequencer(self, model_id: str) -> Sequencer:
+        """The request sequencer of a model (created on first use).
+
+        Example::
+
+            backend.sequencer(model_id).next_seq   # 1 before any training request
+        """
+        seq = self._sequencers.get(model_id)
+        if seq is None:
+            seq = self._sequencers[model_id] = Sequencer(
+                model_id, gap_timeout=self.seq_gap_timeout_s
+            )
+        return seq
+
+    def forget_model(self, model_id: str) -> None:
+        """Drop an unloaded model's record and request sequencer.
+
+        Example::
+
+            backend.forget_model(model_id)
+        """
+        self.model_registry.pop(model_id, None)
+        self._sequencers.pop(model_id, None)
+
+    def require_model(self, model_id: Any) -> dict[str, Any]:
+        """The registry record of ``model_id``, or a 404 naming it.
+
+        Example::
+
+            backend.require_model(model_id)["base_model"]   # 'mint-envkit/tiny-qwen3'
+        """
+        info = self.model_registry.get(model_id) if isinstance(model_id, str) else None
+        if info is None:
+            known = ", ".join(sorted(self.model_registry)[:5]) or "none yet"
+            raise ProtocolError(
+                404,
+                f"unknown model_id {model_id!r} (models on this server: {known}); "
+                "create one with create_lora_training_client",
+            )
+        info["last_request_time"] = time.time()
+        return info
+
+    def require_base_model(self, name: str) -> str:
+        """``name`` if this server serves it, else a 404 that lists what it serves.
+
+        Example::
+
+            backend.require_base_model("mint-envkit/tiny-qwen3")
+        """
+        served = self._aliases.get(name) or self._aliases.get(_resolve_model_name(name))
+        if served is not None:
+            return served
+        raise ProtocolError(
+            404,
+            f"unknown base model {name!r}: this server serves {self.models}. "
+            f"Start it with --model {name} (a local directory or a cached Hugging Face id), "
+            "or use the built-in mint-envkit/tiny-qwen3",
+        )
+
+    def session(self, session_id: str | None) -> dict[str, list[str]]:
+        """The session record (created on first use).
+
+        Example::
+
+            backend.session("session-1")["training_run_ids"]   # []
+        """
+        sid = session_id or "default"
+        return self.sessions.setdefault(sid, {"training_run_ids": [], "sampler_ids": []})
+
+    def run_base_model(self, model_path: str) -> str:
+        """The base model of the training run a ``tinker://`` path belongs to ('' if unknown).
+
+        Example::
+
+            backend.run_base_model("tinker://model-1/sampler_weights/a")   # 'mint-envkit/...'
+        """
+        run_id = model_path.removeprefix("tinker://").split("/", 1)[0]
+        return str(self.model_registry.get(run_id, {}).get("base_model", ""))

@@ -1,0 +1,202 @@
+"""The engine worker thread and the sample-request batcher.
+
+Every engine call runs on one worker thread, one at a time, in FIFO order, so
+the event loop never does torch work (:class:`EngineWorker`). Sample requests
+that arrive while the worker is busy pile up and run as one engine batch
+(:class:`SampleBatcher`), so many small concurrent requests (one per env, as
+tinker-cookbook sends) cost about as much as one large request.
+
+Example::
+
+    worker = EngineWorker(lambda: Engine(state_dir="/tmp/state"))
+    batcher = SampleBatcher(worker, window_s=0.005)
+    worker.submit(lambda e: e.ensure_base_model("mint-envkit/tiny-qwen3")).result()
+    batcher.enqueue(job)          # job.future resolves to (sequences, prompt_logprobs)
+    worker.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from mint_envkit.errors import MintEnvkitError
+
+__all__ = ["EngineFactory", "EngineWorker", "SampleBatcher", "SampleJob"]
+
+logger = logging.getLogger("mint_envkit.local.server")
+
+EngineFactory = Callable[[], Any]
+"""Builds the engine; called once, on the worker thread."""
+
+
+class EngineWorker:
+    """One thread that builds the engine and then runs every call on it, in FIFO order.
+
+    Example::
+
+        worker = EngineWorker(lambda: Engine())
+        info = await worker.call(lambda e: e.weights_info(path))
+    """
+
+    def __init__(self, factory: EngineFactory) -> None:
+        self._engine: Any = None
+        self._error: BaseException | None = None
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="mint-envkit-engine"
+        )
+        self.ready = self._executor.submit(self._build, factory)
+        """Done when the engine is built (raises the factory's error if it failed)."""
+
+    def _build(self, factory: EngineFactory) -> None:
+        t0 = time.perf_counter()
+        try:
+            self._engine = factory()
+        except BaseException as err:
+            self._error = err
+            logger.error("the engine could not start: %s", err)
+            raise
+        logger.info("engine ready in %.2f s", time.perf_counter() - t0)
+
+    def _run(self, fn: Callable[[Any], Any], label: str, queued_at: float) -> Any:
+        if self._engine is None:
+            raise MintEnvkitError(f"the local engine could not start: {self._error}")
+        start = time.perf_counter()
+        try:
+            return fn(self._engine)
+        finally:
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "engine %s: %.3f s (waited %.3f s in the queue)",
+                    label or "call",
+                    time.perf_counter() - start,
+                    start - queued_at,
+                )
+
+    def submit(self, fn: Callable[[Any], Any], label: str = "") -> concurrent.futures.Future[Any]:
+        """Queue ``fn(engine)`` on the worker thread (FIFO); returns its future.
+
+        Example::
+
+            worker.submit(lambda e: e.ensure_base_model("mint-envkit/tiny-qwen3")).result()
+        """
+        return self._executor.submit(self._run, fn, label, time.perf_counter())
+
+    async def call(self, fn: Callable[[Any], Any]) -> Any:
+        """Run ``fn(engine)`` on the worker thread and await it from the event loop.
+
+        Example::
+
+            info = await worker.call(lambda e: e.weights_info(path))
+        """
+        return await asyncio.wrap_future(self.submit(fn))
+
+    def close(self) -> None:
+        """Stop the thread: queued calls are cancelled, a running one finishes first.
+
+        Example::
+
+            worker.close()
+        """
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+@attrs.define(eq=False)
+class SampleJob:
+    """One queued ``asample`` request.
+
+    ``resolve(engine)`` gives the engine sampler id (it may create one);
+    ``ready``, when set, must be done before the job can run (a sampler still
+    being created); ``future`` resolves to ``(sequences, prompt_logprobs)``.
+
+    Example::
+
+        job = SampleJob(resolve=lambda e: "sampler-1", prompt=[1, 2],
+                        kwargs={"num_samples": 1}, prompt_logprobs=False)
+    """
+
+    resolve: Callable[[Any], str]
+    prompt: list[int]
+    kwargs: dict[str, Any]
+    prompt_logprobs: bool
+    ready: concurrent.futures.Future[Any] | None = None
+    future: concurrent.futures.Future[Any] = attrs.field(factory=concurrent.futures.Future)
+
+
+class SampleBatcher:
+    """Queues sample jobs; the jobs queued together run as one ``Engine.sample_many`` call.
+
+    Example::
+
+        batcher = SampleBatcher(worker, window_s=0.005)
+        batcher.enqueue(job)
+        list(batcher.batches)   # [1]: requests served by each recent engine batch
+    """
+
+    def __init__(self, worker: EngineWorker, *, window_s: float) -> None:
+        self._worker = worker
+        self._lock = threading.Lock()
+        self._queue: list[SampleJob] = []
+        self._batch_queued = False
+        self.window_s = float(window_s)
+        self.batches: collections.deque[int] = collections.deque(maxlen=1000)
+        """How many requests each recent engine sample batch served."""
+
+    def enqueue(self, job: SampleJob) -> None:
+        """Queue a sample job; it joins the next batch the worker runs.
+
+        Example::
+
+            batcher.enqueue(job)   # job.future resolves to (sequences, prompt_logprobs)
+        """
+        with self._lock:
+            self._queue.append(job)
+            if self._batch_queued:
+                return
+            self._batch_queued = True
+        self._worker.submit(self._run_batch, "asample")
+
+    def _run_batch(self, engine: Any) -> None:
+        # Requests sent together (one per group, or one per env) reach the server
+        # a few milliseconds apart: wait that long so they share the batch.
+        if self.window_s > 0:
+            time.sleep(self.window_s)
+        with self._lock:
+            jobs, self._queue = self._queue, []
+            self._batch_queued = False
+        # A job whose sampler is still being created (queued behind this batch)
+        # waits for the next batch instead of blocking the worker.
+        later = [j for j in jobs if j.ready is not None and not j.ready.done()]
+        jobs = [j for j in jobs if j not in later]
+        for job in later:
+            self.enqueue(job)
+        runnable: list[tuple[SampleJob, str]] = []
+        for job in jobs:
+            try:
+                runnable.append((job, job.resolve(engine)))
+            except BaseException as err:
+                job.future.set_exception(err)
+        if not runnable:
+            return
+        results = engine.sample_many([(sid, job.prompt, job.kwargs) for job, sid in runnable])
+        self.batches.append(len(runnable))
+        for (job, sid), result in zip(runnable, results, strict=True):
+            if isinstance(result, BaseException):
+                job.future.set_exception(result)
+                continue
+            try:
+                prompt_lp = (
+                    engine.compute_logprobs(sid, job.prompt) if job.prompt_logprobs else None
+                )
+            except BaseException as err:
+                job.future.set_exception(err)
+                continue
+            job.future.set_result((result, prompt_lp))

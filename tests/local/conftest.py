@@ -1,0 +1,56 @@
+"""Shared fixtures of the local-backend tests: a real server and an SDK client on it.
+
+Both are module-scoped: the tests of one module share one server (the tiny
+test model, a temporary state directory). The fake-engine server and the HTTP
+helpers are in ``server_helpers.py`` beside this file.
+
+Example::
+
+    def test_x(service_client):
+        service_client.create_lora_training_client(base_model=SMALL, rank=4)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from server_helpers import SMALL
+
+from mint_envkit.local.server import LocalServer
+
+
+@pytest.fixture(scope="module")
+def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
+    """A LocalServer on the real engine and the tiny test model (loaded), shared by a test module.
+
+    The model is loaded before the first test: on a busy machine loading can
+    take longer than the server waits for the engine on a direct endpoint
+    (``create_sampling_session`` then answers with a pending id, not an error).
+
+    Example::
+
+        def test_x(real_server):
+            httpx.get(real_server.base_url + "/api/v1/healthz")
+    """
+    state = tmp_path_factory.mktemp("state")
+    with LocalServer(models=[SMALL], state_dir=str(state)) as server:
+        assert server.preload_errors(timeout=300) == {}
+        yield server
+
+
+@pytest.fixture(scope="module")
+def service_client(real_server: LocalServer) -> Iterator[Any]:
+    """``mint.ServiceClient`` on ``real_server`` with an ``sk-`` key (base_url always explicit).
+
+    Example::
+
+        def test_x(service_client):
+            service_client.create_lora_training_client(base_model=SMALL, rank=4)
+    """
+    import mint
+
+    client = mint.ServiceClient(base_url=real_server.base_url, api_key="sk-test")
+    yield client
+    client.holder.close()  # stop its heartbeat before the server goes away

@@ -1,0 +1,36 @@
+"""FutureStore (retrieve_future long-polls) and Sequencer (seq_id order), without HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from mint_envkit.local.http.futures import FutureStore, Sequencer
+
+
+async def test_sequencer_goes_on_when_a_predecessor_never_arrives() -> None:
+    ran: list[int] = []
+    seq = Sequencer("m", gap_timeout=0.1)
+    seq.submit(2, "optim_step", "r2", lambda: ran.append(2))
+    seq.submit(3, "optim_step", "r3", lambda: ran.append(3))
+    assert ran == [] and seq.waiting == 2
+    await asyncio.sleep(0.4)
+    assert ran == [2, 3] and seq.next_seq == 4
+    seq.submit(None, "forward", "r", lambda: ran.append(0))  # no seq_id: runs at once
+    assert ran == [2, 3, 0]
+
+
+async def test_future_store_long_poll_and_eviction() -> None:
+    store = FutureStore(keep_retrieved=2)
+    rid = store.create("asample")
+    assert await store.wait(rid, 0.05) is None  # not done: try again
+    asyncio.get_running_loop().call_later(0.05, store.set_result, rid, {"ok": 1})
+    assert await store.wait(rid, 5.0) == {"ok": 1}  # long-poll returns as soon as it is done
+    assert await store.wait(rid, 0) == {"ok": 1}  # can be read again
+    others = [store.create("x") for _ in range(3)]
+    for o in others:
+        store.set_result(o, {})
+        await store.wait(o, 0)
+    with pytest.raises(KeyError):
+        await store.wait(rid, 0)  # oldest retrieved results are dropped
