@@ -127,7 +127,7 @@ def test_imports_keep_to_the_layers(path):
         ("mint_envkit.rewards", "mint_envkit.envs.base", "imports upward"),
         ("mint_envkit.envs.base", "torch", "never imports torch"),
         ("mint_envkit.rendering.renderer", "mint_envkit.local.models", "never imports"),
-        ("mint_envkit.local.app", "mint_envkit.envs.base", "the local backend never"),
+        ("mint_envkit.local.http.app", "mint_envkit.envs.base", "the local backend never"),
         ("mint_envkit.rl.train", "mint_envkit.sweep.grid", "imports upward"),
         ("mint_envkit.sweep.grid", "mint_envkit", "package face"),
     ],
@@ -246,7 +246,7 @@ def test_no_test_uses_a_private_name(path):
 def test_the_private_name_check_can_fail(tmp_path):
     sample = tmp_path / "test_sample.py"
     sample.write_text(
-        "import mint_envkit.local.app as A\n"
+        "import mint_envkit.local.http.app as A\n"
         "from mint_envkit.parsers.parser import _function_name\n"
         "from mint_envkit import __version__\n"
         "A._build(1)\n"

@@ -15,8 +15,10 @@ is in it)::
         ├── BackendError                      a backend is unreachable or refused
         ├── EngineError                       (mint_envkit.local.engine) a local engine
         │                                     operation failed; ``category`` user/server
-        └── ModelLoadError                    (mint_envkit.local.models) a base model
-                                              cannot be found or loaded
+        ├── ModelLoadError                    (mint_envkit.local.models) a base model
+        │                                     cannot be found or loaded
+        └── ProtocolError                     (mint_envkit.local.http) a request the
+                                              embedded server refuses, with its 4xx status
 
 The classes defined here are exported from ``mint_envkit``; the two backend
 ones live with the backend (importing them loads torch).

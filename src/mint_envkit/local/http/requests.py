@@ -34,6 +34,8 @@ import attrs
 import pydantic
 from tinker import types as tt
 
+from mint_envkit.errors import MintEnvkitError
+
 __all__ = [
     "MAX_LORA_RANK",
     "ProtocolError",
@@ -63,7 +65,7 @@ _CHECKPOINT_KINDS = ("weights", "sampler_weights")
 
 
 @attrs.define
-class ProtocolError(Exception):
+class ProtocolError(MintEnvkitError):
     """A request the server refuses, with the HTTP status to answer and a readable message.
 
     Example::
