@@ -30,6 +30,8 @@ from mint_envkit.envs import (
     MessageStepResult,
     MultiTurnEnv,
     SingleTurnEnv,
+    ToolEnv,
+    with_thinking,
 )
 from mint_envkit.errors import (
     BackendError,
@@ -39,6 +41,7 @@ from mint_envkit.errors import (
     ProblemError,
     RendererError,
     TokenizerError,
+    ToolDefinitionError,
 )
 from mint_envkit.parsers import (
     Parser,
@@ -60,6 +63,7 @@ from mint_envkit.rendering import (
     get_renderer,
     get_tokenizer,
 )
+from mint_envkit.tools import Tool, tool
 from mint_envkit.rewards import Reward, RewardBreakdown, gated, valid_format, weighted
 from mint_envkit.rl import (
     Config,
@@ -100,6 +104,9 @@ __all__ = [
     "SingleTurnEnv",
     "StepResult",
     "TokenizerError",
+    "Tool",
+    "ToolDefinitionError",
+    "ToolEnv",
     "__version__",
     "boxed",
     "choice",
@@ -111,7 +118,9 @@ __all__ = [
     "last_number",
     "same_number",
     "strip_thinking",
+    "tool",
     "valid_format",
     "weighted",
+    "with_thinking",
     "xml_tag",
 ]
