@@ -242,18 +242,21 @@ async def _check_group(group: GroupBuilder, scripts: list[Any], renderer_name: s
         kind = "" if isinstance(err, MintEnvkitError) else f"{type(err).__name__}: "
         print(f"--- group {group.index}\nERROR: {kind}{err}")
         return 1
-    if not scripts:
-        print(
-            f"reference reply (scored correct): {replies[0]!r}"
-            if reference
-            else "no reference reply: the problem has no 'answer', or none of "
-            f"{_answer_forms(group.problem.get('answer'))} scores as correct"
-        )
     rollout = (await rollout_groups([group], ScriptedPolicy(replies)))[0]
     report = GroupReport.from_rollout(rollout)
     _print_group(report, renderer, prompt)
+    if not scripts:
+        answer = group.problem.get("answer")
+        if reference:
+            print(f"  reference reply (the env scores it correct): {reference!r}")
+        elif answer is None:
+            print("  no reference reply: the problem has no 'answer'")
+        else:
+            print(f"  no reference reply: none of {_answer_forms(answer)} scores as correct")
     if report.error:
         return 1
+    if all(len(t.transitions) == 1 for t in rollout.trajectories):
+        return 0
     _print_transcript(rollout, renderer)
     bad = 0
     for index, ok, count in prefix_report(rollout):

@@ -318,9 +318,8 @@ def as_tool(value: Any) -> Tool:
 
 def _matches(value: Any, schema: dict[str, Any], path: str) -> str | None:
     if "anyOf" in schema:
-        if any(_matches(value, s, path) is None for s in schema["anyOf"]):
-            return None
-        return f"{path} does not match any allowed type"
+        errors = [_matches(value, s, path) for s in schema["anyOf"]]
+        return None if None in errors else errors[0]
     if "enum" in schema and value not in schema["enum"]:
         return f"{path} must be one of {json.dumps(schema['enum'])}, got {json.dumps(value)}"
     kind = schema.get("type")
