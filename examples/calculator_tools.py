@@ -25,8 +25,8 @@ right, then one that writes a malformed call):
 from __future__ import annotations
 
 import ast
-import operator
 import json
+import operator
 import random
 
 from mint_envkit import DatasetBuilder, Message, ScriptedPolicy, ToolEnv, first_number, tool
@@ -110,12 +110,18 @@ class CalculatorEnv(ToolEnv):
 
 
 _TEMPLATES = (
-    ("A baker makes {a} trays of {b} rolls and sells {c} rolls. How many rolls are left?",
-     "{a} * {b} - {c}"),
-    ("Tom has {a} marbles, wins {b} more and then gives away {c}. How many does he have?",
-     "{a} + {b} - {c}"),
-    ("{a} friends share {p} stickers each and get {b} more per person. How many in total?",
-     "{a} * ({p} + {b})"),
+    (
+        "A baker makes {a} trays of {b} rolls and sells {c} rolls. How many rolls are left?",
+        "{a} * {b} - {c}",
+    ),
+    (
+        "Tom has {a} marbles, wins {b} more and then gives away {c}. How many does he have?",
+        "{a} + {b} - {c}",
+    ),
+    (
+        "{a} friends share {p} stickers each and get {b} more per person. How many in total?",
+        "{a} * ({p} + {b})",
+    ),
 )
 
 

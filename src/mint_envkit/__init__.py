@@ -63,7 +63,6 @@ from mint_envkit.rendering import (
     get_renderer,
     get_tokenizer,
 )
-from mint_envkit.tools import Tool, tool
 from mint_envkit.rewards import Reward, RewardBreakdown, gated, valid_format, weighted
 from mint_envkit.rl import (
     Config,
@@ -71,6 +70,7 @@ from mint_envkit.rl import (
     ScriptedPolicy,
     ScriptedReport,
 )
+from mint_envkit.tools import Tool, tool
 
 __version__ = "0.1.0"
 """The version of mint_envkit (``mint_envkit.__version__``)."""

@@ -228,9 +228,7 @@ async def _check_group(group: GroupBuilder, scripts: list[Any], renderer_name: s
     reference = None
     try:
         envs = await group.make_envs()
-        prompt = renderer.render_tokens(
-            await envs[0].initial_messages_async(), envs[0].tools
-        )
+        prompt = renderer.render_tokens(await envs[0].initial_messages_async(), envs[0].tools)
         for env in envs:
             await _abort(env)
         replies = scripts
@@ -337,8 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--local", action="store_true", help="also sample one group locally")
     check.add_argument("--max-tokens", type=int, default=32)
     args = parser.parse_args(argv)
-    if args.groups < 1 or (args.group_size is not None and args.group_size < 1) or (
-        args.max_tokens < 1
+    if (
+        args.groups < 1
+        or (args.group_size is not None and args.group_size < 1)
+        or (args.max_tokens < 1)
     ):
         parser.error("--groups, --group-size and --max-tokens must be >= 1")
     try:

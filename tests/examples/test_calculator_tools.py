@@ -50,7 +50,10 @@ async def test_right_call_then_answer_is_max_reward_through_the_qwen3_renderer()
         assert rollout.rewards == [1.0, 1.0]
         for trajectory in rollout.trajectories:
             first, second = trajectory.transitions
-            assert second.ob[: len(first.ob) + len(first.ac.tokens)] == [*first.ob, *first.ac.tokens]
+            assert second.ob[: len(first.ob) + len(first.ac.tokens)] == [
+                *first.ob,
+                *first.ac.tokens,
+            ]
             assert trajectory.metrics["tool_calls"] == 1.0
             assert trajectory.metrics["invalid_tool_calls"] == 0.0
             assert trajectory.metrics["turns"] == 2.0

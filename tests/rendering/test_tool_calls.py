@@ -53,7 +53,9 @@ def test_unreadable_calls_are_kept_with_their_error(reply, error):
 
 
 def test_string_arguments_are_kept_as_text():
-    _, calls, _ = parse_hermes_tool_calls('<tool_call>{"name": "add", "arguments": "{x"}</tool_call>')
+    _, calls, _ = parse_hermes_tool_calls(
+        '<tool_call>{"name": "add", "arguments": "{x"}</tool_call>'
+    )
     assert calls[0]["function"]["arguments"] == "{x"
 
 

@@ -170,9 +170,13 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
         function = call.get("function") if isinstance(call.get("function"), dict) else call
         name = str(function.get("name", ""))
         if self.counts["tool_calls"] > self.max_tool_calls:
-            return name, "invalid", (
-                f"Error: not run; this episode allows {self.max_tool_calls} tool calls. "
-                "Give your final answer without calling a tool."
+            return (
+                name,
+                "invalid",
+                (
+                    f"Error: not run; this episode allows {self.max_tool_calls} tool calls. "
+                    "Give your final answer without calling a tool."
+                ),
             )
         tool = self._tools_by_name.get(name)
         if tool is None:

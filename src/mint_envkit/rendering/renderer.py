@@ -43,8 +43,15 @@ _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 
 
-_TEMPLATE_FIELDS = ("role", "content", "thinking", "reasoning_content", "tool_calls", "name",
-                   "tool_call_id")
+_TEMPLATE_FIELDS = (
+    "role",
+    "content",
+    "thinking",
+    "reasoning_content",
+    "tool_calls",
+    "name",
+    "tool_call_id",
+)
 # A conversation the continuation probe renders before the new messages: its
 # assistant turn holds a sentinel, so the text after that turn's stop token is
 # exactly what the template writes for the new messages.
@@ -65,8 +72,7 @@ def _check_messages(messages: Sequence[Message], *, allow_empty: bool = False) -
             or not isinstance(message.get("content"), str)
         ):
             raise RendererError(
-                f"message {index} must be a dict with string 'role' and 'content', "
-                f"got {message!r}"
+                f"message {index} must be a dict with string 'role' and 'content', got {message!r}"
             )
     if not messages and not allow_empty:
         raise RendererError("cannot render an empty conversation; give at least one message")
