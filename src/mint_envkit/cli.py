@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import importlib
 import importlib.util
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -112,7 +113,9 @@ def _script(text: str) -> str | list[str]:
         try:
             value = json.loads(text)
         except json.JSONDecodeError as err:
-            raise MintEnvkitError(f"--reply {text!r} looks like a JSON list but is not: {err}")
+            raise MintEnvkitError(
+                f"--reply {text!r} looks like a JSON list but is not: {err}"
+            ) from None
         if not value or not all(isinstance(t, str) for t in value):
             raise MintEnvkitError(f"--reply {text!r}: a per-turn script is a list of strings")
         return value
@@ -145,7 +148,7 @@ def prefix_report(rollout: GroupRollout) -> list[tuple[int, bool, int]]:
         steps = trajectory.transitions
         ok = all(
             after.ob[: len(before.ob) + len(before.ac.tokens)] == [*before.ob, *before.ac.tokens]
-            for before, after in zip(steps, steps[1:], strict=False)
+            for before, after in itertools.pairwise(steps)
         )
         out.append((index, ok, len(steps)))
     return out
