@@ -108,6 +108,7 @@ class Renderer:
         self.enable_thinking = enable_thinking
         self._stop_token = self._find_stop_token()
         self._render_cached = functools.lru_cache(maxsize=4096)(self._render_uncached)
+        self._continuation_cached = functools.lru_cache(maxsize=4096)(self._continuation_uncached)
         self._continuation_error: Any = _UNKNOWN
 
     def _find_stop_token(self) -> int:
@@ -199,12 +200,14 @@ class Renderer:
                            *renderer.render_continuation([{"role": "user", "content": "Lower."}])]
         """
         _check_messages(new_messages, allow_empty=True)
-        stop_text = self.tokenizer.decode([self._stop_token], skip_special_tokens=False)
         probe = [
             {"role": "user", "content": _PROBE_USER},
             {"role": "assistant", "content": _SENTINEL},
         ]
-        key = _message_key([*probe, *new_messages], tools)
+        return list(self._continuation_cached(_message_key([*probe, *new_messages], tools)))
+
+    def _continuation_uncached(self, key: str) -> tuple[int, ...]:
+        stop_text = self.tokenizer.decode([self._stop_token], skip_special_tokens=False)
         try:
             text = self._template(*json.loads(key), generation_prompt=True)
         except Exception as err:
@@ -221,7 +224,7 @@ class Renderer:
                 f"with the stop token {stop_text!r}, so new messages cannot be appended "
                 "after the sampled tokens; use a single-turn env with it"
             )
-        return list(self.tokenizer.encode(text[end + len(stop_text) :], add_special_tokens=False))
+        return tuple(self.tokenizer.encode(text[end + len(stop_text) :], add_special_tokens=False))
 
     def build_generation_prompt(
         self, messages: Sequence[Message], tools: Sequence[dict] | None = None
