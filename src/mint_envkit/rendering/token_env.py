@@ -207,8 +207,10 @@ class EnvFromMessageEnv:
         return [dict(m) for m in next_messages[n + 1 :]]
 
     def _next_tokens(self, action: list[int], new_messages: list[Message]) -> list[int]:
-        if self.observation is None:
-            raise EnvError("EnvFromMessageEnv.step was called before initial_observation")
+        if self.observation is None:  # stepped after initial_messages_async() alone
+            if self.initial_messages is None:
+                raise EnvError("EnvFromMessageEnv.step was called before initial_observation")
+            self.observation = self.renderer.render_tokens(self.initial_messages, self.tools)
         if not self.renderer.supports_continuation:
             raise RendererError(
                 f"{type(self.message_env).__name__} continued its episode, but renderer "
