@@ -104,3 +104,19 @@ def test_a_template_that_cannot_continue_is_refused_up_front(tok):
         EnvFromMessageEnv(renderer, ThinkingGuessEnv(question="Q"))
     with pytest.raises(RendererError):
         renderer.render_continuation([{"role": "user", "content": "x"}])
+
+
+@pytest.mark.parametrize("name", ["qwen3", "qwen3_disable_thinking"])
+def test_continuation_of_tool_results_is_what_the_template_writes_after_the_turn(tok, name):
+    renderer = get_renderer(name, tok)
+    tools = [{"role": "tool", "content": "5"}, {"role": "tool", "content": "7"}]
+    text = tok.decode(renderer.render_continuation(tools))
+    prompt = "<|im_start|>assistant\n" + ("" if name == "qwen3" else "<think>\n\n</think>\n\n")
+    assert text == (
+        "\n<|im_start|>user\n<tool_response>\n5\n</tool_response>\n"
+        "<tool_response>\n7\n</tool_response><|im_end|>\n" + prompt
+    )
+    # The same text a full render puts after the assistant turn.
+    history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    full = tok.decode(renderer.render_tokens([*history, *tools]))
+    assert full.endswith("a<|im_end|>" + text)
