@@ -605,3 +605,89 @@ def test_installed_console_script(tmp_path):
     assert bad.stdout == ""
     assert bad.stderr.startswith("mint-envkit check: expected MODULE:NAME")
     assert "Traceback" not in bad.stderr
+
+
+# ---------------------------------------------------------------- check: multi-turn and replies
+
+BOXED_ENV = """
+from mint_envkit import SingleTurnEnv, boxed
+
+
+class BoxedEnv(SingleTurnEnv):
+    parser = boxed
+"""
+
+
+def test_check_more_replies_than_the_group_size_is_an_error_naming_both(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    argv = ["check", ARITHMETIC, "--problem", PROBLEM, "--group-size", "2"]
+    code, _, err = invoke([*argv, "--reply", "1", "--reply", "2", "--reply", "5"], capsys)
+    assert code == 2
+    assert "3 --reply scripts but --group-size 2" in err
+
+
+def test_check_without_group_size_runs_every_reply(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    replies = ["1", "2", "3", "5"]
+    argv = ["check", ARITHMETIC, "--problem", PROBLEM]
+    code, out, _ = invoke([*argv, *(x for r in replies for x in ("--reply", r))], capsys)
+    assert code == 0
+    assert [row[0] for row in reply_rows(out)] == replies
+
+
+def test_check_reference_reply_is_one_the_env_scores_correct(tmp_path, capsys):
+    path = tmp_path / "boxed_env.py"
+    path.write_text(BOXED_ENV, encoding="utf-8")
+    code, out, _ = invoke(["check", f"{path}:BoxedEnv", "--problem", PROBLEM], capsys)
+    assert code == 0
+    assert "reference reply (the env scores it correct): '\\\\boxed{5}'" in out
+    assert reply_rows(out)[0] == ("\\boxed{5}", 1.0, "ok")
+
+
+def test_check_says_when_there_is_no_reference_reply(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    problem = json.dumps({"secret": 40})
+    code, out, _ = invoke(
+        [
+            "check",
+            "examples/guess_the_number.py:GuessTheNumberEnv",
+            "--problem",
+            problem,
+            "--reply",
+            '["50", "40"]',
+        ],
+        capsys,
+    )
+    assert code == 0
+    code, out, _ = invoke(
+        ["check", "examples/guess_the_number.py:GuessTheNumberEnv", "--problem", problem],
+        capsys,
+    )
+    assert "no reference reply: the problem has no 'answer'" in out
+
+
+def test_check_multi_turn_prints_the_transcript_and_the_prefix_check(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    call = '<tool_call>{"name": "calculate", "arguments": {"expression": "2 + 3"}}</tool_call>'
+    argv = [
+        "check",
+        "examples/calculator_tools.py:CalculatorEnv",
+        "--problem",
+        PROBLEM,
+        "--reply",
+        json.dumps([call, "5"]),
+        "--reply",
+        json.dumps(["<tool_call>{bad}</tool_call>", "4"]),
+        "--renderer",
+        "qwen3",
+        "--renderer",
+        "qwen3_disable_thinking",
+    ]
+    code, out, err = invoke(argv, capsys)
+    assert code == 0, err
+    assert "[turn 1] env: '\\n<|im_start|>user\\n<tool_response>\\n5\\n</tool_response>" in out
+    assert "could not be read" in out
+    for renderer in ("qwen3", "qwen3_disable_thinking"):
+        for env in (0, 1, 2):
+            assert f"prefix check [{renderer}] env {env}: ok (2 observation(s)" in out
+    assert [row[:2] for row in reply_rows(out)] == [("5", 1.0), ("4", 0.0), ("5", 1.0)] * 2

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
         MessageStepResult,
         MultiTurnEnv,
         SingleTurnEnv,
+        ToolEnv,
+        with_thinking,
     )
     from mint_envkit.errors import (
         BackendError,
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
         ProblemError,
         RendererError,
         TokenizerError,
+        ToolDefinitionError,
     )
     from mint_envkit.parsers import (
         Parser,
@@ -72,6 +75,7 @@ if TYPE_CHECKING:
         ScriptedPolicy,
         ScriptedReport,
     )
+    from mint_envkit.tools import Tool, tool
 
 _EXPORTS: dict[str, str] = {
     "DatasetBuilder": "mint_envkit.builders",
@@ -83,6 +87,8 @@ _EXPORTS: dict[str, str] = {
     "MessageStepResult": "mint_envkit.envs",
     "MultiTurnEnv": "mint_envkit.envs",
     "SingleTurnEnv": "mint_envkit.envs",
+    "ToolEnv": "mint_envkit.envs",
+    "with_thinking": "mint_envkit.envs",
     "BackendError": "mint_envkit.errors",
     "ConfigError": "mint_envkit.errors",
     "EnvError": "mint_envkit.errors",
@@ -90,6 +96,7 @@ _EXPORTS: dict[str, str] = {
     "ProblemError": "mint_envkit.errors",
     "RendererError": "mint_envkit.errors",
     "TokenizerError": "mint_envkit.errors",
+    "ToolDefinitionError": "mint_envkit.errors",
     "ParseResult": "mint_envkit.parsers",
     "Parser": "mint_envkit.parsers",
     "boxed": "mint_envkit.parsers",
@@ -115,6 +122,8 @@ _EXPORTS: dict[str, str] = {
     "KLReferenceConfig": "mint_envkit.rl",
     "ScriptedPolicy": "mint_envkit.rl",
     "ScriptedReport": "mint_envkit.rl",
+    "Tool": "mint_envkit.tools",
+    "tool": "mint_envkit.tools",
 }
 """Where each public name lives; :func:`__getattr__` imports the module on first use."""
 
@@ -150,6 +159,9 @@ __all__ = [
     "SingleTurnEnv",
     "StepResult",
     "TokenizerError",
+    "Tool",
+    "ToolDefinitionError",
+    "ToolEnv",
     "__version__",
     "boxed",
     "choice",
@@ -161,8 +173,10 @@ __all__ = [
     "last_number",
     "same_number",
     "strip_thinking",
+    "tool",
     "valid_format",
     "weighted",
+    "with_thinking",
     "xml_tag",
 ]
 

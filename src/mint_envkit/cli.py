@@ -22,16 +22,20 @@ import argparse
 import asyncio
 import importlib
 import importlib.util
+import itertools
 import json
 import sys
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rl.rollouts import rollout_groups
 from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy
+from mint_envkit.rl.types import GroupRollout
 
 __all__ = ["main"]
 
@@ -70,10 +74,84 @@ def _load_target(spec: str) -> Any:
     return getattr(module, name)
 
 
-def _oracle_replies(group: GroupBuilder) -> list[str]:
-    """The reference answer (when the problem has one), a wrong one and an unparsable one."""
+def _answer_forms(answer: Any) -> list[str]:
+    a = str(answer)
+    return [a, f"\\boxed{{{a}}}", f"<answer>{a}</answer>", f"The answer is {a}.", f"Answer: {a}"]
+
+
+async def _reference_reply(group: GroupBuilder) -> str | None:
+    """The first usual form of the problem's answer that the env scores as correct.
+
+    Each form runs through a fresh env of the group (rendered, parsed, scored),
+    and counts when the env reports ``correct`` = 1. None when the problem has
+    no ``answer`` or no form scores as correct.
+    """
     answer = group.problem.get("answer")
-    return [*([str(answer)] if answer is not None else []), "0", "I am not sure."]
+    if answer is None:
+        return None
+    for text in _answer_forms(answer):
+        env = (await group.make_envs())[0]
+        await env.initial_observation()
+        tokens = env.renderer.tokenizer.encode(text, add_special_tokens=False)
+        stop = env.renderer.get_stop_sequences()[0]
+        result = await env.step([*tokens, stop], extra={"stop_reason": "stop"})
+        if result.episode_done and result.metrics.get("correct") == 1.0:
+            return text
+        await _abort(env)
+    return None
+
+
+async def _abort(env: Any) -> None:
+    hook = getattr(env.message_env, "abort", None)
+    if callable(hook):
+        await hook()
+
+
+def _script(text: str) -> str | list[str]:
+    """A ``--reply`` value: a reply text, or a JSON list of texts (one per turn)."""
+    if text.lstrip().startswith("["):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise MintEnvkitError(
+                f"--reply {text!r} looks like a JSON list but is not: {err}"
+            ) from None
+        if not value or not all(isinstance(t, str) for t in value):
+            raise MintEnvkitError(f"--reply {text!r}: a per-turn script is a list of strings")
+        return value
+    return text
+
+
+def _print_transcript(rollout: GroupRollout, renderer: Any) -> None:
+    """Every env's episode as the model saw it: each sampled reply and what the env added."""
+    decode = renderer.tokenizer.decode
+    for index, trajectory in enumerate(rollout.trajectories):
+        print(f"  env {index} transcript:")
+        steps = trajectory.transitions
+        for turn, step in enumerate(steps):
+            print(f"    [turn {turn + 1}] assistant: {decode(step.ac.tokens)!r}")
+            if turn + 1 < len(steps):
+                seen = len(step.ob) + len(step.ac.tokens)
+                print(f"    [turn {turn + 1}] env: {decode(steps[turn + 1].ob[seen:])!r}")
+
+
+def prefix_report(rollout: GroupRollout) -> list[tuple[int, bool, int]]:
+    """Per env of a rollout: (env index, every observation extends the previous one
+    followed by its sampled tokens, number of observations).
+
+    Example::
+
+        prefix_report(rollout)  # [(0, True, 3), (1, True, 1)]
+    """
+    out = []
+    for index, trajectory in enumerate(rollout.trajectories):
+        steps = trajectory.transitions
+        ok = all(
+            after.ob[: len(before.ob) + len(before.ac.tokens)] == [*before.ob, *before.ac.tokens]
+            for before, after in itertools.pairwise(steps)
+        )
+        out.append((index, ok, len(steps)))
+    return out
 
 
 def _print_group(report: GroupReport, renderer: Any, prompt_tokens: list[int] | None) -> None:
@@ -92,53 +170,104 @@ def _print_group(report: GroupReport, renderer: Any, prompt_tokens: list[int] | 
         print(f"  reply {reply!r:30.30} reward {reward:+.3f}  parse {status:<14} {shown}")
 
 
+def _builder(target: Any, args: argparse.Namespace, renderer: str, group_size: int) -> Any:
+    if isinstance(target, DatasetBuilder):
+        return attrs.evolve(target, renderer_name=renderer) if args.renderer else target
+    if not callable(target):  # an env class or an env factory (**problem) -> MessageEnv
+        raise MintEnvkitError(f"{args.target} is neither an env class nor a DatasetBuilder")
+    if not args.problem:
+        raise MintEnvkitError(
+            "checking an env class needs at least one --problem JSON, e.g. "
+            '--problem \'{"question": "What is 2 + 3?", "answer": "5"}\''
+        )
+    problems = []
+    for text in args.problem:
+        try:
+            problems.append(json.loads(text))
+        except json.JSONDecodeError as err:
+            raise MintEnvkitError(f"--problem {text!r} is not JSON: {err}") from None
+    return DatasetBuilder(
+        env=target,
+        problems=problems,
+        batch_size=len(problems),
+        group_size=group_size,
+        model_name=args.model,
+        renderer_name=renderer,
+        shuffle=False,
+    )
+
+
 async def _check(args: argparse.Namespace) -> int:
     target = _load_target(args.target)
-    if isinstance(target, DatasetBuilder):
-        builder = target
-    elif callable(target):  # an env class or an env factory (**problem) -> MessageEnv
-        if not args.problem:
-            raise MintEnvkitError(
-                "checking an env class needs at least one --problem JSON, e.g. "
-                '--problem \'{"question": "What is 2 + 3?", "answer": "5"}\''
-            )
-        problems = []
-        for text in args.problem:
-            try:
-                problems.append(json.loads(text))
-            except json.JSONDecodeError as err:
-                raise MintEnvkitError(f"--problem {text!r} is not JSON: {err}") from None
-        builder = DatasetBuilder(
-            env=target,
-            problems=problems,
-            batch_size=len(problems),
-            group_size=args.group_size,
-            model_name=args.model,
-            renderer_name=args.renderer,
-            shuffle=False,
+    scripts = [_script(text) for text in args.reply or []]
+    group_size = args.group_size or max(3, len(scripts))
+    if scripts and len(scripts) > group_size:
+        raise MintEnvkitError(
+            f"{len(scripts)} --reply scripts but --group-size {group_size}: every reply runs "
+            f"in its own env, so the last {len(scripts) - group_size} would never run; raise "
+            f"--group-size to {len(scripts)} or drop replies"
         )
-    else:
-        raise MintEnvkitError(f"{args.target} is neither an env class nor a DatasetBuilder")
-    train, _ = await builder()
-    groups = train.get_batch(0)[: args.groups]
     failures = 0
-    for group in groups:
-        renderer = group.renderer()
-        try:
-            envs = await group.make_envs()
-            prompt = renderer.render_tokens(await envs[0].initial_messages_async())
-        except Exception as err:  # the user's env: report it, check the other groups
-            kind = "" if isinstance(err, MintEnvkitError) else f"{type(err).__name__}: "
-            print(f"--- group {group.index}\nERROR: {kind}{err}")
-            failures += 1
-            continue
-        policy = ScriptedPolicy(args.reply or _oracle_replies(group))
-        report = await policy.run_group(group)
-        failures += bool(report.error)
-        _print_group(report, renderer, prompt)
+    groups: list[GroupBuilder] = []
+    default = target.renderer_name if isinstance(target, DatasetBuilder) else "qwen3"
+    for renderer_name in args.renderer or [default]:
+        builder = _builder(target, args, renderer_name, group_size)
+        if isinstance(target, DatasetBuilder) and scripts and len(scripts) > builder.group_size:
+            raise MintEnvkitError(
+                f"{len(scripts)} --reply scripts but the DatasetBuilder's group_size is "
+                f"{builder.group_size}; give at most {builder.group_size} replies"
+            )
+        train, _ = await builder()
+        groups = train.get_batch(0)[: args.groups]
+        for group in groups:
+            failures += await _check_group(group, scripts, renderer_name)
     if args.local:
         failures += await _check_local(groups[0], args)
     return 1 if failures else 0
+
+
+async def _check_group(group: GroupBuilder, scripts: list[Any], renderer_name: str) -> int:
+    renderer = group.renderer()
+    reference = None
+    try:
+        envs = await group.make_envs()
+        prompt = renderer.render_tokens(await envs[0].initial_messages_async(), envs[0].tools)
+        for env in envs:
+            await _abort(env)
+        replies = scripts
+        if not replies:
+            reference = await _reference_reply(group)
+            wrong = "1" if str(group.problem.get("answer")) == "0" else "0"
+            replies = [*([reference] if reference else []), wrong, "I am not sure."]
+    except Exception as err:  # the user's env: report it, check the other groups
+        kind = "" if isinstance(err, MintEnvkitError) else f"{type(err).__name__}: "
+        print(f"--- group {group.index}\nERROR: {kind}{err}")
+        return 1
+    rollout = (await rollout_groups([group], ScriptedPolicy(replies)))[0]
+    report = GroupReport.from_rollout(rollout)
+    _print_group(report, renderer, prompt)
+    if not scripts:
+        answer = group.problem.get("answer")
+        if reference:
+            print(f"  reference reply (the env scores it correct): {reference!r}")
+        elif answer is None:
+            print("  no reference reply: the problem has no 'answer'")
+        else:
+            print(f"  no reference reply: none of {_answer_forms(answer)} scores as correct")
+    if report.error:
+        return 1
+    if all(len(t.transitions) == 1 for t in rollout.trajectories):
+        return 0
+    _print_transcript(rollout, renderer)
+    bad = 0
+    for index, ok, count in prefix_report(rollout):
+        verdict = "ok" if ok else "FAILED"
+        print(
+            f"  prefix check [{renderer_name}] env {index}: {verdict} "
+            f"({count} observation(s), each extends the previous + its sampled tokens)"
+        )
+        bad += not ok
+    return 1 if bad else 0
 
 
 async def _check_local(group: GroupBuilder, args: argparse.Namespace) -> int:
@@ -192,15 +321,28 @@ def main(argv: list[str] | None = None) -> int:
     check = sub.add_parser("check", help="run an env or DatasetBuilder through ScriptedPolicy")
     check.add_argument("target", help="MODULE:NAME or path/to/file.py:NAME")
     check.add_argument("--problem", action="append", help="a problem as JSON (env classes)")
-    check.add_argument("--reply", action="append", help="a scripted reply (repeatable)")
+    check.add_argument(
+        "--reply",
+        action="append",
+        help="one env's scripted reply (repeatable, one env each): a text given at every "
+        'turn, or a JSON list of texts, one per turn (\'["<tool_call>...", "5"]\')',
+    )
     check.add_argument("--groups", type=int, default=3, help="groups of batch 0 to show")
-    check.add_argument("--group-size", type=int, default=3)
+    check.add_argument(
+        "--group-size", type=int, default=None, help="envs per group (default: max(3, replies))"
+    )
     check.add_argument("--model", default="mint-envkit/tiny-qwen3")
-    check.add_argument("--renderer", default="qwen3")
+    check.add_argument(
+        "--renderer", action="append", help="renderer to check with (repeatable; default qwen3)"
+    )
     check.add_argument("--local", action="store_true", help="also sample one group locally")
     check.add_argument("--max-tokens", type=int, default=32)
     args = parser.parse_args(argv)
-    if args.groups < 1 or args.group_size < 1 or args.max_tokens < 1:
+    if (
+        args.groups < 1
+        or (args.group_size is not None and args.group_size < 1)
+        or (args.max_tokens < 1)
+    ):
         parser.error("--groups, --group-size and --max-tokens must be >= 1")
     try:
         return asyncio.run(_check(args))

@@ -44,6 +44,7 @@ __all__ = [
     "ProblemError",
     "RendererError",
     "TokenizerError",
+    "ToolDefinitionError",
 ]
 
 
@@ -116,4 +117,16 @@ class BackendError(MintEnvkitError):
 
         await preflight("http://127.0.0.1:9")
         # BackendError: the backend at http://127.0.0.1:9 did not answer within 15 s ...
+    """
+
+
+class ToolDefinitionError(MintEnvkitError, TypeError):
+    """A function cannot be a tool: a parameter has no type hint, is ``*args`` or
+    ``**kwargs``, or has a type no JSON schema can say. The message names the parameter.
+
+    Example::
+
+        @tool
+        def add(a, b: int) -> int: ...
+        # ToolDefinitionError: tool 'add': parameter 'a' has no type hint; ...
     """

@@ -176,10 +176,11 @@ async def test_prompt_over_the_limit_raises_on_the_initial_observation(renderer)
         await arithmetic(renderer, max_trajectory_tokens=n - 1).initial_observation()
 
 
-async def test_multi_turn_next_observation_renders_the_conversation(renderer):
+async def test_multi_turn_next_observation_extends_the_sampled_tokens(renderer):
     env = EnvFromMessageEnv(renderer, HigherLowerEnv(question="Guess my number."))
-    await env.initial_observation()
-    result = await env.step(reply_tokens(renderer, "<think>low</think>1"), extra=STOP)
+    first, _ = await env.initial_observation()
+    sampled = reply_tokens(renderer, "<think>low</think>1")
+    result = await env.step(sampled, extra=STOP)
     assert not result.episode_done and result.reward == 0.0
     conversation = [
         {"role": "user", "content": "Guess my number."},
@@ -187,7 +188,10 @@ async def test_multi_turn_next_observation_renders_the_conversation(renderer):
         {"role": "user", "content": "Higher. " * 5},
     ]
     assert env.messages == conversation
-    assert result.next_observation.to_ints() == renderer.render_tokens(conversation)
+    continuation = renderer.render_continuation([conversation[-1]])
+    assert result.next_observation.to_ints() == [*first.to_ints(), *sampled, *continuation]
+    # A full re-render drops the earlier turn's thinking: the model never saw that prompt.
+    assert result.next_observation.to_ints() != renderer.render_tokens(conversation)
     assert result.next_stop_condition == renderer.get_stop_sequences()
     assert result.metrics == {"truncated": 0.0, "parse_error": 0.0, "context_overflow": 0.0}
     last = await env.step(reply_tokens(renderer, "3"), extra=STOP)
@@ -226,7 +230,11 @@ async def test_env_stop_condition_is_passed_on(renderer):
             return MessageStepResult(
                 reward=0.0,
                 episode_done=False,
-                next_messages=[{"role": "user", "content": "Count."}, message],
+                next_messages=[
+                    {"role": "user", "content": "Count."},
+                    message,
+                    {"role": "user", "content": "Go on."},
+                ],
                 next_stop_condition=["\n"],
             )
 

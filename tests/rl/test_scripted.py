@@ -186,3 +186,23 @@ async def test_list_replies_keep_their_env_on_later_turns():
     source = builder(env=EchoTurnsEnv, problems=[{"question": "Start."}], group_size=2)
     report = await ScriptedPolicy(["a", "b"]).run(source)
     assert [log["replies"] for log in report.groups[0].logs] == [["a", "a"], ["b", "b"]]
+
+
+async def test_per_turn_scripts():
+    source = builder(env=EchoTurnsEnv, problems=[{"question": "Start."}], group_size=3)
+    report = await ScriptedPolicy([["a", "b"], ["b", "b"], "b"]).run(source)
+    logs = [log["replies"] for log in report.groups[0].logs]
+    assert logs == [["a", "b"], ["b", "b"], ["b", "b"]]
+    assert report.groups[0].rewards == [0.0, 1.0, 1.0]
+
+
+async def test_a_script_shorter_than_its_episode_fails_its_group_with_the_numbers():
+    source = builder(env=EchoTurnsEnv, problems=[{"question": "Start."}], group_size=1)
+    report = await ScriptedPolicy([["b"]]).run(source)
+    assert "have 1 turn(s), but its episode asked for turn 2" in report.groups[0].error
+
+
+@pytest.mark.parametrize("replies", [[[]], [["a", 1]]])
+def test_bad_per_turn_scripts(replies):
+    with pytest.raises(ConfigError, match="one per turn"):
+        ScriptedPolicy(replies)

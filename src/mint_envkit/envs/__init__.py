@@ -10,9 +10,12 @@ Example::
 
 from mint_envkit.envs.base import Message, MessageEnv, MessageStepResult, Metrics
 from mint_envkit.envs.multi_turn import Feedback, MultiTurnEnv
+from mint_envkit.envs.scoring import AnswerScoring, with_thinking
 from mint_envkit.envs.single_turn import SingleTurnEnv
+from mint_envkit.envs.tool_env import ToolEnv
 
 __all__ = [
+    "AnswerScoring",
     "Feedback",
     "Message",
     "MessageEnv",
@@ -20,4 +23,6 @@ __all__ = [
     "Metrics",
     "MultiTurnEnv",
     "SingleTurnEnv",
+    "ToolEnv",
+    "with_thinking",
 ]

@@ -52,13 +52,16 @@ from mint_envkit.errors import ConfigError, EnvError
 __all__ = ["Feedback", "MultiTurnEnv"]
 
 
-def _reply_message(value: Any) -> Message | None:
+def _reply_message(value: Any) -> Message | list[Message] | None:
     if value is None or isinstance(value, dict):
         return value
     if isinstance(value, str):
         return {"role": "user", "content": value}
+    if isinstance(value, list | tuple) and value and all(isinstance(m, dict) for m in value):
+        return [dict(m) for m in value]
     raise ConfigError(
-        f"Feedback.reply must be a string, a message dict or None, got {type(value).__name__}"
+        "Feedback.reply must be a string, a message dict, a non-empty list of message "
+        f"dicts or None, got {value!r}"
     )
 
 
@@ -68,7 +71,8 @@ class Feedback:
 
     Attributes:
         reply: the next user message (a string, or a full message dict such
-            as ``{"role": "tool", "content": ...}``); None when done.
+            as ``{"role": "tool", "content": ...}``), or a list of messages
+            (several tool results); None when done.
         reward: this turn's reward (default 0.0).
         done: True ends the episode.
         metrics, logs: as in :class:`MessageStepResult`.
@@ -79,7 +83,7 @@ class Feedback:
         Feedback(reward=1.0, done=True, metrics={"solved": 1.0})
     """
 
-    reply: Message | None = attrs.field(default=None, converter=_reply_message)
+    reply: Message | list[Message] | None = attrs.field(default=None, converter=_reply_message)
     reward: float = attrs.field(default=0.0, converter=float)
     done: bool = attrs.field(default=False, converter=bool)
     metrics: dict[str, float] = attrs.field(factory=dict, converter=dict)
@@ -198,7 +202,8 @@ class MultiTurnEnv(MessageEnv):
             reward = self.max_turns_reward
             done = True
         if feedback.reply is not None and not done:
-            self.conversation.append(dict(feedback.reply))
+            replies = feedback.reply if isinstance(feedback.reply, list) else [feedback.reply]
+            self.conversation.extend(dict(m) for m in replies)
         if done:
             metrics["turns"] = float(self.turns)
             metrics["max_turns_reached"] = float(hit_limit)

@@ -22,14 +22,13 @@ from typing import Any, ClassVar
 
 from mint_envkit.envs.base import Message, MessageEnv, MessageStepResult
 from mint_envkit.envs.problem import bind_problem
+from mint_envkit.envs.scoring import AnswerScoring
 from mint_envkit.errors import EnvError, ProblemError
-from mint_envkit.parsers import Parser, ParseResult, exact, strip_thinking
-from mint_envkit.rewards import default_check
 
 __all__ = ["SingleTurnEnv"]
 
 
-class SingleTurnEnv(MessageEnv):
+class SingleTurnEnv(AnswerScoring, MessageEnv):
     """An env that asks one question and scores one reply.
 
     Subclass it and set class attributes; override a hook only when the
@@ -48,7 +47,10 @@ class SingleTurnEnv(MessageEnv):
             from wrong ones (metric ``parsed``), never folded in silently.
         reward_fn: optional composed reward (see :mod:`mint_envkit.rewards`);
             when set it gives the reward, and each of its components is
-            reported as a metric.
+            reported as a metric. It reads the reply's content.
+        reward_sees_thinking: when True, ``reward_fn`` reads the reply with
+            its thinking (:func:`~mint_envkit.with_thinking`), so a format
+            reward can require think-then-answer (default False).
         required_fields: the problem fields the env needs
             (default ``("question", "answer")``).
         optional_fields: extra fields the env takes, with defaults
@@ -56,7 +58,9 @@ class SingleTurnEnv(MessageEnv):
 
     Hooks:
         messages(): the prompt. check(parsed, answer): is the parsed answer
-        right. score(message): the whole step, for full control.
+        right. score(message): the whole step, for full control. The parser
+        and ``check`` read ``message["content"]``; the thinking is in
+        ``message["thinking"]`` (see :class:`~mint_envkit.envs.scoring.AnswerScoring`).
 
     Each instance is single use: :meth:`step` once, then it raises.
 
@@ -72,11 +76,6 @@ class SingleTurnEnv(MessageEnv):
 
     system_prompt: ClassVar[str | None] = None
     few_shot: ClassVar[list[Message]] = []
-    parser: ClassVar[Parser] = exact()
-    reward_correct: ClassVar[float] = 1.0
-    reward_incorrect: ClassVar[float] = 0.0
-    reward_unparsed: ClassVar[float] = 0.0
-    reward_fn: ClassVar[Any] = None
     required_fields: ClassVar[tuple[str, ...]] = ("question", "answer")
     optional_fields: ClassVar[dict[str, Any]] = {}
 
@@ -97,11 +96,6 @@ class SingleTurnEnv(MessageEnv):
         """The problem's question."""
         return self.problem.get("question", "")
 
-    @property
-    def answer(self) -> Any:
-        """The problem's reference answer."""
-        return self.problem.get("answer")
-
     def messages(self) -> list[Message]:
         """The prompt: system prompt, few-shot examples, then the question.
 
@@ -119,81 +113,9 @@ class SingleTurnEnv(MessageEnv):
         out.append({"role": "user", "content": self.question})
         return out
 
-    def check(self, parsed: str, answer: Any) -> bool:
-        """Is the parsed answer right? Numbers compare by value, text after strip.
-
-        Example::
-
-            env.check("5.0", "5")     # True (same_number)
-            env.check("Paris", "Paris ")  # True
-        """
-        return default_check(parsed, answer)
-
     async def initial_observation(self) -> list[Message]:
         """The prompt from :meth:`messages`."""
         return self.messages()
-
-    def parse(self, message: Message) -> ParseResult:
-        """Run the class's parser over the reply's content (not its thinking).
-
-        A reply whose content still holds an unclosed ``<think>`` gives status
-        ``unclosed_think`` whatever the parser, so an answer written inside an
-        unfinished think block never counts.
-        """
-        content = message.get("content")
-        if isinstance(content, str) and ("<think>" in content or "</think>" in content):
-            thinking = strip_thinking(content)
-            if thinking.status == "unclosed_think":
-                return thinking
-            content = thinking.value or ""
-        # Read from the class so a plain function is not bound as a method.
-        parser = type(self).parser
-        if not isinstance(parser, Parser):
-            parser = Parser.from_function(parser, name=getattr(parser, "__name__", "parser"))
-        return parser(content if isinstance(content, str) else "")
-
-    def score(self, message: Message) -> MessageStepResult:
-        """Score the reply. The default parses, checks, and reports.
-
-        Metrics: ``correct`` (0/1) and ``parsed`` (0/1), plus every component
-        of ``reward_fn`` when one is set. Logs: ``parse_status``, ``parsed``
-        (the extracted value) and ``answer``.
-
-        Example::
-
-            def score(self, message):
-                result = super().score(message)
-                return attrs.evolve(result, reward=result.reward - 0.01 * len(message["content"]))
-        """
-        parsed = self.parse(message)
-        correct = bool(parsed) and self.check(parsed.value or "", self.answer)
-        if not parsed:
-            reward = self.reward_unparsed
-        elif correct:
-            reward = self.reward_correct
-        else:
-            reward = self.reward_incorrect
-        metrics = {"correct": float(correct), "parsed": float(bool(parsed))}
-        reward_fn = type(self).reward_fn
-        if reward_fn is not None:
-            content = message.get("content")
-            breakdown = reward_fn(content if isinstance(content, str) else "", self.answer)
-            reward = breakdown.total
-            metrics.update(breakdown.metrics)
-        logs = {
-            "parse_status": parsed.status,
-            "parsed": parsed.value,
-            "answer": None if self.answer is None else str(self.answer),
-        }
-        return MessageStepResult(reward=reward, episode_done=True, metrics=metrics, logs=logs)
-
-    def unscored_metrics(self) -> dict[str, float]:
-        """The metrics of an episode cut off before :meth:`score` ran.
-
-        The token-level env uses them when a reply hit the length limit, so
-        ``correct`` and ``parsed`` count such an episode as 0.
-        """
-        return {"correct": 0.0, "parsed": 0.0}
 
     async def step(self, message: Message) -> MessageStepResult:
         """Score the one reply and end the episode (see :meth:`score`)."""

@@ -18,12 +18,14 @@ Example::
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import RendererError
 from mint_envkit.rendering.tokenizer import get_tokenizer
+from mint_envkit.rendering.tool_calls import parse_hermes_tool_calls
 
 if TYPE_CHECKING:
     import tinker
@@ -37,15 +39,44 @@ RENDERERS: dict[str, dict[str, Any]] = {
 }
 """The renderer names :func:`get_renderer` knows, with their template options."""
 
+_UNKNOWN = object()
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 
 
-def _message_key(messages: Sequence[Message]) -> tuple:
-    return tuple(
-        (m.get("role"), m.get("content"), m.get("thinking"), m.get("reasoning_content"))
-        for m in messages
-    )
+_TEMPLATE_FIELDS = (
+    "role",
+    "content",
+    "thinking",
+    "reasoning_content",
+    "tool_calls",
+    "name",
+    "tool_call_id",
+)
+# A conversation the continuation probe renders before the new messages: its
+# assistant turn holds a sentinel, so the text after that turn's stop token is
+# exactly what the template writes for the new messages.
+_PROBE_USER = "mint-envkit continuation probe"
+_SENTINEL = "mint-envkit-sentinel-3f9c1a"
+
+
+def _message_key(messages: Sequence[Message], tools: Sequence[dict] | None) -> str:
+    fields = [{k: m[k] for k in _TEMPLATE_FIELDS if m.get(k) is not None} for m in messages]
+    return json.dumps([fields, list(tools or [])], default=str)
+
+
+def _check_messages(messages: Sequence[Message], *, allow_empty: bool = False) -> None:
+    for index, message in enumerate(messages):
+        if (
+            not isinstance(message, dict)
+            or not isinstance(message.get("role"), str)
+            or not isinstance(message.get("content"), str)
+        ):
+            raise RendererError(
+                f"message {index} must be a dict with string 'role' and 'content', got {message!r}"
+            )
+    if not messages and not allow_empty:
+        raise RendererError("cannot render an empty conversation; give at least one message")
 
 
 class Renderer:
@@ -78,6 +109,8 @@ class Renderer:
         self.enable_thinking = enable_thinking
         self._stop_token = self._find_stop_token()
         self._render_cached = functools.lru_cache(maxsize=4096)(self._render_uncached)
+        self._continuation_cached = functools.lru_cache(maxsize=4096)(self._continuation_uncached)
+        self._continuation_error: Any = _UNKNOWN
 
     def _find_stop_token(self) -> int:
         vocab = self.tokenizer.get_vocab()
@@ -91,45 +124,112 @@ class Renderer:
             )
         return int(eos)
 
-    def _render_uncached(self, key: tuple) -> tuple[int, ...]:
-        messages = []
-        for role, content, thinking, reasoning in key:
-            message: dict[str, Any] = {"role": role, "content": content}
-            if thinking is not None:
-                message["thinking"] = thinking
-            if reasoning is not None:
-                message["reasoning_content"] = reasoning
-            messages.append(message)
-        text = self.tokenizer.apply_chat_template(
-            messages,
-            tokenize=False,
-            add_generation_prompt=True,
-            enable_thinking=self.enable_thinking,
+    def _template(
+        self, messages: list[Message], tools: list[dict] | None, *, generation_prompt: bool
+    ) -> str:
+        options: dict[str, Any] = {"enable_thinking": self.enable_thinking}
+        if tools:
+            options["tools"] = tools
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=generation_prompt, **options
         )
+
+    def _render_uncached(self, key: str) -> tuple[int, ...]:
+        messages, tools = json.loads(key)
+        text = self._template(messages, tools, generation_prompt=True)
         return tuple(self.tokenizer.encode(text, add_special_tokens=False))
 
-    def render_tokens(self, messages: Sequence[Message]) -> list[int]:
+    def render_tokens(
+        self, messages: Sequence[Message], tools: Sequence[dict] | None = None
+    ) -> list[int]:
         """The prompt tokens for ``messages``, generation prompt included.
+
+        ``tools`` (tool schemas, :attr:`mint_envkit.Tool.schema`) go to the chat
+        template's ``tools=``, which lists them the model family's way (Qwen3: a
+        ``# Tools`` block with ``<tools></tools>`` in the system message).
 
         Raises:
             RendererError: a message is not a dict with a string ``role`` and
                 string ``content``.
         """
-        for index, message in enumerate(messages):
-            if (
-                not isinstance(message, dict)
-                or not isinstance(message.get("role"), str)
-                or not isinstance(message.get("content"), str)
-            ):
-                raise RendererError(
-                    f"message {index} must be a dict with string 'role' and 'content', "
-                    f"got {message!r}"
-                )
-        if not messages:
-            raise RendererError("cannot render an empty conversation; give at least one message")
-        return list(self._render_cached(_message_key(messages)))
+        _check_messages(messages)
+        return list(self._render_cached(_message_key(messages, tools)))
 
-    def build_generation_prompt(self, messages: Sequence[Message]) -> tinker.ModelInput:
+    def continuation_error(self) -> str | None:
+        """Why this template cannot render new messages after a sampled turn, or None.
+
+        The answer is measured once, on a probe conversation (see
+        :meth:`render_continuation`).
+        """
+        if self._continuation_error is _UNKNOWN:
+            try:
+                self.render_continuation([{"role": "user", "content": "probe"}])
+                self._continuation_error = None
+            except RendererError as err:
+                self._continuation_error = str(err)
+        return self._continuation_error
+
+    @property
+    def supports_continuation(self) -> bool:
+        """True when :meth:`render_continuation` works for this template.
+
+        The token-level env needs it for multi-turn episodes: it never renders
+        an earlier assistant turn again.
+        """
+        return self.continuation_error() is None
+
+    def render_continuation(
+        self, new_messages: Sequence[Message], tools: Sequence[dict] | None = None
+    ) -> list[int]:
+        """The tokens that follow a sampled assistant turn: ``new_messages``, then the
+        generation prompt.
+
+        The next prompt of a multi-turn episode is the previous prompt, the
+        exact sampled tokens (ending with the stop token) and these tokens, so
+        earlier turns are never rendered again (Qwen3's template would drop
+        their ``<think>`` blocks). The tokens are what the chat template writes
+        after an assistant turn's stop token when ``new_messages`` follow it.
+
+        Raises:
+            RendererError: the template cannot say it (it fails on the probe
+                conversation, or does not end an assistant turn with the stop
+                token); the message names the renderer.
+
+        Example::
+
+            observation = [*previous_observation, *sampled_tokens,
+                           *renderer.render_continuation([{"role": "user", "content": "Lower."}])]
+        """
+        _check_messages(new_messages, allow_empty=True)
+        probe = [
+            {"role": "user", "content": _PROBE_USER},
+            {"role": "assistant", "content": _SENTINEL},
+        ]
+        return list(self._continuation_cached(_message_key([*probe, *new_messages], tools)))
+
+    def _continuation_uncached(self, key: str) -> tuple[int, ...]:
+        stop_text = self.tokenizer.decode([self._stop_token], skip_special_tokens=False)
+        try:
+            text = self._template(*json.loads(key), generation_prompt=True)
+        except Exception as err:
+            raise RendererError(
+                f"renderer {self.name!r}: its chat template fails on a user, an assistant "
+                f"turn and the new messages ({type(err).__name__}: {err}); it cannot "
+                "continue a multi-turn episode without rendering earlier turns again"
+            ) from err
+        at = text.find(_SENTINEL)
+        end = text.find(stop_text, at + len(_SENTINEL)) if at != -1 else -1
+        if at == -1 or end == -1 or text.count(_SENTINEL) != 1:
+            raise RendererError(
+                f"renderer {self.name!r}: its chat template does not end an assistant turn "
+                f"with the stop token {stop_text!r}, so new messages cannot be appended "
+                "after the sampled tokens; use a single-turn env with it"
+            )
+        return tuple(self.tokenizer.encode(text[end + len(stop_text) :], add_special_tokens=False))
+
+    def build_generation_prompt(
+        self, messages: Sequence[Message], tools: Sequence[dict] | None = None
+    ) -> tinker.ModelInput:
         """The prompt as a ``tinker.ModelInput``, ready to sample from.
 
         Example::
@@ -139,7 +239,7 @@ class Renderer:
         """
         import tinker
 
-        return tinker.ModelInput.from_ints(self.render_tokens(messages))
+        return tinker.ModelInput.from_ints(self.render_tokens(messages, tools))
 
     def get_stop_sequences(self) -> list[int]:
         """The stop token ids (``<|im_end|>`` for Qwen-style templates)."""
@@ -151,6 +251,9 @@ class Renderer:
         Returns ``(message, ok)``: ``ok`` is False when the stop token is
         missing (the reply never ended). The message's ``content`` has complete
         ``<think>...</think>`` blocks removed; their text is in ``thinking``.
+        Tool calls (see :meth:`parse_tool_calls`) move from the content to
+        ``tool_calls``; calls that could not be read go to ``unparsed_tool_calls``
+        (``{"raw_text": ..., "error": ...}``).
         An unclosed ``<think>`` stays in the content, so parsers report it as
         ``unclosed_think``.
 
@@ -174,7 +277,29 @@ class Renderer:
             message["content"] = text[close + len(_THINK_CLOSE) :].strip()
         else:
             message["content"] = text.strip()
+        content, calls, unparsed = self.parse_tool_calls(message["content"])
+        if calls or unparsed:
+            message["content"] = content
+        if calls:
+            message["tool_calls"] = calls
+        if unparsed:
+            message["unparsed_tool_calls"] = unparsed
         return message, ok
+
+    def parse_tool_calls(self, content: str) -> tuple[str, list[Message], list[dict[str, str]]]:
+        """Read the tool calls out of a reply's content, in this model family's format.
+
+        Returns ``(content without the calls, calls, calls not read)``. Qwen
+        renderers read ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
+        blocks (see :func:`~mint_envkit.rendering.tool_calls.parse_hermes_tool_calls`);
+        a renderer for another family overrides this method.
+
+        Example::
+
+            renderer.parse_tool_calls('<tool_call>{"name": "f", "arguments": {}}</tool_call>')
+            # ('', [{'type': 'function', 'id': 'call_0', 'function': {...}}], [])
+        """
+        return parse_hermes_tool_calls(content)
 
     def __repr__(self) -> str:
         return f"Renderer(name={self.name!r}, tokenizer={getattr(self.tokenizer, 'name_or_path', '?')!r})"

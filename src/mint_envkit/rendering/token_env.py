@@ -5,6 +5,13 @@ token-level interface of tinker-cookbook's ``Env`` (``initial_observation``
 and ``step(tokens, *, extra)`` returning :class:`StepResult`), so cookbook
 code can drive these envs and our loop can drive cookbook-shaped ones.
 
+Multi-turn episodes are token-faithful: the next observation is the previous
+observation, the exact sampled tokens, and the new messages rendered by
+:meth:`Renderer.render_continuation <mint_envkit.Renderer.render_continuation>`.
+Earlier turns are never rendered again, so every observation extends the one
+before it token for token (a chat template that rewrites earlier turns, as
+Qwen3's drops their ``<think>`` blocks, cannot change what the model saw).
+
 Example::
 
     env = EnvFromMessageEnv(renderer, ArithmeticEnv(question="2 + 3?", answer="5"))
@@ -20,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from mint_envkit.envs.base import Message, MessageEnv
-from mint_envkit.errors import EnvError
+from mint_envkit.envs.multi_turn import MultiTurnEnv
+from mint_envkit.errors import EnvError, RendererError
 
 if TYPE_CHECKING:
     import tinker
@@ -86,6 +94,15 @@ class EnvFromMessageEnv:
             still parsed and scored by the env (the ``truncated`` metric is
             reported either way).
 
+    A multi-turn env's next observation is the previous one + the sampled
+    tokens (plus the stop token when the reply lacks it) + the new messages of
+    ``next_messages`` rendered on their own, so each observation extends the
+    one before. ``next_messages`` must therefore extend the conversation (the
+    earlier messages unchanged, then the assistant message, then the new ones);
+    an env that rewrites history gets an :class:`EnvError`. An env with a
+    ``tool_specs()`` method (:class:`~mint_envkit.ToolEnv`) has its tools
+    listed in the prompt through the chat template's ``tools=``.
+
     When an episode ends without the env scoring it, the env's ``abort()``
     (if it has one) is awaited, so a multi-turn env's teardown still runs, and
     its ``unscored_metrics()`` (if it has one) fills its metrics, so rates such
@@ -115,6 +132,16 @@ class EnvFromMessageEnv:
         self.context_overflow_reward = float(context_overflow_reward)
         self.score_truncated = score_truncated
         self._stop = renderer.get_stop_sequences()
+        specs = getattr(message_env, "tool_specs", None)
+        self.tools: list[dict[str, Any]] | None = list(specs()) if callable(specs) else None
+        if isinstance(message_env, MultiTurnEnv) and not renderer.supports_continuation:
+            raise RendererError(
+                f"{type(message_env).__name__} is multi-turn, but renderer {renderer.name!r} "
+                f"cannot render new messages after a sampled turn: "
+                f"{renderer.continuation_error()}"
+            )
+        self.observation: list[int] | None = None
+        """The latest observation's tokens (each one extends the previous)."""
         self.initial_messages: list[Message] | None = None
         self.initial_tokens: list[int] | None = None
         self.messages: list[Message] = []
@@ -151,7 +178,7 @@ class EnvFromMessageEnv:
         import tinker
 
         messages = await self.initial_messages_async()
-        tokens = self.renderer.render_tokens(messages)
+        tokens = self.renderer.render_tokens(messages, self.tools)
         if self._exceeds(len(tokens)):
             raise EnvError(
                 f"the prompt has {len(tokens)} tokens; with max_generation_tokens="
@@ -159,7 +186,42 @@ class EnvFromMessageEnv:
                 f"{self.max_trajectory_tokens}. Shorten the prompt or raise the limit."
             )
         self.initial_tokens = tokens
+        self.observation = list(tokens)
         return tinker.ModelInput.from_ints(tokens), list(self._stop)
+
+    def _new_messages(self, next_messages: list[Message]) -> list[Message]:
+        """The messages after the assistant turn, checking the history is unchanged."""
+        history = self.messages
+        n = len(history)
+        if (
+            len(next_messages) <= n
+            or next_messages[:n] != history
+            or next_messages[n].get("role") != "assistant"
+        ):
+            raise EnvError(
+                f"{type(self.message_env).__name__}.step returned next_messages that do not "
+                f"extend the conversation ({n} earlier messages, then the assistant reply, "
+                "then the new messages); the token-level env never renders earlier turns "
+                "again, so an env must not change or drop them"
+            )
+        return [dict(m) for m in next_messages[n + 1 :]]
+
+    def _next_tokens(self, action: list[int], new_messages: list[Message]) -> list[int]:
+        if self.observation is None:  # stepped after initial_messages_async() alone
+            if self.initial_messages is None:
+                raise EnvError("EnvFromMessageEnv.step was called before initial_observation")
+            self.observation = self.renderer.render_tokens(self.initial_messages, self.tools)
+        if not self.renderer.supports_continuation:
+            raise RendererError(
+                f"{type(self.message_env).__name__} continued its episode, but renderer "
+                f"{self.renderer.name!r} cannot render new messages after a sampled turn: "
+                f"{self.renderer.continuation_error()}"
+            )
+        sampled = list(action)
+        if not sampled or sampled[-1] not in self._stop:
+            sampled.append(self._stop[0])
+        continuation = self.renderer.render_continuation(new_messages, self.tools)
+        return [*self.observation, *sampled, *continuation]
 
     async def step(self, action: list[int], *, extra: dict[str, Any] | None = None) -> StepResult:
         """Parse the sampled tokens, let the env score them, render what comes next.
@@ -208,8 +270,10 @@ class EnvFromMessageEnv:
             )
         import tinker
 
+        new_messages = self._new_messages(result.next_messages)
+        tokens = self._next_tokens(action, new_messages)
         self.messages = [dict(m) for m in result.next_messages]
-        tokens = self.renderer.render_tokens(result.next_messages)
+        self.observation = tokens
         if self._exceeds(len(tokens)):
             await self._abort()
             return StepResult(

@@ -68,22 +68,47 @@ _THINK_TOKENS = ["<think>", "</think>"]
 # A Qwen3-style chat template: system/user/assistant turns between
 # <|im_start|> and <|im_end|>; the thinking of the latest assistant turns is
 # kept, earlier turns drop it; `enable_thinking=False` pre-fills an empty
-# think block after the generation prompt, as Qwen3 does.
+# think block after the generation prompt, as Qwen3 does. Tools as Qwen3 has
+# them: `tools=` adds a "# Tools" block with <tools></tools> to the system
+# message, assistant tool calls are <tool_call> JSON blocks, and consecutive
+# `tool` messages share one user turn of <tool_response> blocks.
 TINY_CHAT_TEMPLATE = """\
 {%- set ns = namespace(last_query=-1) -%}
 {%- for message in messages -%}
 {%- if message['role'] == 'user' -%}{%- set ns.last_query = loop.index0 -%}{%- endif -%}
 {%- endfor -%}
+{%- if tools -%}
+{{- '<|im_start|>system\\n' -}}
+{%- if messages[0]['role'] == 'system' -%}{{- messages[0]['content'] + '\\n\\n' -}}{%- endif -%}
+{{- '# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n' -}}
+{{- 'You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' -}}
+{%- for tool in tools -%}{{- '\\n' + (tool | tojson) -}}{%- endfor -%}
+{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and ' -}}
+{{- 'arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n' -}}
+{{- '{"name": <function-name>, "arguments": <args-json-object>}\\n</tool_call><|im_end|>\\n' -}}
+{%- endif -%}
 {%- for message in messages -%}
 {%- set content = message['content'] if message['content'] is string else '' -%}
 {%- if message['role'] == 'assistant' -%}
 {%- set reasoning = message.get('thinking') or message.get('reasoning_content') or '' -%}
 {%- if loop.index0 > ns.last_query and reasoning -%}
-{{- '<|im_start|>assistant\\n<think>\\n' + reasoning.strip() + '\\n</think>\\n\\n' + content.lstrip() + '<|im_end|>\\n' -}}
+{{- '<|im_start|>assistant\\n<think>\\n' + reasoning.strip() + '\\n</think>\\n\\n' + content.lstrip() -}}
 {%- else -%}
-{{- '<|im_start|>assistant\\n' + content + '<|im_end|>\\n' -}}
+{{- '<|im_start|>assistant\\n' + content -}}
 {%- endif -%}
-{%- else -%}
+{%- for call in message.get('tool_calls') or [] -%}
+{%- set call = call['function'] if call['function'] is defined else call -%}
+{%- if content or not loop.first -%}{{- '\\n' -}}{%- endif -%}
+{{- '<tool_call>\\n{"name": "' + call['name'] + '", "arguments": ' -}}
+{{- call['arguments'] if call['arguments'] is string else (call['arguments'] | tojson) -}}
+{{- '}\\n</tool_call>' -}}
+{%- endfor -%}
+{{- '<|im_end|>\\n' -}}
+{%- elif message['role'] == 'tool' -%}
+{%- if loop.first or messages[loop.index0 - 1]['role'] != 'tool' -%}{{- '<|im_start|>user' -}}{%- endif -%}
+{{- '\\n<tool_response>\\n' + content + '\\n</tool_response>' -}}
+{%- if loop.last or messages[loop.index0 + 1]['role'] != 'tool' -%}{{- '<|im_end|>\\n' -}}{%- endif -%}
+{%- elif not (tools and loop.first and message['role'] == 'system') -%}
 {{- '<|im_start|>' + message['role'] + '\\n' + content + '<|im_end|>\\n' -}}
 {%- endif -%}
 {%- endfor -%}

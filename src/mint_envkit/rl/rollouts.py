@@ -44,6 +44,7 @@ class SampleRequest:
         renderer: the group's renderer.
         env_index: the position in its group of the first env this request
             serves (replies ``i`` go to env ``env_index + i``).
+        turn: the episode's turn this request samples (0 for the first reply).
     """
 
     prompt: list[int]
@@ -52,6 +53,7 @@ class SampleRequest:
     messages: list[Message]
     renderer: Renderer
     env_index: int = 0
+    turn: int = 0
 
 
 Sampler = Callable[[SampleRequest], Awaitable[Sequence[SampledTokens]]]
@@ -106,6 +108,7 @@ async def _run_episode(
             messages=[dict(m) for m in env.messages],
             renderer=env.renderer,
             env_index=env_index,
+            turn=len(transitions),
         )
         reply = (await _sample(sampler, request))[0]
 

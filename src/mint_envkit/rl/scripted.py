@@ -115,9 +115,12 @@ class ScriptedPolicy:
     """A policy with scripted replies, for checking envs offline.
 
     Args:
-        replies: a list of reply texts (env ``i`` of a group gets
-            ``replies[i % len(replies)]`` at every turn), or a function of
-            the conversation so far returning the reply text.
+        replies: a list with one entry per env (env ``i`` of a group gets
+            ``replies[i % len(replies)]``): a reply text, given at every turn,
+            or a list of reply texts, one per turn (a multi-turn script; an
+            episode that asks for more turns than its script has fails with
+            :class:`~mint_envkit.ConfigError`). Or a function of the
+            conversation so far returning the reply text.
         end_with_stop: append the renderer's stop token, as a model that
             finishes its turn would (default True). With False, replies look
             cut off at the length limit (``stop_reason="length"``).
@@ -126,27 +129,44 @@ class ScriptedPolicy:
 
         policy = ScriptedPolicy(lambda messages: "5" if "2 + 3" in messages[-1]["content"] else "0")
         report = await policy.run(builder, max_batches=1)
+        # per-turn scripts: env 0 calls a tool then answers; env 1 answers at once
+        ScriptedPolicy([['<tool_call>{"name": "add", "arguments": {"a": 2}}</tool_call>', "5"], "5"])
     """
 
-    def __init__(self, replies: Sequence[str] | ReplyFn, *, end_with_stop: bool = True) -> None:
+    def __init__(
+        self, replies: Sequence[str | Sequence[str]] | ReplyFn, *, end_with_stop: bool = True
+    ) -> None:
         if callable(replies):
             self._fn: ReplyFn | None = replies
-            self._replies: list[str] = []
+            self._replies: list[str | list[str]] = []
         else:
-            if isinstance(replies, str) or not all(isinstance(r, str) for r in replies):
+            if isinstance(replies, str) or not all(
+                isinstance(r, str)
+                or (isinstance(r, list | tuple) and r and all(isinstance(t, str) for t in r))
+                for r in replies
+            ):
                 raise ConfigError(
-                    "ScriptedPolicy takes a list of reply strings or a function of the "
-                    f"conversation, got {replies!r}"
+                    "ScriptedPolicy takes a list of replies (each a string, or a non-empty "
+                    f"list of strings, one per turn) or a function of the conversation, got "
+                    f"{replies!r}"
                 )
             if not replies:
                 raise ConfigError("ScriptedPolicy needs at least one reply")
             self._fn = None
-            self._replies = list(replies)
+            self._replies = [r if isinstance(r, str) else list(r) for r in replies]
         self.end_with_stop = end_with_stop
 
-    async def _reply_text(self, messages: list[Message], position: int) -> str:
+    async def _reply_text(self, messages: list[Message], position: int, turn: int) -> str:
         if self._fn is None:
-            return self._replies[position % len(self._replies)]
+            script = self._replies[position % len(self._replies)]
+            if isinstance(script, str):
+                return script
+            if turn >= len(script):
+                raise ConfigError(
+                    f"the scripted replies of env {position} have {len(script)} turn(s), but "
+                    f"its episode asked for turn {turn + 1}; add replies to its script"
+                )
+            return script[turn]
         text = self._fn([dict(m) for m in messages])
         if inspect.isawaitable(text):
             text = await text
@@ -159,7 +179,9 @@ class ScriptedPolicy:
         out = []
         tokenizer = request.renderer.tokenizer
         for position in range(request.num_samples):
-            text = await self._reply_text(request.messages, request.env_index + position)
+            text = await self._reply_text(
+                request.messages, request.env_index + position, request.turn
+            )
             tokens = list(tokenizer.encode(text, add_special_tokens=False))
             if self.end_with_stop:
                 stop = request.renderer.get_stop_sequences()[0]

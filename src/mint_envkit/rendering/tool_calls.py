@@ -1,0 +1,88 @@
+"""Tool calls in a model's own format: read them out of a reply.
+
+Qwen2.5, Qwen3 and Hermes models write a tool call as a JSON object between
+``<tool_call>`` tags, several per reply allowed::
+
+    <tool_call>
+    {"name": "calculate", "arguments": {"expression": "2 + 3"}}
+    </tool_call>
+
+:func:`parse_hermes_tool_calls` splits such a reply into its text, the calls it
+could read (OpenAI style: ``{"type": "function", "id": ..., "function": {"name":
+..., "arguments": "<JSON text>"}}``) and the blocks it could not (``{"raw_text":
+..., "error": ...}``), so a malformed call is reported, never lost.
+
+Example::
+
+    from mint_envkit.rendering.tool_calls import parse_hermes_tool_calls
+
+    text, calls, bad = parse_hermes_tool_calls(
+        'Let me add.<tool_call>{"name": "add", "arguments": {"a": 2}}</tool_call>'
+    )
+    # text == "Let me add."; calls[0]["function"] == {"name": "add", "arguments": '{"a": 2}'}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["parse_hermes_tool_calls"]
+
+_OPEN = "<tool_call>"
+_CLOSE = "</tool_call>"
+_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+
+
+def _read_call(body: str, index: int) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as err:
+        return None, f"the tool call is not JSON ({err.msg} at position {err.pos})"
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        return None, 'a tool call must be a JSON object {"name": ..., "arguments": {...}}'
+    arguments = value.get("arguments", {})
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    call = {"type": "function", "id": f"call_{index}"}
+    call["function"] = {"name": value["name"], "arguments": text}
+    return call, None
+
+
+def parse_hermes_tool_calls(
+    content: str,
+) -> tuple[str, list[dict[str, Any]], list[dict[str, str]]]:
+    """Split ``content`` into (text without the calls, calls read, calls not read).
+
+    A ``<tool_call>`` that is never closed is a call not read (the reply was
+    probably cut off). Arguments keep the model's JSON text (``"arguments"`` is
+    a string, as in OpenAI's format); a non-string ``arguments`` value is
+    written back as JSON.
+
+    Example::
+
+        parse_hermes_tool_calls("<tool_call>{oops}</tool_call>")
+        # ('', [], [{'raw_text': '{oops}', 'error': 'the tool call is not JSON (...)'}])
+    """
+    calls: list[dict[str, Any]] = []
+    unparsed: list[dict[str, str]] = []
+    if _OPEN not in content:
+        return content, calls, unparsed
+    for match in _BLOCK.finditer(content):
+        body = match.group(1).strip()
+        call, error = _read_call(body, len(calls))
+        if call is not None:
+            calls.append(call)
+        else:
+            unparsed.append({"raw_text": body, "error": error or ""})
+    rest = _BLOCK.sub("", content)
+    cut = rest.find(_OPEN)
+    if cut != -1:
+        unparsed.append(
+            {
+                "raw_text": rest[cut + len(_OPEN) :].strip(),
+                "error": "<tool_call> was opened but never closed with </tool_call>",
+            }
+        )
+        rest = rest[:cut]
+    return rest.strip(), calls, unparsed

@@ -1,0 +1,70 @@
+"""The calculator tool example: a right call + answer is max reward; a bad call is counted."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+
+import calculator_tools as example
+
+from mint_envkit import ScriptedPolicy
+from mint_envkit.rl.rollouts import rollout_groups
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [("2 + 3 * 4", 14), ("(1 + 2) ** 3", 27), ("-4 / 2", -2.0), ("2.5 * 2", 5.0)],
+)
+def test_safe_eval(expression, value):
+    assert example.safe_eval(expression) == value
+
+
+@pytest.mark.parametrize(
+    ("expression", "error"),
+    [
+        ("__import__('os')", "not allowed"),
+        ("x + 1", "not allowed"),
+        ("2 ** 1000", "exponent"),
+        ("9 ** 64 ** 2", "exponent"),
+        ("1" * 300, "longer than"),
+        ("1 +", "not an arithmetic expression"),
+        ("True + 1", "not allowed"),
+    ],
+)
+def test_safe_eval_refuses(expression, error):
+    with pytest.raises(ValueError, match=error):
+        example.safe_eval(expression)
+
+
+async def test_right_call_then_answer_is_max_reward_through_the_qwen3_renderer():
+    problems = example.word_problems(3)
+    builder = example.make_builder(problems)
+    train, _ = await builder()
+    rollouts = await rollout_groups(train.get_batch(0), ScriptedPolicy(example.solver(problems)))
+    for rollout in rollouts:
+        assert rollout.error is None
+        assert rollout.rewards == [1.0, 1.0]
+        for trajectory in rollout.trajectories:
+            first, second = trajectory.transitions
+            assert second.ob[: len(first.ob) + len(first.ac.tokens)] == [
+                *first.ob,
+                *first.ac.tokens,
+            ]
+            assert trajectory.metrics["tool_calls"] == 1.0
+            assert trajectory.metrics["invalid_tool_calls"] == 0.0
+            assert trajectory.metrics["turns"] == 2.0
+
+
+async def test_malformed_call_is_fed_back_and_counted():
+    report = await ScriptedPolicy(example.malformed_then_answer).run(
+        example.make_builder(example.word_problems(2))
+    )
+    assert report.errors == []
+    assert report.mean_reward == 0.0
+    assert report.mean_metrics["invalid_tool_calls"] == 1.0
+    assert report.mean_metrics["tool_calls"] == 1.0
+    assert report.mean_metrics["turns"] == 2.0
