@@ -24,6 +24,7 @@ LAYERS = (
     "errors",
     "parsers",
     "rewards",
+    "tools",
     "envs",
     "rendering",
     "builders",
@@ -34,7 +35,7 @@ LAYERS = (
 )
 """The layers, lowest first: a layer imports only itself and the layers before it."""
 
-LIGHT = ("errors", "parsers", "rewards", "envs", "rendering", "builders")
+LIGHT = ("errors", "parsers", "rewards", "tools", "envs", "rendering", "builders")
 """The parts a user imports to write an env; they never load the backend or the loop."""
 
 HEAVY = ("torch", "mint_envkit.local", "mint_envkit.rl", "mint_envkit.sweep")
