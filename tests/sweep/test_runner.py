@@ -17,6 +17,7 @@ import attrs
 import pytest
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.rl import backend
 from mint_envkit.rl.config import Config, KLReferenceConfig
 from mint_envkit.sweep import DEFAULT_GRID, Sweep, SweepResult
 
@@ -180,29 +181,28 @@ async def test_default_grid_runs_eight_configs(tmp_path):
 
 
 def fake_train_module(monkeypatch) -> types.SimpleNamespace:
-    """Stand in for mint_envkit.rl.train (the default runner's module)."""
+    """Stand in for mint_envkit.rl.train.main and for starting an embedded server.
+
+    The sweep's real ``shared_local_backend`` runs; only the server it would
+    start is replaced, and each run records whether it would reach the shared one.
+    """
     seen = types.SimpleNamespace(calls=[], shared=[], inside=[])
-    sharing = False
+    url = "http://127.0.0.1:1"
 
     async def main(config: Config):
         seen.calls.append(config.log_path)
-        seen.inside.append(sharing)
+        seen.inside.append(backend.resolve_connection("local").base_url == url)
         write_metrics(config)
 
     @contextlib.asynccontextmanager
-    async def shared_local_backend(models, *, latency_ms=0.0):
-        nonlocal sharing
+    async def local_backend(models, *, latency_ms=0.0):
         seen.shared.append((list(models), latency_ms))
-        sharing = True
-        try:
-            yield "http://127.0.0.1:1"
-        finally:
-            sharing = False
+        yield url
 
     fake = types.ModuleType("mint_envkit.rl.train")
     fake.main = main
-    fake.shared_local_backend = shared_local_backend
     monkeypatch.setitem(sys.modules, "mint_envkit.rl.train", fake)
+    monkeypatch.setattr(backend, "local_backend", local_backend)
     return seen
 
 

@@ -156,10 +156,14 @@ async def test_other_grid_fields_get_columns(tmp_path):
     assert lines[4].split()[:8] == ["0.00", "0.7", "2", "0.0003", "ppo", "1", "0.400", "-"]
 
 
-def test_kl_keeps_its_digits():
-    from mint_envkit.sweep.summary import _fmt_kl
-
-    assert [_fmt_kl(v) for v in (0.0, 0.02, 0.005, 1)] == ["0.00", "0.02", "0.005", "1.00"]
+async def test_kl_keeps_its_digits(tmp_path):
+    runner = MetricsRunner({})
+    grid = {"kl_penalty_coef": [0.0, 0.02, 0.005, 1]}
+    sweep = Sweep(base=make_config(), grid=grid, root=tmp_path, runner=runner, quiet=True)
+    runner.lines = {name: [step(0, 0.0)] for name in sweep.names}
+    await sweep.run()
+    kl_column = [line.split()[0] for line in sweep.table().splitlines()[1:]]
+    assert kl_column == ["0.00", "0.02", "0.005", "1.00"]
 
 
 # ------------------------------------------------------------ metrics files
