@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mint_envkit.rl.records import rollout_metrics, rollout_records
+from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
 
 
 def test_metrics_average_over_the_episodes_of_the_groups_that_ran(make_group):
@@ -42,3 +42,17 @@ def test_one_record_per_episode_and_per_failed_group(make_group):
 def test_episodes_of_groups_that_do_not_train_have_no_advantage(make_group):
     records = rollout_records(0, [make_group(0, [1.0, 1.0])], {}, "test")
     assert [r["advantage"] for r in records] == [None, None]
+
+
+def test_progress_line_names_what_went_wrong():
+    quiet = {"env/all/reward/total": 0.5, "time/step": 1.25}
+    assert progress_line(0, 3, quiet) == "step 1/3  reward +0.500  1.2s"
+    busy = {
+        "env/all/reward/total": None,
+        "env/all/correct": 0.25,
+        "env/all/by_group/dropped": 2,
+        "env/all/rollout_errors": 1,
+        "time/step": 3.0,
+    }
+    line = progress_line(1, 3, busy)
+    assert line == "step 2/3  reward n/a  correct 0.25  dropped groups 2  rollout errors 1  3.0s"

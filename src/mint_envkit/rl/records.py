@@ -13,7 +13,7 @@ from typing import Any
 
 from mint_envkit.rl.types import GroupRollout
 
-__all__ = ["rollout_metrics", "rollout_records"]
+__all__ = ["progress_line", "rollout_metrics", "rollout_records"]
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -102,3 +102,27 @@ def rollout_records(
                 }
             )
     return records
+
+
+def progress_line(step: int, total: int, metrics: Mapping[str, Any]) -> str:
+    """The progress line of a finished step: reward, correct, dropped groups, errors, time.
+
+    Example::
+
+        progress_line(0, 3, {"env/all/reward/total": 0.5, "time/step": 1.25})
+        # 'step 1/3  reward +0.500  1.2s'
+    """
+    reward = metrics.get("env/all/reward/total")
+    correct = metrics.get("env/all/correct")
+    parts = [f"step {step + 1}/{total}"]
+    parts.append("reward " + ("n/a" if reward is None else f"{reward:+.3f}"))
+    if correct is not None:
+        parts.append(f"correct {correct:.2f}")
+    dropped = metrics.get("env/all/by_group/dropped", 0)
+    if dropped:
+        parts.append(f"dropped groups {dropped}")
+    errors = metrics.get("env/all/rollout_errors", 0)
+    if errors:
+        parts.append(f"rollout errors {errors}")
+    parts.append(f"{metrics.get('time/step', 0.0):.1f}s")
+    return "  ".join(parts)

@@ -43,7 +43,7 @@ from mint_envkit.rl.backend import (
 from mint_envkit.rl.config import Config, uses_kl_reference
 from mint_envkit.rl.datums import Sample, kl_penalized, to_datums, training_samples
 from mint_envkit.rl.logs import RunFiles
-from mint_envkit.rl.records import rollout_metrics, rollout_records
+from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
 from mint_envkit.rl.sampling import ClientSampler, sample_batch
 from mint_envkit.rl.types import GroupRollout
 
@@ -135,6 +135,10 @@ def score_batch(step: int, rollouts: Sequence[GroupRollout]) -> ScoredBatch:
     return ScoredBatch(advantages=advantages, metrics={**metrics, **by_group})
 
 
+def _fields(config: Config, *names: str) -> dict[str, Any]:
+    return {name: getattr(config, name) for name in names}
+
+
 async def train_on_batch(
     training: Any,
     config: Config,
@@ -163,16 +167,10 @@ async def train_on_batch(
     fb_future = await training.forward_backward_async(
         to_datums(samples, token_advantages), config.loss_fn, config.loss_fn_config
     )
-    opt_future = await training.optim_step_async(
-        tinker.AdamParams(
-            learning_rate=config.learning_rate,
-            beta1=config.beta1,
-            beta2=config.beta2,
-            eps=config.eps,
-            weight_decay=config.weight_decay,
-            grad_clip_norm=config.grad_clip_norm,
-        )
+    adam = _fields(
+        config, "learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm"
     )
+    opt_future = await training.optim_step_async(tinker.AdamParams(**adam))
     fb, opt = await fb_future, await opt_future
     for key, value in (fb.metrics or {}).items():
         metrics[f"train/{key}"] = value
@@ -219,23 +217,6 @@ def _say(message: str) -> None:
     print(f"mint_envkit: {message}", file=sys.stderr, flush=True)
 
 
-def _progress(step: int, total: int, metrics: Mapping[str, Any], seconds: float) -> None:
-    reward = metrics.get("env/all/reward/total")
-    correct = metrics.get("env/all/correct")
-    parts = [f"step {step + 1}/{total}"]
-    parts.append("reward " + ("n/a" if reward is None else f"{reward:+.3f}"))
-    if correct is not None:
-        parts.append(f"correct {correct:.2f}")
-    dropped = metrics.get("env/all/by_group/dropped", 0)
-    if dropped:
-        parts.append(f"dropped groups {dropped}")
-    errors = metrics.get("env/all/rollout_errors", 0)
-    if errors:
-        parts.append(f"rollout errors {errors}")
-    parts.append(f"{seconds:.1f}s")
-    print("  " + "  ".join(parts), file=sys.stderr, flush=True)
-
-
 @attrs.frozen
 class _Run:
     """What every step of one run shares."""
@@ -269,10 +250,7 @@ async def _open(
         training = await service.create_lora_training_client_async(
             base_model=config.model_name,
             rank=config.lora_rank,
-            seed=config.seed,
-            train_mlp=config.train_mlp,
-            train_attn=config.train_attn,
-            train_unembed=config.train_unembed,
+            **_fields(config, "seed", "train_mlp", "train_attn", "train_unembed"),
         )
     reference = None
     if uses_kl_reference(config.kl_penalty_coef) and config.kl_reference_config is not None:
@@ -335,7 +313,7 @@ async def _step(run: _Run, step: int) -> dict[str, Any] | None:
     files.append_metrics(metrics)
     if checkpoint is not None:
         files.append_checkpoint(checkpoint)
-    _progress(step, run.total, metrics, metrics["time/step"])
+    print("  " + progress_line(step, run.total, metrics), file=sys.stderr, flush=True)
     return checkpoint
 
 

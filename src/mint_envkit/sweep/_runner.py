@@ -2,17 +2,8 @@
 
 Example::
 
-    from mint_envkit.sweep import Sweep
-
-    sweep = Sweep(
-        base=config,
-        grid={"kl_penalty_coef": [0.0, 0.02], "temperature": [0.7, 1.0], "group_size": [2, 4]},
-        root="runs/arithmetic-sweep",
-        parallel=1,
-    )
-    results = await sweep.run()  # list[SweepResult], one per config
-    print(sweep.table())
-"""
+    results = await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/t").run()
+    [r.status for r in results]  # ['ok', 'ok']"""
 
 from __future__ import annotations
 
