@@ -14,7 +14,6 @@ rest. See docs/sweep.md.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 
@@ -23,18 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from arithmetic_env import ArithmeticEnv, arithmetic_problems
 
 from mint_envkit import Config, DatasetBuilder, MintEnvkitError
-from mint_envkit.rl.config import default_model, resolve_backend
+from mint_envkit.rl.backend import resolve_connection
+from mint_envkit.rl.config import default_model
 from mint_envkit.sweep import Sweep
 
 
 def main() -> int:
-    backend = resolve_backend("auto")
+    connection = resolve_connection("auto")
+    backend = connection.backend
     model = default_model(backend)
-    if backend == "mint":
-        where = f"MinT ({os.environ.get('MINT_BASE_URL') or 'its public endpoint'})"
-    else:
-        where = "the embedded local backend (offline, no account)"
-    print(f"backend: {backend} - training {model} on {where}", flush=True)
+    print(f"backend: {backend} - training {model} on {connection.describe()}", flush=True)
     builder = DatasetBuilder(
         env=ArithmeticEnv,
         problems=arithmetic_problems(64, seed=0),

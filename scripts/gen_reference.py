@@ -43,7 +43,11 @@ SECTIONS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("mint_envkit.parsers", None),
     ("mint_envkit.rewards", None),
     ("mint_envkit.rl", None),
-    ("mint_envkit.rl.train", ("main", "preflight", "shared_local_backend", "RunResult")),
+    (
+        "mint_envkit.rl.train",
+        ("main", "ScoredBatch", "score_batch", "sample_batch", "train_on_batch", "save_checkpoint"),
+    ),
+    ("mint_envkit.rl.backend", None),
     ("mint_envkit.sweep", None),
     ("mint_envkit.local.server", ("LocalServer", "serve_main")),
     ("mint_envkit.local.engine", ("Engine", "EngineError")),

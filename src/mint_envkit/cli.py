@@ -32,7 +32,7 @@ import attrs
 
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.group import GroupBuilder
-from mint_envkit.errors import MintEnvkitError
+from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rl.rollouts import rollout_groups
 from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy
 from mint_envkit.rl.types import GroupRollout
@@ -273,13 +273,13 @@ async def _check_group(group: GroupBuilder, scripts: list[Any], renderer_name: s
 async def _check_local(group: GroupBuilder, args: argparse.Namespace) -> int:
     import mint
 
-    from mint_envkit.local.server import LocalServer
-    from mint_envkit.rl.train import LOCAL_API_KEY, ClientSampler
+    from mint_envkit.rl.backend import LOCAL_API_KEY, local_backend
+    from mint_envkit.rl.sampling import ClientSampler
 
     print(f"--- one group through {group.model_name} on the embedded backend")
-    with LocalServer(models=[group.model_name]) as server:
+    async with local_backend([group.model_name]) as base_url:
         service = await asyncio.to_thread(
-            mint.ServiceClient, base_url=server.base_url, api_key=LOCAL_API_KEY
+            mint.ServiceClient, base_url=base_url, api_key=LOCAL_API_KEY
         )
         client = await service.create_sampling_client_async(base_model=group.model_name)
         sampler = ClientSampler(client, max_tokens=args.max_tokens)
@@ -296,9 +296,24 @@ def _serve(argv: list[str]) -> int:
 
 
 def _summary(argv: list[str]) -> int:
-    from mint_envkit.sweep import summary_main
+    from mint_envkit.sweep import load_summary
 
-    return summary_main(argv)
+    parser = argparse.ArgumentParser(
+        prog="mint-envkit summary",
+        description="Print a sweep's table and write summary.csv and summary.png again.",
+    )
+    parser.add_argument("sweep_dir", metavar="SWEEP_DIR", help="the sweep root (holds sweep.json)")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        summary = load_summary(args.sweep_dir)
+        print(summary.report(summary.write_files()), flush=True)
+    except ConfigError as err:
+        print(f"mint-envkit summary: error: {err}", file=sys.stderr, flush=True)
+        return 2
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.rl.config import Config, KLReferenceConfig
+from mint_envkit.rl.config import KLReferenceConfig
 from mint_envkit.sweep import (
     DEFAULT_GRID,
     apply_fields,
@@ -26,26 +26,6 @@ from mint_envkit.sweep import (
     log_root_from_env,
     normalize_grid,
 )
-
-
-@attrs.frozen
-class Builder:
-    """A minimal dataset builder: what Config and the sweep need from one."""
-
-    group_size: int = 2
-    batch_size: int = 4
-    seed: int = 0
-
-    def describe(self) -> dict[str, int]:
-        return {"group_size": self.group_size, "batch_size": self.batch_size, "seed": self.seed}
-
-
-def make_config(**fields) -> Config:
-    fields.setdefault("dataset_builder", Builder())
-    fields.setdefault("model_name", "tiny-model")
-    fields.setdefault("log_path", "unused")
-    return Config(**fields)
-
 
 DEFAULT_NAMES = [
     "kl0p0-t0p7-g2",
@@ -62,7 +42,7 @@ DEFAULT_NAMES = [
 # ------------------------------------------------------------------ names
 
 
-def test_default_grid_gives_eight_named_configs():
+def test_default_grid_gives_eight_named_configs(make_config):
     points = expand_grid(make_config(), DEFAULT_GRID)
     assert [p.name for p in points] == DEFAULT_NAMES
     assert points[5].params == {"kl_penalty_coef": 0.02, "temperature": 0.7, "group_size": 4}
@@ -90,7 +70,7 @@ def test_config_name_examples(params, name):
     assert config_name(params) == name
 
 
-def test_name_does_not_depend_on_dict_order():
+def test_name_does_not_depend_on_dict_order(make_config):
     a = config_name({"group_size": 4, "kl_penalty_coef": 0.02, "temperature": 0.7, "zeta": 1})
     b = config_name({"zeta": 1, "temperature": 0.7, "kl_penalty_coef": 0.02, "group_size": 4})
     assert a == b == "kl0p02-t0p7-g4-zeta_1"
@@ -131,7 +111,7 @@ def test_long_names_are_shortened_with_a_hash():
     assert long_a != long_b
 
 
-def test_sanitised_collisions_get_distinct_names():
+def test_sanitised_collisions_get_distinct_names(make_config):
     points = expand_grid(make_config(), {"model_name": ["org/m", "org_m", "ORG_M"]})
     names = [p.name for p in points]
     assert len({n.lower() for n in names}) == 3
@@ -154,22 +134,24 @@ def test_int_tokens_are_injective(a, b):
 # ---------------------------------------------------------------- applying
 
 
-def test_builder_fields_go_to_the_builder_and_config_fields_to_config():
+def test_builder_fields_go_to_the_builder_and_config_fields_to_config(make_config):
     base = make_config()
     point = expand_grid(base, {"group_size": [8], "batch_size": [16], "temperature": [0.5]})[0]
-    assert point.config.dataset_builder == Builder(group_size=8, batch_size=16)
+    assert point.config.dataset_builder == attrs.evolve(
+        base.dataset_builder, group_size=8, batch_size=16
+    )
     assert point.config.temperature == 0.5
-    assert base.dataset_builder == Builder() and base.temperature == 1.0
+    assert base.dataset_builder == make_config().dataset_builder and base.temperature == 1.0
 
 
-def test_shared_field_names_set_config_and_builder():
+def test_shared_field_names_set_config_and_builder(make_config):
     base = make_config()
     points = expand_grid(base, {"seed": [1, 2]})
     assert [(p.config.seed, p.config.dataset_builder.seed) for p in points] == [(1, 1), (2, 2)]
     assert [p.name for p in points] == ["s1", "s2"]
 
 
-def test_prefixed_shared_field_sets_only_the_builder():
+def test_prefixed_shared_field_sets_only_the_builder(make_config):
     points = expand_grid(make_config(seed=7), {"dataset_builder.seed": [1, 2]})
     assert [p.name for p in points] == ["db_seed_1", "db_seed_2"]
     assert [p.config.seed for p in points] == [7, 7]
@@ -178,14 +160,14 @@ def test_prefixed_shared_field_sets_only_the_builder():
         expand_grid(make_config(), {"seed": [1], "dataset_builder.seed": [2]})
 
 
-def test_prefixed_key_of_a_builder_only_field_is_the_plain_key():
+def test_prefixed_key_of_a_builder_only_field_is_the_plain_key(make_config):
     grid = normalize_grid(make_config(), {"dataset_builder.group_size": [2]})
     assert grid == {"group_size": [2]}
     with pytest.raises(ConfigError, match="same field"):
         normalize_grid(make_config(), {"group_size": [2], "dataset_builder.group_size": [4]})
 
 
-def test_dataclass_builder_works_too():
+def test_dataclass_builder_works_too(make_config):
     @dataclasses.dataclass(frozen=True)
     class DataclassBuilder:
         group_size: int = 2
@@ -195,7 +177,7 @@ def test_dataclass_builder_works_too():
     assert points[0].config.dataset_builder.group_size == 3
 
 
-def test_plain_builder_cannot_be_varied():
+def test_plain_builder_cannot_be_varied(make_config):
     class Plain:
         group_size = 2
 
@@ -203,24 +185,24 @@ def test_plain_builder_cannot_be_varied():
         expand_grid(make_config(dataset_builder=Plain()), {"group_size": [2]})
 
 
-def test_kl_reference_is_filled_for_positive_kl_only():
+def test_kl_reference_is_filled_for_positive_kl_only(make_config):
     points = expand_grid(make_config(), {"kl_penalty_coef": [0.0, 0.1]})
     assert points[0].config.kl_reference_config is None
     assert points[1].config.kl_reference_config == KLReferenceConfig(base_model="tiny-model")
 
 
-def test_kl_reference_follows_a_gridded_model_name():
+def test_kl_reference_follows_a_gridded_model_name(make_config):
     points = expand_grid(make_config(), {"kl_penalty_coef": [0.1], "model_name": ["m1", "m2"]})
     assert [p.config.kl_reference_config.base_model for p in points] == ["m1", "m2"]
 
 
-def test_kl_reference_of_the_base_is_kept():
+def test_kl_reference_of_the_base_is_kept(make_config):
     ref = KLReferenceConfig(base_model="reference")
     points = expand_grid(make_config(kl_reference_config=ref), {"kl_penalty_coef": [0.0, 0.1]})
     assert [p.config.kl_reference_config for p in points] == [ref, ref]
 
 
-def test_apply_fields_sets_config_and_builder_fields():
+def test_apply_fields_sets_config_and_builder_fields(make_config):
     config = apply_fields(make_config(), {"max_steps": 3, "batch_size": 8})
     assert config.max_steps == 3 and config.dataset_builder.batch_size == 8
 
@@ -228,7 +210,7 @@ def test_apply_fields_sets_config_and_builder_fields():
 # ------------------------------------------------------------ bad grids
 
 
-def test_unknown_key_lists_valid_names():
+def test_unknown_key_lists_valid_names(make_config):
     with pytest.raises(ConfigError) as info:
         expand_grid(make_config(), {"temprature": [0.7]})
     message = str(info.value)
@@ -237,7 +219,7 @@ def test_unknown_key_lists_valid_names():
         assert name in message
 
 
-def test_invalid_combination_names_the_point_and_field():
+def test_invalid_combination_names_the_point_and_field(make_config):
     with pytest.raises(ConfigError) as info:
         expand_grid(make_config(), {"temperature": [0.7, 0.0]})
     assert "t0p0" in str(info.value) and "Config.temperature" in str(info.value)
@@ -254,16 +236,16 @@ def test_invalid_combination_names_the_point_and_field():
         ({"temperature": [0.7, 0.7]}, "twice"),
         ({"group_size": [2, 2.0]}, "twice"),
         ({"log_path": ["a"]}, "sweep sets it"),
-        ({"dataset_builder": [Builder()]}, "vary the builder's fields"),
+        ({"dataset_builder": [None]}, "vary the builder's fields"),
         ({3: [1]}, "grid keys must be field names"),
     ],
 )
-def test_bad_grids_raise_config_error(grid, match):
+def test_bad_grids_raise_config_error(make_config, grid, match):
     with pytest.raises(ConfigError, match=match):
         expand_grid(make_config(), grid)
 
 
-def test_grid_must_be_a_mapping():
+def test_grid_must_be_a_mapping(make_config):
     with pytest.raises(ConfigError, match="mapping"):
         normalize_grid(make_config(), [("temperature", [1.0])])
 
@@ -271,7 +253,7 @@ def test_grid_must_be_a_mapping():
 # -------------------------------------------------- environment variables
 
 
-def test_env_defaults_give_eight_configs_and_one_step():
+def test_env_defaults_give_eight_configs_and_one_step(make_config):
     grid, overrides = grid_from_env({})
     assert grid == {
         "kl_penalty_coef": [0.0, 0.02],
@@ -312,7 +294,7 @@ def test_every_variable_is_read():
     assert root.endswith("/runs/x") and not root.startswith("~")
 
 
-def test_env_grid_and_overrides_build_valid_configs():
+def test_env_grid_and_overrides_build_valid_configs(make_config):
     grid, overrides = grid_from_env({"MINT_RL_BATCH": "2", "MINT_RL_LR": "0.001"})
     base = apply_fields(make_config(), overrides)
     assert base.dataset_builder.batch_size == 2 and base.learning_rate == 0.001
@@ -336,8 +318,12 @@ def test_defaults_argument_replaces_builtin_defaults():
     ("name", "value", "message"),
     [
         ("MINT_RL_TEMPS", "0.7,abc", "MINT_RL_TEMPS='0.7,abc': 'abc' is not a number"),
-        ("MINT_RL_TEMPS", "0.7,0", "MINT_RL_TEMPS='0.7,0': '0' must be > 0"),
-        ("MINT_RL_TEMPS", "-1", "'-1' must be > 0"),
+        (
+            "MINT_RL_TEMPS",
+            "0.7,0",
+            "MINT_RL_TEMPS='0.7,0': '0' is invalid: Config.temperature must be a number > 0",
+        ),
+        ("MINT_RL_TEMPS", "-1", "'-1' is invalid: Config.temperature must be a number > 0"),
         ("MINT_RL_TEMPS", "nan", "'nan' is not a number"),
         ("MINT_RL_TEMPS", "inf", "'inf' is not a number"),
         ("MINT_RL_TEMPS", "", "MINT_RL_TEMPS='': empty"),
@@ -345,24 +331,24 @@ def test_defaults_argument_replaces_builtin_defaults():
         ("MINT_RL_TEMPS", "0.7,,1.0", "empty item"),
         ("MINT_RL_TEMPS", "0.7,1.0,", "empty item"),
         ("MINT_RL_TEMPS", "0.7,0.70", "'0.70' repeats the value 0.7"),
-        ("MINT_RL_KL_COEFS", "0.0,-0.1", "'-0.1' must be >= 0"),
+        ("MINT_RL_KL_COEFS", "0.0,-0.1", "'-0.1' is invalid: Config.kl_penalty_coef must be"),
         ("MINT_RL_KL_COEFS", "0.02;0.1", "'0.02;0.1' is not a number"),
         ("MINT_RL_KL_COEFS", "0,0.0", "repeats"),
         ("MINT_RL_GROUPS", "2,4.5", "'4.5' is not an integer"),
-        ("MINT_RL_GROUPS", "0,2", "'0' must be >= 1"),
+        ("MINT_RL_GROUPS", "0,2", "'0' is invalid: group_size must be an integer >= 1"),
         ("MINT_RL_GROUPS", "2,4,2", "'2' repeats"),
         ("MINT_RL_GROUPS", "1_000", "'1_000' is not an integer"),
-        ("MINT_RL_STEPS", "0", "MINT_RL_STEPS='0': '0' must be >= 1"),
+        ("MINT_RL_STEPS", "0", "MINT_RL_STEPS='0': '0' is invalid: Config.max_steps must be"),
         ("MINT_RL_STEPS", "two", "'two' is not an integer"),
         ("MINT_RL_STEPS", "1,2", "'1,2' is not an integer"),
         ("MINT_RL_STEPS", "  ", "empty"),
-        ("MINT_RL_BATCH", "-4", "'-4' must be >= 1"),
+        ("MINT_RL_BATCH", "-4", "'-4' is invalid: batch_size must be an integer >= 1"),
         ("MINT_RL_BATCH", "4x", "'4x' is not an integer"),
-        ("MINT_RL_MAX_TOKENS", "0", "'0' must be >= 1"),
+        ("MINT_RL_MAX_TOKENS", "0", "'0' is invalid: Config.max_tokens must be a positive"),
         ("MINT_RL_MAX_TOKENS", "64.0", "is not an integer"),
-        ("MINT_RL_LR", "0", "'0' must be > 0"),
+        ("MINT_RL_LR", "0", "'0' is invalid: Config.learning_rate must be finite and > 0"),
         ("MINT_RL_LR", "fast", "'fast' is not a number"),
-        ("MINT_LORA_RANK", "0", "'0' must be >= 1"),
+        ("MINT_LORA_RANK", "0", "'0' is invalid: Config.lora_rank must be a positive integer"),
         ("MINT_LORA_RANK", "r8", "'r8' is not an integer"),
     ],
 )

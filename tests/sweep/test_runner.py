@@ -13,10 +13,10 @@ import textwrap
 import types
 from pathlib import Path
 
-import attrs
 import pytest
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.rl import backend
 from mint_envkit.rl.config import Config, KLReferenceConfig
 from mint_envkit.sweep import DEFAULT_GRID, Sweep, SweepResult
 
@@ -29,25 +29,6 @@ def no_matplotlib(monkeypatch):
 
 GRID = {"temperature": [0.7, 1.0], "group_size": [2, 4]}
 NAMES = ["t0p7-g2", "t0p7-g4", "t1p0-g2", "t1p0-g4"]
-
-
-@attrs.frozen
-class Builder:
-    """A minimal dataset builder: what Config and the sweep need from one."""
-
-    group_size: int = 2
-    batch_size: int = 4
-
-    def describe(self) -> dict[str, int]:
-        return {"group_size": self.group_size, "batch_size": self.batch_size}
-
-
-def make_config(**fields) -> Config:
-    fields.setdefault("dataset_builder", Builder())
-    fields.setdefault("model_name", "tiny-model")
-    fields.setdefault("log_path", "unused")
-    fields.setdefault("max_steps", 2)
-    return Config(**fields)
 
 
 def write_metrics(config: Config) -> None:
@@ -97,7 +78,7 @@ def results_lines(root: Path) -> list[dict]:
 # ------------------------------------------------------------------ layout
 
 
-async def test_sweep_runs_every_config_in_its_own_directory(tmp_path):
+async def test_sweep_runs_every_config_in_its_own_directory(make_config, tmp_path):
     root = tmp_path / "sweep"
     runner = RecordingRunner()
     seen: list[Config] = []
@@ -126,7 +107,11 @@ async def test_sweep_runs_every_config_in_its_own_directory(tmp_path):
     manifest = json.loads((root / "sweep.json").read_text())
     assert manifest["grid"] == {"temperature": [0.7, 1.0], "group_size": [2, 4]}
     assert manifest["base_config"]["model_name"] == "tiny-model"
-    assert manifest["base_config"]["dataset_builder"] == {"group_size": 2, "batch_size": 4}
+    assert manifest["base_config"]["dataset_builder"] == {
+        "group_size": 2,
+        "batch_size": 4,
+        "seed": 0,
+    }
     assert [c["name"] for c in manifest["configs"]] == NAMES
     assert manifest["created_at"].endswith("+00:00")
     assert manifest["mint_envkit_version"]
@@ -145,15 +130,15 @@ async def test_sweep_runs_every_config_in_its_own_directory(tmp_path):
         "data_seed",
         "finished_at",
     }
-    assert line["seed"] == 0  # the test builder has no seed field: data_seed is None
-    assert line["data_seed"] is None
+    assert line["seed"] == 0  # Config.seed
+    assert line["data_seed"] == 0  # the dataset builder's seed
     assert line["status"] == "ok" and line["error"] is None
     assert line["params"] == {"temperature": 0.7, "group_size": 4}
     assert line["log_path"] == os.path.join(str(root), "t0p7-g4")
     assert (root / "summary.csv").exists()
 
 
-async def test_kl_reference_is_filled_for_the_runs(tmp_path):
+async def test_kl_reference_is_filled_for_the_runs(make_config, tmp_path):
     seen: dict[str, KLReferenceConfig | None] = {}
 
     async def run(config: Config):
@@ -171,7 +156,7 @@ async def test_kl_reference_is_filled_for_the_runs(tmp_path):
     assert seen == {"kl0p0": None, "kl0p02": KLReferenceConfig(base_model="tiny-model")}
 
 
-async def test_default_grid_runs_eight_configs(tmp_path):
+async def test_default_grid_runs_eight_configs(make_config, tmp_path):
     runner = RecordingRunner()
     sweep = Sweep(base=make_config(), grid=DEFAULT_GRID, root=tmp_path, runner=runner, quiet=True)
     results = await sweep.run()
@@ -180,33 +165,34 @@ async def test_default_grid_runs_eight_configs(tmp_path):
 
 
 def fake_train_module(monkeypatch) -> types.SimpleNamespace:
-    """Stand in for mint_envkit.rl.train (the default runner's module)."""
+    """Stand in for mint_envkit.rl.train.main and for starting an embedded server.
+
+    The sweep's real ``shared_local_backend`` runs; only the server it would
+    start is replaced, and each run records whether it would reach the shared one.
+    """
     seen = types.SimpleNamespace(calls=[], shared=[], inside=[])
-    sharing = False
+    url = "http://127.0.0.1:1"
 
     async def main(config: Config):
         seen.calls.append(config.log_path)
-        seen.inside.append(sharing)
+        seen.inside.append(backend.resolve_connection("local").base_url == url)
         write_metrics(config)
 
     @contextlib.asynccontextmanager
-    async def shared_local_backend(models, *, latency_ms=0.0):
-        nonlocal sharing
+    async def local_backend(models, *, latency_ms=0.0):
         seen.shared.append((list(models), latency_ms))
-        sharing = True
-        try:
-            yield "http://127.0.0.1:1"
-        finally:
-            sharing = False
+        yield url
 
     fake = types.ModuleType("mint_envkit.rl.train")
     fake.main = main
-    fake.shared_local_backend = shared_local_backend
     monkeypatch.setitem(sys.modules, "mint_envkit.rl.train", fake)
+    monkeypatch.setattr(backend, "local_backend", local_backend)
     return seen
 
 
-async def test_default_runner_is_train_main_with_one_shared_local_backend(tmp_path, monkeypatch):
+async def test_default_runner_is_train_main_with_one_shared_local_backend(
+    make_config, tmp_path, monkeypatch
+):
     monkeypatch.setenv("MINT_ENVKIT_BACKEND", "local")
     seen = fake_train_module(monkeypatch)
     sweep = Sweep(
@@ -228,7 +214,7 @@ async def test_default_runner_is_train_main_with_one_shared_local_backend(tmp_pa
     [("mint", {}), ("local", {"base_url": "http://127.0.0.1:8000"})],
 )
 async def test_no_shared_backend_for_mint_or_an_explicit_url(
-    tmp_path, monkeypatch, backend, fields
+    make_config, tmp_path, monkeypatch, backend, fields
 ):
     monkeypatch.setenv("MINT_ENVKIT_BACKEND", backend)
     seen = fake_train_module(monkeypatch)
@@ -237,7 +223,7 @@ async def test_no_shared_backend_for_mint_or_an_explicit_url(
     assert seen.shared == [] and seen.inside == [False]
 
 
-async def test_custom_runners_get_no_shared_backend(tmp_path, monkeypatch):
+async def test_custom_runners_get_no_shared_backend(make_config, tmp_path, monkeypatch):
     monkeypatch.setenv("MINT_ENVKIT_BACKEND", "local")
     seen = fake_train_module(monkeypatch)
     runner = RecordingRunner()
@@ -245,7 +231,7 @@ async def test_custom_runners_get_no_shared_backend(tmp_path, monkeypatch):
     assert seen.shared == [] and runner.ran == NAMES
 
 
-async def test_a_plain_function_runner_works(tmp_path):
+async def test_a_plain_function_runner_works(make_config, tmp_path):
     def run(config: Config) -> str:
         write_metrics(config)
         return "sync"
@@ -258,7 +244,7 @@ async def test_a_plain_function_runner_works(tmp_path):
 # ----------------------------------------------------------------- failures
 
 
-async def test_a_failing_config_is_recorded_and_the_sweep_goes_on(tmp_path):
+async def test_a_failing_config_is_recorded_and_the_sweep_goes_on(make_config, tmp_path):
     runner = RecordingRunner(fail={"t0p7-g4"})
     sweep = Sweep(base=make_config(), grid=GRID, root=tmp_path, runner=runner, quiet=True)
     results = await sweep.run()
@@ -273,7 +259,7 @@ async def test_a_failing_config_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert "Traceback" in traceback_text and "env exploded" in traceback_text
 
 
-async def test_a_runner_that_writes_no_metrics_fails(tmp_path):
+async def test_a_runner_that_writes_no_metrics_fails(make_config, tmp_path):
     async def run(config: Config):
         return None
 
@@ -283,7 +269,7 @@ async def test_a_runner_that_writes_no_metrics_fails(tmp_path):
     assert result.error.startswith("MissingMetrics:")
 
 
-async def test_rerun_skips_finished_and_reruns_failed(tmp_path):
+async def test_rerun_skips_finished_and_reruns_failed(make_config, tmp_path):
     first = RecordingRunner(fail={"t0p7-g4", "t1p0-g4"})
     await Sweep(base=make_config(), grid=GRID, root=tmp_path, runner=first, quiet=True).run()
 
@@ -303,7 +289,7 @@ async def test_rerun_skips_finished_and_reruns_failed(tmp_path):
     assert third.ran == []
 
 
-async def test_an_ok_config_whose_metrics_vanished_runs_again(tmp_path):
+async def test_an_ok_config_whose_metrics_vanished_runs_again(make_config, tmp_path):
     await Sweep(
         base=make_config(), grid=GRID, root=tmp_path, runner=RecordingRunner(), quiet=True
     ).run()
@@ -313,7 +299,7 @@ async def test_an_ok_config_whose_metrics_vanished_runs_again(tmp_path):
     assert again.ran == ["t1p0-g2"]
 
 
-def test_keyboard_interrupt_propagates_and_keeps_finished_results(tmp_path):
+def test_keyboard_interrupt_propagates_and_keeps_finished_results(make_config, tmp_path):
     class Interrupting(RecordingRunner):
         async def __call__(self, config):
             if Path(config.log_path).name == "t1p0-g2":
@@ -331,7 +317,7 @@ def test_keyboard_interrupt_propagates_and_keeps_finished_results(tmp_path):
     assert all(r.ok for r in results)
 
 
-def test_system_exit_in_parallel_sweep_propagates(tmp_path):
+def test_system_exit_in_parallel_sweep_propagates(make_config, tmp_path):
     async def run(config: Config):
         if Path(config.log_path).name == "t0p7-g4":
             raise SystemExit(3)
@@ -351,7 +337,9 @@ def test_system_exit_in_parallel_sweep_propagates(tmp_path):
     assert "t0p7-g4" in resumed.ran
 
 
-async def test_cancelling_a_sweep_cancels_its_runs_and_records_nothing_for_them(tmp_path):
+async def test_cancelling_a_sweep_cancels_its_runs_and_records_nothing_for_them(
+    make_config, tmp_path
+):
     started = asyncio.Event()
     cancelled: list[str] = []
 
@@ -386,8 +374,10 @@ CRASH_SCRIPT = textwrap.dedent(
     class Builder:
         group_size: int = 2
         batch_size: int = 4
+        seed: int = 0
         def describe(self):
-            return {"group_size": self.group_size, "batch_size": self.batch_size}
+            return {"group_size": self.group_size, "batch_size": self.batch_size,
+                    "seed": self.seed}
 
     async def run(config):
         name = Path(config.log_path).name
@@ -396,15 +386,14 @@ CRASH_SCRIPT = textwrap.dedent(
         with open(os.path.join(config.log_path, "metrics.jsonl"), "w") as fh:
             fh.write(json.dumps({"step": 0, "env/all/reward/total": 1.0}) + "\\n")
 
-    base = Config(dataset_builder=Builder(), model_name="tiny-model", log_path="unused",
-                  max_steps=2)
+    base = Config(dataset_builder=Builder(), model_name="tiny-model", log_path="unused")
     grid = {"temperature": [0.7, 1.0], "group_size": [2, 4]}
     asyncio.run(Sweep(base=base, grid=grid, root=sys.argv[1], runner=run).run())
     """
 )
 
 
-async def test_resume_after_the_process_is_killed_mid_sweep(tmp_path):
+async def test_resume_after_the_process_is_killed_mid_sweep(make_config, tmp_path):
     script = tmp_path / "crash.py"
     script.write_text(CRASH_SCRIPT)
     root = tmp_path / "sweep"
@@ -456,7 +445,7 @@ class Barrier:
             self.inside -= 1
 
 
-async def test_parallel_configs_overlap(tmp_path):
+async def test_parallel_configs_overlap(make_config, tmp_path):
     barrier = Barrier(needed=8)
     sweep = Sweep(
         base=make_config(), grid=DEFAULT_GRID, root=tmp_path, runner=barrier, parallel=8, quiet=True
@@ -466,7 +455,7 @@ async def test_parallel_configs_overlap(tmp_path):
     assert barrier.most_inside == 8
 
 
-async def test_parallel_is_a_bound(tmp_path):
+async def test_parallel_is_a_bound(make_config, tmp_path):
     barrier = Barrier(needed=2)
     sweep = Sweep(
         base=make_config(), grid=DEFAULT_GRID, root=tmp_path, runner=barrier, parallel=2, quiet=True
@@ -476,7 +465,7 @@ async def test_parallel_is_a_bound(tmp_path):
     assert barrier.most_inside == 2
 
 
-async def test_parallel_one_runs_one_at_a_time(tmp_path):
+async def test_parallel_one_runs_one_at_a_time(make_config, tmp_path):
     inside = 0
     most = 0
 
@@ -493,7 +482,7 @@ async def test_parallel_one_runs_one_at_a_time(tmp_path):
     assert most == 1
 
 
-async def test_parallel_failures_are_isolated(tmp_path):
+async def test_parallel_failures_are_isolated(make_config, tmp_path):
     runner = RecordingRunner(fail={"t0p7-g2", "t1p0-g4"})
     sweep = Sweep(
         base=make_config(), grid=GRID, root=tmp_path, runner=runner, parallel=4, quiet=True
@@ -506,7 +495,7 @@ async def test_parallel_failures_are_isolated(tmp_path):
 # ------------------------------------------------------- guarding the root
 
 
-async def test_a_root_with_another_grid_is_refused(tmp_path):
+async def test_a_root_with_another_grid_is_refused(make_config, tmp_path):
     await Sweep(
         base=make_config(), grid=GRID, root=tmp_path, runner=RecordingRunner(), quiet=True
     ).run()
@@ -521,7 +510,7 @@ async def test_a_root_with_another_grid_is_refused(tmp_path):
         await other.run()
 
 
-async def test_grid_order_does_not_matter_for_resume(tmp_path):
+async def test_grid_order_does_not_matter_for_resume(make_config, tmp_path):
     await Sweep(
         base=make_config(), grid=GRID, root=tmp_path, runner=RecordingRunner(), quiet=True
     ).run()
@@ -531,7 +520,7 @@ async def test_grid_order_does_not_matter_for_resume(tmp_path):
     assert again.ran == []
 
 
-async def test_a_root_with_another_base_config_is_refused(tmp_path):
+async def test_a_root_with_another_base_config_is_refused(make_config, tmp_path):
     await Sweep(
         base=make_config(), grid=GRID, root=tmp_path, runner=RecordingRunner(), quiet=True
     ).run()
@@ -542,11 +531,11 @@ async def test_a_root_with_another_base_config_is_refused(tmp_path):
         runner=RecordingRunner(),
         quiet=True,
     )
-    with pytest.raises(ConfigError, match=r"max_steps: 2 -> 5.*MINT_LOG_ROOT"):
+    with pytest.raises(ConfigError, match=r"max_steps: None -> 5.*MINT_LOG_ROOT"):
         await longer.run()
 
 
-async def test_operational_fields_may_change_between_runs(tmp_path):
+async def test_operational_fields_may_change_between_runs(make_config, tmp_path):
     await Sweep(
         base=make_config(), grid=GRID, root=tmp_path, runner=RecordingRunner(), quiet=True
     ).run()
@@ -556,7 +545,7 @@ async def test_operational_fields_may_change_between_runs(tmp_path):
     assert again.ran == []
 
 
-async def test_two_sweeps_cannot_share_a_root_at_once(tmp_path):
+async def test_two_sweeps_cannot_share_a_root_at_once(make_config, tmp_path):
     gate = asyncio.Event()
 
     async def slow(config: Config) -> None:
@@ -575,7 +564,7 @@ async def test_two_sweeps_cannot_share_a_root_at_once(tmp_path):
     assert all(r.ok for r in await first)
 
 
-async def test_a_damaged_manifest_is_reported(tmp_path):
+async def test_a_damaged_manifest_is_reported(make_config, tmp_path):
     (tmp_path / "sweep.json").write_text("{not json")
     sweep = Sweep(base=make_config(), grid=GRID, root=tmp_path, runner=RecordingRunner())
     with pytest.raises(ConfigError, match="not valid JSON"):
@@ -585,7 +574,7 @@ async def test_a_damaged_manifest_is_reported(tmp_path):
 # ------------------------------------------------------------ construction
 
 
-def test_invalid_configs_fail_when_the_sweep_is_built(tmp_path):
+def test_invalid_configs_fail_when_the_sweep_is_built(make_config, tmp_path):
     with pytest.raises(ConfigError, match=r"Config\.temperature"):
         Sweep(base=make_config(), grid={"temperature": [0.7, -1.0]}, root=tmp_path)
     assert not any(tmp_path.iterdir())
@@ -602,13 +591,13 @@ def test_invalid_configs_fail_when_the_sweep_is_built(tmp_path):
         ({"base": {"model_name": "x"}}, "Sweep.base"),
     ],
 )
-def test_bad_sweep_arguments(tmp_path, kwargs, match):
+def test_bad_sweep_arguments(make_config, tmp_path, kwargs, match):
     arguments = {"base": make_config(), "grid": GRID, "root": tmp_path, **kwargs}
     with pytest.raises(ConfigError, match=match):
         Sweep(**arguments)
 
 
-def test_from_env(tmp_path):
+def test_from_env(make_config, tmp_path):
     environ = {
         "MINT_RL_STEPS": "3",
         "MINT_RL_TEMPS": "0.9",
@@ -630,7 +619,7 @@ def test_from_env(tmp_path):
 # ----------------------------------------------------------------- progress
 
 
-async def test_progress_lines_and_quiet(tmp_path, capsys):
+async def test_progress_lines_and_quiet(make_config, tmp_path, capsys):
     runner = RecordingRunner(fail={"t0p7-g4"})
     await Sweep(base=make_config(), grid=GRID, root=tmp_path / "loud", runner=runner).run()
     out = capsys.readouterr().out.splitlines()

@@ -7,7 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-import attrs
 import pytest
 
 from mint_envkit.errors import ConfigError
@@ -20,25 +19,6 @@ from mint_envkit.sweep import (
     summarize,
     summary_main,
 )
-
-
-@attrs.frozen
-class Builder:
-    """A minimal dataset builder: what Config and the sweep need from one."""
-
-    group_size: int = 2
-    batch_size: int = 4
-
-    def describe(self) -> dict[str, int]:
-        return {"group_size": self.group_size, "batch_size": self.batch_size}
-
-
-def make_config(**fields) -> Config:
-    fields.setdefault("dataset_builder", Builder())
-    fields.setdefault("model_name", "tiny-model")
-    fields.setdefault("log_path", "unused")
-    fields.setdefault("temperature", 0.7)
-    return Config(**fields)
 
 
 def step(n: int, reward: float, correct: float | None = None, **more) -> dict:
@@ -66,7 +46,7 @@ class MetricsRunner:
 GRID = {"kl_penalty_coef": [0.0, 0.02], "group_size": [2, 4]}
 
 
-async def make_sweep(root: Path) -> Sweep:
+async def make_sweep(make_config, root: Path) -> Sweep:
     """Four configs: ok, ok without a correct metric, failed, and missing (crashed)."""
     runner = MetricsRunner(
         {
@@ -76,7 +56,9 @@ async def make_sweep(root: Path) -> Sweep:
             "kl0p02-g4": [step(0, 1.0, 1.0)],
         }
     )
-    sweep = Sweep(base=make_config(), grid=GRID, root=root, runner=runner, quiet=True)
+    sweep = Sweep(
+        base=make_config(temperature=0.7), grid=GRID, root=root, runner=runner, quiet=True
+    )
     await sweep.run()
     # kl0p02-g4 "crashed": its metrics were written but its result never was.
     results = root / "results.jsonl"
@@ -86,9 +68,9 @@ async def make_sweep(root: Path) -> Sweep:
     return sweep
 
 
-async def test_table_from_the_runs_metrics(tmp_path):
+async def test_table_from_the_runs_metrics(make_config, tmp_path):
     root = tmp_path / "sweep"
-    sweep = await make_sweep(root)
+    sweep = await make_sweep(make_config, root)
     expected = "\n".join(
         [
             "KL    Temperature  Group size  Steps  Mean reward  Correct  Status   Log path",
@@ -102,10 +84,10 @@ async def test_table_from_the_runs_metrics(tmp_path):
     assert load_summary(root).table() == expected
 
 
-async def test_table_shape_matches_the_issue(tmp_path):
+async def test_table_shape_matches_the_issue(make_config, tmp_path):
     runner = MetricsRunner({"kl0p0-t0p7-g2": [step(0, -0.1, 0.0)]})
     sweep = Sweep(
-        base=make_config(),
+        base=make_config(temperature=0.7),
         grid={"kl_penalty_coef": [0.0], "temperature": [0.7], "group_size": [2]},
         root=tmp_path,
         runner=runner,
@@ -120,7 +102,7 @@ async def test_table_shape_matches_the_issue(tmp_path):
     )
 
 
-async def test_other_grid_fields_get_columns(tmp_path):
+async def test_other_grid_fields_get_columns(make_config, tmp_path):
     runner = MetricsRunner(
         {
             "lr0p001-loss_fn_importance_sampling": [step(0, 0.1)],
@@ -130,7 +112,7 @@ async def test_other_grid_fields_get_columns(tmp_path):
         }
     )
     sweep = Sweep(
-        base=make_config(),
+        base=make_config(temperature=0.7),
         grid={"loss_fn": ["importance_sampling", "ppo"], "learning_rate": [1e-3, 3e-4]},
         root=tmp_path,
         runner=runner,
@@ -156,10 +138,16 @@ async def test_other_grid_fields_get_columns(tmp_path):
     assert lines[4].split()[:8] == ["0.00", "0.7", "2", "0.0003", "ppo", "1", "0.400", "-"]
 
 
-def test_kl_keeps_its_digits():
-    from mint_envkit.sweep.summary import _fmt_kl
-
-    assert [_fmt_kl(v) for v in (0.0, 0.02, 0.005, 1)] == ["0.00", "0.02", "0.005", "1.00"]
+async def test_kl_keeps_its_digits(make_config, tmp_path):
+    runner = MetricsRunner({})
+    grid = {"kl_penalty_coef": [0.0, 0.02, 0.005, 1]}
+    sweep = Sweep(
+        base=make_config(temperature=0.7), grid=grid, root=tmp_path, runner=runner, quiet=True
+    )
+    runner.lines = {name: [step(0, 0.0)] for name in sweep.names}
+    await sweep.run()
+    kl_column = [line.split()[0] for line in sweep.table().splitlines()[1:]]
+    assert kl_column == ["0.00", "0.02", "0.005", "1.00"]
 
 
 # ------------------------------------------------------------ metrics files
@@ -194,15 +182,15 @@ def test_lines_without_step_count_one_each(tmp_path):
     assert metrics.steps == 2 and metrics.final == {"env/all/reward/total": 2}
 
 
-async def test_ok_without_metrics_is_missing(tmp_path):
-    await make_sweep(tmp_path)
+async def test_ok_without_metrics_is_missing(make_config, tmp_path):
+    await make_sweep(make_config, tmp_path)
     (tmp_path / "kl0p0-g2" / "metrics.jsonl").unlink()
     row = load_summary(tmp_path).rows[0]
     assert (row.name, row.status, row.metrics.steps) == ("kl0p0-g2", "missing", 0)
 
 
-async def test_unreadable_lines_and_unknown_results_are_noted(tmp_path):
-    await make_sweep(tmp_path)
+async def test_unreadable_lines_and_unknown_results_are_noted(make_config, tmp_path):
+    await make_sweep(make_config, tmp_path)
     with open(tmp_path / "kl0p0-g4" / "metrics.jsonl", "a") as fh:
         fh.write("not json\n")
     with open(tmp_path / "results.jsonl", "a") as fh:
@@ -216,13 +204,19 @@ async def test_unreadable_lines_and_unknown_results_are_noted(tmp_path):
 # ----------------------------------------------------- files and the CLI
 
 
-async def test_summarize_writes_csv_and_png_from_the_directory_alone(tmp_path):
+def report(root) -> str:
+    """What ``mint-envkit summary ROOT`` prints: the one public way to a summary."""
+    summary = load_summary(root)
+    return summary.report(summary.write_files())
+
+
+async def test_the_summary_writes_csv_and_png_from_the_directory_alone(make_config, tmp_path):
     root = tmp_path / "sweep"
-    await make_sweep(root)
+    await make_sweep(make_config, root)
     for name in ("summary.csv", "summary.png"):
         (root / name).unlink()
 
-    out = summarize(root)
+    out = report(root)
     assert out.splitlines()[0].startswith("KL    Temperature")
     assert "failed kl0p02-g2: RuntimeError: reward function raised" in out
     assert f"wrote {root}/summary.csv" in out and f"wrote {root}/summary.png" in out
@@ -243,43 +237,48 @@ async def test_summarize_writes_csv_and_png_from_the_directory_alone(tmp_path):
     assert rows[3]["Status"] == "missing" and rows[3]["Mean reward"] == "1.0"
 
 
-async def test_missing_matplotlib_skips_the_png(tmp_path, monkeypatch):
+async def test_missing_matplotlib_skips_the_png(make_config, tmp_path, monkeypatch):
     root = tmp_path / "sweep"
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    await make_sweep(root)
-    out = summarize(root)
+    await make_sweep(make_config, root)
+    out = report(root)
     assert "summary.png skipped: matplotlib is not installed" in out
     assert not (root / "summary.png").exists()
     assert (root / "summary.csv").exists()
 
 
-async def test_a_plotting_error_does_not_crash(tmp_path, monkeypatch):
-    await make_sweep(tmp_path)
+async def test_a_plotting_error_does_not_crash(make_config, tmp_path, monkeypatch):
+    await make_sweep(make_config, tmp_path)
 
     def broken(self, path=None):
         raise RuntimeError("no fonts")
 
     monkeypatch.setattr(SweepSummary, "write_png", broken)
-    assert "summary.png not written: RuntimeError: no fonts" in summarize(tmp_path)
+    assert "summary.png not written: RuntimeError: no fonts" in report(tmp_path)
 
 
-async def test_sweep_run_writes_the_summary_files(tmp_path):
-    await make_sweep(tmp_path)
+async def test_sweep_run_writes_the_summary_files(make_config, tmp_path):
+    await make_sweep(make_config, tmp_path)
     assert (tmp_path / "summary.csv").exists()
     assert (tmp_path / "summary.png").read_bytes()[:4] == b"\x89PNG"
 
 
-async def test_summary_main(tmp_path, capsys):
-    await make_sweep(tmp_path / "sweep")
-    assert summary_main([str(tmp_path / "sweep")]) == 0
+async def test_deprecated_summarize_and_summary_main_still_work(make_config, tmp_path, capsys):
+    await make_sweep(make_config, tmp_path / "sweep")
+    with pytest.deprecated_call():
+        assert summarize(tmp_path / "sweep") == report(tmp_path / "sweep")
+    with pytest.deprecated_call():
+        assert summary_main([str(tmp_path / "sweep")]) == 0
     assert capsys.readouterr().out.startswith("KL    Temperature")
 
-    assert summary_main([str(tmp_path)]) == 2
+    with pytest.deprecated_call():
+        assert summary_main([str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "sweep.json not found" in err and "MINT_LOG_ROOT" in err
 
-    assert summary_main([]) == 2
-    assert summary_main(["--help"]) == 0
+    with pytest.deprecated_call():
+        assert summary_main([]) == 2
+        assert summary_main(["--help"]) == 0
     assert "SWEEP_DIR" in capsys.readouterr().out
 
 

@@ -3,11 +3,10 @@
 Example::
 
     import asyncio
-    from mint_envkit.rl import Config
-    from mint_envkit.rl.train import main
+    from mint_envkit.rl import Config, run_training
 
-    asyncio.run(main(Config(dataset_builder=builder, model_name="mint-envkit/tiny-qwen3",
-                            log_path="runs/demo", max_steps=2)))
+    asyncio.run(run_training(Config(dataset_builder=builder, model_name="mint-envkit/tiny-qwen3",
+                                    log_path="runs/demo", max_steps=2)))
 """
 
 from mint_envkit.rl.advantages import (
@@ -16,9 +15,11 @@ from mint_envkit.rl.advantages import (
     group_advantages,
     kl_adjusted_advantages,
 )
-from mint_envkit.rl.config import LOSS_FNS, Config, KLReferenceConfig, resolve_backend
+from mint_envkit.rl.backend import resolve_backend
+from mint_envkit.rl.config import LOSS_FNS, Config, KLReferenceConfig
 from mint_envkit.rl.rollouts import Sampler, SampleRequest, rollout_group, rollout_groups
 from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy, ScriptedReport
+from mint_envkit.rl.train import RunResult, run_training
 from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "GroupReport",
     "GroupRollout",
     "KLReferenceConfig",
+    "RunResult",
     "SampleRequest",
     "SampledTokens",
     "Sampler",
@@ -41,4 +43,5 @@ __all__ = [
     "resolve_backend",
     "rollout_group",
     "rollout_groups",
+    "run_training",
 ]

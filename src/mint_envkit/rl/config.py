@@ -28,6 +28,7 @@ from typing import Any, Literal
 import attrs
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.rl.backend import resolve_backend
 
 __all__ = [
     "LOSS_FNS",
@@ -36,6 +37,8 @@ __all__ = [
     "KLReferenceConfig",
     "default_model",
     "resolve_backend",
+    "uses_kl_reference",
+    "validate_field",
 ]
 
 Backend = Literal["auto", "mint", "local"]
@@ -250,7 +253,7 @@ class Config:
             )
 
     def __attrs_post_init__(self) -> None:
-        if self.kl_penalty_coef > 0 and self.kl_reference_config is None:
+        if uses_kl_reference(self.kl_penalty_coef) and self.kl_reference_config is None:
             raise ConfigError(
                 f"Config.kl_penalty_coef is {self.kl_penalty_coef} but Config.kl_reference_config "
                 "is None; pass kl_reference_config=KLReferenceConfig(base_model=...) "
@@ -295,27 +298,40 @@ class Config:
         return out
 
 
-def resolve_backend(backend: str) -> Literal["mint", "local"]:
-    """Decide which backend a run uses.
+def uses_kl_reference(kl_penalty_coef: Any) -> bool:
+    """Whether a run with this KL coefficient needs a reference model: ``kl_penalty_coef > 0``.
 
-    ``"auto"`` reads ``MINT_ENVKIT_BACKEND`` (``local`` or ``mint``) first,
-    then picks MinT when ``MINT_API_KEY`` is set and the embedded local
-    backend otherwise.
+    :class:`Config` requires ``kl_reference_config`` then, the sweep fills one
+    in, and the training loop samples the reference only then.
 
     Example::
 
-        resolve_backend("auto")  # 'local' on a machine with no MINT_API_KEY
+        uses_kl_reference(0.02), uses_kl_reference(0.0)  # (True, False)
     """
-    if backend == "auto":
-        forced = os.environ.get("MINT_ENVKIT_BACKEND", "").strip().lower()
-        if forced:
-            if forced not in ("local", "mint"):
-                raise ConfigError(f"MINT_ENVKIT_BACKEND must be 'local' or 'mint', got {forced!r}")
-            return forced  # type: ignore[return-value]
-        return "mint" if os.environ.get("MINT_API_KEY") else "local"
-    if backend not in ("mint", "local"):
-        raise ConfigError(f"backend must be 'auto', 'mint' or 'local', got {backend!r}")
-    return backend  # type: ignore[return-value]
+    return (
+        not isinstance(kl_penalty_coef, bool)
+        and isinstance(kl_penalty_coef, (int, float))
+        and kl_penalty_coef > 0
+    )
+
+
+def validate_field(owner: type, name: str, value: Any) -> None:
+    """Check one value of an attrs field of ``owner`` with that field's own validator.
+
+    Lets a value be checked before a whole config exists (the sweep's
+    ``MINT_RL_*`` variables) with the one message of the class that owns it.
+
+    Raises:
+        ConfigError: the value is invalid (the owner's message).
+
+    Example::
+
+        validate_field(Config, "temperature", 0.0)
+        # ConfigError: Config.temperature must be a number > 0, got 0.0; ...
+    """
+    field = attrs.fields_dict(owner)[name]
+    if field.validator is not None:
+        field.validator(None, field, value)
 
 
 MINT_DEFAULT_MODEL = "Qwen/Qwen3-0.6B"

@@ -29,7 +29,6 @@ __all__ = [
     "append_jsonl",
     "append_jsonl_lines",
     "read_jsonl",
-    "read_jsonl_counted",
     "write_json_atomic",
 ]
 
@@ -123,44 +122,37 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
     _fsync_dir(path.parent)
 
 
-def read_jsonl_counted(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]:
-    """The JSON objects of a ``.jsonl`` file, and how many lines were unreadable.
+def read_jsonl(
+    path: str | os.PathLike[str], *, unreadable: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every JSON object line of a ``.jsonl`` file ([] when it does not exist).
 
     Blank lines are ignored; a line that is not a JSON object (for example the
-    torn last line of a crashed writer) is skipped and counted. A missing file
-    reads as no lines.
+    torn last line of a crashed writer) is skipped, and appended to
+    ``unreadable`` when a list is given.
 
     Example::
 
-        lines, bad = read_jsonl_counted("runs/sweep/kl0p0-t0p7-g2/metrics.jsonl")
+        bad: list[str] = []
+        lines = read_jsonl("runs/sweep/kl0p0-t0p7-g2/metrics.jsonl", unreadable=bad)
     """
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
-        return [], 0
+        return []
     lines: list[dict[str, Any]] = []
-    bad = 0
     for line in text.splitlines():
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
-            bad += 1
-            continue
+            obj = None
         if isinstance(obj, dict):
             lines.append(obj)
-        else:
-            bad += 1
-    return lines, bad
-
-
-def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Every complete JSON object line of a file ([] when it does not exist).
-
-    A last line cut off by a crash (no newline, not valid JSON) is skipped.
-    """
-    return read_jsonl_counted(path)[0]
+        elif unreadable is not None:
+            unreadable.append(line)
+    return lines
 
 
 def _rewrite(path: Path, records: list[dict[str, Any]]) -> None:

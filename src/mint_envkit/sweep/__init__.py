@@ -7,6 +7,11 @@ or ``parallel`` at once, records each finished config in ``results.jsonl``
 (so running it again resumes), and summarises what the runs wrote in their
 ``metrics.jsonl`` as a table, ``summary.csv`` and ``summary.png``.
 
+A finished sweep's summary comes from one place, :func:`load_summary`
+(``mint-envkit summary SWEEP_DIR`` prints it); a :class:`Sweep` shows its own
+with ``sweep.table()`` / ``sweep.summary()``. The modules of this package are
+private: import from ``mint_envkit.sweep``.
+
 Example::
 
     from mint_envkit.sweep import Sweep
@@ -24,29 +29,23 @@ Example::
     sweep = Sweep.from_env(config, root="runs/arithmetic-sweep")
 """
 
-from mint_envkit.sweep.grid import (
-    ABBREVIATIONS,
+from mint_envkit.sweep._deprecated import summarize, summary_main
+from mint_envkit.sweep._env import (
     DEFAULT_GRID,
     DEFAULT_OVERRIDES,
     ENV_VARIABLES,
-    GridPoint,
-    apply_fields,
-    config_name,
-    expand_grid,
-    format_value,
     grid_from_env,
     log_root_from_env,
-    normalize_grid,
 )
-from mint_envkit.sweep.runner import ERROR_FILE, Runner, Sweep, SweepResult
-from mint_envkit.sweep.summary import (
+from mint_envkit.sweep._grid import GridPoint, apply_fields, expand_grid, normalize_grid
+from mint_envkit.sweep._names import ABBREVIATIONS, config_name, format_value
+from mint_envkit.sweep._runner import ERROR_FILE, Runner, Sweep, SweepResult
+from mint_envkit.sweep._summary import (
     RunMetrics,
     SummaryRow,
     SweepSummary,
     load_summary,
     read_run_metrics,
-    summarize,
-    summary_main,
 )
 
 __all__ = [

@@ -2,62 +2,34 @@
 
 Example::
 
-    from mint_envkit.sweep import Sweep
-
-    sweep = Sweep(
-        base=config,
-        grid={"kl_penalty_coef": [0.0, 0.02], "temperature": [0.7, 1.0], "group_size": [2, 4]},
-        root="runs/arithmetic-sweep",
-        parallel=1,
-    )
-    results = await sweep.run()  # list[SweepResult], one per config
-    print(sweep.table())
-"""
+    results = await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/t").run()
+    [r.status for r in results]  # ['ok', 'ok']"""
 
 from __future__ import annotations
 
 import asyncio
 import collections
 import contextlib
-import hashlib
-import importlib.metadata
 import inspect
-import json
 import os
-import re
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.rl.config import Config, resolve_backend
-from mint_envkit.sweep.grid import (
-    GridPoint,
-    _jsonable,
-    apply_fields,
-    expand_grid,
-    grid_from_env,
-    log_root_from_env,
-    normalize_grid,
-)
-from mint_envkit.sweep.store import (
-    METRICS,
-    RESULTS,
-    append_jsonl,
-    latest_results,
-    read_manifest,
-    utc_now,
-    write_json_atomic,
-)
-from mint_envkit.sweep.summary import (
-    SweepSummary,
-    build_summary,
-    write_summary_files,
-)
+from mint_envkit.rl.backend import models_to_preload, resolve_connection, shared_local_backend
+from mint_envkit.rl.config import Config
+from mint_envkit.rl.logs import append_jsonl
+from mint_envkit.sweep._env import grid_from_env, log_root_from_env
+from mint_envkit.sweep._grid import GridPoint, apply_fields, expand_grid, normalize_grid
+from mint_envkit.sweep._manifest import check_or_write_manifest, config_sha, exclusive
+from mint_envkit.sweep._names import jsonable
+from mint_envkit.sweep._store import METRICS, RESULTS, latest_results, utc_now
+from mint_envkit.sweep._summary import SweepSummary, build_summary
 
 __all__ = ["ERROR_FILE", "Runner", "Sweep", "SweepResult"]
 
@@ -80,11 +52,6 @@ Example::
 
     print((Path(result.log_path) / ERROR_FILE).read_text())
 """
-
-_MANIFEST_FORMAT = 1
-# Config fields that do not change what a run computes; a resumed sweep may
-# differ in them (an embedded server on another port, a longer preflight).
-_OPERATIONAL_FIELDS = ("log_path", "base_url", "preflight_timeout_s", "local_latency_ms")
 
 
 @attrs.frozen
@@ -163,58 +130,9 @@ def _check_base(_instance: Any, _attribute: Any, value: Any) -> None:
         raise ConfigError(f"Sweep.base must be a mint_envkit.rl.Config, got {type(value).__name__}")
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("mint-envkit")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - not installed
-        return "unknown"
-
-
-def _canonical(data: Any) -> str:
-    text = json.dumps(_jsonable(data), sort_keys=True, separators=(",", ":"), default=repr)
-    # Reprs of functions and objects carry memory addresses that change per process.
-    return re.sub(r" at 0x[0-9A-Fa-f]+", " at 0x", text)
-
-
-def _comparable(config: Config) -> dict[str, Any]:
-    data = config.public_dict()
-    for field in _OPERATIONAL_FIELDS:
-        data.pop(field, None)
-    return json.loads(_canonical(data))
-
-
-def _config_sha(config: Config) -> str:
-    return hashlib.sha256(_canonical(_comparable(config)).encode()).hexdigest()[:16]
-
-
-def _grid_signature(grid: Mapping[str, Sequence[Any]]) -> dict[str, list[str]]:
-    return {key: sorted(_canonical(v) for v in values) for key, values in grid.items()}
-
-
 def _first_line(text: str) -> str:
     lines = text.strip().splitlines()
     return lines[0] if lines else text
-
-
-@contextlib.contextmanager
-def _exclusive(root: Path) -> Iterator[None]:
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: no advisory lock
-        yield
-        return
-    fd = os.open(root / ".sweep.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ConfigError(
-                f"another sweep is running in {root}; wait for it to finish, or use a new "
-                "sweep root (MINT_LOG_ROOT)"
-            ) from None
-        yield
-    finally:
-        os.close(fd)
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -322,7 +240,7 @@ class Sweep:
             entries.append(
                 {
                     "name": point.name,
-                    "params": _jsonable(dict(point.params)),
+                    "params": jsonable(dict(point.params)),
                     "settings": {
                         "kl_penalty_coef": config.kl_penalty_coef,
                         "temperature": config.temperature,
@@ -330,7 +248,7 @@ class Sweep:
                         "batch_size": getattr(builder, "batch_size", None),
                         "max_steps": config.max_steps,
                     },
-                    "config_sha": _config_sha(config),
+                    "config_sha": config_sha(config),
                 }
             )
         return entries
@@ -364,46 +282,6 @@ class Sweep:
         if not self.quiet:
             print(f"[sweep] {message}", flush=True)
 
-    def _manifest(self) -> dict[str, Any]:
-        return {
-            "format": _MANIFEST_FORMAT,
-            "grid": _jsonable(dict(self.grid)),
-            "base_config": json.loads(_canonical(self.base.public_dict())),
-            "configs": self._entries(),
-            "created_at": utc_now(),
-            "mint_envkit_version": _version(),
-        }
-
-    def _check_or_write_manifest(self, root: Path) -> None:
-        manifest = self._manifest()
-        existing = read_manifest(root)
-        if existing is None:
-            write_json_atomic(root / "sweep.json", manifest)
-            return
-        where = root / "sweep.json"
-        if _grid_signature(existing.get("grid") or {}) != _grid_signature(manifest["grid"]):
-            raise ConfigError(
-                f"{where} holds a different grid ({json.dumps(existing.get('grid'))}) than this "
-                f"sweep ({json.dumps(manifest['grid'])}); results of different grids are not "
-                "mixed: use a new sweep root (e.g. another MINT_LOG_ROOT)"
-            )
-        old = {e.get("name"): e.get("config_sha") for e in existing["configs"]}
-        new = {e["name"]: e["config_sha"] for e in manifest["configs"]}
-        if old != new:
-            before = existing.get("base_config") or {}
-            after = manifest["base_config"]
-            changed = [
-                f"{key}: {before.get(key)!r} -> {after.get(key)!r}"
-                for key in sorted(set(before) | set(after))
-                if key not in _OPERATIONAL_FIELDS and before.get(key) != after.get(key)
-            ]
-            detail = "; ".join(changed) if changed else "the configs differ"
-            raise ConfigError(
-                f"{where} was written for a different base config ({detail}); results of "
-                "different configs are not mixed: use a new sweep root (e.g. another "
-                "MINT_LOG_ROOT)"
-            )
-
     def _resolve_runner(self) -> Runner:
         if self.runner is not None:
             return self.runner
@@ -421,20 +299,15 @@ class Sweep:
         """
         if self.runner is not None:
             return contextlib.nullcontext()
-        local = [
-            p.config
-            for p in todo
-            if p.config.base_url is None and resolve_backend(p.config.backend) == "local"
-        ]
+        local = []
+        for point in todo:
+            connection = resolve_connection(point.config.backend, point.config.base_url)
+            if connection.backend == "local" and connection.base_url is None:
+                local.append(point.config)
         latencies = {c.local_latency_ms for c in local}
         if not local or len(latencies) != 1:
             return contextlib.nullcontext()
-        models = {c.model_name for c in local} | {
-            c.kl_reference_config.base_model for c in local if c.kl_reference_config is not None
-        }
-        from mint_envkit.rl.train import shared_local_backend
-
-        return shared_local_backend(sorted(models), latency_ms=latencies.pop())
+        return shared_local_backend(models_to_preload(local), latency_ms=latencies.pop())
 
     async def _run_one(self, point: GridPoint, runner: Runner, position: str) -> SweepResult:
         log_path = Path(point.config.log_path)
@@ -458,7 +331,7 @@ class Sweep:
         seconds = round(time.monotonic() - started, 3)
         status: Literal["ok", "failed"] = "ok" if error is None else "failed"
         finished_at = utc_now()
-        params = _jsonable(dict(point.params))
+        params = jsonable(dict(point.params))
         append_jsonl(
             Path(self.root) / RESULTS,
             {
@@ -508,8 +381,8 @@ class Sweep:
         """
         root = Path(self.root)
         root.mkdir(parents=True, exist_ok=True)
-        with _exclusive(root):
-            self._check_or_write_manifest(root)
+        with exclusive(root):
+            check_or_write_manifest(root, self.grid, self.base, self._entries())
             latest = latest_results(root)
             results: dict[str, SweepResult] = {}
             todo: list[GridPoint] = []
@@ -556,6 +429,6 @@ class Sweep:
                     if len(errors.exceptions) == 1:
                         raise errors.exceptions[0] from None
                     raise
-            for line in write_summary_files(self.summary()):
+            for line in self.summary().write_files():
                 self._say(line)
         return [results[point.name] for point in self.points]

@@ -6,9 +6,10 @@ Everything is read from what the runs wrote: each config's
 
 Example::
 
-    from mint_envkit.sweep import summarize
+    from mint_envkit.sweep import load_summary
 
-    print(summarize("runs/arithmetic-sweep"))
+    summary = load_summary("runs/arithmetic-sweep")
+    print(summary.report(summary.write_files()))
     # KL    Temperature  Group size  Steps  Mean reward  Correct  Status  Log path
     # 0.00  0.7          2           1      -0.100       0.00     ok      runs/arithmetic-sweep/kl0p0-t0p7-g2
     # ...
@@ -16,11 +17,9 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,13 +27,13 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.sweep.store import (
+from mint_envkit.rl.logs import read_jsonl
+from mint_envkit.sweep._store import (
     MANIFEST,
     METRICS,
     SUMMARY_CSV,
     SUMMARY_PNG,
     latest_results,
-    read_jsonl,
     read_manifest,
 )
 
@@ -48,9 +47,6 @@ __all__ = [
     "build_summary",
     "load_summary",
     "read_run_metrics",
-    "summarize",
-    "summary_main",
-    "write_summary_files",
 ]
 
 REWARD_KEY = "env/all/reward/total"
@@ -121,7 +117,8 @@ def read_run_metrics(log_path: str | os.PathLike[str]) -> RunMetrics:
         read_run_metrics("runs/sweep/kl0p0-t0p7-g2").final["env/all/correct"]  # 0.0
     """
     path = Path(log_path) / METRICS
-    lines, bad = read_jsonl(path)
+    bad: list[str] = []
+    lines = read_jsonl(path, unreadable=bad)
     keys: list[Any] = []
     for index, line in enumerate(lines):
         step = line.get("step")
@@ -133,7 +130,7 @@ def read_run_metrics(log_path: str | os.PathLike[str]) -> RunMetrics:
         for key, line in zip(keys, lines, strict=True):
             if key == last:
                 final.update(line)
-    return RunMetrics(exists=path.exists(), steps=len(set(keys)), final=final, unreadable=bad)
+    return RunMetrics(exists=path.exists(), steps=len(set(keys)), final=final, unreadable=len(bad))
 
 
 def _number(value: Any) -> float | None:
@@ -326,52 +323,57 @@ class SweepSummary:
 
             load_summary("runs/sweep").write_png()  # PosixPath('runs/sweep/summary.png')
         """
-        try:
-            import matplotlib  # noqa: F401  (the package itself: its submodules may be cached)
-            from matplotlib.backends.backend_agg import FigureCanvasAgg
-            from matplotlib.figure import Figure
-        except ImportError:
-            return None
+        from mint_envkit.sweep._plot import plot_rewards
+
         path = Path(self.root) / SUMMARY_PNG if path is None else Path(path)
-        names = [row.name for row in self.rows]
-        values = [row.mean_reward for row in self.rows]
-        colors = {"ok": "#4C72B0", "failed": "#C44E52"}
-        figure = Figure(figsize=(max(6.0, 0.7 * len(names) + 2.0), 4.5))
-        FigureCanvasAgg(figure)
-        axes = figure.add_subplot()
-        positions = list(range(len(names)))
-        bars = axes.bar(
-            positions,
-            [0.0 if v is None else v for v in values],
-            color=[colors.get(row.status, "#999999") for row in self.rows],
-        )
-        axes.bar_label(
-            bars, labels=["" if v is None else f"{v:.3f}" for v in values], fontsize=7, padding=2
-        )
-        for x, row in zip(positions, self.rows, strict=True):
-            if row.mean_reward is None:
-                axes.text(
-                    x,
-                    0.5,
-                    f"no reward ({row.status})",
-                    transform=axes.get_xaxis_transform(),
-                    ha="center",
-                    va="center",
-                    rotation=90,
-                    fontsize=8,
-                    color=colors.get(row.status, "#555555"),
+        return plot_rewards(self, path)
+
+    def write_files(self) -> list[str]:
+        """Write ``summary.csv`` and ``summary.png``; return one line per file (or why not).
+
+        Never raises for the plot: a missing matplotlib or a plotting error is
+        reported in the returned lines instead.
+
+        Example::
+
+            load_summary("runs/sweep").write_files()
+            # ['wrote runs/sweep/summary.csv', 'wrote runs/sweep/summary.png']
+        """
+        lines = [f"wrote {self.write_csv()}"]
+        try:
+            png = self.write_png()
+        except Exception as err:
+            lines.append(f"{SUMMARY_PNG} not written: {type(err).__name__}: {err}")
+        else:
+            if png is None:
+                lines.append(
+                    f"{SUMMARY_PNG} skipped: matplotlib is not installed "
+                    "(pip install 'mint-envkit[plot]')"
                 )
-        axes.axhline(0.0, color="black", linewidth=0.8)
-        axes.margins(y=0.15)
-        axes.set_xticks(positions)
-        axes.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
-        axes.set_ylabel(f"mean reward ({REWARD_KEY}, final step)")
-        axes.set_title(f"{Path(self.root).name}: mean reward per config")
-        figure.tight_layout()
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
-        figure.savefig(tmp, dpi=100)
-        os.replace(tmp, path)
-        return path
+            else:
+                lines.append(f"wrote {png}")
+        return lines
+
+    def report(self, file_lines: Sequence[str] = ()) -> str:
+        """The table, then the error of each failed config, the notes and ``file_lines``.
+
+        What ``mint-envkit summary`` prints.
+
+        Example::
+
+            summary = load_summary("runs/sweep")
+            print(summary.report(summary.write_files()))
+        """
+        lines = [self.table()]
+        failed = [row for row in self.rows if row.status == "failed"]
+        if failed:
+            lines.append("")
+            lines.extend(f"failed {row.name}: {row.error}" for row in failed)
+        if self.notes or file_lines:
+            lines.append("")
+        lines.extend(self.notes)
+        lines.extend(file_lines)
+        return "\n".join(lines)
 
 
 def build_summary(
@@ -447,84 +449,3 @@ def load_summary(sweep_dir: str | os.PathLike[str]) -> SweepSummary:
         )
     grid = manifest.get("grid") or {}
     return build_summary(sweep_dir, manifest["configs"], extra_columns=list(grid))
-
-
-def write_summary_files(summary: SweepSummary) -> list[str]:
-    """Write ``summary.csv`` and ``summary.png``; return one line per file (or why not).
-
-    Never raises for the plot: a missing matplotlib or a plotting error is
-    reported in the returned lines instead.
-
-    Example::
-
-        write_summary_files(load_summary("runs/sweep"))
-        # ['wrote runs/sweep/summary.csv', 'wrote runs/sweep/summary.png']
-    """
-    lines = [f"wrote {summary.write_csv()}"]
-    try:
-        png = summary.write_png()
-    except Exception as err:
-        lines.append(f"{SUMMARY_PNG} not written: {type(err).__name__}: {err}")
-    else:
-        if png is None:
-            lines.append(
-                f"{SUMMARY_PNG} skipped: matplotlib is not installed "
-                "(pip install 'mint-envkit[plot]')"
-            )
-        else:
-            lines.append(f"wrote {png}")
-    return lines
-
-
-def _report(summary: SweepSummary, file_lines: Sequence[str]) -> str:
-    lines = [summary.table()]
-    failed = [row for row in summary.rows if row.status == "failed"]
-    if failed:
-        lines.append("")
-        lines.extend(f"failed {row.name}: {row.error}" for row in failed)
-    if summary.notes or file_lines:
-        lines.append("")
-    lines.extend(summary.notes)
-    lines.extend(file_lines)
-    return "\n".join(lines)
-
-
-def summarize(sweep_dir: str | os.PathLike[str]) -> str:
-    """Re-create the table, ``summary.csv`` and ``summary.png`` from a sweep directory.
-
-    Returns the table, followed by the error of each failed config, any notes
-    about the files, and one line per written file.
-
-    Example::
-
-        print(summarize("runs/arithmetic-sweep"))
-    """
-    summary = load_summary(sweep_dir)
-    return _report(summary, write_summary_files(summary))
-
-
-def summary_main(argv: Sequence[str] | None = None) -> int:
-    """``mint-envkit summary SWEEP_DIR``: print the table and write csv and png again.
-
-    Returns the exit code: 0 on success, 2 for a bad argument or a directory
-    that is not a sweep.
-
-    Example::
-
-        summary_main(["runs/arithmetic-sweep"])  # prints the table; 0
-    """
-    parser = argparse.ArgumentParser(
-        prog="mint-envkit summary",
-        description="Print a sweep's table and write summary.csv and summary.png again.",
-    )
-    parser.add_argument("sweep_dir", metavar="SWEEP_DIR", help="the sweep root (holds sweep.json)")
-    try:
-        args = parser.parse_args(list(argv) if argv is not None else None)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
-    try:
-        print(summarize(args.sweep_dir), flush=True)
-    except ConfigError as err:
-        print(f"mint-envkit summary: error: {err}", file=sys.stderr, flush=True)
-        return 2
-    return 0

@@ -11,7 +11,7 @@ Layout::
 
 Example::
 
-    from mint_envkit.sweep.store import latest_results
+    from mint_envkit.sweep._store import latest_results
 
     latest_results("runs/arithmetic-sweep")["kl0p0-t0p7-g2"]["status"]  # 'ok'
 """
@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.rl.logs import append_jsonl, write_json_atomic
-from mint_envkit.rl.logs import read_jsonl_counted as read_jsonl
+from mint_envkit.rl.logs import read_jsonl
 
 __all__ = [
     "MANIFEST",
@@ -34,12 +33,9 @@ __all__ = [
     "RESULTS",
     "SUMMARY_CSV",
     "SUMMARY_PNG",
-    "append_jsonl",
     "latest_results",
-    "read_jsonl",
     "read_manifest",
     "utc_now",
-    "write_json_atomic",
 ]
 
 MANIFEST = "sweep.json"
@@ -96,7 +92,7 @@ def latest_results(root: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
 
         latest_results("runs/sweep").get("kl0p0-t0p7-g2", {}).get("status")  # 'ok'
     """
-    records, _bad = read_jsonl(Path(root) / RESULTS)
+    records = read_jsonl(Path(root) / RESULTS)
     latest: dict[str, dict[str, Any]] = {}
     for record in records:
         name = record.get("name")

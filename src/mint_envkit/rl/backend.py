@@ -1,0 +1,272 @@
+"""Which backend a run trains on, and the embedded server it may share.
+
+One place decides the backend (:func:`resolve_backend`: ``auto``, ``mint``
+or ``local``), where it answers and with which key
+(:func:`resolve_connection`), and which models an embedded server loads
+(:func:`models_to_preload`). The training loop, the sweep, the CLI and the
+examples all ask here.
+
+Example::
+
+    from mint_envkit.rl.backend import connect
+
+    async with connect(config) as connection:
+        await preflight(connection.base_url, api_key=connection.api_key)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import os
+import time
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import TYPE_CHECKING, Literal
+
+import attrs
+
+from mint_envkit.errors import BackendError, ConfigError
+
+if TYPE_CHECKING:
+    from mint_envkit.rl.config import Config
+
+__all__ = [
+    "LOCAL_API_KEY",
+    "Connection",
+    "connect",
+    "local_backend",
+    "models_to_preload",
+    "preflight",
+    "resolve_backend",
+    "resolve_connection",
+    "shared_local_backend",
+]
+
+LOCAL_API_KEY = "sk-mint-envkit-local"
+"""The API key runs send to the embedded backend (it accepts any key).
+
+Example::
+
+    mint.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+"""
+
+_SHARED_LOCAL_URL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "mint_envkit_shared_local_url", default=None
+)
+
+
+def resolve_backend(backend: str) -> Literal["mint", "local"]:
+    """Decide which backend a run uses.
+
+    ``"auto"`` reads ``MINT_ENVKIT_BACKEND`` (``local`` or ``mint``) first,
+    then picks MinT when ``MINT_API_KEY`` is set and the embedded local
+    backend otherwise.
+
+    Example::
+
+        resolve_backend("auto")  # 'local' on a machine with no MINT_API_KEY
+    """
+    if backend == "auto":
+        forced = os.environ.get("MINT_ENVKIT_BACKEND", "").strip().lower()
+        if forced:
+            if forced not in ("local", "mint"):
+                raise ConfigError(f"MINT_ENVKIT_BACKEND must be 'local' or 'mint', got {forced!r}")
+            return forced  # type: ignore[return-value]
+        return "mint" if os.environ.get("MINT_API_KEY") else "local"
+    if backend not in ("mint", "local"):
+        raise ConfigError(f"backend must be 'auto', 'mint' or 'local', got {backend!r}")
+    return backend  # type: ignore[return-value]
+
+
+@attrs.frozen
+class Connection:
+    """Where a run's backend answers.
+
+    Attributes:
+        backend: ``"mint"`` or ``"local"``.
+        base_url: the endpoint; None for a local run that has to start its
+            own embedded server (:func:`connect` does).
+        api_key: the key sent with every request; None for MinT when no
+            ``MINT_API_KEY`` (or ``TINKER_API_KEY``) is set.
+
+    Example::
+
+        resolve_connection("auto").backend  # 'local' without MINT_API_KEY
+    """
+
+    backend: Literal["mint", "local"]
+    base_url: str | None
+    api_key: str | None
+
+    def describe(self) -> str:
+        """Where the run trains, in words, for a progress line.
+
+        Example::
+
+            resolve_connection("local").describe()
+            # 'the embedded local backend (offline, no account)'
+        """
+        if self.backend == "mint":
+            return f"MinT ({self.base_url or 'its public endpoint'})"
+        if self.base_url:
+            return f"the local backend at {self.base_url}"
+        return "the embedded local backend (offline, no account)"
+
+
+def resolve_connection(backend: str, base_url: str | None = None) -> Connection:
+    """The backend, endpoint and key for a run with ``Config.backend`` and ``Config.base_url``.
+
+    MinT: the key is ``MINT_API_KEY`` (or ``TINKER_API_KEY``); the endpoint
+    ``base_url``, else ``MINT_BASE_URL``, else the SDK's default. Local:
+    ``base_url`` when given, else the server a :func:`shared_local_backend`
+    block started, else None (the run starts its own).
+
+    Example::
+
+        resolve_connection("local", "http://127.0.0.1:8765").base_url
+        # 'http://127.0.0.1:8765'
+    """
+    chosen = resolve_backend(backend)
+    if chosen == "mint":
+        api_key = os.environ.get("MINT_API_KEY") or os.environ.get("TINKER_API_KEY")
+        url = base_url or os.environ.get("MINT_BASE_URL")
+        if url is None and api_key:
+            import mint  # noqa: F401  (seeds TINKER_BASE_URL with MinT's endpoint)
+
+            url = os.environ.get("TINKER_BASE_URL")
+        return Connection(backend=chosen, base_url=url, api_key=api_key)
+    return Connection(
+        backend=chosen, base_url=base_url or _SHARED_LOCAL_URL.get(), api_key=LOCAL_API_KEY
+    )
+
+
+def models_to_preload(configs: Iterable[Config]) -> list[str]:
+    """The models an embedded server loads for ``configs``: each model and KL reference, sorted.
+
+    Example::
+
+        models_to_preload([config])  # ['mint-envkit/tiny-qwen3']
+    """
+    models: set[str] = set()
+    for config in configs:
+        models.add(config.model_name)
+        if config.kl_reference_config is not None:
+            models.add(config.kl_reference_config.base_model)
+    return sorted(models)
+
+
+@contextlib.asynccontextmanager
+async def local_backend(models: Sequence[str], *, latency_ms: float = 0.0) -> AsyncIterator[str]:
+    """Start the embedded backend with ``models`` loaded; yield its URL; stop it after.
+
+    The server starts and stops in a worker thread, so the event loop stays
+    free.
+
+    Example::
+
+        async with local_backend(["mint-envkit/tiny-qwen3"]) as url:
+            service = mint.ServiceClient(base_url=url, api_key=LOCAL_API_KEY)
+    """
+    from mint_envkit.local.server import LocalServer
+
+    server = LocalServer(models=list(models), latency_ms=latency_ms)
+    await asyncio.to_thread(server.start)
+    try:
+        yield server.base_url
+    finally:
+        await asyncio.to_thread(server.close)
+
+
+@contextlib.asynccontextmanager
+async def shared_local_backend(
+    models: Sequence[str], *, latency_ms: float = 0.0
+) -> AsyncIterator[str]:
+    """Start one embedded backend that every local run inside the block shares.
+
+    A sweep of local configs uses it so the model loads once, not once per
+    config. Runs with an explicit ``base_url`` are not affected.
+
+    Example::
+
+        async with shared_local_backend(["mint-envkit/tiny-qwen3"]) as url:
+            await run_training(config_a)
+            await run_training(config_b)   # same server as config_a
+    """
+    async with local_backend(models, latency_ms=latency_ms) as url:
+        token = _SHARED_LOCAL_URL.set(url)
+        try:
+            yield url
+        finally:
+            _SHARED_LOCAL_URL.reset(token)
+
+
+@contextlib.asynccontextmanager
+async def connect(config: Config) -> AsyncIterator[Connection]:
+    """Yield the run's :class:`Connection`, with an embedded server started when it needs one.
+
+    Raises:
+        BackendError: backend ``mint`` with no API key.
+
+    Example::
+
+        async with connect(config) as connection:
+            connection.base_url  # 'http://127.0.0.1:40123' for a local run
+    """
+    connection = resolve_connection(config.backend, config.base_url)
+    if connection.backend == "mint" and not connection.api_key:
+        raise BackendError(
+            "backend 'mint' needs an API key: set MINT_API_KEY (MinT keys start with sk-), "
+            "or use backend='local' for the embedded backend"
+        )
+    if connection.base_url is not None:
+        yield connection
+        return
+    models = models_to_preload([config])
+    async with local_backend(models, latency_ms=config.local_latency_ms) as url:
+        yield attrs.evolve(connection, base_url=url)
+
+
+async def preflight(base_url: str, *, timeout_s: float = 15.0, api_key: str | None = None) -> None:
+    """Check that a backend answers, within ``timeout_s`` seconds.
+
+    The SDK alone retries an unreachable endpoint for minutes; this fails
+    fast with a message that says what to check.
+
+    Raises:
+        BackendError: the endpoint is unreachable, answers with an error, or
+            refuses the API key.
+
+    Example::
+
+        await preflight("http://127.0.0.1:8765")
+    """
+    import httpx
+
+    url = base_url.rstrip("/") + "/api/v1/healthz"
+    headers = {"X-API-Key": api_key} if api_key else {}
+    deadline = time.monotonic() + timeout_s
+    last_error = "no answer"
+    async with httpx.AsyncClient(timeout=min(5.0, timeout_s)) as client:
+        while time.monotonic() < deadline:
+            try:
+                response = await client.get(url, headers=headers)
+            except httpx.HTTPError as err:
+                last_error = f"{type(err).__name__}: {err}"
+                await asyncio.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+                continue
+            if response.status_code in (401, 403):
+                raise BackendError(
+                    f"the backend at {base_url} refused the API key (HTTP {response.status_code}); "
+                    "check MINT_API_KEY"
+                )
+            if response.status_code < 400:
+                return
+            last_error = f"HTTP {response.status_code}: {response.text[:200]}"
+            await asyncio.sleep(0.5)
+    raise BackendError(
+        f"the backend at {base_url} did not answer within {timeout_s:.0f} s ({last_error}). "
+        "Check the URL (Config.base_url / MINT_BASE_URL), your network, and that the server "
+        "is running (`mint-envkit serve` for a local one); unset MINT_API_KEY or set "
+        "MINT_ENVKIT_BACKEND=local to train on the embedded backend instead."
+    )

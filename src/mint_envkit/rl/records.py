@@ -1,0 +1,128 @@
+"""What a step writes about its rollouts: ``rollouts.jsonl`` records and reward metrics.
+
+Example::
+
+    files.append_rollouts(rollout_records(step, rollouts, advantages, "train"))
+    metrics.update(rollout_metrics(rollouts, "env"))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mint_envkit.rl.types import GroupRollout
+
+__all__ = ["progress_line", "rollout_metrics", "rollout_records"]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def rollout_metrics(rollouts: Sequence[GroupRollout], prefix: str) -> dict[str, Any]:
+    """Reward and env metrics averaged over every episode of the groups that ran.
+
+    Keys: ``<prefix>/all/reward/total``, ``<prefix>/all/<env metric>``,
+    ``<prefix>/<tag>/reward/total``, ``<prefix>/all/episodes`` and
+    ``<prefix>/all/rollout_errors``.
+
+    Example::
+
+        rollout_metrics(rollouts, "env")["env/all/reward/total"]  # 0.25
+    """
+    out: dict[str, Any] = {}
+    ok = [r for r in rollouts if r.error is None]
+    episodes = [t for r in ok for t in r.trajectories]
+    out[f"{prefix}/all/reward/total"] = _mean([t.total_reward for t in episodes])
+    sums: dict[str, list[float]] = {}
+    for trajectory in episodes:
+        for key, value in trajectory.metrics.items():
+            sums.setdefault(key, []).append(float(value))
+    for key, values in sorted(sums.items()):
+        out[f"{prefix}/all/{key}"] = _mean(values)
+    tags: dict[str, list[float]] = {}
+    for rollout in ok:
+        for tag in rollout.tags:
+            tags.setdefault(tag, []).extend(t.total_reward for t in rollout.trajectories)
+    for tag, values in sorted(tags.items()):
+        out[f"{prefix}/{tag}/reward/total"] = _mean(values)
+    out[f"{prefix}/all/episodes"] = len(episodes)
+    out[f"{prefix}/all/rollout_errors"] = len(rollouts) - len(ok)
+    return out
+
+
+def rollout_records(
+    step: int,
+    rollouts: Sequence[GroupRollout],
+    advantages: Mapping[int, Sequence[float]],
+    split: str,
+) -> list[dict[str, Any]]:
+    """The ``rollouts.jsonl`` lines of one step: one per episode, one per failed group.
+
+    ``advantages`` maps a group's position in ``rollouts`` to one advantage
+    per episode (groups that do not train are absent: their episodes get
+    ``"advantage": None``).
+
+    Example::
+
+        rollout_records(0, rollouts, {}, "test")[0]["reward"]  # 1.0
+    """
+    records: list[dict[str, Any]] = []
+    for position, rollout in enumerate(rollouts):
+        if rollout.error is not None:
+            records.append(
+                {
+                    "step": step,
+                    "split": split,
+                    "group": rollout.index,
+                    "prompt": rollout.messages,
+                    "error": rollout.error,
+                    "traceback": rollout.traceback,
+                }
+            )
+            continue
+        for member, trajectory in enumerate(rollout.trajectories):
+            last = trajectory.transitions[-1]
+            records.append(
+                {
+                    "step": step,
+                    "split": split,
+                    "group": rollout.index,
+                    "member": member,
+                    "prompt": rollout.messages,
+                    "replies": [(t.message or {}).get("content") for t in trajectory.transitions],
+                    "thinking": [(t.message or {}).get("thinking") for t in trajectory.transitions],
+                    "stop_reasons": [t.ac.stop_reason for t in trajectory.transitions],
+                    "reward": trajectory.total_reward,
+                    "advantage": (advantages.get(position) or [None] * (member + 1))[member],
+                    "metrics": trajectory.metrics,
+                    "parse_status": last.logs.get("parse_status"),
+                    "logs": last.logs,
+                }
+            )
+    return records
+
+
+def progress_line(step: int, total: int, metrics: Mapping[str, Any]) -> str:
+    """The progress line of a finished step: reward, correct, dropped groups, errors, time.
+
+    Example::
+
+        progress_line(0, 3, {"env/all/reward/total": 0.5, "time/step": 1.25})
+        # 'step 1/3  reward +0.500  1.2s'
+    """
+    reward = metrics.get("env/all/reward/total")
+    correct = metrics.get("env/all/correct")
+    parts = [f"step {step + 1}/{total}"]
+    parts.append("reward " + ("n/a" if reward is None else f"{reward:+.3f}"))
+    if correct is not None:
+        parts.append(f"correct {correct:.2f}")
+    dropped = metrics.get("env/all/by_group/dropped", 0)
+    if dropped:
+        parts.append(f"dropped groups {dropped}")
+    errors = metrics.get("env/all/rollout_errors", 0)
+    if errors:
+        parts.append(f"rollout errors {errors}")
+    parts.append(f"{metrics.get('time/step', 0.0):.1f}s")
+    return "  ".join(parts)

@@ -1,0 +1,139 @@
+"""The sweep manifest (``sweep.json``): what a root was written for, and its lock.
+
+A root holds one grid over one base config. Running a sweep again on a root
+checks that it is the same experiment before anything runs.
+
+Example::
+
+    with exclusive(root):
+        check_or_write_manifest(root, sweep.grid, sweep.base, entries)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mint_envkit.errors import ConfigError
+from mint_envkit.rl.config import Config
+from mint_envkit.rl.logs import write_json_atomic
+from mint_envkit.sweep._names import jsonable
+from mint_envkit.sweep._store import MANIFEST, read_manifest, utc_now
+
+__all__ = ["OPERATIONAL_FIELDS", "check_or_write_manifest", "config_sha", "exclusive"]
+
+_MANIFEST_FORMAT = 1
+
+OPERATIONAL_FIELDS = ("log_path", "base_url", "preflight_timeout_s", "local_latency_ms")
+"""Config fields that do not change what a run computes; a resumed sweep may
+differ in them (an embedded server on another port, a longer preflight)."""
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("mint-envkit")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - not installed
+        return "unknown"
+
+
+def _canonical(data: Any) -> str:
+    text = json.dumps(jsonable(data), sort_keys=True, separators=(",", ":"), default=repr)
+    # Reprs of functions and objects carry memory addresses that change per process.
+    return re.sub(r" at 0x[0-9A-Fa-f]+", " at 0x", text)
+
+
+def _comparable(config: Config) -> dict[str, Any]:
+    data = config.public_dict()
+    for field in OPERATIONAL_FIELDS:
+        data.pop(field, None)
+    return json.loads(_canonical(data))
+
+
+def config_sha(config: Config) -> str:
+    """A hash of what ``config`` computes (its public dict without the operational fields)."""
+    return hashlib.sha256(_canonical(_comparable(config)).encode()).hexdigest()[:16]
+
+
+def _grid_signature(grid: Mapping[str, Sequence[Any]]) -> dict[str, list[str]]:
+    return {key: sorted(_canonical(v) for v in values) for key, values in grid.items()}
+
+
+@contextlib.contextmanager
+def exclusive(root: Path) -> Iterator[None]:
+    """Hold the root's lock file while a sweep runs in it (POSIX; a no-op elsewhere).
+
+    Raises:
+        ConfigError: another sweep holds the lock.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory lock
+        yield
+        return
+    fd = os.open(root / ".sweep.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(
+                f"another sweep is running in {root}; wait for it to finish, or use a new "
+                "sweep root (MINT_LOG_ROOT)"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def check_or_write_manifest(
+    root: Path,
+    grid: Mapping[str, Sequence[Any]],
+    base: Config,
+    entries: Sequence[Mapping[str, Any]],
+) -> None:
+    """Write ``sweep.json`` for a new root; check an existing one holds the same experiment.
+
+    Raises:
+        ConfigError: the root was written for another grid or base config.
+    """
+    manifest = {
+        "format": _MANIFEST_FORMAT,
+        "grid": jsonable(dict(grid)),
+        "base_config": json.loads(_canonical(base.public_dict())),
+        "configs": list(entries),
+        "created_at": utc_now(),
+        "mint_envkit_version": _version(),
+    }
+    existing = read_manifest(root)
+    if existing is None:
+        write_json_atomic(root / MANIFEST, manifest)
+        return
+    where = root / MANIFEST
+    if _grid_signature(existing.get("grid") or {}) != _grid_signature(manifest["grid"]):
+        raise ConfigError(
+            f"{where} holds a different grid ({json.dumps(existing.get('grid'))}) than this "
+            f"sweep ({json.dumps(manifest['grid'])}); results of different grids are not "
+            "mixed: use a new sweep root (e.g. another MINT_LOG_ROOT)"
+        )
+    old = {e.get("name"): e.get("config_sha") for e in existing["configs"]}
+    new = {e["name"]: e["config_sha"] for e in manifest["configs"]}
+    if old != new:
+        before = existing.get("base_config") or {}
+        after = manifest["base_config"]
+        changed = [
+            f"{key}: {before.get(key)!r} -> {after.get(key)!r}"
+            for key in sorted(set(before) | set(after))
+            if key not in OPERATIONAL_FIELDS and before.get(key) != after.get(key)
+        ]
+        detail = "; ".join(changed) if changed else "the configs differ"
+        raise ConfigError(
+            f"{where} was written for a different base config ({detail}); results of "
+            "different configs are not mixed: use a new sweep root (e.g. another "
+            "MINT_LOG_ROOT)"
+        )

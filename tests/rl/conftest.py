@@ -1,0 +1,71 @@
+"""Fixtures of the RL tests: rollouts built by hand, and a minimal training config."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from mint_envkit import TINY_MODEL_NAME, Config, DatasetBuilder, SingleTurnEnv, first_number
+from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
+
+
+def _group(
+    index: int,
+    rewards: list[float] | None = None,
+    *,
+    error: str | None = None,
+    correct: list[float] | None = None,
+    tags: tuple[str, ...] = (),
+) -> GroupRollout:
+    messages = [{"role": "user", "content": f"problem {index}"}]
+    if error is not None:
+        return GroupRollout(index, messages, [], error=error, traceback="Traceback ...")
+    trajectories = []
+    for member, reward in enumerate(rewards or []):
+        metrics = {} if correct is None else {"correct": correct[member]}
+        reply = SampledTokens(tokens=[10 + member, 11], logprobs=[-0.5, -0.25], stop_reason="stop")
+        transition = Transition(
+            ob=[1, 2, 3],
+            ac=reply,
+            reward=reward,
+            episode_done=True,
+            metrics=metrics,
+            logs={"parse_status": "ok"},
+            message={"role": "assistant", "content": f"reply {member}"},
+        )
+        trajectories.append(Trajectory(transitions=[transition]))
+    return GroupRollout(index, messages, trajectories, tags=list(tags))
+
+
+@pytest.fixture
+def make_group() -> Callable[..., GroupRollout]:
+    """``make_group(index, rewards, error=None, correct=None, tags=())``: one group's rollout.
+
+    Each episode is one transition: prompt ``[1, 2, 3]``, a two-token reply
+    with logprobs ``[-0.5, -0.25]``, the given reward.
+    """
+    return _group
+
+
+class _AddEnv(SingleTurnEnv):
+    parser = first_number
+
+
+@pytest.fixture
+def phase_config(tmp_path) -> Config:
+    """A small config for the phase tests (no backend is started)."""
+    builder = DatasetBuilder(
+        env=_AddEnv,
+        problems=[{"question": "What is 1 + 1?", "answer": "2"}],
+        batch_size=1,
+        group_size=2,
+        model_name=TINY_MODEL_NAME,
+    )
+    return Config(
+        dataset_builder=builder,
+        model_name=TINY_MODEL_NAME,
+        log_path=tmp_path / "run",
+        learning_rate=1e-3,
+        save_every=2,
+    )

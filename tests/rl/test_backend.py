@@ -1,0 +1,90 @@
+"""Backend choice: one resolution of backend, endpoint and key; the models to preload."""
+
+from __future__ import annotations
+
+import pytest
+
+from mint_envkit import BackendError, KLReferenceConfig
+from mint_envkit.rl import backend
+from mint_envkit.rl.backend import (
+    LOCAL_API_KEY,
+    connect,
+    models_to_preload,
+    resolve_connection,
+    shared_local_backend,
+)
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for name in ("MINT_API_KEY", "TINKER_API_KEY", "MINT_BASE_URL", "MINT_ENVKIT_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_local_without_a_url_starts_its_own_server(clean_env):
+    connection = resolve_connection("auto")
+    assert (connection.backend, connection.base_url) == ("local", None)
+    assert connection.api_key == LOCAL_API_KEY
+    assert connection.describe() == "the embedded local backend (offline, no account)"
+
+
+def test_local_with_a_url_uses_it(clean_env):
+    connection = resolve_connection("local", "http://127.0.0.1:9")
+    assert connection.base_url == "http://127.0.0.1:9"
+
+
+def test_mint_uses_the_key_and_mint_base_url(clean_env):
+    clean_env.setenv("MINT_API_KEY", "sk-test")
+    clean_env.setenv("MINT_BASE_URL", "https://mint.example")
+    connection = resolve_connection("auto")
+    assert (connection.backend, connection.base_url) == ("mint", "https://mint.example")
+    assert connection.api_key == "sk-test"
+    assert connection.describe() == "MinT (https://mint.example)"
+
+
+def test_an_explicit_url_wins_over_mint_base_url(clean_env):
+    clean_env.setenv("MINT_BASE_URL", "https://mint.example")
+    clean_env.setenv("TINKER_API_KEY", "sk-tinker")
+    connection = resolve_connection("mint", "https://other.example")
+    assert connection.base_url == "https://other.example" and connection.api_key == "sk-tinker"
+
+
+async def test_mint_without_a_key_fails_before_any_network_call(clean_env, phase_config):
+    import attrs
+
+    config = attrs.evolve(phase_config, backend="mint")
+    with pytest.raises(BackendError, match="MINT_API_KEY"):
+        async with connect(config):
+            pass
+
+
+async def test_local_runs_inside_a_shared_block_use_its_server(clean_env, monkeypatch):
+    import contextlib
+
+    started = []
+
+    @contextlib.asynccontextmanager
+    async def fake_server(models, *, latency_ms=0.0):
+        started.append((list(models), latency_ms))
+        yield "http://127.0.0.1:7"
+
+    monkeypatch.setattr(backend, "local_backend", fake_server)
+    async with shared_local_backend(["m"], latency_ms=2.0) as url:
+        assert resolve_connection("local").base_url == url
+        assert resolve_connection("local", "http://x:1").base_url == "http://x:1"
+    assert resolve_connection("local").base_url is None
+    assert started == [(["m"], 2.0)]
+
+
+def test_models_to_preload_are_each_model_and_kl_reference_once(phase_config):
+    import attrs
+
+    with_kl = attrs.evolve(
+        phase_config,
+        model_name="a",
+        kl_penalty_coef=0.1,
+        kl_reference_config=KLReferenceConfig(base_model="b"),
+    )
+    assert models_to_preload([phase_config]) == [phase_config.model_name]
+    assert models_to_preload([with_kl, attrs.evolve(with_kl, model_name="b")]) == ["a", "b"]
