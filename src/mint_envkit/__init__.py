@@ -74,6 +74,7 @@ if TYPE_CHECKING:
         KLReferenceConfig,
         ScriptedPolicy,
         ScriptedReport,
+        run_training,
     )
     from mint_envkit.tools import Tool, tool
 
@@ -122,6 +123,7 @@ _EXPORTS: dict[str, str] = {
     "KLReferenceConfig": "mint_envkit.rl",
     "ScriptedPolicy": "mint_envkit.rl",
     "ScriptedReport": "mint_envkit.rl",
+    "run_training": "mint_envkit.rl",
     "Tool": "mint_envkit.tools",
     "tool": "mint_envkit.tools",
 }
@@ -171,6 +173,7 @@ __all__ = [
     "get_renderer",
     "get_tokenizer",
     "last_number",
+    "run_training",
     "same_number",
     "strip_thinking",
     "tool",
