@@ -257,3 +257,15 @@ def test_the_private_name_check_can_fail(tmp_path):
         "line 2: from mint_envkit.parsers.parser import _function_name",
         "line 4: A._build",
     ]
+
+
+def test_test_files_have_unique_basenames():
+    """Tests have no ``__init__.py``: pytest imports them by basename, so two test files
+    with one name in different folders stop the whole collection."""
+    seen: dict[str, Path] = {}
+    clashes = []
+    for path in sorted(TESTS.rglob("test_*.py")):
+        if path.name in seen:
+            clashes.append(f"{seen[path.name].relative_to(TESTS)} and {path.relative_to(TESTS)}")
+        seen.setdefault(path.name, path)
+    assert not clashes, "rename one of each pair: " + "; ".join(clashes)
