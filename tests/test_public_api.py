@@ -61,7 +61,7 @@ def test_import_does_not_load_torch_tinker_or_mint():
     [
         ("parsers", {"errors", "parsers"}),
         ("rewards", {"errors", "parsers", "rewards"}),
-        ("envs", {"errors", "parsers", "rewards", "envs"}),
+        ("envs", {"errors", "parsers", "rewards", "tools", "envs"}),
     ],
 )
 def test_importing_a_light_part_loads_only_the_layers_below_it(light, allowed):

@@ -32,7 +32,7 @@ import attrs
 
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.group import GroupBuilder
-from mint_envkit.errors import ConfigError, MintEnvkitError
+from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rl.rollouts import rollout_groups
 from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy
 from mint_envkit.rl.types import GroupRollout
@@ -296,7 +296,7 @@ def _serve(argv: list[str]) -> int:
 
 
 def _summary(argv: list[str]) -> int:
-    from mint_envkit.sweep import load_summary
+    from mint_envkit.sweep._summary import print_summary
 
     parser = argparse.ArgumentParser(
         prog="mint-envkit summary",
@@ -307,13 +307,7 @@ def _summary(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
-    try:
-        summary = load_summary(args.sweep_dir)
-        print(summary.report(summary.write_files()), flush=True)
-    except ConfigError as err:
-        print(f"mint-envkit summary: error: {err}", file=sys.stderr, flush=True)
-        return 2
-    return 0
+    return print_summary(args.sweep_dir)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,7 @@ is in it)::
         ├── EnvError                          an env was used wrongly
         ├── RendererError (also ValueError)   unknown renderer, or no chat template
         ├── TokenizerError                    a tokenizer cannot be found or built
+        ├── ToolDefinitionError (also TypeError) a tool's signature cannot become a schema
         ├── BackendError                      a backend is unreachable or refused
         ├── EngineError                       (mint_envkit.local.engine) a local engine
         │                                     operation failed; ``category`` user/server

@@ -15,7 +15,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from mint_envkit.sweep._summary import load_summary
+from mint_envkit.sweep._summary import load_summary, print_summary
 
 __all__ = ["summarize", "summary_main"]
 
@@ -52,6 +52,13 @@ def summary_main(argv: Sequence[str] | None = None) -> int:
         DeprecationWarning,
         stacklevel=2,
     )
-    from mint_envkit.cli import main  # the command line owns the summary command
-
-    return main(["summary", *(sys.argv[1:] if argv is None else argv)])
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--help"], ["-h"]):
+        print("usage: mint-envkit summary SWEEP_DIR: print a sweep's table, write its csv and png")
+        return 0
+    if len(args) != 1:
+        print(
+            "usage: summary_main SWEEP_DIR (better: mint-envkit summary SWEEP_DIR)", file=sys.stderr
+        )
+        return 2
+    return print_summary(args[0])
