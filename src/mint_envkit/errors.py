@@ -21,6 +21,7 @@ __all__ = [
     "ConfigError",
     "EnvError",
     "MintEnvkitError",
+    "MissingExtraError",
     "ProblemError",
     "RendererError",
     "TokenizerError",
@@ -96,4 +97,15 @@ class BackendError(MintEnvkitError):
 
         await preflight("http://127.0.0.1:9")
         # BackendError: the backend at http://127.0.0.1:9 did not answer within 15 s ...
+    """
+
+
+class MissingExtraError(MintEnvkitError, ImportError):
+    """An optional dependency is not installed; the message gives the pip command.
+
+    Example::
+
+        math_answer(r"\\boxed{1}")
+        # MissingExtraError: math answers need the math-verify package, which is not
+        # installed; run pip install 'mint-envkit[math]' (or: pip install math-verify)
     """

@@ -15,6 +15,7 @@ Example::
 """
 
 from mint_envkit.parsers.choice import choice
+from mint_envkit.parsers.math import grade_math, math_answer, math_equal, read_math_answer
 from mint_envkit.parsers.numbers import as_number, first_number, last_number, same_number
 from mint_envkit.parsers.parser import Parser, ParserOutput, strip_thinking
 from mint_envkit.parsers.result import STATUSES, ParseResult, Status
@@ -32,7 +33,11 @@ __all__ = [
     "choice",
     "exact",
     "first_number",
+    "grade_math",
     "last_number",
+    "math_answer",
+    "math_equal",
+    "read_math_answer",
     "same_number",
     "strip_thinking",
     "xml_tag",
