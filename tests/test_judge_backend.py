@@ -57,12 +57,10 @@ async def test_judge_on_the_tiny_model(real_server, service_client) -> None:
     replies = [f"reply {i}" for i in range(3)] * 2
     results = await asyncio.gather(*(judge("Ask me for a pen.", reply) for reply in replies))
     assert real_server.request_counts()["asample"] == 3
-    assert dict(judge.counts) == {
-        "requests": 8,
-        "calls": 4,
-        "cached": 4,
-        **({"unparsed": judge.counts["unparsed"]} if judge.counts["unparsed"] else {}),
-    }
+    counts = dict(judge.counts)
+    unparsed = counts.pop("unparsed", 0)
+    assert counts == {"requests": 6, "calls": 3, "cached": 3}
+    assert unparsed == sum(r.status == "unparsed" for r in results if not r.cached)
     assert peak == 2
     for result in results:
         assert result.status in ("ok", "unparsed") and isinstance(result.text, str)
@@ -72,7 +70,7 @@ async def test_judge_on_the_tiny_model(real_server, service_client) -> None:
         client,
         renderer_for(SMALL, "qwen3"),
         "Is the reply polite?",
-        max_tokens=8,
+        max_tokens=4,
         timeout=1e-6,
     )
     result = await failing("Ask me for a pen.", "Pen.")
