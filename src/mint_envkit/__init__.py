@@ -22,7 +22,7 @@ Importing this package does not import torch (nor the ``mint`` SDK): the
 backend and the training loop load them when used.
 """
 
-from mint_envkit.builders import DatasetBuilder, GroupBuilder, ProblemDataset
+from mint_envkit.builders import DatasetBuilder, GroupBuilder, ProblemDataset, problems_from
 from mint_envkit.envs import (
     Feedback,
     Message,
@@ -36,10 +36,12 @@ from mint_envkit.errors import (
     ConfigError,
     EnvError,
     MintEnvkitError,
+    MissingExtraError,
     ProblemError,
     RendererError,
     TokenizerError,
 )
+from mint_envkit.judge import Judge, JudgedEnv
 from mint_envkit.parsers import (
     Parser,
     ParseResult,
@@ -48,6 +50,8 @@ from mint_envkit.parsers import (
     exact,
     first_number,
     last_number,
+    math_answer,
+    math_equal,
     same_number,
     strip_thinking,
     xml_tag,
@@ -60,7 +64,14 @@ from mint_envkit.rendering import (
     get_renderer,
     get_tokenizer,
 )
-from mint_envkit.rewards import Reward, RewardBreakdown, gated, valid_format, weighted
+from mint_envkit.rewards import (
+    Reward,
+    RewardBreakdown,
+    gated,
+    math_correct,
+    valid_format,
+    weighted,
+)
 from mint_envkit.rl import (
     Config,
     KLReferenceConfig,
@@ -81,11 +92,14 @@ __all__ = [
     "EnvFromMessageEnv",
     "Feedback",
     "GroupBuilder",
+    "Judge",
+    "JudgedEnv",
     "KLReferenceConfig",
     "Message",
     "MessageEnv",
     "MessageStepResult",
     "MintEnvkitError",
+    "MissingExtraError",
     "MultiTurnEnv",
     "ParseResult",
     "Parser",
@@ -109,6 +123,10 @@ __all__ = [
     "get_renderer",
     "get_tokenizer",
     "last_number",
+    "math_answer",
+    "math_correct",
+    "math_equal",
+    "problems_from",
     "same_number",
     "strip_thinking",
     "valid_format",
