@@ -104,6 +104,25 @@ def test_calls_from_many_threads_agree() -> None:
     assert answers == dict.fromkeys(range(8), True)
 
 
+def _equal_in_child(queue) -> None:
+    queue.put(math_equal("1/2", "0.5"))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_its_own_workers() -> None:
+    import multiprocessing
+
+    assert math_equal("2", "2")  # the parent has a worker now
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_equal_in_child, args=(queue,))
+    child.start()
+    assert queue.get(timeout=60) is True
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert math_equal("3", "3")  # the parent's worker still answers
+
+
 @pytest.mark.parametrize("timeout", [0, -1.0, "5", True])
 def test_bad_timeout_is_a_config_error(timeout: object) -> None:
     with pytest.raises(ConfigError, match="timeout"):

@@ -175,7 +175,17 @@ class _Pool:
 
 
 _POOL = _Pool()
-atexit.register(_POOL.close)
+atexit.register(lambda: _POOL.close())  # the pool of this process, also after a fork
+
+
+def _forget_parent_workers() -> None:
+    """In a forked child the parent's workers are the parent's: start afresh, kill nothing."""
+    global _POOL
+    _POOL = _Pool()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_parent_workers)
 
 
 def _check_timeout(timeout: object) -> float:
