@@ -36,6 +36,7 @@ if [ "$torch_build" = cpu ]; then
 else
   "${pip[@]}" install -q torch==2.13.0
 fi
+extras="$("${stamp[@]}" extras .venv "$extras")" # keep the extras installed before
 "${pip[@]}" install -q -e ".[${extras}]"
-echo "setup: installed $(.venv/bin/python scripts/setup_stamp.py torch-build)"
+echo "setup: installed $(.venv/bin/python scripts/setup_stamp.py torch-build), extras $extras"
 "${stamp[@]}" write .venv "$extras" "$torch_build"

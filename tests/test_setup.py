@@ -53,7 +53,8 @@ def test_stamp_matches_only_the_same_inputs(tmp_path: Path) -> None:
     write(root)
     assert check(root) == 0
     assert check(root, extras="plot, local,plot") == 0  # extras are normalized
-    assert check(root, extras="local") == 1
+    assert check(root, extras="local") == 0  # fewer extras than installed: covered
+    assert check(root, extras="local,plot,dev") == 1
     assert check(root, torch="cuda") == 1
     with (root / "pyproject.toml").open("a") as file:
         file.write("\n# a new dependency\n")
@@ -67,8 +68,9 @@ def run_setup(root: Path, log: Path, **env: str) -> subprocess.CompletedProcess[
     environ = {**os.environ, "FAKE_LOG": str(log), **env}
     environ.pop("MINT_ENVKIT_TORCH", None)
     environ.update(env)
+    extras = environ.pop("EXTRAS", None)
     return subprocess.run(
-        ["bash", "scripts/setup.sh"],
+        ["bash", "scripts/setup.sh", *([extras] if extras else [])],
         cwd=root,
         env=environ,
         capture_output=True,
@@ -86,7 +88,7 @@ def test_setup_installs_cpu_torch_then_skips(tmp_path: Path) -> None:
     pip = [call for call in calls if call.startswith("-m pip install")]
     assert "--index-url https://download.pytorch.org/whl/cpu torch==2.13.0" in pip[1]
     assert pip[2] == "-m pip install -q -e .[local,plot]"
-    assert "setup: installed torch 2.13.0+cpu (CPU build)" in first.stdout
+    assert "setup: installed torch 2.13.0+cpu (CPU build), extras local,plot" in first.stdout
     log.unlink()
     second = run_setup(root, log)
     assert second.returncode == 0 and "up to date" in second.stdout
@@ -120,3 +122,16 @@ def test_setup_cuda_opt_in_and_bad_value(tmp_path: Path) -> None:
 def test_torch_build_reports_this_python() -> None:
     done = subprocess.run([*STAMP, "torch-build"], capture_output=True, text=True, check=True)
     assert done.stdout.startswith("torch ")
+
+
+def test_new_extras_install_once_and_keep_the_old_ones(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    log = tmp_path / "calls.log"
+    assert run_setup(root, log, EXTRAS="local,plot,dev").returncode == 0
+    log.unlink()
+    fewer = run_setup(root, log)  # sweep.sh after test.sh: covered, nothing runs
+    assert "up to date" in fewer.stdout and not log.exists()
+    write(root, extras="local,plot")
+    more = run_setup(root, log, EXTRAS="dev")
+    assert more.returncode == 0, more.stderr
+    assert "-m pip install -q -e .[dev,local,plot]" in log.read_text().splitlines()
