@@ -42,6 +42,8 @@ SECTIONS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("mint_envkit", None),
     ("mint_envkit.parsers", None),
     ("mint_envkit.rewards", None),
+    ("mint_envkit.judge", None),
+    ("mint_envkit.builders.sources", None),
     ("mint_envkit.rl", None),
     (
         "mint_envkit.rl.train",

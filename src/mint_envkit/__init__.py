@@ -27,7 +27,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mint_envkit.builders import DatasetBuilder, GroupBuilder, ProblemDataset
+    from mint_envkit.builders import (
+        DatasetBuilder,
+        GroupBuilder,
+        ProblemDataset,
+        problems_from,
+    )
     from mint_envkit.envs import (
         Feedback,
         Message,
@@ -43,10 +48,15 @@ if TYPE_CHECKING:
         ConfigError,
         EnvError,
         MintEnvkitError,
+        MissingExtraError,
         ProblemError,
         RendererError,
         TokenizerError,
         ToolDefinitionError,
+    )
+    from mint_envkit.judge import (
+        Judge,
+        JudgedEnv,
     )
     from mint_envkit.parsers import (
         Parser,
@@ -56,6 +66,8 @@ if TYPE_CHECKING:
         exact,
         first_number,
         last_number,
+        math_answer,
+        math_equal,
         same_number,
         strip_thinking,
         xml_tag,
@@ -68,7 +80,14 @@ if TYPE_CHECKING:
         get_renderer,
         get_tokenizer,
     )
-    from mint_envkit.rewards import Reward, RewardBreakdown, gated, valid_format, weighted
+    from mint_envkit.rewards import (
+        Reward,
+        RewardBreakdown,
+        gated,
+        math_correct,
+        valid_format,
+        weighted,
+    )
     from mint_envkit.rl import (
         Config,
         KLReferenceConfig,
@@ -76,12 +95,16 @@ if TYPE_CHECKING:
         ScriptedReport,
         run_training,
     )
-    from mint_envkit.tools import Tool, tool
+    from mint_envkit.tools import (
+        Tool,
+        tool,
+    )
 
 _EXPORTS: dict[str, str] = {
     "DatasetBuilder": "mint_envkit.builders",
     "GroupBuilder": "mint_envkit.builders",
     "ProblemDataset": "mint_envkit.builders",
+    "problems_from": "mint_envkit.builders",
     "Feedback": "mint_envkit.envs",
     "Message": "mint_envkit.envs",
     "MessageEnv": "mint_envkit.envs",
@@ -94,10 +117,13 @@ _EXPORTS: dict[str, str] = {
     "ConfigError": "mint_envkit.errors",
     "EnvError": "mint_envkit.errors",
     "MintEnvkitError": "mint_envkit.errors",
+    "MissingExtraError": "mint_envkit.errors",
     "ProblemError": "mint_envkit.errors",
     "RendererError": "mint_envkit.errors",
     "TokenizerError": "mint_envkit.errors",
     "ToolDefinitionError": "mint_envkit.errors",
+    "Judge": "mint_envkit.judge",
+    "JudgedEnv": "mint_envkit.judge",
     "ParseResult": "mint_envkit.parsers",
     "Parser": "mint_envkit.parsers",
     "boxed": "mint_envkit.parsers",
@@ -105,18 +131,21 @@ _EXPORTS: dict[str, str] = {
     "exact": "mint_envkit.parsers",
     "first_number": "mint_envkit.parsers",
     "last_number": "mint_envkit.parsers",
+    "math_answer": "mint_envkit.parsers",
+    "math_equal": "mint_envkit.parsers",
     "same_number": "mint_envkit.parsers",
     "strip_thinking": "mint_envkit.parsers",
     "xml_tag": "mint_envkit.parsers",
+    "TINY_MODEL_NAME": "mint_envkit.rendering",
     "EnvFromMessageEnv": "mint_envkit.rendering",
     "Renderer": "mint_envkit.rendering",
     "StepResult": "mint_envkit.rendering",
-    "TINY_MODEL_NAME": "mint_envkit.rendering",
     "get_renderer": "mint_envkit.rendering",
     "get_tokenizer": "mint_envkit.rendering",
     "Reward": "mint_envkit.rewards",
     "RewardBreakdown": "mint_envkit.rewards",
     "gated": "mint_envkit.rewards",
+    "math_correct": "mint_envkit.rewards",
     "valid_format": "mint_envkit.rewards",
     "weighted": "mint_envkit.rewards",
     "Config": "mint_envkit.rl",
@@ -142,11 +171,14 @@ __all__ = [
     "EnvFromMessageEnv",
     "Feedback",
     "GroupBuilder",
+    "Judge",
+    "JudgedEnv",
     "KLReferenceConfig",
     "Message",
     "MessageEnv",
     "MessageStepResult",
     "MintEnvkitError",
+    "MissingExtraError",
     "MultiTurnEnv",
     "ParseResult",
     "Parser",
@@ -173,6 +205,10 @@ __all__ = [
     "get_renderer",
     "get_tokenizer",
     "last_number",
+    "math_answer",
+    "math_correct",
+    "math_equal",
+    "problems_from",
     "run_training",
     "same_number",
     "strip_thinking",

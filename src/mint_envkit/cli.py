@@ -7,6 +7,7 @@ Subcommands:
   :class:`~mint_envkit.ScriptedPolicy` (and, with ``--local``, one group
   through the tiny model) and print prompts, replies, parse status, rewards.
 - ``summary SWEEP_DIR``: print a sweep's table, write its csv and png again.
+- ``checkpoints list|delete``: local runs' checkpoints (:mod:`mint_envkit.cli_checkpoints`).
 
 Example::
 
@@ -323,10 +324,15 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(argv[1:])
     if argv and argv[0] == "summary":
         return _summary(argv[1:])
+    if argv and argv[0] == "checkpoints":
+        from mint_envkit.cli_checkpoints import checkpoints_main
+
+        return checkpoints_main(argv[1:])
     parser = argparse.ArgumentParser(prog="mint-envkit", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the embedded MinT-compatible backend (see --help)")
     sub.add_parser("summary", help="print a sweep's table; write summary.csv and summary.png")
+    sub.add_parser("checkpoints", help="list or delete checkpoints of local runs (see --help)")
     check = sub.add_parser("check", help="run an env or DatasetBuilder through ScriptedPolicy")
     check.add_argument("target", help="MODULE:NAME or path/to/file.py:NAME")
     check.add_argument("--problem", action="append", help="a problem as JSON (env classes)")

@@ -42,6 +42,7 @@ __all__ = [
     "ConfigError",
     "EnvError",
     "MintEnvkitError",
+    "MissingExtraError",
     "ProblemError",
     "RendererError",
     "TokenizerError",
@@ -130,4 +131,15 @@ class ToolDefinitionError(MintEnvkitError, TypeError):
         @tool
         def add(a, b: int) -> int: ...
         # ToolDefinitionError: tool 'add': parameter 'a' has no type hint; ...
+    """
+
+
+class MissingExtraError(MintEnvkitError, ImportError):
+    """An optional dependency is not installed; the message gives the pip command.
+
+    Example::
+
+        math_answer(r"\\boxed{1}")
+        # MissingExtraError: math answers need the math-verify package, which is not
+        # installed; run pip install 'mint-envkit[math]' (or: pip install math-verify)
     """

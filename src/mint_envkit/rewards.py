@@ -31,7 +31,16 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.parsers import STATUSES, Parser, Status, as_number, same_number
+from mint_envkit.parsers import (
+    STATUSES,
+    Parser,
+    Status,
+    as_number,
+    grade_math,
+    same_number,
+    strip_thinking,
+)
+from mint_envkit.parsers.math import DEFAULT_MATH_TIMEOUT
 
 __all__ = [
     "Reward",
@@ -40,6 +49,7 @@ __all__ = [
     "correct",
     "default_check",
     "gated",
+    "math_correct",
     "valid_format",
     "weighted",
 ]
@@ -268,6 +278,34 @@ def correct(
             )
         return float(verdict), result.status
 
+    return Reward(name=name, leaf=score)
+
+
+def math_correct(*, timeout: float = DEFAULT_MATH_TIMEOUT, name: str = "correct") -> Reward:
+    """1.0 when the reply's final math answer equals the reference answer, by math-verify.
+
+    Reads and compares in one call of :func:`~mint_envkit.parsers.grade_math`
+    (``\\boxed{}`` first; ``0.5`` = ``\\frac{1}{2}``, sets, intervals, units dropped). The
+    parse status is reported (``parse/<name>/<status>``); an answer whose reading or
+    comparison takes over ``timeout`` seconds scores 0.0 with status ``"timeout"``. Needs
+    the ``math`` extra (``pip install 'mint-envkit[math]'``). A ``<think>`` block is
+    removed first; an unclosed one gives status ``"unclosed_think"``.
+
+    Example::
+
+        reward = math_correct()
+        assert reward(r"so \\boxed{\\frac{1}{2}}", "0.5").total == 1.0
+        assert reward("no answer", "0.5").metrics["parse/correct/no_match"] == 1.0
+    """
+
+    def score(completion: str, answer: str) -> tuple[float, Status | None]:
+        content = strip_thinking(completion)
+        if content.status == "unclosed_think":
+            return 0.0, content.status
+        result, equal = grade_math(content.value or "", answer, timeout=timeout)
+        return float(equal), result.status
+
+    grade_math("", "", timeout=timeout)  # checks timeout now, not at the first rollout
     return Reward(name=name, leaf=score)
 
 

@@ -279,7 +279,15 @@ def test_parse_result_constructors() -> None:
     assert ParseResult.ok("5") == ParseResult("5", "ok")
     assert ParseResult.fail("empty") == ParseResult(None, "empty")
     assert bool(ParseResult.ok("0")) and not ParseResult.fail("no_match")
-    assert STATUSES == ("ok", "no_match", "empty", "unclosed_think", "ambiguous", "truncated")
+    assert STATUSES == (
+        "ok",
+        "no_match",
+        "empty",
+        "unclosed_think",
+        "ambiguous",
+        "truncated",
+        "timeout",
+    )
 
 
 @pytest.mark.parametrize(

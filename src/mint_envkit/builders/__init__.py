@@ -9,5 +9,13 @@ Example::
 
 from mint_envkit.builders.dataset import DatasetBuilder, ProblemDataset
 from mint_envkit.builders.group import GroupBuilder, renderer_for
+from mint_envkit.builders.sources import ProblemSource, problems_from
 
-__all__ = ["DatasetBuilder", "GroupBuilder", "ProblemDataset", "renderer_for"]
+__all__ = [
+    "DatasetBuilder",
+    "GroupBuilder",
+    "ProblemDataset",
+    "ProblemSource",
+    "problems_from",
+    "renderer_for",
+]

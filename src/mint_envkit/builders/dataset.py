@@ -29,6 +29,7 @@ from mint_envkit.builders.group import (
     _optional_positive_int,
     _positive_int,
 )
+from mint_envkit.builders.sources import ProblemSource, is_source_like, problems_from
 from mint_envkit.envs.problem import bind_problem
 from mint_envkit.errors import ConfigError, ProblemError
 
@@ -38,6 +39,10 @@ Problems = Sequence[Mapping[str, Any]] | Callable[[], Any]
 
 
 def _problems(value: Any) -> Any:
+    if isinstance(value, ProblemSource):
+        return value
+    if is_source_like(value):  # a jsonl/csv/parquet path or a datasets.Dataset: read lazily
+        return problems_from(value)
     if callable(value):
         return value
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence | tuple | list):
@@ -94,7 +99,11 @@ class DatasetBuilder:
         env: a :class:`~mint_envkit.MessageEnv` subclass (or a function
             ``(**problem) -> MessageEnv``).
         problems: a sequence of dicts, or a function (sync or async) that
-            returns one (a loader).
+            returns one (a loader), or (read lazily, batch by batch) a
+            ``.jsonl``/``.csv``/``.parquet`` path, a ``datasets.Dataset`` or a
+            :func:`~mint_envkit.builders.sources.problems_from` source.
+        fields: with a path or a dataset, maps env fields to its columns
+            (``{"question": "problem"}``) or is a function ``row -> problem``.
         batch_size: groups per batch (per training step).
         group_size: envs per group (rollouts of the same problem).
         model_name, renderer_name: the tokenizer and chat template.
@@ -145,8 +154,16 @@ class DatasetBuilder:
     failed_parse_reward: float = -1.0
     context_overflow_reward: float = -0.1
     score_truncated: bool = False
+    fields: Any = None
 
     def __attrs_post_init__(self) -> None:
+        if self.fields is not None:
+            if not isinstance(self.problems, ProblemSource) or self.problems.fields is not None:
+                raise ConfigError(
+                    "fields= maps the columns of a file or datasets.Dataset given as problems; "
+                    "pass problems='train.jsonl' (or a Dataset) without fields of its own"
+                )
+            object.__setattr__(self, "problems", attrs.evolve(self.problems, fields=self.fields))
         if self.test_problems is not None and self.test_fraction:
             raise ConfigError(
                 "give either test_problems or test_fraction, not both "
@@ -215,6 +232,10 @@ class DatasetBuilder:
 
     async def __call__(self) -> tuple[ProblemDataset, ProblemDataset | None]:
         """Build ``(train, test)``; ``test`` is None without a test split."""
+        if isinstance(self.problems, ProblemSource):
+            from mint_envkit.builders.lazy import build_lazy
+
+            return build_lazy(self)
         problems = await self.load_problems()
         if not problems:
             raise ProblemError("the dataset has no problems; give at least one")

@@ -15,6 +15,7 @@ Example::
 """
 
 from mint_envkit.parsers.choice import choice
+from mint_envkit.parsers.math import grade_math, math_answer, math_equal, read_math_answer
 from mint_envkit.parsers.numbers import (
     all_numbers,
     as_number,
@@ -39,7 +40,11 @@ __all__ = [
     "choice",
     "exact",
     "first_number",
+    "grade_math",
     "last_number",
+    "math_answer",
+    "math_equal",
+    "read_math_answer",
     "same_number",
     "strip_thinking",
     "xml_tag",

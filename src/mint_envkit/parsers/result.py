@@ -19,7 +19,7 @@ from mint_envkit.errors import ConfigError
 
 __all__ = ["STATUSES", "ParseResult", "Status"]
 
-Status = Literal["ok", "no_match", "empty", "unclosed_think", "ambiguous", "truncated"]
+Status = Literal["ok", "no_match", "empty", "unclosed_think", "ambiguous", "truncated", "timeout"]
 """Why a parse gave (or did not give) a value.
 
 - ``"ok"``: a value was found.
@@ -29,6 +29,8 @@ Status = Literal["ok", "no_match", "empty", "unclosed_think", "ambiguous", "trun
 - ``"ambiguous"``: the text names two different answers (e.g. "A or B").
 - ``"truncated"``: an answer was opened but never closed (e.g. ``\\boxed{12``), the usual
   sign that the reply hit the token limit.
+- ``"timeout"``: reading the answer took longer than the parser's time limit (only from
+  :data:`~mint_envkit.parsers.math_answer`, on a pathological expression).
 
 Example::
 

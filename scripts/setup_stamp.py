@@ -1,0 +1,129 @@
+"""The setup stamp: does .venv already hold what scripts/setup.sh would install?
+
+scripts/setup.sh installs torch and the project only when the stamp it wrote last time
+(``.venv/.mint-envkit-setup``) does not cover the request: the stamp holds a hash of
+pyproject.toml and scripts/setup.sh, the torch build (``cpu`` or ``cuda``) and the
+extras installed; it covers a request with the same hash and torch build and extras
+that include the requested ones (so ``test.sh``'s ``local,plot,dev`` covers
+``sweep.sh``'s ``local,plot``). So after the first run both commands start without a
+package index (offline). Standard library only; runs on the system ``python3``.
+
+Example::
+
+    python3 scripts/setup_stamp.py check .venv local,plot cpu   # exit 0: up to date
+    python3 scripts/setup_stamp.py extras .venv local,plot      # what to install: + stamped
+    python3 scripts/setup_stamp.py write .venv local,plot cpu   # after a good install
+    .venv/bin/python scripts/setup_stamp.py torch-build         # torch 2.13.0+cpu (CPU build)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STAMP = ".mint-envkit-setup"
+HASHED = ("pyproject.toml", "scripts/setup.sh")
+TORCH_BUILDS = ("cpu", "cuda")
+
+
+def normalize_extras(extras: str) -> str:
+    """``"plot, local,plot"`` -> ``"local,plot"``."""
+    return ",".join(sorted({part.strip() for part in extras.split(",") if part.strip()}))
+
+
+def _extras_set(extras: str) -> set[str]:
+    return set(filter(None, normalize_extras(extras).split(",")))
+
+
+def read_stamp(venv: Path) -> dict[str, str]:
+    """The stamp's ``key=value`` lines (empty when there is none)."""
+    stamp = venv / STAMP
+    if not stamp.is_file():
+        return {}
+    lines = stamp.read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def expected(root: Path, extras: str, torch_build: str) -> str:
+    """The stamp setup.sh writes after installing ``extras`` with this torch build."""
+    digest = hashlib.sha256()
+    for name in HASHED:
+        path = root / name
+        digest.update(name.encode() + b"\0")
+        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
+        digest.update(b"\0")
+    return f"inputs={digest.hexdigest()}\nextras={normalize_extras(extras)}\ntorch={torch_build}\n"
+
+
+def up_to_date(root: Path, venv: Path, extras: str, torch_build: str) -> bool:
+    """True when ``venv`` has a python and its stamp covers this request."""
+    python = venv / "bin" / "python"
+    if not (python.exists() and os.access(python, os.X_OK)):
+        return False
+    have = read_stamp(venv)
+    want = dict(line.split("=", 1) for line in expected(root, extras, torch_build).splitlines())
+    return (
+        have.get("inputs") == want["inputs"]
+        and have.get("torch") == want["torch"]
+        and _extras_set(extras) <= _extras_set(have.get("extras", ""))
+    )
+
+
+def extras_to_install(venv: Path, extras: str) -> str:
+    """The requested extras plus the ones stamped before (an install keeps them all)."""
+    merged = _extras_set(extras) | _extras_set(read_stamp(venv).get("extras", ""))
+    return ",".join(sorted(merged))
+
+
+def torch_build() -> str:
+    """What torch the running python has: version and build, from package metadata."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "torch is not installed"
+    cuda = sorted(
+        name
+        for dist in metadata.distributions()
+        if (name := (dist.metadata["Name"] or "")).lower().startswith("nvidia-")
+    )
+    if "+cpu" in version or not cuda:
+        kind = "CPU build" if "+cpu" in version else "no CUDA libraries installed"
+    else:
+        kind = f"CUDA build, with {len(cuda)} nvidia-* packages"
+    return f"torch {version} ({kind})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, default=ROOT, help="the project (pyproject.toml)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("check", "write"):
+        command = sub.add_parser(name)
+        command.add_argument("venv", type=Path)
+        command.add_argument("extras")
+        command.add_argument("torch", choices=TORCH_BUILDS)
+    merge = sub.add_parser("extras", help="print the extras to install: these + stamped")
+    merge.add_argument("venv", type=Path)
+    merge.add_argument("extras")
+    sub.add_parser("torch-build", help="print the torch build of this python")
+    args = parser.parse_args(argv)
+    if args.command == "torch-build":
+        print(torch_build())
+        return 0
+    if args.command == "extras":
+        print(extras_to_install(args.venv, args.extras))
+        return 0
+    if args.command == "check":
+        return 0 if up_to_date(args.root, args.venv, args.extras, args.torch) else 1
+    (args.venv / STAMP).write_text(expected(args.root, args.extras, args.torch))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

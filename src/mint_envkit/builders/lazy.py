@@ -1,0 +1,173 @@
+"""Batches over a :class:`~mint_envkit.builders.sources.ProblemSource`, built when asked for.
+
+:class:`~mint_envkit.DatasetBuilder` uses this when its problems come from a file or a
+Hugging Face dataset: only the seeded order of row indices is kept in memory, and
+:meth:`LazyProblemDataset.get_batch` reads and checks the rows of one batch when it is
+called. The order, the train/test split and the batches are the same as for the same
+problems given as a list.
+
+Example::
+
+    train, test = await DatasetBuilder(env=MathEnv, problems="train.jsonl", batch_size=8,
+                                       group_size=4, model_name="mint-envkit/tiny-qwen3")()
+    type(train).__name__      # 'LazyProblemDataset'
+    groups = train.get_batch(3)   # reads the 8 rows of batch 3 now
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from array import array
+from typing import Any
+
+import attrs
+
+from mint_envkit.builders.dataset import DatasetBuilder, ProblemDataset
+from mint_envkit.builders.group import GroupBuilder
+from mint_envkit.builders.sources import ProblemSource
+from mint_envkit.envs.problem import bind_problem
+from mint_envkit.errors import ConfigError, ProblemError
+
+__all__ = ["LazyProblemDataset", "build_lazy"]
+
+
+@attrs.frozen
+class LazyProblemDataset(ProblemDataset):
+    """A :class:`~mint_envkit.ProblemDataset` whose groups are built batch by batch.
+
+    ``order`` holds the source's row index of every group, epochs one after another;
+    ``positions`` the index each group reports (its problem's position in the split).
+
+    Example::
+
+        len(train)                # number of batches
+        train.get_batch(0)        # reads batch_size rows, returns their GroupBuilders
+    """
+
+    builder: Any = None
+    source: Any = None
+    order: Any = attrs.field(factory=lambda: array("q"))
+    positions: Any = attrs.field(factory=lambda: array("q"))
+    group_size: int = 1
+    split: str = ""
+
+    def __len__(self) -> int:
+        size = self.builder.batch_size
+        if self.builder.drop_last:
+            return len(self.order) // size
+        return math.ceil(len(self.order) / size)
+
+    def get_batch(self, index: int) -> list[GroupBuilder]:
+        """The groups of batch ``index`` (0-based), reading their rows now.
+
+        Raises:
+            IndexError: ``index`` is outside ``0 .. len(self) - 1``.
+            ProblemError: a row does not fit the env (naming the row).
+
+        Example::
+
+            groups = train.get_batch(0)
+        """
+        if not 0 <= index < len(self):
+            raise IndexError(
+                f"batch {index} does not exist; this dataset has {len(self)} batches "
+                f"(0..{len(self) - 1})"
+            )
+        size = self.builder.batch_size
+        span = range(index * size, min((index + 1) * size, len(self.order)))
+        return [self._group(self.order[i], self.positions[i]) for i in span]
+
+    def groups(self) -> list[GroupBuilder]:
+        """Every group of every batch, in order (reads every row of the split).
+
+        Example::
+
+            len(test.groups())
+        """
+        return [group for index in range(len(self)) for group in self.get_batch(index)]
+
+    def _group(self, row: int, position: int) -> GroupBuilder:
+        problem = _problem(self.builder, self.source, row, self.split)
+        return self.builder._group(problem, position, self.group_size)
+
+
+def _problem(builder: DatasetBuilder, source: ProblemSource, row: int, split: str) -> dict:
+    problem = source[row]
+    required = getattr(builder.env, "required_fields", None)
+    if required is not None:
+        name = getattr(builder.env, "__name__", "env")
+        optional = getattr(builder.env, "optional_fields", {})
+        try:
+            bind_problem(name, tuple(required), optional, problem)
+        except ProblemError as err:
+            raise ProblemError(f"{split}problem {row} of {source.description}: {err}") from None
+    return problem
+
+
+def _ordered(builder: DatasetBuilder, rows: array) -> array:
+    """The training rows in batch order, shuffled exactly as the list path shuffles."""
+    rng = random.Random(f"{builder.seed}:0")
+    order = array("q")
+    for _ in range(builder.n_epochs):
+        picks = array("q", range(len(rows)))
+        if builder.shuffle:
+            rng.shuffle(picks)
+        order.extend(rows[i] for i in picks)
+    return order
+
+
+def build_lazy(builder: DatasetBuilder) -> tuple[ProblemDataset, ProblemDataset | None]:
+    """``(train, test)`` for a builder whose ``problems`` is a :class:`ProblemSource`.
+
+    Reads only row 0 (to fail fast on a wrong field mapping); batches read their rows
+    when asked for. A ``test_problems`` list is built as usual; a ``test_fraction`` split
+    stays lazy.
+
+    Example::
+
+        train, test = build_lazy(builder)
+    """
+    source = builder.problems
+    n = len(source)
+    if n == 0:
+        raise ProblemError(f"{source.description} has no rows; give at least one problem")
+    _problem(builder, source, 0, "")
+    rows = array("q", range(n))
+    test: ProblemDataset | None = None
+    if builder.test_fraction:
+        order = array("q", range(n))
+        random.Random(f"{builder.seed}:split").shuffle(order)
+        n_test = max(1, round(n * builder.test_fraction))
+        if n_test >= n:
+            raise ConfigError(
+                f"test_fraction={builder.test_fraction} leaves no training problems out of "
+                f"{n}; lower it"
+            )
+        held = set(order[:n_test])
+        rows = array("q", (i for i in range(n) if i not in held))
+        test_rows = array("q", sorted(held))
+        test = LazyProblemDataset(
+            batches=(),
+            builder=builder,
+            source=source,
+            order=test_rows,
+            positions=array("q", range(len(test_rows))),
+            group_size=builder.test_group_size,
+            split="test ",
+        )
+    elif builder.test_problems is not None:
+        listed = [dict(p) for p in builder.test_problems]
+        builder._validate(listed, "test ")
+        groups = [builder._group(p, i, builder.test_group_size) for i, p in enumerate(listed)]
+        test = builder._batches(groups, epochs=1, shuffle=False, salt=1) if groups else None
+    order = _ordered(builder, rows)
+    train = LazyProblemDataset(
+        batches=(),
+        builder=builder,
+        source=source,
+        order=order,
+        positions=order,  # a training group reports its row index, as in the list path
+        group_size=builder.group_size,
+    )
+    return train, test

@@ -1,0 +1,217 @@
+"""``mint-envkit checkpoints``: list and delete the checkpoints of training runs.
+
+Local runs keep their checkpoints in the embedded backend's state directory, in the user
+cache (``$MINT_ENVKIT_STATE_DIR``, else ``$MINT_ENVKIT_CACHE/state``, else
+``~/.cache/mint_envkit/state``), not beside the run's output. These commands go through
+the SDK's REST routes (``RestClient``): against ``--base-url`` (a running ``mint-envkit
+serve`` or MinT, with ``MINT_API_KEY``), or, by default, against an embedded server
+started on the state directory for the command (it loads no model).
+
+Example::
+
+    mint-envkit checkpoints list                      # every run's checkpoints, with sizes
+    mint-envkit checkpoints list --run <model_id>
+    mint-envkit checkpoints delete tinker://<model_id>/weights/step-0010
+    mint-envkit checkpoints delete --run <model_id> --yes
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from mint_envkit.errors import MintEnvkitError
+
+__all__ = ["checkpoints_main", "default_state_dir"]
+
+_LOCAL_API_KEY = "sk-mint-envkit-local"  # the embedded server accepts any sk- key
+_PAGE = 100
+
+
+def default_state_dir() -> Path:
+    """Where the embedded backend keeps checkpoints when no ``--state-dir`` is given.
+
+    ``$MINT_ENVKIT_STATE_DIR``, else ``state`` under the mint_envkit cache
+    (``$MINT_ENVKIT_CACHE``, else ``~/.cache/mint_envkit``); the same rule as the
+    engine's default.
+
+    Example::
+
+        print(default_state_dir())   # /home/me/.cache/mint_envkit/state
+    """
+    explicit = os.environ.get("MINT_ENVKIT_STATE_DIR")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    from mint_envkit.rendering.tokenizer import cache_dir
+
+    return cache_dir() / "state"
+
+
+@contextlib.contextmanager
+def _rest_client(args: argparse.Namespace) -> Iterator[Any]:
+    import mint
+
+    if args.base_url:
+        from urllib.parse import urlsplit
+
+        from mint_envkit.local.server import is_loopback_host
+
+        key = os.environ.get("MINT_API_KEY")
+        if key is None and is_loopback_host(urlsplit(args.base_url).hostname or ""):
+            key = _LOCAL_API_KEY  # a local 'mint-envkit serve' accepts any sk- key
+        service = mint.ServiceClient(base_url=args.base_url, api_key=key)
+        try:
+            yield service.create_rest_client()
+        finally:
+            service.holder.close()
+        return
+    from mint_envkit.local.server import LocalServer
+
+    with LocalServer(state_dir=str(args.state_dir), preload=False) as server:
+        service = mint.ServiceClient(base_url=server.base_url, api_key=_LOCAL_API_KEY)
+        try:
+            yield service.create_rest_client()
+        finally:
+            service.holder.close()
+
+
+def _list(rest: Any, run: str | None) -> list[Any]:
+    if run is not None:
+        return list(rest.list_checkpoints(run).result().checkpoints)
+    found: list[Any] = []
+    while True:
+        page = rest.list_user_checkpoints(limit=_PAGE, offset=len(found)).result()
+        found.extend(page.checkpoints)
+        total = page.cursor.total_count if page.cursor is not None else None
+        if not page.checkpoints or total is None or len(found) >= total:
+            return found
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "?"
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def _print_table(checkpoints: Sequence[Any], where: str) -> None:
+    print(f"checkpoints in {where}:")
+    if not checkpoints:
+        print("  (none)")
+        return
+    for c in checkpoints:
+        when = c.time.strftime("%Y-%m-%d %H:%M:%S") if c.time else "?"
+        print(f"  {c.tinker_path:<64} {c.checkpoint_type:<8} {when}  {_size(c.size_bytes):>9}")
+    total = sum(c.size_bytes or 0 for c in checkpoints)
+    print(f"{len(checkpoints)} checkpoint(s), {_size(total)}")
+
+
+def _record(c: Any) -> dict[str, Any]:
+    return {
+        "tinker_path": c.tinker_path,
+        "checkpoint_type": c.checkpoint_type,
+        "time": c.time.isoformat() if c.time else None,
+        "size_bytes": c.size_bytes,
+    }
+
+
+def _where(args: argparse.Namespace) -> str:
+    return args.base_url or f"{args.state_dir} (local state directory)"
+
+
+def _run(args: argparse.Namespace) -> int:
+    with _rest_client(args) as rest:
+        if args.action == "list":
+            checkpoints = _list(rest, args.run)
+            if args.json:
+                print(json.dumps([_record(c) for c in checkpoints], indent=2))
+            else:
+                _print_table(checkpoints, _where(args))
+            return 0
+        if args.paths and (args.run or args.all):
+            raise MintEnvkitError("give checkpoint paths, or --run RUN_ID, or --all; not several")
+        if args.paths:
+            targets = list(args.paths)
+        elif args.run or args.all:
+            targets = [c.tinker_path for c in _list(rest, args.run)]
+            if not args.yes:
+                for path in targets:
+                    print(f"  {path}")
+                print(f"{len(targets)} checkpoint(s) would be deleted; add --yes to delete them")
+                return 1
+        else:
+            raise MintEnvkitError(
+                "nothing to delete: give tinker:// paths, or --run RUN_ID --yes, or --all --yes"
+            )
+        for path in targets:
+            if not path.startswith("tinker://"):
+                raise MintEnvkitError(
+                    f"{path!r} is not a checkpoint path; paths look like "
+                    "tinker://<run id>/weights/<name> (see 'mint-envkit checkpoints list')"
+                )
+            rest.delete_checkpoint_from_tinker_path(path).result()
+            print(f"deleted {path}")
+        print(f"{len(targets)} checkpoint(s) deleted from {_where(args)}")
+        return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mint-envkit checkpoints", description=__doc__.split("\n\n")[0]
+    )
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument(
+        "--base-url",
+        help="a running server (mint-envkit serve, or MinT with MINT_API_KEY); default: the "
+        "local state directory through an embedded server",
+    )
+    where.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="the local state directory (default: $MINT_ENVKIT_STATE_DIR, else "
+        "~/.cache/mint_envkit/state)",
+    )
+    sub = parser.add_subparsers(dest="action", required=True)
+    listing = sub.add_parser("list", parents=[where], help="list checkpoints, with sizes")
+    listing.add_argument("--run", help="only this training run (its model_id)")
+    listing.add_argument("--json", action="store_true", help="print JSON records")
+    delete = sub.add_parser("delete", parents=[where], help="delete checkpoints")
+    delete.add_argument("paths", nargs="*", help="tinker:// paths of checkpoints to delete")
+    delete.add_argument("--run", help="delete every checkpoint of this run (with --yes)")
+    delete.add_argument("--all", action="store_true", help="delete every checkpoint (with --yes)")
+    delete.add_argument("--yes", action="store_true", help="confirm a --run or --all delete")
+    return parser
+
+
+def checkpoints_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``mint-envkit checkpoints``; returns the exit code.
+
+    Example::
+
+        checkpoints_main(["list", "--state-dir", "/tmp/mint-state"])
+    """
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.base_url and args.state_dir is not None:
+        print("mint-envkit checkpoints: give --base-url or --state-dir, not both", file=sys.stderr)
+        return 2
+    if not args.base_url:
+        args.state_dir = (args.state_dir or default_state_dir()).expanduser().resolve()
+    try:
+        return _run(args)
+    except MintEnvkitError as err:
+        print(f"mint-envkit checkpoints: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # the SDK's errors (unknown run, unreachable server)
+        print(f"mint-envkit checkpoints: {type(err).__name__}: {err}", file=sys.stderr)
+        return 2

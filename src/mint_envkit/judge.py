@@ -1,0 +1,391 @@
+"""LLM-as-judge rewards: ask a judge model a rubric question about a reply, read its verdict.
+
+A :class:`Judge` sends the rubric, the question, the reply (and the reference answer when
+there is one) to a judge model and reads its verdict (by default ``<verdict>YES</verdict>``
+or ``<verdict>NO</verdict>``, scored 1.0 / 0.0). The judge is any async function
+``complete(messages) -> str``; :meth:`Judge.from_sampling_client` builds one from a
+``mint``/tinker ``SamplingClient`` and a renderer, so the judge can be any model the
+backend serves (the embedded local backend or MinT). This module imports neither torch
+nor the SDK.
+
+Judge calls are concurrency-limited (``max_concurrency`` at once per event loop), cached
+per (rubric, question, reply, answer) (identical requests in flight share one call), and
+never crash a rollout: a call that raises or takes over ``timeout`` seconds gives the
+``on_failure`` score with status ``"failed"``, and a verdict that cannot be read gives it
+with status ``"unparsed"``; both are counted (:attr:`Judge.counts`) and reported as
+metrics. The judge's text goes into the episode's logs.
+
+Example::
+
+    from mint_envkit.judge import Judge, JudgedEnv
+
+    async def complete(messages):          # your judge model; here, a fixed verdict
+        return "The reply is polite. <verdict>YES</verdict>"
+
+    class PoliteEnv(JudgedEnv):
+        judge = Judge(complete, rubric="Is the reply polite?")
+
+    env = PoliteEnv(question="Ask me for a pen.")
+    result = await env.step({"role": "assistant", "content": "Could I borrow a pen, please?"})
+    result.reward, result.logs["judge_text"]   # 1.0, 'The reply is polite. <verdict>YES</verdict>'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import weakref
+from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, Literal
+
+import attrs
+
+from mint_envkit.envs.base import Message, MessageStepResult
+from mint_envkit.envs.single_turn import SingleTurnEnv
+from mint_envkit.errors import ConfigError
+from mint_envkit.parsers import Parser, as_number, xml_tag
+
+__all__ = ["Judge", "JudgeComplete", "JudgeResult", "JudgedEnv", "judge_messages"]
+
+JudgeComplete = Callable[[list[Message]], Awaitable[str]]
+"""The judge model: an async function from chat messages to the judge's reply text.
+
+Example::
+
+    async def complete(messages: list[Message]) -> str:
+        return await my_client.chat(messages)
+"""
+
+JudgeStatus = Literal["ok", "unparsed", "failed"]
+
+_VERDICTS = {"yes": 1.0, "pass": 1.0, "true": 1.0, "no": 0.0, "fail": 0.0, "false": 0.0}
+
+_INSTRUCTIONS = (
+    "You grade replies against a rubric. Think briefly, then end your answer with "
+    "<verdict>YES</verdict> if the reply meets the rubric or <verdict>NO</verdict> if it "
+    "does not."
+)
+
+
+def judge_messages(rubric: str, question: str, reply: str, answer: str | None) -> list[Message]:
+    """The default prompt sent to the judge: instructions, then rubric, question, reply.
+
+    Example::
+
+        messages = judge_messages("Is it polite?", "Ask for a pen.", "Pen. Now.", None)
+        assert messages[0]["role"] == "system" and "Pen. Now." in messages[1]["content"]
+    """
+    parts = [f"Rubric: {rubric}", f"Question:\n{question}"]
+    if answer is not None:
+        parts.append(f"Reference answer:\n{answer}")
+    parts.append(f"Reply to grade:\n{reply}")
+    return [
+        {"role": "system", "content": _INSTRUCTIONS},
+        {"role": "user", "content": "\n\n".join(parts)},
+    ]
+
+
+@attrs.frozen
+class JudgeResult:
+    """One verdict: the score, how it went, and the judge's text.
+
+    ``status`` is ``"ok"``, ``"unparsed"`` (the judge answered, its verdict could not be
+    read) or ``"failed"`` (the call raised or timed out; ``text`` holds the error).
+    ``cached`` is True when the verdict came from the cache.
+
+    Example::
+
+        result = JudgeResult(score=1.0, status="ok", text="<verdict>YES</verdict>")
+        assert result.metrics("judge") == {
+            "judge/score": 1.0, "judge/failed": 0.0, "judge/unparsed": 0.0, "judge/cached": 0.0
+        }
+    """
+
+    score: float
+    status: JudgeStatus
+    text: str
+    cached: bool = False
+
+    def metrics(self, name: str) -> dict[str, float]:
+        """``<name>/score``, ``<name>/failed``, ``<name>/unparsed``, ``<name>/cached``.
+
+        Example::
+
+            JudgeResult(score=0.0, status="failed", text="timeout").metrics("judge")
+        """
+        return {
+            f"{name}/score": self.score,
+            f"{name}/failed": float(self.status == "failed"),
+            f"{name}/unparsed": float(self.status == "unparsed"),
+            f"{name}/cached": float(self.cached),
+        }
+
+    def logs(self, name: str) -> dict[str, Any]:
+        """``<name>_text`` (the judge's reply or the error) and ``<name>_status``.
+
+        Example::
+
+            JudgeResult(score=1.0, status="ok", text="fine").logs("judge")["judge_text"]
+        """
+        return {f"{name}_text": self.text, f"{name}_status": self.status}
+
+
+def _verdict_score(value: str) -> float | None:
+    word = value.strip().strip(".!*").lower()
+    if word in _VERDICTS:
+        return _VERDICTS[word]
+    number = as_number(word)
+    if number is None:
+        return None
+    num, _, den = number.partition("/")
+    score = float(num) / float(den) if den else float(num)
+    return score if math.isfinite(score) else None
+
+
+def _positive(name: str, value: object, *, integer: bool = False) -> None:
+    kinds = int if integer else int | float
+    if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0:
+        example = "8" if integer else "60.0"
+        raise ConfigError(f"Judge {name} must be a number > 0, got {value!r}; e.g. {example}")
+
+
+class Judge:
+    """Asks a judge model a rubric question about a reply; ``await judge(question, reply)``.
+
+    Args:
+        complete: the judge model, ``async (messages) -> str``.
+        rubric: the question the judge answers about each reply.
+        verdict: reads the verdict out of the judge's text (default: the last
+            ``<verdict>...</verdict>``); ``YES``/``PASS``/``TRUE`` score 1.0,
+            ``NO``/``FAIL``/``FALSE`` 0.0, a number scores itself.
+        messages: builds the judge's prompt from (rubric, question, reply, answer);
+            default :func:`judge_messages`.
+        max_concurrency: judge calls at once (per event loop).
+        timeout: seconds one judge call may take.
+        on_failure: the score of a failed or unreadable verdict.
+        cache_size: verdicts kept (least recently used dropped); 0 disables the cache.
+        name: the prefix of its metrics and logs.
+
+    :attr:`counts` counts ``requests``, ``cached``, ``calls``, ``failed``, ``unparsed``.
+
+    Example::
+
+        async def complete(messages):
+            return "<verdict>NO</verdict>"
+
+        judge = Judge(complete, rubric="Does the reply cite a source?", max_concurrency=4)
+        result = await judge("Who wrote Hamlet?", "Shakespeare.")
+        assert result.score == 0.0 and result.status == "ok"
+    """
+
+    def __init__(
+        self,
+        complete: JudgeComplete,
+        rubric: str,
+        *,
+        verdict: Parser | None = None,
+        messages: Callable[[str, str, str, str | None], list[Message]] = judge_messages,
+        max_concurrency: int = 8,
+        timeout: float = 120.0,
+        on_failure: float = 0.0,
+        cache_size: int = 10_000,
+        name: str = "judge",
+    ) -> None:
+        if not callable(complete):
+            raise ConfigError(f"Judge needs an async function (messages) -> str, got {complete!r}")
+        if not isinstance(rubric, str) or not rubric.strip():
+            raise ConfigError(f"Judge rubric must be a non-empty question, got {rubric!r}")
+        _positive("max_concurrency", max_concurrency, integer=True)
+        _positive("timeout", timeout)
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            raise ConfigError(f"Judge cache_size must be an integer >= 0, got {cache_size!r}")
+        if isinstance(on_failure, bool) or not isinstance(on_failure, int | float):
+            raise ConfigError(f"Judge on_failure must be a number, got {on_failure!r}")
+        self.complete = complete
+        self.rubric = rubric
+        self.verdict = xml_tag("verdict") if verdict is None else verdict
+        self.messages = messages
+        self.max_concurrency = max_concurrency
+        self.timeout = float(timeout)
+        self.on_failure = float(on_failure)
+        self.cache_size = cache_size
+        self.name = name
+        self.counts: Counter[str] = Counter()
+        self._cache: OrderedDict[tuple[str, str, str, str | None], JudgeResult] = OrderedDict()
+        self._pending: dict[tuple[Any, ...], asyncio.Future[JudgeResult]] = {}
+        self._limits: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @classmethod
+    def from_sampling_client(
+        cls,
+        client: Any,
+        renderer: Any,
+        rubric: str,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 1.0,
+        top_k: int = 1,
+        seed: int = 0,
+        **kwargs: Any,
+    ) -> Judge:
+        """A judge on a ``mint``/tinker ``SamplingClient`` (local backend or MinT).
+
+        ``renderer`` turns messages into the judge model's prompt and its tokens back into
+        text (``renderer_for(model_name, renderer_name)``). Sampling is greedy by default
+        (``top_k=1``). Other keywords go to :class:`Judge`.
+
+        Example::
+
+            client = service.create_sampling_client(base_model="Qwen/Qwen3-4B")
+            judge = Judge.from_sampling_client(client, renderer_for("Qwen/Qwen3-4B", "qwen3"),
+                                               rubric="Is the reply polite?")
+        """
+
+        async def complete(messages: list[Message]) -> str:
+            import tinker
+
+            params = tinker.SamplingParams(
+                max_tokens=max_tokens,
+                temperature=temperature,
+                top_k=top_k,
+                seed=seed,
+                stop=renderer.get_stop_sequences(),
+            )
+            response = await client.sample_async(
+                prompt=renderer.build_generation_prompt(messages),
+                num_samples=1,
+                sampling_params=params,
+            )
+            message, _ = renderer.parse_response(response.sequences[0].tokens)
+            return str(message.get("content", ""))
+
+        return cls(complete, rubric, **kwargs)
+
+    def _limit(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        limit = self._limits.get(loop)
+        if limit is None:
+            limit = self._limits[loop] = asyncio.Semaphore(self.max_concurrency)
+        return limit
+
+    async def __call__(self, question: str, reply: str, answer: object = None) -> JudgeResult:
+        """The judge's verdict on ``reply`` to ``question`` (``answer``: a reference, or None).
+
+        Never raises for a failing judge: see :class:`JudgeResult`'s ``status``.
+
+        Example::
+
+            result = await judge("Ask me for a pen.", "Pen. Now.")
+            result.score, result.text
+        """
+        key = (self.rubric, str(question), str(reply), None if answer is None else str(answer))
+        self.counts["requests"] += 1
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            self.counts["cached"] += 1
+            return attrs.evolve(hit, cached=True)
+        loop_key = (id(asyncio.get_running_loop()), *key)
+        pending = self._pending.get(loop_key)
+        if pending is not None:
+            self.counts["cached"] += 1
+            return attrs.evolve(await asyncio.shield(pending), cached=True)
+        future: asyncio.Future[JudgeResult] = asyncio.get_running_loop().create_future()
+        self._pending[loop_key] = future
+        try:
+            result = await self._ask(*key)
+            future.set_result(result)
+        except asyncio.CancelledError:
+            future.cancel()  # waiters on the same key are cancelled too
+            raise
+        except Exception as err:  # a bug in messages() or verdict: every waiter sees it
+            future.set_exception(err)
+            future.exception()  # retrieved here; the waiters re-raise it
+            raise
+        finally:
+            del self._pending[loop_key]
+        if result.status != "failed" and self.cache_size:
+            self._cache[key] = result
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return result
+
+    async def _ask(self, rubric: str, question: str, reply: str, answer: str | None) -> JudgeResult:
+        prompt = self.messages(rubric, question, reply, answer)
+        async with self._limit():
+            self.counts["calls"] += 1
+            try:
+                text = await asyncio.wait_for(self.complete(prompt), self.timeout)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # a judge failure is counted, never a rollout crash
+                self.counts["failed"] += 1
+                reason = "timed out" if isinstance(err, TimeoutError) else "raised"
+                return JudgeResult(
+                    self.on_failure, "failed", f"judge {reason}: {type(err).__name__}: {err}"
+                )
+        if not isinstance(text, str):
+            self.counts["failed"] += 1
+            return JudgeResult(
+                self.on_failure, "failed", f"judge returned {type(text).__name__}, not str"
+            )
+        parsed = self.verdict(text)
+        score = _verdict_score(parsed.value) if parsed else None
+        if score is None:
+            self.counts["unparsed"] += 1
+            return JudgeResult(self.on_failure, "unparsed", text)
+        return JudgeResult(score, "ok", text)
+
+
+class JudgedEnv(SingleTurnEnv):
+    """A single-turn env scored by a :class:`Judge` (set the class attribute ``judge``).
+
+    The reward is the judge's score (override :meth:`combine` to mix it with the parsed
+    answer's reward). Problems need ``question``; ``answer`` is optional and, when given,
+    is shown to the judge as the reference. Metrics: the env's own plus
+    ``<judge name>/score``, ``/failed``, ``/unparsed``, ``/cached``; logs: the judge's
+    text and status.
+
+    Example::
+
+        class HelpfulEnv(JudgedEnv):
+            system_prompt = "Answer helpfully."
+            judge = Judge(complete, rubric="Does the reply answer the question?")
+    """
+
+    judge: ClassVar[Judge | None] = None
+    required_fields: ClassVar[tuple[str, ...]] = ("question",)
+    optional_fields: ClassVar[dict[str, Any]] = {"answer": None}
+
+    def combine(self, result: MessageStepResult, verdict: JudgeResult) -> float:
+        """The episode's reward from the env's own result and the verdict (default: the verdict).
+
+        Example::
+
+            def combine(self, result, verdict):
+                return 0.5 * result.reward + 0.5 * verdict.score
+        """
+        return verdict.score
+
+    async def step(self, message: Message) -> MessageStepResult:
+        """Score the reply with the env's parser and the judge, and end the episode."""
+        judge = type(self).judge
+        if not isinstance(judge, Judge):
+            raise ConfigError(
+                f"{type(self).__name__}.judge must be a Judge, got {judge!r}; set "
+                "judge = Judge(complete, rubric='...') on the class"
+            )
+        result = await super().step(message)
+        content = message.get("content")
+        verdict = await judge(
+            self.question, content if isinstance(content, str) else "", self.answer
+        )
+        return attrs.evolve(
+            result,
+            reward=self.combine(result, verdict),
+            metrics={**result.metrics, **verdict.metrics(judge.name)},
+            logs={**result.logs, **verdict.logs(judge.name)},
+        )
