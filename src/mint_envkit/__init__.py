@@ -67,6 +67,7 @@ from mint_envkit.rl import (
     ScriptedPolicy,
     ScriptedReport,
 )
+from mint_envkit.view import write_report
 
 __version__ = "0.1.0"
 """The version of mint_envkit (``mint_envkit.__version__``)."""
@@ -113,5 +114,6 @@ __all__ = [
     "strip_thinking",
     "valid_format",
     "weighted",
+    "write_report",
     "xml_tag",
 ]
