@@ -151,3 +151,90 @@ def embedded():
 def run_maker():
     """``run_maker(path, steps=2)``: write a run directory (see the module docstring)."""
     return make_run
+
+
+def make_demo_sweep(root: Path, *, steps: int = 12) -> Path:
+    """A sweep of three arithmetic runs whose reward climbs: the data of docs/img/viewer.png."""
+    import random
+
+    rng = random.Random(0)
+    names = ["kl0p0-t0p7-g4", "kl0p02-t0p7-g4", "kl0p02-t1p0-g4"]
+    root.mkdir(parents=True)
+    write_json_atomic(
+        root / "sweep.json",
+        {"format": 1, "configs": [{"name": n} for n in names]},
+    )
+    for k, name in enumerate(names):
+        run = root / name
+        run.mkdir(parents=True)
+        write_json_atomic(
+            run / "config.json", {"model_name": "Qwen/Qwen3-0.6B", "temperature": 0.7}
+        )
+        for step in range(steps):
+            skill = min(0.95, 0.15 + step * (0.06 + 0.015 * k))
+            records, rewards = [], []
+            for g in range(4):
+                a, b = rng.randint(10, 99), rng.randint(10, 99)
+                for member in range(4):
+                    roll = rng.random()
+                    if roll < skill:
+                        reply, parsed = f"{a} + {b} = {a + b}. The answer is {a + b}.", str(a + b)
+                    elif roll < skill + (1 - skill) / 2:
+                        reply, parsed = f"Adding them gives {a + b + 10}.", str(a + b + 10)
+                    else:
+                        reply, parsed = "Let me think about the tens first and then", None
+                    record = episode(
+                        step,
+                        step * 4 + g,
+                        member,
+                        f"What is {a} + {b}?",
+                        reply,
+                        parsed=parsed,
+                        parse_status="ok" if parsed else "no_match",
+                    )
+                    correct = parsed == str(a + b)
+                    record["reward"] = 1.0 if correct else (-0.25 if parsed else 0.0)
+                    record["metrics"] = {
+                        "correct": float(correct),
+                        "parsed": float(parsed is not None),
+                    }
+                    record["logs"]["answer"] = str(a + b)
+                    records.append(record)
+                    rewards.append(record["reward"])
+            mean = sum(rewards) / len(rewards)
+            for g in range(0, 16, 4):
+                group = records[g : g + 4]
+                group_mean = sum(r["reward"] for r in group) / 4
+                for record in group:
+                    record["advantage"] = round(record["reward"] - group_mean, 3)
+            append_jsonl_lines(run / "rollouts.jsonl", records)
+            append_jsonl(
+                run / "metrics.jsonl",
+                {
+                    "step": step,
+                    "env/all/reward/total": mean,
+                    "env/all/correct": sum(r["metrics"]["correct"] for r in records) / 16,
+                    "env/all/parsed": sum(r["metrics"]["parsed"] for r in records) / 16,
+                    "kl_policy_base": 0.002 * k * step,
+                    "train/tokens": 700 + rng.randint(0, 90),
+                    "time/step": 2.0 + rng.random(),
+                },
+            )
+        append_jsonl(
+            root / "results.jsonl",
+            {
+                "name": name,
+                "status": "ok",
+                "error": None,
+                "params": {
+                    "kl_penalty_coef": [0.0, 0.02, 0.02][k],
+                    "temperature": [0.7, 0.7, 1.0][k],
+                },
+            },
+        )
+    return root
+
+
+@pytest.fixture
+def demo_sweep(tmp_path: Path) -> Path:
+    return make_demo_sweep(tmp_path / "runs" / "arithmetic-sweep")

@@ -71,6 +71,7 @@ def test_script_json_escapes_and_reads_back():
     text = script_json(data)
     assert not re.search("[<>&\u2028\u2029]", text)
     assert json.loads(text) == data
+    assert script_json({"x": [float("nan"), float("inf")]}) == '{"x":[null,null]}'
 
 
 def test_non_finite_numbers_become_null(tmp_path, embedded):
@@ -149,7 +150,7 @@ def test_an_empty_run_is_an_error(tmp_path):
     run.mkdir()
     (run / "config.json").write_text("{}")
     (run / "metrics.jsonl").write_text("")
-    with pytest.raises(ConfigError, match="empty run: metrics.jsonl and rollouts.jsonl hold no"):
+    with pytest.raises(ConfigError, match=r"empty run: metrics\.jsonl and rollouts\.jsonl hold no"):
         write_report(run)
 
 

@@ -169,16 +169,6 @@ def _curves(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return {"steps": steps, "series": series, "derived": derived}
 
 
-def _sanitize(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _sanitize(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_sanitize(v) for v in value]
-    return value
-
-
 def _status(record: dict[str, Any]) -> str:
     if record.get("error") is not None:
         return "error"
@@ -226,7 +216,7 @@ def _chunks(
         seen: dict[str, int] = {}
 
         def ref(message: Any, msgs: list[Any] = msgs, seen: dict[str, int] = seen) -> int:
-            key = json.dumps(message, sort_keys=True, default=repr)
+            key = repr(message)  # equal messages from one writer have equal reprs
             if key not in seen:
                 seen[key] = len(msgs)
                 msgs.append(message)
@@ -319,4 +309,4 @@ def load_report_data(path: str | os.PathLike[str]) -> ReportData:
         "runs": runs,
         "notes": notes,
     }
-    return ReportData(index=_sanitize(index), chunks=_sanitize(chunks), notes=notes)
+    return ReportData(index=index, chunks=chunks, notes=notes)

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import re
 import warnings
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -48,18 +49,32 @@ _ESCAPES = {
 _ESCAPE = re.compile("[<>&\u2028\u2029]")
 
 
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def script_json(data: Any) -> str:
     """``data`` as JSON that is safe inside a ``<script>`` element.
 
     ``<``, ``>`` and ``&`` (and U+2028/U+2029) are written as ``\\uXXXX``
     escapes, which JSON reads back as the same characters, so no text in the
-    data (``</script>``, ``<!--``) can end the element early.
+    data (``</script>``, ``<!--``) can end the element early. NaN and
+    infinities (not JSON) become ``null``.
 
     Example::
 
         script_json({"reply": "</script><b>"})   # '{"reply":"\\u003c/script\\u003e\\u003cb\\u003e"}'
     """
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere: rare, so only then walk the data
+        text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"))
     return _ESCAPE.sub(lambda m: _ESCAPES[m.group()], text)
 
 
@@ -77,7 +92,7 @@ def render_html(data: ReportData, *, generated_at: str | None = None) -> str:
     from mint_envkit import __version__
 
     index = dict(data.index)
-    index["generated_at"] = generated_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
+    index["generated_at"] = generated_at or datetime.now(UTC).isoformat(timespec="seconds")
     index["version"] = __version__
     chunks = "".join(
         f'<script type="application/json" id="mev-{html.escape(key)}">{script_json(chunk)}'

@@ -242,7 +242,7 @@
       stepSel.append(el("option", { value: s.step, text: bits.join(" · ") }));
     }
     stepSel.append(el("option", { value: "all", text: "all steps" }));
-    if (state.step === null || !steps.some((s) => s.step === state.step)) {
+    if (state.step !== "all" && !steps.some((s) => s.step === state.step)) {
       state.step = steps.length ? steps[0].step : "all";
     }
     stepSel.value = String(state.step);
@@ -437,7 +437,10 @@
     if (chips.length) node.append(el("div", { class: "chips" }, chips));
     const messages = messagesOf(rec, it.msgs).slice(prefix.length);
     const lastAssistant = messages.map((m) => m && m.role).lastIndexOf("assistant");
-    messages.forEach((m, i) => node.append(renderMessage(m, i === lastAssistant && parsed ? String(parsed) : null)));
+    const correct = (rec.metrics || {}).correct;
+    const verdict = correct === 1 ? "answer right" : correct === 0 ? "answer wrong" : "answer";
+    messages.forEach((m, i) => node.append(renderMessage(m,
+      i === lastAssistant && parsed !== null && parsed !== undefined ? { text: String(parsed), cls: verdict } : null)));
     if (!Array.isArray(rec.messages) && (rec.replies || []).length > 1) {
       node.append(el("div", { class: "muted", text: "(this run's rollouts.jsonl does not record the env's messages between turns)" }));
     }
@@ -450,7 +453,7 @@
     const thoughts = [];
     if (typeof m.thinking === "string" && m.thinking) thoughts.push(m.thinking);
     content = content.replace(/<think>([\s\S]*?)(<\/think>|$)/g, (_, inner) => { thoughts.push(inner); return ""; });
-    const extra = [m.name, m.tool_call_id ? `call ${m.tool_call_id}` : null, m.stop_reason ? `stop: ${m.stop_reason}` : null]
+    const extra = [m.name, m.tool_call_id ? `call ${m.tool_call_id}` : null, m.stop_reason && m.stop_reason !== "stop" ? `stop: ${m.stop_reason}` : null]
       .filter(Boolean).join(" · ");
     const node = el("div", { class: `msg ${role}` }, el("div", { class: "role", text: extra ? `${role} · ${extra}` : role }));
     for (const t of thoughts) {
@@ -472,7 +475,7 @@
     const pre = el("pre", { class: "content" });
     const full = () => { pre.textContent = ""; append(pre, marked(text, answer)); };
     if (text.length > CLIP) {
-      append(pre, marked(text.slice(0, CLIP), null));
+      append(pre, marked(text.slice(0, CLIP), answer));
       const wrap = el("div", {}, pre, el("button", { type: "button", class: "more",
         text: `show all ${text.length} characters`, onclick: (e) => { full(); e.target.remove(); } }));
       return wrap;
@@ -482,9 +485,9 @@
   }
   function marked(text, answer) {
     const spans = [];
-    if (answer) {
-      const at = text.lastIndexOf(answer);
-      if (at >= 0) spans.push([at, at + answer.length, "answer"]);
+    if (answer && answer.text) {
+      const at = text.lastIndexOf(answer.text);
+      if (at >= 0) spans.push([at, at + answer.text.length, answer.cls]);
     }
     if (state.search) {
       const lower = text.toLowerCase();
