@@ -127,34 +127,42 @@ def chromium() -> str | None:
     return None
 
 
-def open_page(
-    browser: str, page: Path, hash_: str = ""
-) -> tuple[float, float | None, float | None]:
-    """(wall seconds of the whole Chromium run, in-page ms to ready, ms of the first render)."""
+def _chromium(browser: str, *args: str) -> tuple[float, str]:
+    """(wall seconds, stdout) of one headless Chromium run with a fresh profile."""
     with tempfile.TemporaryDirectory() as profile:
         start = time.perf_counter()
-        dom = subprocess.run(
+        out = subprocess.run(
             [
                 browser,
                 "--headless",
                 "--no-sandbox",
                 "--disable-gpu",
                 f"--user-data-dir={profile}",
-                "--dump-dom",
-                page.resolve().as_uri() + hash_,
+                *list(args),
             ],
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=600,
+            cwd=profile,
         ).stdout
-        wall = time.perf_counter() - start
-    ready = re.search(r'data-ready-ms="([\d.]+)"', dom)
-    render = re.search(r'data-render-ms="([\d.]+)"', dom)
-    return (
-        wall,
-        float(ready.group(1)) if ready else None,
-        float(render.group(1)) if render else None,
-    )
+        return time.perf_counter() - start, out
+
+
+def screenshot_wall(browser: str, url: str) -> float:
+    """Seconds for Chromium to start, load ``url``, run it, draw it and write a screenshot."""
+    return _chromium(browser, "--screenshot", "--window-size=1200,1500", url)[0]
+
+
+def open_page(browser: str, page: Path, hash_: str = "") -> tuple[float, dict[str, float]]:
+    """(wall seconds of a --dump-dom run, the page's own timings in ms).
+
+    The timings: ``script-start`` (navigation start to the page's script
+    starting, i.e. the file read and parsed), ``ready`` (to the first step
+    drawn) and ``render`` (drawing the step's episodes).
+    """
+    wall, dom = _chromium(browser, "--dump-dom", page.resolve().as_uri() + hash_)
+    marks = dict(re.findall(r'data-([a-z-]+)-ms="([\d.]+)"', dom))
+    return wall, {k: float(v) for k, v in marks.items()}
 
 
 def main() -> int:
@@ -174,17 +182,25 @@ def main() -> int:
             run, args.steps, args.episodes, args.group_size, args.reply_chars, args.messages
         )
         rollouts_mb = (run / "rollouts.jsonl").stat().st_size / 1e6
-        writes, opens, readies, renders, searches = [], [], [], [], []
+        writes, cpus, opens, parsed, readies, renders, searches, shots, blanks = (
+            [] for _ in range(9)
+        )
         for _ in range(args.runs):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             page = write_report(run)
             writes.append(time.perf_counter() - start)
+            cpus.append(time.process_time() - cpu)
             if browser:
-                wall, ready, render = open_page(browser, page)
+                wall, marks = open_page(browser, page)
                 opens.append(wall)
-                readies.append(ready)
-                renders.append(render)
-                searches.append(open_page(browser, page, "#run=0&step=all&q=carry+one")[2])
+                parsed.append(marks.get("script-start"))
+                readies.append(marks.get("ready"))
+                renders.append(marks.get("render"))
+                searches.append(
+                    open_page(browser, page, "#run=0&step=all&q=carry+one")[1].get("render")
+                )
+                shots.append(screenshot_wall(browser, page.resolve().as_uri()))
+                blanks.append(screenshot_wall(browser, "about:blank"))
         size_mb = page.stat().st_size / 1e6
     rows = [
         ["run", f"{args.steps} steps x {args.episodes} episodes (groups of {args.group_size})"],
@@ -192,10 +208,14 @@ def main() -> int:
         ["rollouts.jsonl (MB)", rollouts_mb],
         ["view.html (MB)", size_mb],
         ["write_report (s, median)", median(writes)],
-        ["chromium --dump-dom wall (s, median)", median(opens) if opens else "no chromium"],
-        ["in page: navigation to first step drawn (ms)", median([r for r in readies if r])],
-        ["in page: first step's render (ms)", median([r for r in renders if r])],
-        ["in page: search over all steps (ms)", median([r for r in searches if r])],
+        ["write_report CPU time (s, median)", median(cpus)],
+        ["chromium: start, load, draw, screenshot (s)", median(shots) if shots else "no chromium"],
+        ["chromium: the same for about:blank (s)", median(blanks) if blanks else "no chromium"],
+        ["chromium: --dump-dom of the page (s)", median(opens) if opens else "no chromium"],
+        ["in page: navigation to the file read and parsed (ms)", median(parsed)],
+        ["in page: navigation to first step drawn (ms)", median(readies)],
+        ["in page: first step's render (ms)", median(renders)],
+        ["in page: search over all steps (ms)", median(searches)],
     ]
     print(table(["what", "value"], rows))
     result = {
@@ -204,10 +224,14 @@ def main() -> int:
         "rollouts_mb": rollouts_mb,
         "view_mb": size_mb,
         "write_s": writes,
+        "write_cpu_s": cpus,
         "open_wall_s": opens,
+        "script_start_ms": parsed,
         "ready_ms": readies,
         "render_ms": renders,
         "search_all_ms": searches,
+        "screenshot_wall_s": shots,
+        "blank_wall_s": blanks,
     }
     print(f"wrote {write_result('viewer_size', result, args.out)}")
     return 0

@@ -45,6 +45,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("mint_envkit.rl", None),
     ("mint_envkit.rl.train", ("main", "preflight", "shared_local_backend", "RunResult")),
     ("mint_envkit.sweep", None),
+    ("mint_envkit.view", None),
     ("mint_envkit.local.server", ("LocalServer", "serve_main")),
     ("mint_envkit.local.engine", ("Engine", "EngineError")),
 )

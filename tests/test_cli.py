@@ -564,13 +564,13 @@ def test_serve_refuses_a_bad_port(restore_root_logger, capsys):
 # ----------------------------------------------------------------------- help
 
 
-def test_help_lists_the_three_subcommands(capsys):
+def test_help_lists_the_subcommands(capsys):
     code, out, _err = invoke(["--help"], capsys)
 
     assert code == 0
     assert out.startswith("usage: mint-envkit ")
-    assert "{serve,summary,check}" in out
-    for command in ("serve", "summary", "check"):
+    assert "{serve,summary,view,check}" in out
+    for command in ("serve", "summary", "view", "check"):
         assert re.search(rf"^\s+{command}\s+\S", out, re.MULTILINE), command
 
 

@@ -2,6 +2,7 @@
 // No libraries, no network. Data is only ever put into the page as text nodes.
 (function () {
   "use strict";
+  const scriptStart = performance.now();  // the browser has read the whole file by now
   const INDEX = JSON.parse(document.getElementById("mev-index").textContent);
   const RUNS = INDEX.runs;
   const COLORS = ["#2458d6", "#d92d20", "#039855", "#dc6803", "#7a5af8", "#0e9384", "#c11574",
@@ -554,6 +555,7 @@
       else if (e.key === "k") stepBy(-1);
       else if (e.key === "/") { e.preventDefault(); $("f-search").focus(); }
     });
+    document.body.dataset.scriptStartMs = scriptStart.toFixed(1);
     document.body.dataset.readyMs = performance.now().toFixed(1);
     document.body.setAttribute("data-ready", "1");
   }
