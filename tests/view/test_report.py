@@ -54,6 +54,9 @@ def test_messages_shared_by_a_group_are_stored_once(run_dir):
     tool_episode = data.chunks["r0s1"]["records"][0]
     roles = [data.chunks["r0s1"]["msgs"][i]["role"] for i in tool_episode["messages"]]
     assert roles == ["system", "user", "assistant", "tool", "assistant"]
+    # What the messages list holds is not stored twice.
+    assert not {"prompt", "replies", "thinking"} & set(tool_episode)
+    assert tool_episode["stop_reasons"] == ["stop"]
 
 
 def test_text_cannot_close_the_script_element(run_dir, embedded):

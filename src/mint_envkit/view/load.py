@@ -44,6 +44,8 @@ Example::
     any((path / name).is_file() for name in RUN_FILES)
 """
 
+_REPEATED_IN_MESSAGES = ("prompt", "replies", "thinking")
+
 _DERIVED = {
     "env/all/parse_failure_rate": ("env/all/parsed", "1 - env/all/parsed"),
     "test/env/all/parse_failure_rate": ("test/env/all/parsed", "1 - test/env/all/parsed"),
@@ -203,7 +205,9 @@ def _chunks(
 
     A record's ``prompt`` and ``messages`` (lists of message dicts) become
     lists of indices into the chunk's ``msgs``: the system and user messages
-    a group shares are written once per step, not once per episode.
+    a group shares are written once per step, not once per episode. A record
+    with a ``messages`` list loses ``prompt``, ``replies`` and ``thinking``,
+    which only repeat parts of it.
     """
     by_step: dict[int, list[dict[str, Any]]] = {}
     for line in lines:
@@ -225,6 +229,9 @@ def _chunks(
         records = []
         for record in by_step[step]:
             record = dict(record)
+            if isinstance(record.get("messages"), list):
+                for field in _REPEATED_IN_MESSAGES:
+                    record.pop(field, None)
             for field in ("prompt", "messages"):
                 if isinstance(record.get(field), list):
                     record[field] = [ref(m) for m in record[field]]
