@@ -134,3 +134,12 @@ def test_screenshot(tmp_path, demo_sweep, monkeypatch):
             Image.open(shot).convert("RGB").quantize(256).save(SCREENSHOT, optimize=True)
         except ImportError:
             shutil.copyfile(shot, SCREENSHOT)
+
+
+def test_a_run_without_rollouts_says_so(tmp_path):
+    run = tmp_path / "metrics-only"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step": 0, "env/all/reward/total": 0.5}\n')
+    text = dom(tmp_path, write_report(run))
+    assert 'data-metric="env/all/reward/total"' in text
+    assert "no rollouts recorded for metrics-only" in text

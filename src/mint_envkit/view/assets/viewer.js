@@ -333,7 +333,8 @@
     $("count").textContent = shown.length
       ? `${where}: episodes ${state.page * PAGE + 1}–${state.page * PAGE + page.length} of ` +
         `${shown.length} shown (${groups} group${groups === 1 ? "" : "s"}), ${all.length} recorded`
-      : `${where}: no episode matches the filters (${all.length} recorded)`;
+      : all.length ? `${where}: no episode matches the filters (${all.length} recorded)`
+        : `no rollouts recorded for ${RUNS[state.run].name} (its rollouts.jsonl is empty or missing)`;
     for (const id of ["pager-top", "pager-bottom"]) renderPager($(id), pages);
     const box = $("groups");
     box.textContent = "";
