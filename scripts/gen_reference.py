@@ -51,6 +51,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ),
     ("mint_envkit.rl.backend", None),
     ("mint_envkit.sweep", None),
+    ("mint_envkit.view", None),
     ("mint_envkit.local.server", ("LocalServer", "serve_main")),
     ("mint_envkit.local.engine", ("Engine", "EngineError")),
 )

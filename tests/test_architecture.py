@@ -26,16 +26,18 @@ LAYERS = (
     "rewards",
     "tools",
     "envs",
+    "judge",
     "rendering",
     "builders",
     "local",
     "rl",
     "sweep",
+    "view",
     "cli",
 )
 """The layers, lowest first: a layer imports only itself and the layers before it."""
 
-LIGHT = ("errors", "parsers", "rewards", "tools", "envs", "rendering", "builders")
+LIGHT = ("errors", "parsers", "rewards", "tools", "envs", "judge", "rendering", "builders")
 """The parts a user imports to write an env; they never load the backend or the loop."""
 
 HEAVY = ("torch", "mint_envkit.local", "mint_envkit.rl", "mint_envkit.sweep")

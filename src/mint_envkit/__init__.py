@@ -99,6 +99,9 @@ if TYPE_CHECKING:
         Tool,
         tool,
     )
+    from mint_envkit.view import (
+        write_report,
+    )
 
 _EXPORTS: dict[str, str] = {
     "DatasetBuilder": "mint_envkit.builders",
@@ -155,6 +158,7 @@ _EXPORTS: dict[str, str] = {
     "run_training": "mint_envkit.rl",
     "Tool": "mint_envkit.tools",
     "tool": "mint_envkit.tools",
+    "write_report": "mint_envkit.view",
 }
 """Where each public name lives; :func:`__getattr__` imports the module on first use."""
 
@@ -216,6 +220,7 @@ __all__ = [
     "valid_format",
     "weighted",
     "with_thinking",
+    "write_report",
     "xml_tag",
 ]
 

@@ -13,6 +13,7 @@ is in it)::
         ├── RendererError (also ValueError)   unknown renderer, or no chat template
         ├── TokenizerError                    a tokenizer cannot be found or built
         ├── ToolDefinitionError (also TypeError) a tool's signature cannot become a schema
+        ├── MissingExtraError (also ImportError) an optional extra is not installed
         ├── BackendError                      a backend is unreachable or refused
         ├── EngineError                       (mint_envkit.local.engine) a local engine
         │                                     operation failed; ``category`` user/server

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "local"))  # server_fixtures
+sys.path.insert(0, str(Path(__file__).parents[1] / "local"))  # server_helpers
 
-from server_fixtures import fake_server
+from server_helpers import fake_server
 
 from mint_envkit.cli import main
-from mint_envkit.cli_checkpoints import default_state_dir
+from mint_envkit.cli.checkpoints import default_state_dir
 
 
 def saved(engine, run: str, name: str, kind: str = "weights") -> str:

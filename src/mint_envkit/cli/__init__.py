@@ -7,7 +7,8 @@ Subcommands:
   :class:`~mint_envkit.ScriptedPolicy` (and, with ``--local``, one group
   through the tiny model) and print prompts, replies, parse status, rewards.
 - ``summary SWEEP_DIR``: print a sweep's table, write its csv and png again.
-- ``checkpoints list|delete``: local runs' checkpoints (:mod:`mint_envkit.cli_checkpoints`).
+- ``checkpoints list|delete``: local runs' checkpoints (:mod:`mint_envkit.cli.checkpoints`).
+- ``view RUN_DIR``: write one HTML page with a run's (or sweep's) curves and transcripts.
 
 Example::
 
@@ -15,6 +16,7 @@ Example::
         --problem '{"question": "What is 2 + 3?", "answer": "5"}'
     mint-envkit serve --port 8765
     mint-envkit summary runs/arithmetic-sweep
+    mint-envkit view runs/arithmetic-sweep --open
 """
 
 from __future__ import annotations
@@ -311,6 +313,12 @@ def _summary(argv: list[str]) -> int:
     return print_summary(args.sweep_dir)
 
 
+def _view(argv: list[str]) -> int:
+    from mint_envkit.view import view_main
+
+    return view_main(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``mint-envkit``; returns the exit code.
 
@@ -325,14 +333,17 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "summary":
         return _summary(argv[1:])
     if argv and argv[0] == "checkpoints":
-        from mint_envkit.cli_checkpoints import checkpoints_main
+        from mint_envkit.cli.checkpoints import checkpoints_main
 
         return checkpoints_main(argv[1:])
+    if argv and argv[0] == "view":
+        return _view(argv[1:])
     parser = argparse.ArgumentParser(prog="mint-envkit", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the embedded MinT-compatible backend (see --help)")
     sub.add_parser("summary", help="print a sweep's table; write summary.csv and summary.png")
     sub.add_parser("checkpoints", help="list or delete checkpoints of local runs (see --help)")
+    sub.add_parser("view", help="write an HTML page of a run's curves and transcripts (see --help)")
     check = sub.add_parser("check", help="run an env or DatasetBuilder through ScriptedPolicy")
     check.add_argument("target", help="MODULE:NAME or path/to/file.py:NAME")
     check.add_argument("--problem", action="append", help="a problem as JSON (env classes)")

@@ -1,0 +1,321 @@
+"""Reading a run or a sweep directory into the data the viewer embeds.
+
+A *run* directory holds ``metrics.jsonl``, ``rollouts.jsonl``,
+``config.json`` and ``checkpoints.jsonl`` (see :mod:`mint_envkit.rl.logs`);
+a *sweep* directory holds ``sweep.json`` and ``results.jsonl`` and one run
+directory per config (see ``docs/sweep.md``). A directory with neither but
+with run directories inside is read as a sweep of those runs.
+
+The result is one :class:`ReportData`: ``index`` (small: runs, metric
+curves, a summary per step) and ``chunks`` (one list of rollout records per
+run and step), which the page parses only when that step is shown.
+
+Example::
+
+    from mint_envkit.view.load import load_report_data
+
+    data = load_report_data("runs/rl_hyperparameters-local")
+    data.index["kind"]          # "sweep"
+    len(data.chunks)            # one per run and step with rollouts
+    data.notes                  # warnings, e.g. a torn last line that was skipped
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from mint_envkit.errors import ConfigError
+from mint_envkit.rl.logs import read_jsonl
+
+__all__ = ["RUN_FILES", "ReportData", "find_runs", "load_report_data"]
+
+RUN_FILES = ("metrics.jsonl", "rollouts.jsonl", "config.json")
+"""The files whose presence marks a directory as a run directory.
+
+Example::
+
+    any((path / name).is_file() for name in RUN_FILES)
+"""
+
+_REPEATED_IN_MESSAGES = ("prompt", "replies", "thinking")
+
+_DERIVED = {
+    "env/all/parse_failure_rate": ("env/all/parsed", "1 - env/all/parsed"),
+    "test/env/all/parse_failure_rate": ("test/env/all/parsed", "1 - test/env/all/parsed"),
+}
+
+
+@attrs.frozen
+class ReportData:
+    """What a report embeds: the index, the rollout chunks and the notes.
+
+    Attributes:
+        index: runs, their config, metric curves and per-step summaries.
+        chunks: chunk id -> ``{"msgs": [...], "records": [...]}``, one per
+            run and step; a record's ``prompt`` and ``messages`` are lists of
+            indices into ``msgs``.
+        notes: warnings about the files (skipped lines, empty runs).
+
+    Example::
+
+        data = load_report_data("runs/demo")
+        data.index["runs"][0]["metrics"]["steps"]   # [0, 1, ...]
+    """
+
+    index: dict[str, Any]
+    chunks: dict[str, dict[str, Any]]
+    notes: list[str]
+
+
+def _is_run_dir(path: Path) -> bool:
+    return any((path / name).is_file() for name in RUN_FILES)
+
+
+def find_runs(path: str | os.PathLike[str]) -> tuple[str, list[Path]]:
+    """Whether ``path`` is a ``"run"`` or a ``"sweep"``, and its run directories.
+
+    A sweep's runs come in the order of ``sweep.json``, then any other run
+    directory inside it, by name. Raises :class:`~mint_envkit.errors.ConfigError`
+    when ``path`` is neither.
+
+    Example::
+
+        kind, runs = find_runs("runs/rl_hyperparameters-local")   # ("sweep", [...])
+    """
+    root = Path(path)
+    if not root.exists():
+        raise ConfigError(
+            f"{str(root)!r} does not exist; pass a run directory (it holds metrics.jsonl) "
+            "or a sweep directory (it holds sweep.json)"
+        )
+    if not root.is_dir():
+        raise ConfigError(
+            f"{str(root)!r} is a file, not a directory; pass the run directory that holds "
+            "metrics.jsonl and rollouts.jsonl (or a sweep directory)"
+        )
+    is_sweep = (root / "sweep.json").is_file() or (root / "results.jsonl").is_file()
+    if not is_sweep and _is_run_dir(root):
+        return "run", [root]
+    listed: list[Path] = []
+    manifest = _read_json(root / "sweep.json")
+    configs = manifest.get("configs") if isinstance(manifest, dict) else None
+    for config in configs if isinstance(configs, list) else []:
+        name = config.get("name") if isinstance(config, dict) else None
+        if isinstance(name, str) and (root / name).is_dir():
+            listed.append(root / name)
+    others = sorted(p for p in root.iterdir() if p.is_dir() and p not in listed and _is_run_dir(p))
+    runs = listed + others
+    if not runs and not is_sweep:
+        raise ConfigError(
+            f"{str(root)!r} is not a run directory (no {', '.join(RUN_FILES)}) nor a sweep "
+            "directory (no sweep.json and no run directories inside); pass the log_path of "
+            "a run or the root of a sweep"
+        )
+    return "sweep", runs
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def _read_lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
+    unreadable: list[str] = []
+    lines = read_jsonl(path, unreadable=unreadable)
+    bad = len(unreadable)
+    if bad:
+        notes.append(
+            f"{path}: skipped {bad} unreadable line{'s' if bad != 1 else ''} "
+            "(not a JSON object; e.g. the torn last line of a run that was killed)"
+        )
+    return lines
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return value
+    return None
+
+
+def _step_of(record: dict[str, Any]) -> int | None:
+    step = record.get("step")
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step):
+        return None
+    return int(step)
+
+
+def _curves(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Metric lines merged per step (a later line wins), as one series per key."""
+    by_step: dict[int, dict[str, Any]] = {}
+    for line in lines:
+        step = _step_of(line)
+        if step is not None:
+            by_step.setdefault(step, {}).update(line)
+    steps = sorted(by_step)
+    keys = sorted({k for row in by_step.values() for k, v in row.items() if _number(v) is not None})
+    series = {key: [_number(by_step[s].get(key)) for s in steps] for key in keys if key != "step"}
+    derived: dict[str, str] = {}
+    for key, (source, label) in _DERIVED.items():
+        if source in series and key not in series:
+            series[key] = [None if v is None else 1 - v for v in series[source]]
+            derived[key] = label
+    return {"steps": steps, "series": series, "derived": derived}
+
+
+def _status(record: dict[str, Any]) -> str:
+    if record.get("error") is not None:
+        return "error"
+    status = record.get("parse_status")
+    if status is None and isinstance(record.get("logs"), dict):
+        status = record["logs"].get("parse_status")
+    return str(status) if status is not None else "none"
+
+
+def _step_summary(step: int, chunk_id: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+    rewards = [r["reward"] for r in records if _number(r.get("reward")) is not None]
+    statuses: dict[str, int] = {}
+    for record in records:
+        status = _status(record)
+        statuses[status] = statuses.get(status, 0) + 1
+    return {
+        "step": step,
+        "chunk": chunk_id,
+        "episodes": sum(1 for r in records if r.get("error") is None),
+        "groups": len({(r.get("split"), r.get("group")) for r in records}),
+        "errors": statuses.get("error", 0),
+        "splits": sorted({str(r.get("split") or "train") for r in records}),
+        "mean_reward": sum(rewards) / len(rewards) if rewards else None,
+        "statuses": statuses,
+    }
+
+
+def _chunks(
+    run_id: int, lines: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Rollout records per step; each distinct message of a step is stored once.
+
+    A record's ``prompt`` and ``messages`` (lists of message dicts) become
+    lists of indices into the chunk's ``msgs``: the system and user messages
+    a group shares are written once per step, not once per episode. A record
+    with a ``messages`` list loses ``prompt``, ``replies`` and ``thinking``,
+    which only repeat parts of it.
+    """
+    by_step: dict[int, list[dict[str, Any]]] = {}
+    for line in lines:
+        step = _step_of(line)
+        by_step.setdefault(-1 if step is None else step, []).append(line)
+    summaries, chunks = [], {}
+    for step in sorted(by_step):
+        chunk_id = f"r{run_id}s{step}"
+        msgs: list[Any] = []
+        seen: dict[str, int] = {}
+
+        def ref(message: Any, msgs: list[Any] = msgs, seen: dict[str, int] = seen) -> int:
+            key = repr(message)  # equal messages from one writer have equal reprs
+            if key not in seen:
+                seen[key] = len(msgs)
+                msgs.append(message)
+            return seen[key]
+
+        records = []
+        for record in by_step[step]:
+            record = dict(record)
+            if isinstance(record.get("messages"), list):
+                for field in _REPEATED_IN_MESSAGES:
+                    record.pop(field, None)
+            for field in ("prompt", "messages"):
+                if isinstance(record.get(field), list):
+                    record[field] = [ref(m) for m in record[field]]
+            record["status"] = _status(record)
+            records.append(record)
+        chunks[chunk_id] = {"msgs": msgs, "records": records}
+        summaries.append(_step_summary(step, chunk_id, records))
+    return summaries, chunks
+
+
+def _latest_results(root: Path, notes: list[str]) -> dict[str, dict[str, Any]]:
+    latest: dict[str, dict[str, Any]] = {}
+    for line in _read_lines(root / "results.jsonl", notes):
+        if isinstance(line.get("name"), str):
+            latest[line["name"]] = line
+    return latest
+
+
+def load_report_data(path: str | os.PathLike[str]) -> ReportData:
+    """Read a run or sweep directory (see :func:`find_runs`) into a :class:`ReportData`.
+
+    Unreadable lines are skipped and noted. Raises
+    :class:`~mint_envkit.errors.ConfigError` for a directory that is neither
+    a run nor a sweep, for a run with no steps yet, and for a sweep none of
+    whose runs has any.
+
+    Example::
+
+        data = load_report_data("runs/demo")
+        for note in data.notes:
+            print("warning:", note)
+    """
+    root = Path(path)
+    kind, run_dirs = find_runs(root)
+    notes: list[str] = []
+    results = _latest_results(root, notes) if kind == "sweep" else {}
+    runs: list[dict[str, Any]] = []
+    chunks: dict[str, dict[str, Any]] = {}
+    for run_dir in run_dirs:
+        name = run_dir.name if kind == "sweep" else (root.resolve().name or str(root))
+        metric_lines = _read_lines(run_dir / "metrics.jsonl", notes)
+        rollout_lines = _read_lines(run_dir / "rollouts.jsonl", notes)
+        result = results.get(run_dir.name, {})
+        if not metric_lines and not rollout_lines:
+            if kind == "run":
+                raise ConfigError(
+                    f"{str(run_dir)!r} is an empty run: metrics.jsonl and rollouts.jsonl hold "
+                    "no records yet; view it after its first step has finished"
+                )
+            notes.append(f"{name}: no steps recorded (status {result.get('status', 'missing')})")
+            continue
+        summaries, run_chunks = _chunks(len(runs), rollout_lines)
+        chunks.update(run_chunks)
+        error_file = run_dir / "sweep_error.txt"
+        runs.append(
+            {
+                "name": name,
+                "path": str(run_dir),
+                "status": result.get("status"),
+                "error": result.get("error"),
+                "traceback": error_file.read_text(errors="replace")
+                if result.get("status") == "failed" and error_file.is_file()
+                else None,
+                "params": result.get("params") or {},
+                "seconds": result.get("seconds"),
+                "config": _read_json(run_dir / "config.json"),
+                "checkpoints": _read_lines(run_dir / "checkpoints.jsonl", notes),
+                "metrics": _curves(metric_lines),
+                "steps": summaries,
+            }
+        )
+    if not runs:
+        raise ConfigError(
+            f"{str(root)!r} is a sweep whose runs have no steps recorded yet; view it after "
+            "a config has finished its first step"
+        )
+    index = {
+        "format": 1,
+        "kind": kind,
+        "title": root.resolve().name or str(root),
+        "source": str(root),
+        "runs": runs,
+        "notes": notes,
+    }
+    return ReportData(index=index, chunks=chunks, notes=notes)

@@ -1,0 +1,151 @@
+"""Writing the viewer: one self-contained HTML file per run or sweep.
+
+The page needs no server and no network: its CSS and JavaScript are inlined
+(from ``assets/`` next to this module), and the data is embedded as JSON in
+``<script type="application/json">`` tags: one for the index (runs, curves,
+steps) and one per run and step for the rollouts, parsed only when that step
+is shown. A Content-Security-Policy forbids every network request.
+
+Example::
+
+    from mint_envkit.view import write_report
+
+    path = write_report("runs/rl_hyperparameters-local")   # .../view.html
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import re
+import warnings
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from mint_envkit.view.load import ReportData, load_report_data
+
+__all__ = ["REPORT_NAME", "render_html", "script_json", "write_report"]
+
+REPORT_NAME = "view.html"
+"""The file name a report gets inside the run (or sweep) directory by default.
+
+Example::
+
+    Path("runs/demo") / REPORT_NAME   # runs/demo/view.html
+"""
+
+_MARKER = re.compile(r"\{\{([A-Z]+)\}\}")
+_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_ESCAPE = re.compile("[<>&\u2028\u2029]")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def script_json(data: Any) -> str:
+    """``data`` as JSON that is safe inside a ``<script>`` element.
+
+    ``<``, ``>`` and ``&`` (and U+2028/U+2029) are written as ``\\uXXXX``
+    escapes, which JSON reads back as the same characters, so no text in the
+    data (``</script>``, ``<!--``) can end the element early. NaN and
+    infinities (not JSON) become ``null``.
+
+    Example::
+
+        script_json({"reply": "</script><b>"})   # '{"reply":"\\u003c/script\\u003e\\u003cb\\u003e"}'
+    """
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere: rare, so only then walk the data
+        text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"))
+    return _ESCAPE.sub(lambda m: _ESCAPES[m.group()], text)
+
+
+def _asset(name: str) -> str:
+    return resources.files("mint_envkit.view").joinpath("assets", name).read_text("utf-8")
+
+
+def render_html(data: ReportData, *, generated_at: str | None = None) -> str:
+    """The report page for ``data`` (see :func:`~mint_envkit.view.load.load_report_data`).
+
+    Example::
+
+        page = render_html(load_report_data("runs/demo"))
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        __version__ = version("mint-envkit")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        __version__ = "unknown"
+
+    index = dict(data.index)
+    index["generated_at"] = generated_at or datetime.now(UTC).isoformat(timespec="seconds")
+    index["version"] = __version__
+    chunks = "".join(
+        f'<script type="application/json" id="mev-{html.escape(key)}">{script_json(chunk)}'
+        "</script>\n"
+        for key, chunk in data.chunks.items()
+    )
+    parts = {
+        "TITLE": html.escape(f"{index['title']} - mint-envkit view"),
+        "CSS": _asset("viewer.css"),
+        "INDEX": script_json(index),
+        "CHUNKS": chunks,
+        "JS": _asset("viewer.js"),
+    }
+    return _MARKER.sub(lambda m: parts[m.group(1)], _asset("viewer.html"))
+
+
+def write_report(
+    run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None
+) -> Path:
+    """Write the viewer of a run or a sweep as one HTML file and return its path.
+
+    ``run_dir`` is a run's ``log_path`` or a sweep's root. The page shows the
+    metric curves per step (all runs of a sweep overlaid) and every episode's
+    transcript with its reward, advantage, parse status and metrics, with
+    filters and search; it opens in any browser, offline. ``out`` is the
+    file to write (a directory gets ``view.html`` inside); by default
+    ``RUN_DIR/view.html``. Lines that cannot be read (a torn last line) are
+    skipped with a ``UserWarning``. Raises
+    :class:`~mint_envkit.errors.ConfigError` when ``run_dir`` is not a run
+    or sweep directory, or holds no steps yet.
+
+    Example::
+
+        from mint_envkit import write_report
+
+        path = write_report("runs/rl_hyperparameters-local")
+        print(path)   # runs/rl_hyperparameters-local/view.html
+        # mint-envkit view runs/rl_hyperparameters-local --open   (the same, then opens it)
+    """
+    data = load_report_data(run_dir)
+    for note in data.notes:
+        warnings.warn(note, UserWarning, stacklevel=2)
+    target = Path(run_dir) / REPORT_NAME if out is None else Path(out)
+    if target.is_dir():
+        target = target / REPORT_NAME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    page = render_html(data).encode("utf-8", errors="replace")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(page)
+    os.replace(tmp, target)
+    return target

@@ -1,0 +1,145 @@
+"""The viewer in a real browser: headless Chromium runs the page's JavaScript.
+
+``--dump-dom`` prints the DOM after the scripts ran, so these tests see the
+curves and transcripts the page drew, not just the data it embeds. Skipped
+(with the reason) only where no Chromium can be found; ``.ci/run`` installs
+Debian's ``chromium`` when it is missing.
+
+``MINT_ENVKIT_UPDATE_SCREENSHOT=1 python -m pytest tests/view/test_browser.py``
+also writes ``docs/img/viewer.png``.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mint_envkit.view import write_report
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOT = REPO / "docs" / "img" / "viewer.png"
+CHROMIUM = next(
+    (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
+)
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no Chromium on this machine (apt-get install chromium; .ci/run installs it)",
+)
+
+
+def chromium(tmp_path: Path, *args: str, timeout: float = 60) -> str:
+    """Run headless Chromium with ``args``; return its stdout."""
+    out = subprocess.run(
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",  # needed as root, e.g. in CI containers
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=5000",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+def dom(tmp_path: Path, page: Path, fragment: str = "") -> str:
+    text = chromium(tmp_path, "--dump-dom", page.resolve().as_uri() + fragment)
+    assert 'data-ready="1"' in text, "the page's script did not finish"
+    return text
+
+
+def shown_text(dom_text: str, css_class: str) -> list[str]:
+    """The text of every ``<pre class="css_class">`` in the DOM."""
+    pattern = rf'<pre class="{css_class}">(.*?)</pre>'
+    return [html.unescape(re.sub(r"<[^>]+>", "", m)) for m in re.findall(pattern, dom_text, re.S)]
+
+
+def test_curves_and_transcripts_are_drawn(tmp_path, run_dir):
+    text = dom(tmp_path, write_report(run_dir))
+    # One chart per default metric, each with a drawn line.
+    for key in ("env/all/reward/total", "env/all/correct", "env/all/parse_failure_rate"):
+        assert f'data-metric="{key}"' in text
+    assert text.count("<polyline") >= 5
+    # Step 0's transcripts: the shared prompt once, each episode's reply, the parsed value marked.
+    contents = shown_text(text, "content")
+    assert "What is 12 + 45?" in contents
+    assert "The answer is 57." in contents
+    assert '<mark class="answer right">57</mark>' in text
+    # The injected markup is shown as text; it never became an element.
+    assert any("</script><script>document.title='pwned'</script>" in c for c in contents)
+    assert "<title>run - mint-envkit view</title>" in text
+    assert "ValueError: env exploded" in text  # the group whose env raised
+    assert 'class="badge bad">no_match<' in text
+
+
+def test_full_messages_render_thinking_and_tools(tmp_path, run_dir):
+    text = dom(tmp_path, write_report(run_dir), "#run=0&step=1")
+    assert '<details class="thinking">' in text
+    assert "Let me use the calculator tool." in text
+    assert "it said 57" in text  # an inline <think> block, folded too
+    assert shown_text(text, "toolcall") == ['→ add({"a": 12, "b": 45})']
+    assert '<div class="msg tool">' in text
+    assert "The sum is " in text
+
+
+def test_filters_from_the_address(tmp_path, run_dir):
+    page = write_report(run_dir)
+    every = dom(tmp_path, page, "#run=0&step=all")
+    assert every.count('class="episode"') == 5  # 4 episodes + 1 error, both steps
+    found = dom(tmp_path, page, "#run=0&step=all&q=refuse")
+    assert found.count('class="episode"') == 1
+    assert '<mark class="hit">refuse</mark>' in found
+
+
+def test_a_sweep_overlays_its_runs(tmp_path, demo_sweep):
+    page = write_report(demo_sweep)
+    text = dom(tmp_path, page)
+    runs = re.findall(r'<polyline [^>]*data-run="([^"]+)"', text)
+    assert {"kl0p0-t0p7-g4", "kl0p02-t0p7-g4", "kl0p02-t1p0-g4"} <= set(runs)
+    assert text.count('class="episode"') == 16  # step 0 of the first run: 4 groups x 4
+
+
+def test_screenshot(tmp_path, demo_sweep, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the page then names the sweep runs/arithmetic-sweep
+    page = write_report(demo_sweep.relative_to(tmp_path))
+    shot = tmp_path / "viewer.png"
+    chromium(
+        tmp_path,
+        "--hide-scrollbars",
+        "--window-size=1200,1500",
+        f"--screenshot={shot}",
+        page.resolve().as_uri() + "#run=2&step=3",
+    )
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    if os.environ.get("MINT_ENVKIT_UPDATE_SCREENSHOT") == "1":
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        try:  # a 256-colour palette keeps the committed file small
+            from PIL import Image
+
+            Image.open(shot).convert("RGB").quantize(256).save(SCREENSHOT, optimize=True)
+        except ImportError:
+            shutil.copyfile(shot, SCREENSHOT)
+
+
+def test_a_run_without_rollouts_says_so(tmp_path):
+    run = tmp_path / "metrics-only"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step": 0, "env/all/reward/total": 0.5}\n')
+    text = dom(tmp_path, write_report(run))
+    assert 'data-metric="env/all/reward/total"' in text
+    assert "no rollouts recorded for metrics-only" in text
