@@ -22,11 +22,14 @@ from typing import Any, ClassVar
 
 from mint_envkit.envs.base import Message, MessageEnv, MessageStepResult
 from mint_envkit.envs.problem import bind_problem
-from mint_envkit.errors import EnvError, ProblemError
+from mint_envkit.errors import ConfigError, EnvError, ProblemError
 from mint_envkit.parsers import Parser, ParseResult, exact, strip_thinking
 from mint_envkit.rewards import default_check
 
 __all__ = ["SingleTurnEnv"]
+
+_DERIVED_UNPARSED: set[type] = set()
+"""Classes whose ``reward_unparsed`` was set here from ``reward_incorrect``."""
 
 
 class SingleTurnEnv(MessageEnv):
@@ -46,6 +49,13 @@ class SingleTurnEnv(MessageEnv):
             the parsed answer is right, wrong, or could not be parsed
             (defaults 1.0 / 0.0 / 0.0). Unparsed replies are reported apart
             from wrong ones (metric ``parsed``), never folded in silently.
+            An unparsed reply never earns more than a wrong one: a subclass
+            that sets ``reward_incorrect`` but not ``reward_unparsed`` gets
+            ``reward_unparsed = reward_incorrect``, and one that sets
+            ``reward_unparsed > reward_incorrect`` raises
+            :class:`~mint_envkit.errors.ConfigError` when it is defined
+            (RL would otherwise learn to stop answering: an empty reply is
+            the easiest unparsed one).
         reward_fn: optional composed reward (see :mod:`mint_envkit.rewards`);
             when set it gives the reward, and each of its components is
             reported as a metric.
@@ -79,6 +89,10 @@ class SingleTurnEnv(MessageEnv):
     reward_fn: ClassVar[Any] = None
     required_fields: ClassVar[tuple[str, ...]] = ("question", "answer")
     optional_fields: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _order_rewards(cls)
 
     def __init__(self, **problem: Any) -> None:
         self.problem: dict[str, Any] = bind_problem(
@@ -204,3 +218,25 @@ class SingleTurnEnv(MessageEnv):
             )
         self._done = True
         return self.score(message)
+
+
+def _order_rewards(cls: type[SingleTurnEnv]) -> None:
+    """Default ``reward_unparsed`` to ``reward_incorrect``; refuse an unparsed reply above a wrong one."""
+    chain = cls.__mro__[: cls.__mro__.index(SingleTurnEnv)]
+    explicit = any("reward_unparsed" in vars(c) and c not in _DERIVED_UNPARSED for c in chain)
+    for name in ("reward_correct", "reward_incorrect", "reward_unparsed"):
+        value = getattr(cls, name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{cls.__name__}.{name} must be a number, got {value!r}")
+    if not explicit:
+        cls.reward_unparsed = cls.reward_incorrect
+        _DERIVED_UNPARSED.add(cls)
+    if cls.reward_unparsed > cls.reward_incorrect:
+        raise ConfigError(
+            f"{cls.__name__}.reward_unparsed = {cls.reward_unparsed} is above "
+            f"reward_incorrect = {cls.reward_incorrect}: a reply with no answer would earn "
+            f"more than a wrong answer, so RL teaches the model to stop answering (an empty "
+            f"reply is the easiest way). Set reward_unparsed <= reward_incorrect, for example "
+            f"reward_unparsed = {cls.reward_incorrect}, or leave it unset to follow "
+            f"reward_incorrect."
+        )
