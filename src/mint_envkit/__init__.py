@@ -16,7 +16,7 @@ Example::
                              problems=[{"question": "What is 2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=3, model_name="mint-envkit/tiny-qwen3")
     report = ScriptedPolicy(["5", "7", "five"]).run_sync(builder)
-    report.groups[0].rewards   # [1.0, -0.25, 0.0]
+    report.groups[0].rewards   # [1.0, -0.25, -0.25]
 
 Importing this package does not import torch (nor the ``mint`` SDK): the
 backend and the training loop load them when used.

@@ -172,6 +172,12 @@ def _summary(argv: list[str]) -> int:
     return summary_main(argv)
 
 
+def _install_model(argv: list[str]) -> int:
+    from mint_envkit.install_model import install_model_main
+
+    return install_model_main(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``mint-envkit``; returns the exit code.
 
@@ -185,10 +191,13 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(argv[1:])
     if argv and argv[0] == "summary":
         return _summary(argv[1:])
+    if argv and argv[0] == "install-model":
+        return _install_model(argv[1:])
     parser = argparse.ArgumentParser(prog="mint-envkit", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the embedded MinT-compatible backend (see --help)")
     sub.add_parser("summary", help="print a sweep's table; write summary.csv and summary.png")
+    sub.add_parser("install-model", help="install a pretrained model for the local backend")
     check = sub.add_parser("check", help="run an env or DatasetBuilder through ScriptedPolicy")
     check.add_argument("target", help="MODULE:NAME or path/to/file.py:NAME")
     check.add_argument("--problem", action="append", help="a problem as JSON (env classes)")

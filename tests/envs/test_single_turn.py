@@ -344,7 +344,7 @@ def test_inherited_explicit_unparsed_is_checked_against_a_new_incorrect():
         reward_incorrect = 0.0
         reward_unparsed = -0.1
 
-    with pytest.raises(ConfigError, match="reward_unparsed = -0.1"):
+    with pytest.raises(ConfigError, match=r"reward_unparsed = -0\.1"):
 
         class Harsher(Base):
             reward_incorrect = -0.5

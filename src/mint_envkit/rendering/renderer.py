@@ -33,6 +33,7 @@ __all__ = ["RENDERERS", "Renderer", "get_renderer"]
 RENDERERS: dict[str, dict[str, Any]] = {
     "qwen3": {"enable_thinking": True},
     "qwen3_disable_thinking": {"enable_thinking": False},
+    "chat_template": {},
 }
 """The renderer names :func:`get_renderer` knows, with their template options."""
 
@@ -182,8 +183,10 @@ class Renderer:
 def get_renderer(name: str, tokenizer: PreTrainedTokenizerBase) -> Renderer:
     """Return the renderer called ``name`` for ``tokenizer``.
 
-    Known names: ``"qwen3"`` (thinking on) and ``"qwen3_disable_thinking"``
-    (the generation prompt pre-fills an empty think block).
+    Known names: ``"qwen3"`` (thinking on), ``"qwen3_disable_thinking"``
+    (the generation prompt pre-fills an empty think block) and
+    ``"chat_template"`` (any tokenizer's own template, stop tokens read from it;
+    see :mod:`mint_envkit.rendering.chat_template`).
 
     Raises:
         RendererError: the name is unknown (the message lists the known
@@ -198,4 +201,8 @@ def get_renderer(name: str, tokenizer: PreTrainedTokenizerBase) -> Renderer:
         raise RendererError(
             f"unknown renderer {name!r}; known renderers: {', '.join(sorted(RENDERERS))}"
         )
+    if name == "chat_template":
+        from mint_envkit.rendering.chat_template import ChatTemplateRenderer
+
+        return ChatTemplateRenderer(tokenizer)
     return Renderer(tokenizer, name=name, **options)
