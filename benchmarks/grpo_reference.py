@@ -5,10 +5,13 @@ system prompt and learning rate? It is the yardstick for the embedded backend: a
 run through the SDK and the server should learn about as fast.
 
 Per step: ``--problems`` training problems ("What is a + b?", a and b in
-``0..--max-operand``), ``--group`` samples each at temperature 1, reward
+``0..--max-operand``), ``--group`` samples each at ``--temperature``, reward
 ``--reward-correct`` / ``--reward-incorrect`` / ``--reward-unparsed`` from the chosen
 parser, advantage = reward - group mean, one AdamW step on the token-mean
-policy-gradient loss (on-policy, so importance ratio 1), LoRA on every linear layer.
+policy-gradient loss over the groups whose rewards differ (the others have advantage 0),
+LoRA on every linear layer. At a temperature below 1 the samples come from the
+sharpened distribution while the loss uses the model's own logprobs (a common shortcut;
+the gradient is then not exactly on-policy).
 Greedy correctness is measured on ``--eval-n`` held-out problems, drawn with another
 seed and never trained on, before the first step and after the last (and every
 ``--eval-every`` steps).
@@ -60,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--system", choices=sorted(SYSTEM_PROMPTS), default="calculator")
     p.add_argument("--max-operand", type=int, default=30)
     p.add_argument("--max-tokens", type=int, default=32)
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
     p.add_argument("--reward-correct", type=float, default=1.0)
     p.add_argument("--reward-incorrect", type=float, default=0.0)
     p.add_argument("--reward-unparsed", type=float, default=0.0)
@@ -116,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                 **enc,
                 max_new_tokens=args.max_tokens,
                 do_sample=sample,
-                temperature=1.0 if sample else None,
+                temperature=args.temperature if sample else None,
                 top_p=None,
                 top_k=None,
                 eos_token_id=eos_id,
@@ -171,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         t_sample = time.perf_counter() - t0
         loss_value = 0.0
         if live:
+            # Only the groups whose rewards differ carry a gradient (advantage 0 otherwise).
+            rows = torch.nonzero((groups.std(dim=1) > 0).repeat_interleave(args.group)).squeeze(1)
+            adv, completion = adv[rows], completion[rows]
+            enc = {k: v[rows] for k, v in enc.items()}
             model.train()
             ids = torch.cat([enc["input_ids"], completion], dim=1)
             # Completion tokens count up to and including the first end-of-turn token.
@@ -186,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             optim.zero_grad()
             loss.backward()
             optim.step()
-            loss_value = float(loss)
+            loss_value = float(loss.detach())
         row = {
             "step": step,
             "reward": round(float(rewards.mean()), 4),
