@@ -144,7 +144,15 @@ def main(argv: list[str] | None = None) -> int:
         r=args.rank,
         lora_alpha=32,
         lora_dropout=0.0,
-        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        target_modules=[
+            "q_proj",
+            "k_proj",
+            "v_proj",
+            "o_proj",
+            "gate_proj",
+            "up_proj",
+            "down_proj",
+        ],
     )
     for param in loaded.model.parameters():
         param.requires_grad_(False)
