@@ -54,9 +54,11 @@ from mint_envkit.parsers import (
 )
 from mint_envkit.rendering import (
     TINY_MODEL_NAME,
+    ChatTemplateRenderer,
     EnvFromMessageEnv,
     Renderer,
     StepResult,
+    default_renderer_for,
     get_renderer,
     get_tokenizer,
 )
@@ -74,6 +76,7 @@ __version__ = "0.1.0"
 __all__ = [
     "TINY_MODEL_NAME",
     "BackendError",
+    "ChatTemplateRenderer",
     "Config",
     "ConfigError",
     "DatasetBuilder",
@@ -103,6 +106,7 @@ __all__ = [
     "__version__",
     "boxed",
     "choice",
+    "default_renderer_for",
     "exact",
     "first_number",
     "gated",
