@@ -17,6 +17,9 @@ seed and never trained on, before the first step and after the last (and every
 ``--eval-every`` steps).
 
     nice -n 5 python benchmarks/grpo_reference.py --steps 20 --lr 3e-4 --parser last_number
+    # what was measured on a busy 2-core machine (a shorter, cheaper run):
+    nice -n 5 python benchmarks/grpo_reference.py --steps 10 --lr 5e-4 --parser last_number \
+        --system calculator --max-tokens 16 --temperature 0.7 --out run.json
 
 Prints one line per step and writes the results as JSON to ``--out`` when given.
 """
