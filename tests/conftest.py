@@ -14,9 +14,12 @@ holds this conftest and has no ``__init__.py``.
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import tempfile
+
+import pytest
 
 _SAVED: dict[str, str | None] = {}
 _CACHE: list[str] = []
@@ -38,3 +41,51 @@ def pytest_unconfigure(config):
             os.environ[name] = value
     for cache in _CACHE:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+# --- tokenizers with other chat templates, built from the tiny tokenizer (no download) ---
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+"""SmolLM2's chat template (plain ChatML with a default system prompt)."""
+
+LLAMA3_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' "
+    "+ message['content'] | trim + '<|eot_id|>' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+    "{% endif %}"
+)
+"""The shape of Llama 3's chat template (header tokens, ``<|eot_id|>`` ends a turn)."""
+
+
+@pytest.fixture(scope="session")
+def chatml_tokenizer():
+    """The tiny tokenizer with SmolLM2's ChatML template (eos ``<|im_end|>``)."""
+    from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME, get_tokenizer
+
+    tok = copy.deepcopy(get_tokenizer(TINY_MODEL_NAME))
+    tok.chat_template = CHATML_TEMPLATE
+    tok.eos_token = "<|im_end|>"
+    return tok
+
+
+@pytest.fixture(scope="session")
+def llama3_tokenizer():
+    """The tiny tokenizer with Llama 3's special tokens and template (eos ``<|end_of_text|>``)."""
+    from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME, get_tokenizer
+
+    tok = copy.deepcopy(get_tokenizer(TINY_MODEL_NAME))
+    tok.add_special_tokens(
+        {
+            "bos_token": "<|begin_of_text|>",
+            "eos_token": "<|end_of_text|>",
+            "additional_special_tokens": ["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
+        }
+    )
+    tok.chat_template = LLAMA3_TEMPLATE
+    return tok

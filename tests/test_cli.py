@@ -169,9 +169,9 @@ def test_check_env_class_prints_prompt_replies_rewards_and_parse_status(monkeypa
     assert reply_rows(out) == [
         ("5", 1.0, "ok"),
         ("0", -0.25, "ok"),
-        ("I am not sure.", 0.0, "no_match"),
+        ("I am not sure.", -0.25, "no_match"),
     ]
-    assert "reward +1.000" in out and "reward -0.250" in out and "reward +0.000" in out
+    assert "reward +1.000" in out and out.count("reward -0.250") == 2
     assert "{'correct': 1.0, 'parsed': 1.0}" in out
     assert "ERROR" not in out
 
@@ -403,7 +403,7 @@ def test_check_local_samples_one_group_on_the_embedded_backend(tmp_path, monkeyp
     assert reply_rows(scripted) == [
         ("5", 1.0, "ok"),
         ("0", -0.25, "ok"),
-        ("I am not sure.", 0.0, "no_match"),
+        ("I am not sure.", -0.25, "no_match"),
     ]
     assert local.startswith("--- group 0\n")
     assert "ERROR" not in local
@@ -569,8 +569,8 @@ def test_help_lists_the_subcommands(capsys):
 
     assert code == 0
     assert out.startswith("usage: mint-envkit ")
-    assert "{serve,summary,checkpoints,view,check}" in out
-    for command in ("serve", "summary", "checkpoints", "view", "check"):
+    assert "{serve,summary,checkpoints,view,install-model,check}" in out
+    for command in ("serve", "summary", "checkpoints", "view", "install-model", "check"):
         assert re.search(rf"^\s+{command}\s+\S", out, re.MULTILINE), command
 
 

@@ -146,7 +146,7 @@ builder = DatasetBuilder(
 )
 report = ScriptedPolicy(["5", "7", "five"]).run_sync(builder)
 assert report.errors == [], report.errors
-assert report.groups[0].rewards == [1.0, -0.25, 0.0], report.groups[0].rewards
+assert report.groups[0].rewards == [1.0, -0.25, -0.25], report.groups[0].rewards
 assert "torch" not in sys.modules
 print("ok")
 """

@@ -16,7 +16,7 @@ Example::
                              problems=[{"question": "What is 2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=3, model_name="mint-envkit/tiny-qwen3")
     report = ScriptedPolicy(["5", "7", "five"]).run_sync(builder)
-    report.groups[0].rewards   # [1.0, -0.25, 0.0]
+    report.groups[0].rewards   # [1.0, -0.25, -0.25]
 
 Importing this package does not import torch (nor the ``mint`` SDK): the
 backend and the training loop load them when used. The names below are loaded
@@ -74,9 +74,11 @@ if TYPE_CHECKING:
     )
     from mint_envkit.rendering import (
         TINY_MODEL_NAME,
+        ChatTemplateRenderer,
         EnvFromMessageEnv,
         Renderer,
         StepResult,
+        default_renderer_for,
         get_renderer,
         get_tokenizer,
     )
@@ -140,9 +142,11 @@ _EXPORTS: dict[str, str] = {
     "strip_thinking": "mint_envkit.parsers",
     "xml_tag": "mint_envkit.parsers",
     "TINY_MODEL_NAME": "mint_envkit.rendering",
+    "ChatTemplateRenderer": "mint_envkit.rendering",
     "EnvFromMessageEnv": "mint_envkit.rendering",
     "Renderer": "mint_envkit.rendering",
     "StepResult": "mint_envkit.rendering",
+    "default_renderer_for": "mint_envkit.rendering",
     "get_renderer": "mint_envkit.rendering",
     "get_tokenizer": "mint_envkit.rendering",
     "Reward": "mint_envkit.rewards",
@@ -168,6 +172,7 @@ __version__ = "0.1.0"
 __all__ = [
     "TINY_MODEL_NAME",
     "BackendError",
+    "ChatTemplateRenderer",
     "Config",
     "ConfigError",
     "DatasetBuilder",
@@ -203,6 +208,7 @@ __all__ = [
     "__version__",
     "boxed",
     "choice",
+    "default_renderer_for",
     "exact",
     "first_number",
     "gated",

@@ -6,6 +6,7 @@ import attrs
 import pytest
 
 from mint_envkit import (
+    ConfigError,
     EnvError,
     MessageStepResult,
     ParseResult,
@@ -304,3 +305,46 @@ async def test_reward_fn_from_mint_envkit_rewards():
 def test_unscored_metrics_count_as_zero():
     env = ArithmeticEnv(question="What is 2 + 3?", answer="5")
     assert env.unscored_metrics() == {"correct": 0.0, "parsed": 0.0}
+
+
+def test_unparsed_reward_follows_incorrect_when_unset():
+    class Wrong(SingleTurnEnv):
+        reward_incorrect = -0.25
+
+    class Deeper(Wrong):
+        reward_incorrect = -0.5
+
+    assert Wrong.reward_unparsed == -0.25
+    assert Deeper.reward_unparsed == -0.5
+    assert SingleTurnEnv.reward_unparsed == 0.0
+
+
+def test_unparsed_above_incorrect_is_refused_at_class_definition():
+    with pytest.raises(ConfigError) as info:
+
+        class Lenient(SingleTurnEnv):
+            reward_incorrect = -0.25
+            reward_unparsed = 0.0
+
+    message = str(info.value)
+    assert "Lenient.reward_unparsed = 0.0" in message
+    assert "reward_incorrect = -0.25" in message
+    assert "stop answering" in message
+
+
+def test_inherited_explicit_unparsed_is_checked_against_a_new_incorrect():
+    class Base(SingleTurnEnv):
+        reward_incorrect = 0.0
+        reward_unparsed = -0.1
+
+    with pytest.raises(ConfigError, match=r"reward_unparsed = -0\.1"):
+
+        class Harsher(Base):
+            reward_incorrect = -0.5
+
+
+def test_reward_that_is_not_a_number_is_refused():
+    with pytest.raises(ConfigError, match="reward_correct must be a number"):
+
+        class Bad(SingleTurnEnv):
+            reward_correct = "1"

@@ -28,8 +28,7 @@ async def test_five_seven_and_five_in_words():
     (group,) = report.groups
     assert report.errors == []
     assert group.replies == ["5", "7", "five"]
-    assert group.rewards == [1.0, -0.25, example.ArithmeticEnv.reward_unparsed]
-    assert example.ArithmeticEnv.reward_unparsed == 0.0
+    assert group.rewards == [1.0, -0.25, -0.25]
     assert [m["correct"] for m in group.metrics] == [1.0, 0.0, 0.0]
     assert [m["parsed"] for m in group.metrics] == [1.0, 1.0, 0.0]
     assert [log["parse_status"] for log in group.logs] == ["ok", "ok", "no_match"]

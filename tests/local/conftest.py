@@ -1,4 +1,5 @@
-"""Shared fixtures of the local-backend tests: a real server and an SDK client on it.
+"""Shared fixtures of the local-backend tests: a real server and an SDK client on it, and a
+small tied Llama model built here (no download).
 
 Both are module-scoped: the tests of one module share one server (the tiny
 test model, a temporary state directory). The fake-engine server and the HTTP
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import torch
 from server_helpers import SMALL
 
 from mint_envkit.local.server import LocalServer
@@ -54,3 +56,37 @@ def service_client(real_server: LocalServer) -> Iterator[Any]:
     client = mint.ServiceClient(base_url=real_server.base_url, api_key="sk-test")
     yield client
     client.holder.close()  # stop its heartbeat before the server goes away
+
+
+@pytest.fixture(scope="session")
+def tied_model_dir(tmp_path_factory, chatml_tokenizer):
+    """A tiny Llama with tied input/output embeddings and a ChatML tokenizer, as a HF directory.
+
+    Like SmolLM2 (Llama architecture, ``tie_word_embeddings=True``, ChatML), at
+    hidden 64 and 2 layers over the tiny 2048-token tokenizer; weights from seed 0.
+    """
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok = chatml_tokenizer
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        bos_token_id=tok.convert_tokens_to_ids("<|im_start|>"),
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.eos_token_id,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).to(torch.float32)
+    with torch.no_grad():
+        model.model.embed_tokens.weight.normal_(0.0, 0.125)
+    assert model.lm_head.weight is model.model.embed_tokens.weight
+    target = tmp_path_factory.mktemp("models") / "tied" / "tiny-llama-tied"
+    model.save_pretrained(str(target))
+    tok.save_pretrained(str(target))
+    return target

@@ -86,7 +86,7 @@ def test_cache_dir_is_a_reused_hf_directory(monkeypatch):
     def no_rebuild(*args, **kwargs):
         raise AssertionError("the cached model was rebuilt")
 
-    monkeypatch.setattr(models, "build_tiny_model", no_rebuild)
+    monkeypatch.setattr(models.tiny, "build_tiny_model", no_rebuild)
     assert tiny_model_dir(SMALL) == first
     assert (first / "model.safetensors").stat().st_mtime_ns == mtime
     loaded = load_base_model(SMALL)

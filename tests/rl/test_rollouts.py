@@ -86,7 +86,7 @@ async def test_first_turn_of_a_group_is_one_request_with_num_samples_group_size(
     assert request.prompt == request.renderer.render_tokens(request.messages)
     assert request.stop == request.renderer.get_stop_sequences()
     assert rollout.error is None
-    assert rollout.rewards == [1.0, -0.25, 0.0, 1.0]
+    assert rollout.rewards == [1.0, -0.25, -0.25, 1.0]
     assert rollout.messages == request.messages
 
 

@@ -69,12 +69,12 @@ async def test_list_replies_go_to_envs_by_position():
     assert isinstance(report, ScriptedReport)
     first, second = report.groups
     assert first.replies == ["5", "7", "five"]
-    assert first.rewards == [1.0, -0.25, 0.0]
+    assert first.rewards == [1.0, -0.25, -0.25]
     assert [m["correct"] for m in first.metrics] == [1.0, 0.0, 0.0]
     assert [m["parsed"] for m in first.metrics] == [1.0, 1.0, 0.0]
     assert [log["parse_status"] for log in first.logs] == ["ok", "ok", "no_match"]
     assert first.prompt[-1] == {"role": "user", "content": "What is 2 + 3?"}
-    assert second.rewards == [-0.25, -0.25, 0.0]
+    assert second.rewards == [-0.25, -0.25, -0.25]
     assert report.errors == []
 
 
@@ -157,7 +157,7 @@ def test_bad_replies(replies):
 
 def test_run_sync():
     report = ScriptedPolicy(["5", "7", "five"]).run_sync(builder(problems=PROBLEMS[:1]))
-    assert report.groups[0].rewards == [1.0, -0.25, 0.0]
+    assert report.groups[0].rewards == [1.0, -0.25, -0.25]
 
 
 async def test_mean_metrics_average_over_envs():
@@ -165,7 +165,7 @@ async def test_mean_metrics_average_over_envs():
     means = report.mean_metrics
     assert means["correct"] == pytest.approx(1 / 6)
     assert means["parsed"] == pytest.approx(4 / 6)
-    assert report.mean_reward == pytest.approx((1.0 - 0.25 + 0 - 0.25 - 0.25 + 0) / 6)
+    assert report.mean_reward == pytest.approx((1.0 - 0.25 - 0.25 - 0.25 - 0.25 - 0.25) / 6)
 
 
 async def test_multi_turn_function_policy_sees_the_conversation():

@@ -9,6 +9,7 @@ Subcommands:
 - ``summary SWEEP_DIR``: print a sweep's table, write its csv and png again.
 - ``checkpoints list|delete``: local runs' checkpoints (:mod:`mint_envkit.cli.checkpoints`).
 - ``view RUN_DIR``: write one HTML page with a run's (or sweep's) curves and transcripts.
+- ``install-model smollm2``: install the real pretrained model of the local backend.
 
 Example::
 
@@ -313,6 +314,12 @@ def _summary(argv: list[str]) -> int:
     return print_summary(args.sweep_dir)
 
 
+def _install_model(argv: list[str]) -> int:
+    from mint_envkit.cli.install_model import install_model_main
+
+    return install_model_main(argv)
+
+
 def _view(argv: list[str]) -> int:
     from mint_envkit.view import view_main
 
@@ -338,12 +345,15 @@ def main(argv: list[str] | None = None) -> int:
         return checkpoints_main(argv[1:])
     if argv and argv[0] == "view":
         return _view(argv[1:])
+    if argv and argv[0] == "install-model":
+        return _install_model(argv[1:])
     parser = argparse.ArgumentParser(prog="mint-envkit", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the embedded MinT-compatible backend (see --help)")
     sub.add_parser("summary", help="print a sweep's table; write summary.csv and summary.png")
     sub.add_parser("checkpoints", help="list or delete checkpoints of local runs (see --help)")
     sub.add_parser("view", help="write an HTML page of a run's curves and transcripts (see --help)")
+    sub.add_parser("install-model", help="install a pretrained model for the local backend")
     check = sub.add_parser("check", help="run an env or DatasetBuilder through ScriptedPolicy")
     check.add_argument("target", help="MODULE:NAME or path/to/file.py:NAME")
     check.add_argument("--problem", action="append", help="a problem as JSON (env classes)")

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from mint_envkit.envs.base import Message, MessageStepResult
+from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import Parser, ParseResult, exact, strip_thinking
 from mint_envkit.rewards import default_check
 
@@ -56,6 +57,11 @@ class AnswerScoring:
         parser: extracts the answer from the reply's content (default ``exact()``).
         reward_correct, reward_incorrect, reward_unparsed: the reward when the
             parsed answer is right, wrong, or could not be parsed (1.0 / 0.0 / 0.0).
+            An unparsed reply never earns more than a wrong one: a subclass that
+            sets ``reward_incorrect`` but not ``reward_unparsed`` gets
+            ``reward_unparsed = reward_incorrect``; ``reward_unparsed >
+            reward_incorrect`` raises :class:`~mint_envkit.errors.ConfigError`
+            when the class is defined.
         reward_fn: optional composed reward (see :mod:`mint_envkit.rewards`);
             when set it gives the reward and each part is a metric.
         reward_sees_thinking: when True, ``reward_fn`` reads
@@ -78,6 +84,10 @@ class AnswerScoring:
     reward_fn: ClassVar[Any] = None
     reward_sees_thinking: ClassVar[bool] = False
     problem: dict[str, Any]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _order_rewards(cls)
 
     @property
     def answer(self) -> Any:
@@ -159,3 +169,29 @@ class AnswerScoring:
         ``correct`` and ``parsed`` count such an episode as 0.
         """
         return {"correct": 0.0, "parsed": 0.0}
+
+
+_DERIVED_UNPARSED: set[type] = set()
+"""Classes whose ``reward_unparsed`` was set here from ``reward_incorrect``."""
+
+
+def _order_rewards(cls: type[AnswerScoring]) -> None:
+    """Default ``reward_unparsed`` to ``reward_incorrect``; refuse an unparsed reply above a wrong one."""
+    chain = cls.__mro__[: cls.__mro__.index(AnswerScoring)]
+    explicit = any("reward_unparsed" in vars(c) and c not in _DERIVED_UNPARSED for c in chain)
+    for name in ("reward_correct", "reward_incorrect", "reward_unparsed"):
+        value = getattr(cls, name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{cls.__name__}.{name} must be a number, got {value!r}")
+    if not explicit:
+        cls.reward_unparsed = cls.reward_incorrect
+        _DERIVED_UNPARSED.add(cls)
+    if cls.reward_unparsed > cls.reward_incorrect:
+        raise ConfigError(
+            f"{cls.__name__}.reward_unparsed = {cls.reward_unparsed} is above "
+            f"reward_incorrect = {cls.reward_incorrect}: a reply with no answer would earn "
+            f"more than a wrong answer, so RL teaches the model to stop answering (an empty "
+            f"reply is the easiest way). Set reward_unparsed <= reward_incorrect, for example "
+            f"reward_unparsed = {cls.reward_incorrect}, or leave it unset to follow "
+            f"reward_incorrect."
+        )

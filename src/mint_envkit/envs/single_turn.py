@@ -45,6 +45,13 @@ class SingleTurnEnv(AnswerScoring, MessageEnv):
             the parsed answer is right, wrong, or could not be parsed
             (defaults 1.0 / 0.0 / 0.0). Unparsed replies are reported apart
             from wrong ones (metric ``parsed``), never folded in silently.
+            An unparsed reply never earns more than a wrong one: a subclass
+            that sets ``reward_incorrect`` but not ``reward_unparsed`` gets
+            ``reward_unparsed = reward_incorrect``, and one that sets
+            ``reward_unparsed > reward_incorrect`` raises
+            :class:`~mint_envkit.errors.ConfigError` when it is defined
+            (RL would otherwise learn to stop answering: an empty reply is
+            the easiest unparsed one).
         reward_fn: optional composed reward (see :mod:`mint_envkit.rewards`);
             when set it gives the reward, and each of its components is
             reported as a metric. It reads the reply's content.

@@ -8,6 +8,7 @@ Example::
     env = EnvFromMessageEnv(renderer, my_message_env)
 """
 
+from mint_envkit.rendering.chat_template import ChatTemplateRenderer, default_renderer_for
 from mint_envkit.rendering.renderer import RENDERERS, Renderer, get_renderer
 from mint_envkit.rendering.token_env import EnvFromMessageEnv, StepResult, StopCondition
 from mint_envkit.rendering.tokenizer import (
@@ -22,11 +23,13 @@ __all__ = [
     "RENDERERS",
     "TINY_MODEL_NAME",
     "TINY_MODEL_NAMES",
+    "ChatTemplateRenderer",
     "EnvFromMessageEnv",
     "Renderer",
     "StepResult",
     "StopCondition",
     "cache_dir",
+    "default_renderer_for",
     "get_renderer",
     "get_tokenizer",
     "tiny_tokenizer_dir",

