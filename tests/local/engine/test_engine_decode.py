@@ -59,7 +59,7 @@ def test_device_policy_gives_the_cpu_results(small_model):
     tokenizer = get_tokenizer(SMALL)
     cpu = decode(small_model, specs, CPU, tokenizer)
     assert _same(decode(small_model, specs, DEVICE_LIKE, tokenizer), cpu)
-    assert [s.stop_reason for s in cpu[0]][0] == "stop" and cpu[0][0].tokens[-1] == stop_id
+    assert cpu[0][0].stop_reason == "stop" and cpu[0][0].tokens[-1] == stop_id
     assert cpu[1][1].stop_reason == "stop" and tuple(cpu[1][1].tokens[-2:]) == stop_seq
     assert cpu[2][2].stop_reason == "stop" and len(cpu[2][2].tokens) <= 7
     # a sample's tokens do not depend on its siblings stopping: each is a prefix of its draw

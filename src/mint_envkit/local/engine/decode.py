@@ -6,8 +6,8 @@ only every ``sync_every`` steps (and at the end), where it also checks stop stri
 multi-token stop sequences (they need the token history; a row that matched one is cut
 at the match, so a late check never changes a result) and drops finished rows from the
 batch. The same code runs on CPU and CUDA; only the :class:`DecodePolicy` differs: CPU
-syncs every step (finished rows leave at once, as before), CUDA every 16 steps and may
-compile the step (``MINT_ENVKIT_COMPILE=1``, off by default).
+syncs every step (finished rows leave at once, as before), CUDA every 16 steps, keeps
+finished rows in the batch until it can halve, and may compile the step (``MINT_ENVKIT_COMPILE=1``, off by default).
 
 Draws use the exponential race (``argmax(p / E)``, ``E ~ Exp(1)``), which samples from
 ``p`` exactly. Each request draws its noise for all its ``num_samples`` rows every step
@@ -239,7 +239,9 @@ def decode(
                 keep = [p for p, d in enumerate(done) if not d]
                 if not keep:
                     break
-                if len(keep) < len(live_rows):
+                # static shapes (CUDA graphs) shrink the batch only when it halves
+                shrink = len(live_rows) // 2 if policy.static_shapes else len(live_rows) - 1
+                if len(keep) <= shrink:
                     index = torch.tensor(keep, device=dev)
                     backend.select(index)
                     tok, next_pos = tok[index], next_pos[index]

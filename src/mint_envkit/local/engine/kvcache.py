@@ -37,8 +37,6 @@ __all__ = ["STATIC_MODEL_TYPES", "CacheBackend", "StaticBackend", "backend_for"]
 STATIC_MODEL_TYPES = frozenset({"qwen3", "qwen2", "llama"})
 """``config.model_type`` values whose bodies :class:`StaticBackend` runs."""
 
-_TORCH_GQA = tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 5)
-
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
@@ -102,13 +100,19 @@ class StaticBackend:
         values.index_copy_(2, cols, v.to(values.dtype))
         upto = mask.shape[-1]
         k_all, v_all = keys[:, :, :upto], values[:, :, :upto]
-        groups = q.shape[1] // k_all.shape[1]
+        heads, kv_heads = q.shape[1], k_all.shape[1]
+        groups = heads // kv_heads
         scale = getattr(attn, "scaling", head_dim**-0.5)
-        if groups > 1 and not (_TORCH_GQA and q.is_cuda):
-            k_all = k_all.repeat_interleave(groups, dim=1)
-            v_all = v_all.repeat_interleave(groups, dim=1)
-        extra = {"enable_gqa": True} if groups > 1 and _TORCH_GQA and q.is_cuda else {}
-        out = F.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask, scale=scale, **extra)
+        if groups > 1 and width == 1:
+            # one query per row: a kv head's query heads become its query rows (no K/V copy)
+            q = q.reshape(rows, kv_heads, groups, head_dim)
+            out = F.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask, scale=scale)
+            out = out.reshape(rows, heads, 1, head_dim)
+        else:
+            if groups > 1:  # as transformers' repeat_kv: prefill stays bit-identical to it
+                k_all = k_all.repeat_interleave(groups, dim=1)
+                v_all = v_all.repeat_interleave(groups, dim=1)
+            out = F.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask, scale=scale)
         return attn.o_proj(out.transpose(1, 2).reshape(rows, width, -1))
 
     def _forward(self, ids: torch.Tensor, positions: torch.Tensor, cols: torch.Tensor, mask: Any):
@@ -139,6 +143,7 @@ class StaticBackend:
         self.values = [weight.new_zeros(shape) for _ in self.body.layers]
         self.filled = torch.zeros((rows, length), dtype=torch.bool, device=ids.device)
         self.filled[:, :width] = mask.bool()
+        self._pin()
         self.columns = torch.arange(length, device=ids.device)
         cols = self.columns[:width]
         causal = cols[None, :] <= cols[:, None]
@@ -157,6 +162,13 @@ class StaticBackend:
         self.keys = [k.index_select(0, index) for k in self.keys]
         self.values = [v.index_select(0, index) for v in self.values]
         self.filled = self.filled.index_select(0, index)
+        self._pin()
+
+    def _pin(self) -> None:
+        """Mark the cache tensors as fixed addresses (CUDA graphs replay in place)."""
+        if self._step is not self._decode:
+            for tensor in [*self.keys, *self.values, self.filled]:
+                torch._dynamo.mark_static_address(tensor)
 
     select = expand
 
