@@ -1,11 +1,12 @@
 """Sampling: snapshots, request checks, batched generation with a KV cache, prompt logprobs.
 
-Requests on one sampler share one padded batch: each prompt runs once, its KV
-cache is repeated for its rows, all rows step together and a row that stops
-leaves the batch. Each request draws from its own seeded generator, so its
-tokens do not depend on what else is in the batch. A sampled logprob is that of
-the distribution the token was drawn from (temperature-scaled, renormalised
-after ``top_k`` / ``top_p`` truncation).
+Requests on one sampler share one padded batch, run by the decode loop
+(:mod:`.decode`): each prompt runs once, its KV cache is repeated for its rows,
+all rows step together and a row that stops leaves the batch (on CPU at once, on
+CUDA when the batch can halve). Each request draws from its own seeded generator,
+so its tokens do not depend on what else is in the batch. A sampled logprob is
+that of the distribution the token was drawn from (temperature-scaled,
+renormalised after ``top_k`` / ``top_p`` truncation), computed in fp32.
 
 The protocol checks ``temperature`` (> 0), ``top_p`` (in (0, 1]) and ``top_k``
 (-1 or >= 1); they are not checked again here.
