@@ -8,13 +8,15 @@ requests run as one batch. Training: ``forward(importance_sampling, backward=Tru
 - ``tiny``: the built-in ``mint-envkit/tiny-qwen3``;
 - ``0.6b``: a Qwen3-0.6B-shaped body (hidden 1024, 28 layers, 16 heads, 8 kv heads, head
   dim 128, intermediate 3072, vocab 151936, tied embeddings), random weights built and
-  saved locally (a config only, nothing downloaded).
+  saved locally (a config only, nothing downloaded), with the tiny model's tokenizer
+  files beside it (the engine wants some; no stop strings are used).
 
 Best of ``--repeats`` after one warm-up. On CUDA the model runs in bf16, on CPU in fp32.
 """
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +26,7 @@ import torch
 from _common import machine_info, table, write_result
 
 from mint_envkit.local.engine import Engine
+from mint_envkit.local.models import tiny_model_dir
 
 PROMPT_LEN = 32
 QWEN3_06B = {
@@ -47,6 +50,11 @@ def build_06b(directory: Path) -> str:
     model = Qwen3ForCausalLM(Qwen3Config(**QWEN3_06B)).to(torch.bfloat16)
     model.save_pretrained(directory)
     del model
+    # the engine wants tokenizer files beside the model: the tiny model's (unused here)
+    source = tiny_model_dir("mint-envkit/tiny-qwen3")
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        if (source / name).is_file():
+            shutil.copy(source / name, directory / name)
     return str(directory)
 
 

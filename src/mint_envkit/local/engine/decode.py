@@ -175,23 +175,52 @@ def _prompts(specs: Sequence[SampleSpec], dev: torch.device) -> tuple[torch.Tens
     return ids.to(dev), mask.to(dev), positions.to(dev)
 
 
-def _layout(
-    state: _Rows, live_rows: list[int], dev: torch.device
-) -> tuple[torch.Tensor, list[tuple[int, torch.Tensor, torch.Tensor]]]:
-    """Index tensors of the batch: its rows, and per request its positions and sample numbers.
+class _Layout:
+    """Index tensors of one batch composition (rebuilt only when it changes: a host-to-device
+    copy would sync): the batch's rows, per request its positions and sample numbers, and
+    the positions of each set of equal draw options (one draw per set, not per request)."""
 
-    Built once per batch composition (host-to-device copies would sync every step).
-    """
-    groups: dict[int, tuple[list[int], list[int]]] = {}
-    for position, row in enumerate(live_rows):
-        r, k = state.rows[row]
-        groups.setdefault(r, ([], []))
-        groups[r][0].append(position)
-        groups[r][1].append(k)
-    return torch.tensor(live_rows, device=dev), [
-        (r, torch.tensor(at, device=dev), torch.tensor(ks, device=dev))
-        for r, (at, ks) in groups.items()
-    ]
+    def __init__(self, specs: Sequence[SampleSpec], state: _Rows, live_rows: list[int]) -> None:
+        dev = state.tokens.device
+        requests: dict[int, tuple[list[int], list[int]]] = {}
+        options: dict[tuple[float, float, int], list[int]] = {}
+        for position, row in enumerate(live_rows):
+            r, k = state.rows[row]
+            requests.setdefault(r, ([], []))
+            requests[r][0].append(position)
+            requests[r][1].append(k)
+            spec = specs[r]
+            options.setdefault((spec.temperature, spec.top_p, spec.top_k), []).append(position)
+        self.live = torch.tensor(live_rows, device=dev)
+        self.requests = [
+            (r, torch.tensor(at, device=dev), torch.tensor(ks, device=dev))
+            for r, (at, ks) in requests.items()
+        ]
+        first = {opts: specs[state.rows[live_rows[at[0]]][0]] for opts, at in options.items()}
+        whole = len(options) == 1
+        self.draws = [
+            (first[opts], None if whole else torch.tensor(at, device=dev))
+            for opts, at in options.items()
+        ]
+
+    def sample(
+        self, logits: torch.Tensor, specs: Sequence[SampleSpec], gens: list[torch.Generator]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per request its noise (own generator, all its samples), then one draw per option set."""
+        noise = torch.empty_like(logits)
+        for r, at, samples in self.requests:
+            fresh = torch.empty((specs[r].num_samples, logits.shape[-1]), device=logits.device)
+            fresh.exponential_(generator=gens[r])
+            noise.index_copy_(0, at, fresh.index_select(0, samples))
+        if self.draws[0][1] is None:
+            return draw(logits, self.draws[0][0], noise)
+        tok = torch.empty(logits.shape[0], dtype=torch.long, device=logits.device)
+        lp = torch.empty(logits.shape[0], dtype=logits.dtype, device=logits.device)
+        for spec, at in self.draws:
+            drawn, drawn_lp = draw(logits.index_select(0, at), spec, noise.index_select(0, at))
+            tok.index_copy_(0, at, drawn)
+            lp.index_copy_(0, at, drawn_lp)
+        return tok, lp
 
 
 def decode(
@@ -219,23 +248,15 @@ def decode(
         prompt_of = torch.tensor([r for r, _ in state.rows], device=dev)
         backend.expand(prompt_of)
         logits, next_pos = logits[prompt_of], mask.sum(-1)[prompt_of]
-        live, groups = _layout(state, live_rows, dev)
+        layout = _Layout(specs, state, live_rows)
         for t in range(steps):
-            tok = torch.empty(len(live_rows), dtype=torch.long, device=dev)
-            lp = torch.empty(len(live_rows), dtype=torch.float32, device=dev)
-            for r, at, samples in groups:
-                spec = specs[r]
-                noise = torch.empty((spec.num_samples, logits.shape[-1]), device=dev)
-                noise.exponential_(generator=gens[r])
-                drawn, drawn_lp = draw(logits.index_select(0, at), spec, noise[samples])
-                tok.index_copy_(0, at, drawn)
-                lp.index_copy_(0, at, drawn_lp)
-            state.record(live, t, tok, lp)
+            tok, lp = layout.sample(logits, specs, gens)
+            state.record(layout.live, t, tok, lp)
             if t + 1 == steps:
                 break
             if (t + 1) % policy.sync_every == 0:
                 state.host_stops(specs, tokenizer, t)
-                done = state.finished[live].tolist()
+                done = state.finished[layout.live].tolist()
                 keep = [p for p, d in enumerate(done) if not d]
                 if not keep:
                     break
@@ -246,7 +267,7 @@ def decode(
                     backend.select(index)
                     tok, next_pos = tok[index], next_pos[index]
                     live_rows = [live_rows[p] for p in keep]
-                    live, groups = _layout(state, live_rows, dev)
+                    layout = _Layout(specs, state, live_rows)
             logits = backend.step(tok, next_pos, column=ids.shape[1] + t)
             next_pos = next_pos + 1
     state.host_stops(specs, tokenizer, steps - 1)
