@@ -19,9 +19,15 @@ average is recorded too: on a shared machine, other processes make timings
 noisy, and torch's OpenMP threads degrade badly when the cores are
 oversubscribed (try ``--threads 1``).
 
+``--device cpu|cuda`` runs the device suite instead (``benchmarks/_device_speed.py``):
+sampling tokens/s at batch 1, 8, 64 x 128 tokens and training tokens/s, for the tiny
+model and a Qwen3-0.6B-shaped body (``--shape``), in bf16 on CUDA.
+
 Run::
 
     python benchmarks/engine_speed.py                 # threads = number of cores
+    python benchmarks/engine_speed.py --device cuda   # the GPU suite (docs/benchmarks.md)
+    python benchmarks/engine_speed.py --device cpu --shape tiny
     python benchmarks/engine_speed.py --threads 1 --model mint-envkit/tiny-qwen3-small
 """
 
@@ -31,12 +37,15 @@ import argparse
 import json
 import os
 import resource
+import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mint_envkit.local.engine import Engine
 
@@ -178,9 +187,25 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: cores)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
-        "--out", default=str(Path(__file__).parent / "results" / "engine_speed.json")
+        "--out", default=None, help="default: benchmarks/results/engine_speed[_DEVICE].json"
     )
+    parser.add_argument("--device", choices=["cpu", "cuda"], help="run the device suite")
+    parser.add_argument("--shape", choices=["tiny", "0.6b", "both"], default="both")
+    parser.add_argument(
+        "--batches",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[1, 8, 64],
+        help="device suite: sampling batch sizes",
+    )
+    parser.add_argument("--new-tokens", type=int, default=128)
+    parser.add_argument("--train-seqs", type=int, default=64)
+    parser.add_argument("--train-len", type=int, default=128)
     args = parser.parse_args()
+    if args.device:
+        import _device_speed
+
+        _device_speed.run(args)
+        return
 
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as state:
@@ -236,7 +261,7 @@ def main() -> None:
     print(f"| sweep: 8 configs x (2 x 4 x 32 sampled + fb + step) | {sweep['sweep_s']:.1f} s |")
     print(f"| peak RSS | {result['peak_rss_mb']:.0f} MB |")
     print(f"| tracemalloc peak (Python objects) | {result['tracemalloc_peak_mb']:.1f} MB |")
-    out = Path(args.out)
+    out = Path(args.out or Path(__file__).parent / "results" / "engine_speed.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\nwrote {out}")

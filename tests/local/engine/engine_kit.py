@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from mint_envkit.local.engine import Engine
+from mint_envkit.local.engine.records import SampleSpec
 
 SMALL = "mint-envkit/tiny-qwen3-small"
 PROMPT = [2044, 100, 200, 300, 2045, 2044, 400]
@@ -67,3 +68,20 @@ def rl_data(engine: Engine, sampler: str, seed: int = 0, n: int = 4) -> list[dic
             }
         )
     return data
+
+
+def spec(prompt: list[int], **kwargs) -> SampleSpec:
+    """A checked-free ``SampleSpec`` for driving the decode loop directly (defaults: 1 x 8)."""
+    fields = {
+        "num_samples": 1,
+        "max_tokens": 8,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "top_k": -1,
+        "seed": 0,
+        "stop_ids": frozenset(),
+        "stop_seqs": (),
+        "stop_strs": (),
+    }
+    fields.update(kwargs)
+    return SampleSpec(prompt=list(prompt), **fields)

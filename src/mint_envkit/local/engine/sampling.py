@@ -1,11 +1,12 @@
 """Sampling: snapshots, request checks, batched generation with a KV cache, prompt logprobs.
 
-Requests on one sampler share one padded batch: each prompt runs once, its KV
-cache is repeated for its rows, all rows step together and a row that stops
-leaves the batch. Each request draws from its own seeded generator, so its
-tokens do not depend on what else is in the batch. A sampled logprob is that of
-the distribution the token was drawn from (temperature-scaled, renormalised
-after ``top_k`` / ``top_p`` truncation).
+Requests on one sampler share one padded batch, run by the decode loop
+(:mod:`.decode`): each prompt runs once, its KV cache is repeated for its rows,
+all rows step together and a row that stops leaves the batch (on CPU at once, on
+CUDA when the batch can halve). Each request draws from its own seeded generator,
+so its tokens do not depend on what else is in the batch. A sampled logprob is
+that of the distribution the token was drawn from (temperature-scaled,
+renormalised after ``top_k`` / ``top_p`` truncation), computed in fp32.
 
 The protocol checks ``temperature`` (> 0), ``top_p`` (in (0, 1]) and ``top_k``
 (-1 or >= 1); they are not checked again here.
@@ -22,11 +23,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
 from .adapters import use_sampler
+from .decode import decode, policy_for
 from .inputs import int_list, is_int, token_ids
 from .records import (
     BaseModelState,
@@ -137,43 +139,6 @@ def sample_spec(
     )
 
 
-def _draw(
-    logits: torch.Tensor, temperature: float, top_p: float, top_k: int, gen: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Draw one token per row; return the tokens and their logprobs under the drawn-from law."""
-    scaled = logits / temperature
-    if 0 < top_k < scaled.shape[-1]:
-        kth = torch.topk(scaled, top_k, dim=-1).values[:, -1:]
-        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
-    if top_p < 1.0:
-        sorted_logits, order = torch.sort(scaled, dim=-1, descending=True)
-        probs = torch.softmax(sorted_logits, dim=-1)
-        before = torch.cumsum(probs, dim=-1) - probs
-        drop_sorted = before >= top_p
-        drop_sorted[:, 0] = False
-        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-        scaled = scaled.masked_fill(drop, float("-inf"))
-    logp = torch.log_softmax(scaled, dim=-1)
-    probs = logp.exp()
-    if probs.device.type != gen.device.type:
-        probs = probs.to(gen.device)
-    tokens = torch.multinomial(probs, 1, generator=gen).to(logp.device)
-    return tokens.squeeze(-1), logp.gather(-1, tokens).squeeze(-1)
-
-
-def _stopped(spec: SampleSpec, seq: list[int], tokenizer: Any) -> bool:
-    if seq[-1] in spec.stop_ids:
-        return True
-    for stop in spec.stop_seqs:
-        if len(seq) >= len(stop) and tuple(seq[-len(stop) :]) == stop:
-            return True
-    if spec.stop_strs:
-        window = 4 * max(len(x) for x in spec.stop_strs) + 4
-        text = tokenizer.decode(seq[-window:], skip_special_tokens=False)
-        return any(x in text for x in spec.stop_strs)
-    return False
-
-
 def _tokenizer(base: BaseModelState) -> Any:
     if base.tokenizer is None:
         from mint_envkit.rendering.tokenizer import get_tokenizer
@@ -182,105 +147,21 @@ def _tokenizer(base: BaseModelState) -> Any:
     return base.tokenizer
 
 
-def _prefill(
-    model: Any, specs: Sequence[SampleSpec], rows: list[tuple[int, int]], dev: Any
-) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, bool]:
-    """Run the left-padded prompts once; return cache, last logits, mask, positions per row."""
-    width = max(len(spec.prompt) for spec in specs)
-    ids = torch.zeros((len(specs), width), dtype=torch.long, device=dev)
-    mask = torch.zeros((len(specs), width), dtype=torch.long, device=dev)
-    for r, spec in enumerate(specs):
-        ids[r, width - len(spec.prompt) :] = torch.tensor(spec.prompt, device=dev)
-        mask[r, width - len(spec.prompt) :] = 1
-    padded = bool((mask == 0).any())
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    out = model(
-        input_ids=ids,
-        attention_mask=mask if padded else None,
-        position_ids=positions,
-        use_cache=True,
-        logits_to_keep=1,
-    )
-    cache = out.cache
-    expand = torch.tensor([r for r, _ in rows], dtype=torch.long, device=dev)
-    if len(rows) > 1 or len(specs) > 1:
-        cache.batch_select_indices(expand)
-    logits = out.logits[:, -1, :].float()[expand]
-    mask = mask[expand]
-    return cache, logits, mask, mask.sum(-1), padded
-
-
 def generate(
     base: BaseModelState, snap: Snapshot, specs: Sequence[SampleSpec]
 ) -> list[list[SampledSequence]]:
     """Sample every spec in one batch on ``snap``'s weights; one list of sequences per spec.
 
+    The loop itself is :func:`.decode.decode` (device-side draws, a static KV cache).
+
     Example::
 
         generate(state, snap, [spec_a, spec_b])[1][0].tokens
     """
-    dev = base.loaded.device
     tokenizer = _tokenizer(base) if any(s.stop_strs for s in specs) else None
-    rows = [(r, k) for r, spec in enumerate(specs) for k in range(spec.num_samples)]
-    gens = [torch.Generator(device="cpu").manual_seed(spec.seed) for spec in specs]
-    out_tokens = [[[] for _ in range(spec.num_samples)] for spec in specs]
-    out_lps = [[[] for _ in range(spec.num_samples)] for spec in specs]
-    reasons: list[list[Literal["stop", "length"]]] = [
-        ["length"] * spec.num_samples for spec in specs
-    ]
+    policy = policy_for(base.loaded.device)
     with torch.no_grad(), use_sampler(base, snap) as model:
-        cache, logits, mask, next_pos, padded = _prefill(model, specs, rows, dev)
-        active = list(range(len(rows)))
-        while True:
-            tok = torch.empty(len(active), dtype=torch.long, device=dev)
-            lp = torch.empty(len(active), dtype=torch.float32, device=dev)
-            by_request: dict[int, list[int]] = {}
-            for position, row in enumerate(active):
-                by_request.setdefault(rows[row][0], []).append(position)
-            for r, positions_of_r in by_request.items():
-                spec = specs[r]
-                index = torch.tensor(positions_of_r, dtype=torch.long, device=dev)
-                drawn, drawn_lp = _draw(
-                    logits[index], spec.temperature, spec.top_p, spec.top_k, gens[r]
-                )
-                tok[index] = drawn
-                lp[index] = drawn_lp
-            tok_list, lp_list = tok.tolist(), lp.tolist()
-            keep: list[int] = []
-            for position, row in enumerate(active):
-                r, k = rows[row]
-                seq = out_tokens[r][k]
-                seq.append(tok_list[position])
-                out_lps[r][k].append(lp_list[position])
-                if _stopped(specs[r], seq, tokenizer):
-                    reasons[r][k] = "stop"
-                elif len(seq) < specs[r].max_tokens:
-                    keep.append(position)
-            if not keep:
-                break
-            if len(keep) < len(active):
-                index = torch.tensor(keep, dtype=torch.long, device=dev)
-                cache.batch_select_indices(index)
-                tok, mask, next_pos = tok[index], mask[index], next_pos[index]
-                active = [active[p] for p in keep]
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
-            out = model(
-                input_ids=tok.unsqueeze(-1),
-                attention_mask=mask if padded else None,
-                position_ids=next_pos.unsqueeze(-1),
-                cache=cache,
-                use_cache=True,
-            )
-            next_pos = next_pos + 1
-            cache = out.cache
-            logits = out.logits[:, -1, :].float()
-    return [
-        [
-            SampledSequence(tokens=t, logprobs=lps, stop_reason=reason)
-            for t, lps, reason in zip(out_tokens[r], out_lps[r], reasons[r], strict=True)
-        ]
-        for r in range(len(specs))
-    ]
+        return decode(model, specs, policy, tokenizer)
 
 
 def sample_many(

@@ -24,6 +24,7 @@ import torch
 
 from .adapters import activate
 from .inputs import float_list, int_list
+from .numerics import target_logprobs
 from .records import BaseModelState, EngineError, ForwardOutput, Trainer, context_length
 
 __all__ = ["LOGIT_BUDGET", "REQUIRED_INPUTS", "forward", "logprobs_batch", "optim_step"]
@@ -126,9 +127,8 @@ def logprobs_batch(
         ids[row, : len(toks)] = torch.tensor(toks)
         tgt[row, : len(tg)] = torch.tensor(tg)
     ids, tgt = ids.to(dev), tgt.to(dev)
-    logits = model(input_ids=ids, use_cache=False).logits.float()
-    picked = logits.gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
-    return picked - torch.logsumexp(logits, dim=-1)
+    # fp32 head and log-softmax, shared with sampling (engine/numerics.py, issue #11)
+    return target_logprobs(model, ids, tgt)
 
 
 def _micro_batches(items: list[dict[str, list]], per_batch: int) -> list[list[dict[str, list]]]:

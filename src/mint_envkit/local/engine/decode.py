@@ -1,0 +1,274 @@
+"""The device-agnostic decode loop: draw, record and stop on the device, sync every N steps.
+
+Every row's tokens, logprobs, lengths and finished flags live in device tensors; stop
+token ids and ``max_tokens`` are checked there too. The host reads the finished flags
+only every ``sync_every`` steps (and at the end), where it also checks stop strings and
+multi-token stop sequences (they need the token history; a row that matched one is cut
+at the match, so a late check never changes a result) and drops finished rows from the
+batch. The same code runs on CPU and CUDA; only the :class:`DecodePolicy` differs: CPU
+syncs every step (finished rows leave at once, as before), CUDA every 16 steps, keeps
+finished rows in the batch until it can halve, and may compile the step (``MINT_ENVKIT_COMPILE=1``, off by default).
+
+Draws use the exponential race (``argmax(p / E)``, ``E ~ Exp(1)``), which samples from
+``p`` exactly. Each request draws its noise for all its ``num_samples`` rows every step
+from its own generator on the device, so a sample's tokens depend on its request (seed,
+prompt, options) only, not on the rest of the batch or on when its siblings stop. The
+same seed gives different tokens on CPU and on CUDA (different generators).
+
+Example::
+
+    from mint_envkit.local.engine import decode
+
+    seqs = decode.decode(model, [spec], decode.policy_for(torch.device("cpu")), None)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .kvcache import backend_for
+from .records import SampledSequence, SampleSpec
+
+__all__ = ["DecodePolicy", "decode", "draw", "policy_for"]
+
+
+@dataclass(frozen=True)
+class DecodePolicy:
+    """How often the host looks at the decode loop, and whether the step is compiled.
+
+    Example::
+
+        DecodePolicy(sync_every=1, compile_step=False, static_shapes=False)
+    """
+
+    sync_every: int
+    compile_step: bool
+    static_shapes: bool
+
+
+def policy_for(device: torch.device) -> DecodePolicy:
+    """The policy of ``device``: CPU syncs every step; CUDA every 16 (env overrides).
+
+    ``MINT_ENVKIT_SYNC_EVERY`` sets the interval, ``MINT_ENVKIT_COMPILE=1`` compiles the
+    step with CUDA graphs (CUDA only; ignored on CPU).
+
+    Example::
+
+        policy_for(torch.device("cpu")).sync_every  # 1
+    """
+    cuda = device.type == "cuda"
+    every = int(os.environ.get("MINT_ENVKIT_SYNC_EVERY", "16" if cuda else "1"))
+    compile_step = cuda and os.environ.get("MINT_ENVKIT_COMPILE", "0") == "1"
+    return DecodePolicy(sync_every=max(1, every), compile_step=compile_step, static_shapes=cuda)
+
+
+def draw(
+    logits: torch.Tensor, spec: SampleSpec, noise: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token per row and its logprob under the drawn-from law (temperature, truncation).
+
+    ``noise`` holds one ``Exp(1)`` draw per row and vocabulary entry.
+
+    Example::
+
+        draw(logits, spec, torch.empty_like(logits).exponential_())
+    """
+    scaled = logits / spec.temperature
+    if 0 < spec.top_k < scaled.shape[-1]:
+        kth = torch.topk(scaled, spec.top_k, dim=-1).values[:, -1:]
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    if spec.top_p < 1.0:
+        sorted_logits, order = torch.sort(scaled, dim=-1, descending=True)
+        probs = torch.softmax(sorted_logits, dim=-1)
+        before = torch.cumsum(probs, dim=-1) - probs
+        drop_sorted = before >= spec.top_p
+        drop_sorted[:, 0] = False
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        scaled = scaled.masked_fill(drop, float("-inf"))
+    logp = torch.log_softmax(scaled, dim=-1)
+    tokens = (logp - noise.clamp_min(1e-30).log()).argmax(dim=-1)
+    return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
+
+
+def _host_stop(spec: SampleSpec, seq: list[int], start: int, tokenizer: Any) -> int | None:
+    """The first length >= ``start`` + 1 at which ``seq`` ends in a stop sequence or string."""
+    window = 4 * max((len(x) for x in spec.stop_strs), default=0) + 4
+    for n in range(start + 1, len(seq) + 1):
+        head = seq[:n]
+        if any(n >= len(s) and tuple(head[-len(s) :]) == s for s in spec.stop_seqs):
+            return n
+        if spec.stop_strs:
+            text = tokenizer.decode(head[-window:], skip_special_tokens=False)
+            if any(x in text for x in spec.stop_strs):
+                return n
+    return None
+
+
+class _Rows:
+    """The device-side state of every row, indexed by row (one row per sample)."""
+
+    def __init__(self, specs: Sequence[SampleSpec], steps: int, dev: torch.device) -> None:
+        self.rows = [(r, k) for r, spec in enumerate(specs) for k in range(spec.num_samples)]
+        n = len(self.rows)
+        self.tokens = torch.zeros((n, steps), dtype=torch.long, device=dev)
+        self.logprobs = torch.zeros((n, steps), dtype=torch.float32, device=dev)
+        self.length = torch.zeros(n, dtype=torch.long, device=dev)
+        self.stopped = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.finished = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.limit = torch.tensor([specs[r].max_tokens for r, _ in self.rows], device=dev)
+        width = max(len(s.stop_ids) for s in specs) or 1
+        table = [sorted(specs[r].stop_ids) + [-1] * width for r, _ in self.rows]
+        self.stop_ids = torch.tensor([t[:width] for t in table], dtype=torch.long, device=dev)
+        self.checked = [0] * n  # host: tokens already checked for host-side stops
+
+    def record(self, live: torch.Tensor, t: int, tok: torch.Tensor, lp: torch.Tensor) -> None:
+        self.tokens[live, t] = tok
+        self.logprobs[live, t] = lp
+        hit = (tok[:, None] == self.stop_ids[live]).any(-1)
+        done = ~self.finished[live] & (hit | (self.limit[live] <= t + 1))
+        self.length[live] = torch.where(done, t + 1, self.length[live])
+        self.stopped[live] |= done & hit
+        self.finished[live] |= done
+
+    def host_stops(self, specs: Sequence[SampleSpec], tokenizer: Any, t: int) -> None:
+        """Check stop strings / sequences of unfinished rows up to step ``t`` (host side)."""
+        want = [i for i, (r, _) in enumerate(self.rows) if specs[r].stop_seqs or specs[r].stop_strs]
+        if not want:
+            return
+        index = torch.tensor(want, device=self.tokens.device)
+        toks = self.tokens[index, : t + 1].tolist()
+        lengths = self.length[index].tolist()
+        finished = self.finished[index].tolist()
+        for i, seq, n, done in zip(want, toks, lengths, finished, strict=True):
+            upto = n if done else t + 1
+            cut = _host_stop(specs[self.rows[i][0]], seq[:upto], self.checked[i], tokenizer)
+            self.checked[i] = upto
+            if cut is not None:
+                self.length[i], self.stopped[i], self.finished[i] = cut, True, True
+
+    def results(self, specs: Sequence[SampleSpec]) -> list[list[SampledSequence]]:
+        out: list[list[SampledSequence]] = [[] for _ in specs]
+        toks, lps = self.tokens.tolist(), self.logprobs.tolist()
+        for i, (n, stop) in enumerate(
+            zip(self.length.tolist(), self.stopped.tolist(), strict=True)
+        ):
+            reason = "stop" if stop else "length"
+            seq = SampledSequence(tokens=toks[i][:n], logprobs=lps[i][:n], stop_reason=reason)
+            out[self.rows[i][0]].append(seq)
+        return out
+
+
+def _prompts(specs: Sequence[SampleSpec], dev: torch.device) -> tuple[torch.Tensor, ...]:
+    """Left-padded prompt ids, their mask and positions."""
+    width = max(len(spec.prompt) for spec in specs)
+    ids = torch.zeros((len(specs), width), dtype=torch.long)
+    mask = torch.zeros((len(specs), width), dtype=torch.long)
+    for r, spec in enumerate(specs):
+        ids[r, width - len(spec.prompt) :] = torch.tensor(spec.prompt)
+        mask[r, width - len(spec.prompt) :] = 1
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    return ids.to(dev), mask.to(dev), positions.to(dev)
+
+
+class _Layout:
+    """Index tensors of one batch composition (rebuilt only when it changes: a host-to-device
+    copy would sync): the batch's rows, per request its positions and sample numbers, and
+    the positions of each set of equal draw options (one draw per set, not per request)."""
+
+    def __init__(self, specs: Sequence[SampleSpec], state: _Rows, live_rows: list[int]) -> None:
+        dev = state.tokens.device
+        requests: dict[int, tuple[list[int], list[int]]] = {}
+        options: dict[tuple[float, float, int], list[int]] = {}
+        for position, row in enumerate(live_rows):
+            r, k = state.rows[row]
+            requests.setdefault(r, ([], []))
+            requests[r][0].append(position)
+            requests[r][1].append(k)
+            spec = specs[r]
+            options.setdefault((spec.temperature, spec.top_p, spec.top_k), []).append(position)
+        self.live = torch.tensor(live_rows, device=dev)
+        self.requests = [
+            (r, torch.tensor(at, device=dev), torch.tensor(ks, device=dev))
+            for r, (at, ks) in requests.items()
+        ]
+        first = {opts: specs[state.rows[live_rows[at[0]]][0]] for opts, at in options.items()}
+        whole = len(options) == 1
+        self.draws = [
+            (first[opts], None if whole else torch.tensor(at, device=dev))
+            for opts, at in options.items()
+        ]
+
+    def sample(
+        self, logits: torch.Tensor, specs: Sequence[SampleSpec], gens: list[torch.Generator]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per request its noise (own generator, all its samples), then one draw per option set."""
+        noise = torch.empty_like(logits)
+        for r, at, samples in self.requests:
+            fresh = torch.empty((specs[r].num_samples, logits.shape[-1]), device=logits.device)
+            fresh.exponential_(generator=gens[r])
+            noise.index_copy_(0, at, fresh.index_select(0, samples))
+        if self.draws[0][1] is None:
+            return draw(logits, self.draws[0][0], noise)
+        tok = torch.empty(logits.shape[0], dtype=torch.long, device=logits.device)
+        lp = torch.empty(logits.shape[0], dtype=logits.dtype, device=logits.device)
+        for spec, at in self.draws:
+            drawn, drawn_lp = draw(logits.index_select(0, at), spec, noise.index_select(0, at))
+            tok.index_copy_(0, at, drawn)
+            lp.index_copy_(0, at, drawn_lp)
+        return tok, lp
+
+
+def decode(
+    model: Any, specs: Sequence[SampleSpec], policy: DecodePolicy, tokenizer: Any
+) -> list[list[SampledSequence]]:
+    """Sample every spec in one batch on ``model``; one list of sequences per spec.
+
+    ``tokenizer`` is needed only when a spec has stop strings.
+
+    Example::
+
+        decode(model, [spec], policy_for(torch.device("cpu")), None)[0][0].tokens
+    """
+    dev = next(model.parameters()).device
+    steps = max(spec.max_tokens for spec in specs)
+    state = _Rows(specs, steps, dev)
+    gens = [torch.Generator(device=dev).manual_seed(spec.seed) for spec in specs]
+    backend = backend_for(
+        model, static_shapes=policy.static_shapes, compile_step=policy.compile_step
+    )
+    ids, mask, positions = _prompts(specs, dev)
+    live_rows = list(range(len(state.rows)))
+    with torch.no_grad():
+        logits = backend.prefill(ids, mask, positions, length=ids.shape[1] + steps)
+        prompt_of = torch.tensor([r for r, _ in state.rows], device=dev)
+        backend.expand(prompt_of)
+        logits, next_pos = logits[prompt_of], mask.sum(-1)[prompt_of]
+        layout = _Layout(specs, state, live_rows)
+        for t in range(steps):
+            tok, lp = layout.sample(logits, specs, gens)
+            state.record(layout.live, t, tok, lp)
+            if t + 1 == steps:
+                break
+            if (t + 1) % policy.sync_every == 0:
+                state.host_stops(specs, tokenizer, t)
+                done = state.finished[layout.live].tolist()
+                keep = [p for p, d in enumerate(done) if not d]
+                if not keep:
+                    break
+                # static shapes (CUDA graphs) shrink the batch only when it halves
+                shrink = len(live_rows) // 2 if policy.static_shapes else len(live_rows) - 1
+                if len(keep) <= shrink:
+                    index = torch.tensor(keep, device=dev)
+                    backend.select(index)
+                    tok, next_pos = tok[index], next_pos[index]
+                    live_rows = [live_rows[p] for p in keep]
+                    layout = _Layout(specs, state, live_rows)
+            logits = backend.step(tok, next_pos, column=ids.shape[1] + t)
+            next_pos = next_pos + 1
+    state.host_stops(specs, tokenizer, steps - 1)
+    return state.results(specs)

@@ -1,0 +1,282 @@
+"""The decode loop's model side: prefill and one-token steps over a KV cache, fp32 logits out.
+
+Two backends with one interface (``prefill``, ``expand``, ``select``, ``step``):
+
+- :class:`StaticBackend`, for Qwen3 / Qwen2 / Llama-shaped bodies: a preallocated cache
+  (one ``(rows, kv_heads, length, head_dim)`` tensor per layer and a ``(rows, length)``
+  mask of filled columns), written in place, attention over the model's own modules.
+  Nothing is allocated per token, so with ``static_shapes`` the step can be captured by
+  ``torch.compile(mode="reduce-overhead")`` (CUDA graphs). It does not depend on the
+  ``transformers`` cache classes, whose API changed between 4.51 and 5.x.
+- :class:`CacheBackend`, for any other causal LM: the ``transformers`` cache, grown per token.
+
+Both compute the final projection and log-softmax inputs in float32 (:mod:`.numerics`).
+
+Example::
+
+    from mint_envkit.local.engine.kvcache import backend_for
+
+    be = backend_for(model, static_shapes=False, compile_step=False)
+    logits = be.prefill(ids, mask, positions, length=64)   # (prompts, vocab) float32
+    be.expand(torch.tensor([0, 0, 1]))                      # one row per sample
+    logits = be.step(tokens, positions, column=ids.shape[1])
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from .numerics import causal_lm, decoder_of, head_logits
+
+__all__ = ["STATIC_MODEL_TYPES", "CacheBackend", "StaticBackend", "backend_for"]
+
+STATIC_MODEL_TYPES = frozenset({"qwen3", "qwen2", "llama"})
+"""``config.model_type`` values whose bodies :class:`StaticBackend` runs."""
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class StaticBackend:
+    """Own attention over a preallocated KV cache (Qwen3 / Qwen2 / Llama bodies).
+
+    Example::
+
+        StaticBackend.supports(model)  # True for the built-in tiny Qwen3 models
+    """
+
+    def __init__(self, model: Any, *, static_shapes: bool, compile_step: bool) -> None:
+        self.body = decoder_of(model)
+        self.head = causal_lm(model).get_output_embeddings()
+        self.static_shapes = static_shapes or compile_step
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+        self.filled = torch.zeros(0)
+        self.columns = torch.zeros(0)
+        self._step = self._decode
+        if compile_step:
+            self._step = torch.compile(self._decode, mode="reduce-overhead", dynamic=False)
+
+    @staticmethod
+    def supports(model: Any) -> bool:
+        """Whether ``model``'s body has the layer layout this backend runs.
+
+        Example::
+
+            StaticBackend.supports(model)
+        """
+        body = decoder_of(model)
+        config = getattr(body, "config", None)
+        if body is None or getattr(config, "model_type", None) not in STATIC_MODEL_TYPES:
+            return False
+        if getattr(config, "use_sliding_window", False):
+            return False
+        needed = ("embed_tokens", "layers", "norm", "rotary_emb")
+        return all(hasattr(body, name) for name in needed)
+
+    def _attend(
+        self, layer: Any, index: int, x: torch.Tensor, rope: tuple, cols: torch.Tensor, mask: Any
+    ) -> torch.Tensor:
+        attn = layer.self_attn
+        rows, width = x.shape[:2]
+        keys, values = self.keys[index], self.values[index]
+        head_dim = keys.shape[-1]
+        q = attn.q_proj(x).view(rows, width, -1, head_dim)
+        k = attn.k_proj(x).view(rows, width, -1, head_dim)
+        v = attn.v_proj(x).view(rows, width, -1, head_dim).transpose(1, 2)
+        if hasattr(attn, "q_norm"):
+            q, k = attn.q_norm(q), attn.k_norm(k)
+        cos, sin = (t.unsqueeze(1) for t in rope)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
+        q = q * cos + _rotate_half(q) * sin
+        k = k * cos + _rotate_half(k) * sin
+        keys.index_copy_(2, cols, k.to(keys.dtype))
+        values.index_copy_(2, cols, v.to(values.dtype))
+        upto = mask.shape[-1]
+        k_all, v_all = keys[:, :, :upto], values[:, :, :upto]
+        heads, kv_heads = q.shape[1], k_all.shape[1]
+        groups = heads // kv_heads
+        scale = getattr(attn, "scaling", head_dim**-0.5)
+        if groups > 1 and width == 1:
+            # one query per row: a kv head's query heads become its query rows (no K/V copy)
+            q = q.reshape(rows, kv_heads, groups, head_dim)
+            out = F.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask, scale=scale)
+            out = out.reshape(rows, heads, 1, head_dim)
+        else:
+            if groups > 1:  # as transformers' repeat_kv: prefill stays bit-identical to it
+                k_all = k_all.repeat_interleave(groups, dim=1)
+                v_all = v_all.repeat_interleave(groups, dim=1)
+            out = F.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask, scale=scale)
+        return attn.o_proj(out.transpose(1, 2).reshape(rows, width, -1))
+
+    def _forward(self, ids: torch.Tensor, positions: torch.Tensor, cols: torch.Tensor, mask: Any):
+        body = self.body
+        h = body.embed_tokens(ids)
+        rope = body.rotary_emb(h, positions)
+        for index, layer in enumerate(body.layers):
+            h = h + self._attend(layer, index, layer.input_layernorm(h), rope, cols, mask)
+            h = h + layer.mlp(layer.post_attention_layernorm(h))
+        return head_logits(self.head, body.norm(h[:, -1]))
+
+    def prefill(
+        self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, length: int
+    ) -> torch.Tensor:
+        """Allocate the cache (``length`` columns), run the left-padded prompts; last logits.
+
+        Example::
+
+            be.prefill(ids, mask, positions, length=40).shape  # (prompts, vocab)
+        """
+        config = self.body.config
+        rows, width = ids.shape
+        heads = config.num_key_value_heads
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+        weight = self.body.embed_tokens.weight
+        shape = (rows, config.num_key_value_heads, length, head_dim)
+        self.keys = [weight.new_zeros(shape) for _ in self.body.layers]
+        self.values = [weight.new_zeros(shape) for _ in self.body.layers]
+        self.filled = torch.zeros((rows, length), dtype=torch.bool, device=ids.device)
+        self.filled[:, :width] = mask.bool()
+        self._pin()
+        self.columns = torch.arange(length, device=ids.device)
+        cols = self.columns[:width]
+        causal = cols[None, :] <= cols[:, None]
+        allowed = (causal[None] & self.filled[:, None, :width]) | torch.eye(
+            width, dtype=torch.bool, device=ids.device
+        )
+        return self._forward(ids, positions, cols, allowed[:, None])
+
+    def expand(self, index: torch.Tensor) -> None:
+        """Keep rows ``index`` of the cache, in that order (repeats allowed).
+
+        Example::
+
+            be.expand(torch.tensor([0, 0, 0]))  # three samples of prompt 0
+        """
+        self.keys = [k.index_select(0, index) for k in self.keys]
+        self.values = [v.index_select(0, index) for v in self.values]
+        self.filled = self.filled.index_select(0, index)
+        self._pin()
+
+    def _pin(self) -> None:
+        """Mark the cache tensors as fixed addresses (CUDA graphs replay in place)."""
+        if self._step is not self._decode:
+            for tensor in [*self.keys, *self.values, self.filled]:
+                torch._dynamo.mark_static_address(tensor)
+
+    select = expand
+
+    def _decode(self, tokens: torch.Tensor, positions: torch.Tensor, column: torch.Tensor):
+        self.filled.index_fill_(1, column, True)
+        upto = self.filled.shape[1] if self.static_shapes else None
+        mask = self.filled[:, None, None, :upto] if upto else self.filled[:, None, None]
+        return self._forward(tokens[:, None], positions[:, None], column, mask)
+
+    def step(self, tokens: torch.Tensor, positions: torch.Tensor, column: int) -> torch.Tensor:
+        """Feed one token per row at cache column ``column``; the next logits (float32).
+
+        Example::
+
+            be.step(tokens, positions, column=12).shape  # (rows, vocab)
+        """
+        col = self.columns[column : column + 1]
+        if self.static_shapes:
+            return self._step(tokens, positions, col)
+        saved = self.filled
+        self.filled = saved[:, : column + 1]
+        try:
+            return self._step(tokens, positions, col)
+        finally:
+            self.filled = saved
+
+
+class CacheBackend:
+    """Any causal LM through its own ``transformers`` cache (grows by one column per token).
+
+    Example::
+
+        be = CacheBackend(model)
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.body = decoder_of(model)
+        runner = self.body if self.body is not None else model
+        params = inspect.signature(runner.forward).parameters
+        self.cache_kw = "cache" if "cache" in params else "past_key_values"
+        self.cache: Any = None
+        self.mask = torch.zeros(0)
+        self.padded = False
+
+    def _run(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        kwargs = {
+            "input_ids": ids,
+            "attention_mask": self.mask if self.padded else None,
+            "position_ids": positions,
+            "use_cache": True,
+        }
+        if self.cache is not None:
+            kwargs[self.cache_kw] = self.cache
+        if self.body is None:
+            out = self.model(**kwargs, logits_to_keep=1)
+            logits = out.logits[:, -1].float()
+        else:
+            out = self.body(**kwargs)
+            head = causal_lm(self.model).get_output_embeddings()
+            logits = head_logits(head, out.last_hidden_state[:, -1])
+        cache = getattr(out, "cache", None)
+        self.cache = cache if cache is not None else out.past_key_values
+        return logits
+
+    def prefill(
+        self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, length: int
+    ) -> torch.Tensor:
+        """Run the left-padded prompts; their last logits (``length`` is not needed here).
+
+        Example::
+
+            be.prefill(ids, mask, positions, length=40)
+        """
+        self.cache, self.mask = None, mask
+        self.padded = bool((mask == 0).any())
+        return self._run(ids, positions)
+
+    def expand(self, index: torch.Tensor) -> None:
+        """Keep rows ``index`` of the cache, in that order (repeats allowed).
+
+        Example::
+
+            be.expand(torch.tensor([0, 0, 1]))
+        """
+        self.cache.batch_select_indices(index)
+        self.mask = self.mask.index_select(0, index)
+
+    select = expand
+
+    def step(self, tokens: torch.Tensor, positions: torch.Tensor, column: int) -> torch.Tensor:
+        """Feed one token per row; the next logits (float32).
+
+        Example::
+
+            be.step(tokens, positions, column=12)
+        """
+        self.mask = torch.cat([self.mask, torch.ones_like(self.mask[:, :1])], dim=-1)
+        return self._run(tokens[:, None], positions[:, None])
+
+
+def backend_for(model: Any, *, static_shapes: bool, compile_step: bool) -> Any:
+    """The static-cache backend when the model's layout allows it, else the cache one.
+
+    Example::
+
+        backend_for(model, static_shapes=False, compile_step=False)
+    """
+    if StaticBackend.supports(model):
+        return StaticBackend(model, static_shapes=static_shapes, compile_step=compile_step)
+    return CacheBackend(model)
