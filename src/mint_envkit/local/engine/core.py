@@ -469,11 +469,15 @@ class Engine:
 
     @_locked
     def weights_info(self, path: str) -> dict[str, Any]:
-        """``{"base_model", "is_lora", "lora_rank"}`` of a checkpoint.
+        """``{"base_model", "is_lora", "lora_rank", "train_mlp", "train_attn", "train_unembed"}``.
+
+        Tinker's ``WeightsInfoResponse``: the LoRA flags of the run that saved the
+        checkpoint, so a client rebuilt from it (also after a restart) is the same shape.
 
         Example::
 
             engine.weights_info("tinker://<id>/weights/step-0100")
-            # {'base_model': 'mint-envkit/tiny-qwen3', 'is_lora': True, 'lora_rank': 32}
+            # {'base_model': 'mint-envkit/tiny-qwen3', 'is_lora': True, 'lora_rank': 32,
+            #  'train_mlp': True, 'train_attn': True, 'train_unembed': False}
         """
         return self._checkpoints.weights_info(path)
