@@ -27,6 +27,7 @@ from typing import Any, Literal
 import torch
 
 from .adapters import use_sampler
+from .hf_compat import cache_of, with_cache
 from .inputs import int_list, is_int, token_ids
 from .records import (
     BaseModelState,
@@ -201,7 +202,7 @@ def _prefill(
         use_cache=True,
         logits_to_keep=1,
     )
-    cache = out.cache
+    cache = cache_of(out)
     expand = torch.tensor([r for r, _ in rows], dtype=torch.long, device=dev)
     if len(rows) > 1 or len(specs) > 1:
         cache.batch_select_indices(expand)
@@ -268,11 +269,11 @@ def generate(
                 input_ids=tok.unsqueeze(-1),
                 attention_mask=mask if padded else None,
                 position_ids=next_pos.unsqueeze(-1),
-                cache=cache,
                 use_cache=True,
+                **with_cache(model, cache),
             )
             next_pos = next_pos + 1
-            cache = out.cache
+            cache = cache_of(out)
             logits = out.logits[:, -1, :].float()
     return [
         [
