@@ -247,6 +247,12 @@ class Engine:
         ``grad_clip_norm`` 0 turns clipping off. Returns ``{"grad_norm", "learning_rate", "step"}``
         (``grad_norm`` is the global norm before clipping).
 
+        Raises:
+            EngineError: (user) a non-finite gradient (the loss was NaN or infinite), or an
+                update that would make the weights non-finite (learning rate too high): the
+                message names the step; weights, optimizer state and step stay as they were,
+                and the gradient is dropped.
+
         Example::
 
             engine.optim_step(model_id, learning_rate=3e-3, weight_decay=0.01, grad_clip_norm=1.0)

@@ -248,15 +248,54 @@ def optim_step(
     norm = 0.0
     if grads:
         norm = float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads])))
-    if grad_clip_norm > 0 and grads and math.isfinite(norm):
+    step = trainer.step + 1
+    if not math.isfinite(norm):
+        trainer.optimizer.zero_grad(set_to_none=True)
+        raise EngineError(
+            f"optim_step {step} refused: the accumulated gradient is not finite (norm {norm}); "
+            "the loss was probably NaN or infinite (check advantages, logprobs and weights of "
+            "the datums, or a learning rate so high that earlier updates blew up). The "
+            "weights and optimizer state are unchanged and the gradient was dropped."
+        )
+    if grad_clip_norm > 0 and grads:
         torch.nn.utils.clip_grad_norm_(params, max_norm=float(grad_clip_norm))
     for group in trainer.optimizer.param_groups:
         group["lr"] = float(learning_rate)
         group["betas"] = (float(beta1), float(beta2))
         group["eps"] = float(eps)
         group["weight_decay"] = float(weight_decay)
-    if math.isfinite(norm):
-        trainer.optimizer.step()
+    saved = _saved_state(trainer)
+    trainer.optimizer.step()
     trainer.optimizer.zero_grad(set_to_none=True)
-    trainer.step += 1
-    return {"grad_norm": norm, "learning_rate": float(learning_rate), "step": trainer.step}
+    if not all(bool(torch.isfinite(p).all()) for p in params):
+        _restore_state(trainer, saved)
+        raise EngineError(
+            f"optim_step {step} refused: the update would make the LoRA weights non-finite "
+            f"(learning_rate {learning_rate!r}, gradient norm {norm:.4g}); the learning rate is "
+            "likely too high (a LoRA learning rate is usually 1e-5 to 1e-2). The previous "
+            "weights and optimizer state are kept; the gradient was dropped."
+        )
+    trainer.step = step
+    return {"grad_norm": norm, "learning_rate": float(learning_rate), "step": step}
+
+
+def _saved_state(trainer: Trainer) -> tuple[list[torch.Tensor], dict[Any, dict[str, Any]]]:
+    """Copies of the adapter weights and the optimizer's per-parameter state."""
+    weights = [p.detach().clone() for p in trainer.params.values()]
+    state = {
+        p: {k: v.clone() if torch.is_tensor(v) else v for k, v in st.items()}
+        for p, st in trainer.optimizer.state.items()
+    }
+    return weights, state
+
+
+def _restore_state(
+    trainer: Trainer, saved: tuple[list[torch.Tensor], dict[Any, dict[str, Any]]]
+) -> None:
+    """Put back what :func:`_saved_state` copied (a refused update leaves no trace)."""
+    weights, state = saved
+    with torch.no_grad():
+        for p, w in zip(trainer.params.values(), weights, strict=True):
+            p.copy_(w)
+    trainer.optimizer.state.clear()
+    trainer.optimizer.state.update(state)
