@@ -23,8 +23,9 @@ from typing import Any, Literal, TypeVar
 
 from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME, TINY_MODEL_NAMES, cache_dir
 
-from ..models import ModelLoadError, pin_threads
+from ..models import ModelLoadError, default_device, pin_threads
 from . import adapters, sampling, training
+from .budget import DEFAULT_MAX_TOKENS_PER_PASS, Control, check_budget, release_memory
 from .checkpoints import KIND_DIRS, CheckpointStore
 from .inputs import check_name
 from .records import EngineError, ForwardOutput, LoraSpec, SampledSequence, Snapshot
@@ -41,9 +42,12 @@ def _locked(method: _F) -> _F:
     @functools.wraps(method)
     def wrapper(self: Engine, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
+            self._control.enter()
             try:
                 return method(self, *args, **kwargs)
-            except EngineError:
+            except EngineError as err:
+                if err.category == "cancelled" and self._control.depth == 1:
+                    release_memory(default_device(self.device)[0], collect=True)
                 raise
             except ModelLoadError as err:
                 raise EngineError(str(err), "user") from err
@@ -51,6 +55,8 @@ def _locked(method: _F) -> _F:
                 raise EngineError(
                     f"internal error in {method.__name__}: {type(err).__name__}: {err}", "server"
                 ) from err
+            finally:
+                self._control.leave()
 
     return wrapper  # type: ignore[return-value]
 
@@ -65,6 +71,9 @@ class Engine:
         num_threads: torch intra-op threads, pinned for determinism; default
             ``MINT_ENVKIT_NUM_THREADS``, else 1 (see ``models.pin_threads_default``).
         default_model: the base model named first in :attr:`supported_models`.
+        max_tokens_per_pass: padded tokens one model pass may hold (micro-batches of
+            ``forward``, sub-batches of sampling, chunks of ``compute_logprobs``); bounds
+            peak memory. Default ``DEFAULT_MAX_TOKENS_PER_PASS`` (4096), sized for a laptop.
 
     Example::
 
@@ -80,6 +89,7 @@ class Engine:
         device: str | None = None,
         num_threads: int | None = None,
         default_model: str = TINY_MODEL_NAME,
+        max_tokens_per_pass: int = DEFAULT_MAX_TOKENS_PER_PASS,
     ) -> None:
         if state_dir is None:
             env = os.environ.get("MINT_ENVKIT_STATE_DIR")
@@ -92,9 +102,40 @@ class Engine:
             raise EngineError(str(err), "user") from err
         self.default_model = default_model
         self._lock = threading.RLock()
+        self._control = Control(max_tokens_per_pass=check_budget(max_tokens_per_pass))
         self.registry = Registry(device=device, num_threads=self.num_threads)
         """In-memory state (internal: for tests and tools, not a stable API)."""
         self._checkpoints = CheckpointStore(self.state_dir)
+
+    @property
+    def max_tokens_per_pass(self) -> int:
+        """Padded tokens one model pass may hold (settable; see the constructor).
+
+        Example::
+
+            engine.max_tokens_per_pass = 2048
+        """
+        return self._control.max_tokens_per_pass
+
+    @max_tokens_per_pass.setter
+    def max_tokens_per_pass(self, value: int) -> None:
+        self._control.max_tokens_per_pass = check_budget(value)
+
+    def cancel_running(self) -> bool:
+        """Cancel the call running now, from any thread (no lock); True if one was running.
+
+        The call raises ``EngineError(category="cancelled")`` at its next check:
+        between micro-batches of ``forward``, sub-batches and decode steps of sampling,
+        chunks of ``compute_logprobs`` (within about one model pass). It leaves no
+        partial gradient; checkpoint writes are atomic and never interrupted. Calls
+        queued behind it run normally: stop submitting them first (on SIGTERM).
+
+        Example::
+
+            threading.Timer(1.0, engine.cancel_running).start()
+            engine.sample(sampler_id, prompt, num_samples=64, max_tokens=1000)  # cancelled
+        """
+        return self._control.cancel()
 
     @property
     def supported_models(self) -> list[str]:
@@ -228,7 +269,9 @@ class Engine:
             out.metrics["loss:sum"]
         """
         base, trainer = self.registry.trainer(model_id)
-        return training.forward(base, trainer, data, loss_fn, loss_fn_config, backward=backward)
+        return training.forward(
+            base, trainer, data, loss_fn, loss_fn_config, backward=backward, control=self._control
+        )
 
     @_locked
     def optim_step(
@@ -362,7 +405,7 @@ class Engine:
             seed=seed,
             stop=stop,
         )
-        return sampling.generate(base, snap, [spec])[0]
+        return sampling.generate(base, snap, [spec], self._control)[0]
 
     @_locked
     def sample_many(
@@ -381,7 +424,7 @@ class Engine:
             out = engine.sample_many([(sid, p1, {"num_samples": 4}), (sid, p2, {"seed": 1})])
             out[0][0].tokens
         """
-        return sampling.sample_many(requests, self.registry.sampler)
+        return sampling.sample_many(requests, self.registry.sampler, self._control)
 
     @_locked
     def compute_logprobs(self, sampler_id: str, prompt: list[int]) -> list[float | None]:
@@ -391,7 +434,7 @@ class Engine:
 
             engine.compute_logprobs(ref_sampler, [2044, 10, 11])  # [None, -7.6, -7.5]
         """
-        return sampling.compute_logprobs(*self.registry.sampler(sampler_id), prompt)
+        return sampling.compute_logprobs(*self.registry.sampler(sampler_id), prompt, self._control)
 
     # ------------------------------------------------------------------ checkpoints
 

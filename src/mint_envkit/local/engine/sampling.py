@@ -15,7 +15,7 @@ Example::
     from mint_envkit.local.engine import sampling
 
     spec = sampling.sample_spec(state, [2044, 10], num_samples=2, max_tokens=4, seed=0)
-    [seqs] = sampling.generate(state, snapshot, [spec])
+    [seqs] = sampling.generate(state, snapshot, [spec], Control(max_tokens_per_pass=4096))
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any, Literal
 import torch
 
 from .adapters import use_sampler
+from .budget import RELEASE_AFTER_TOKENS, Control, release_memory
 from .hf_compat import cache_of, with_cache
 from .inputs import int_list, is_int, token_ids
 from .records import (
@@ -211,90 +212,158 @@ def _prefill(
     return cache, logits, mask, mask.sum(-1), padded
 
 
-def generate(
-    base: BaseModelState, snap: Snapshot, specs: Sequence[SampleSpec]
-) -> list[list[SampledSequence]]:
-    """Sample every spec in one batch on ``snap``'s weights; one list of sequences per spec.
+def plan_rows(specs: Sequence[SampleSpec], budget: int) -> list[list[tuple[int, int]]]:
+    """Rows ``(request, sample)`` in sub-batches of at most ``budget`` tokens of KV cache.
+
+    A row costs ``len(prompt) + max_tokens``; a sub-batch ``rows * its costliest row``.
+    Requests are packed whole, in order (a request's draws then never depend on its
+    neighbours); one that alone exceeds the budget is split into sub-batches of its own.
 
     Example::
 
-        generate(state, snap, [spec_a, spec_b])[1][0].tokens
+        plan_rows([spec_a, spec_b], budget=4096)  # [[(0, 0), (0, 1), (1, 0)]]
     """
-    dev = base.loaded.device
+    plan: list[list[tuple[int, int]]] = []
+    current: list[tuple[int, int]] = []
+    width = 0
+    for r, spec in enumerate(specs):
+        cost = len(spec.prompt) + spec.max_tokens
+        rows = [(r, k) for k in range(spec.num_samples)]
+        per = max(1, budget // cost)
+        if len(rows) > per:
+            if current:
+                plan.append(current)
+                current, width = [], 0
+            plan.extend(rows[i : i + per] for i in range(0, len(rows), per))
+            continue
+        if current and max(width, cost) * (len(current) + len(rows)) > budget:
+            plan.append(current)
+            current, width = [], 0
+        current += rows
+        width = max(width, cost)
+    if current:
+        plan.append(current)
+    return plan
+
+
+def generate(
+    base: BaseModelState, snap: Snapshot, specs: Sequence[SampleSpec], control: Control
+) -> list[list[SampledSequence]]:
+    """Sample every spec on ``snap``'s weights, in sub-batches under the token budget.
+
+    Example::
+
+        generate(state, snap, [spec_a, spec_b], Control(max_tokens_per_pass=4096))[1][0].tokens
+    """
     tokenizer = _tokenizer(base) if any(s.stop_strs for s in specs) else None
-    rows = [(r, k) for r, spec in enumerate(specs) for k in range(spec.num_samples)]
     gens = [torch.Generator(device="cpu").manual_seed(spec.seed) for spec in specs]
-    out_tokens = [[[] for _ in range(spec.num_samples)] for spec in specs]
-    out_lps = [[[] for _ in range(spec.num_samples)] for spec in specs]
-    reasons: list[list[Literal["stop", "length"]]] = [
-        ["length"] * spec.num_samples for spec in specs
-    ]
-    with torch.no_grad(), use_sampler(base, snap) as model:
-        cache, logits, mask, next_pos, padded = _prefill(model, specs, rows, dev)
-        active = list(range(len(rows)))
-        while True:
-            tok = torch.empty(len(active), dtype=torch.long, device=dev)
-            lp = torch.empty(len(active), dtype=torch.float32, device=dev)
-            by_request: dict[int, list[int]] = {}
-            for position, row in enumerate(active):
-                by_request.setdefault(rows[row][0], []).append(position)
-            for r, positions_of_r in by_request.items():
-                spec = specs[r]
-                index = torch.tensor(positions_of_r, dtype=torch.long, device=dev)
-                drawn, drawn_lp = _draw(
-                    logits[index], spec.temperature, spec.top_p, spec.top_k, gens[r]
+    out = _Outputs(specs)
+    try:
+        with torch.no_grad(), use_sampler(base, snap) as model:
+            for rows in plan_rows(specs, control.max_tokens_per_pass):
+                control.check()
+                _generate_rows(
+                    model, base.loaded.device, specs, rows, gens, out, tokenizer, control
                 )
-                tok[index] = drawn
-                lp[index] = drawn_lp
-            tok_list, lp_list = tok.tolist(), lp.tolist()
-            keep: list[int] = []
-            for position, row in enumerate(active):
-                r, k = rows[row]
-                seq = out_tokens[r][k]
-                seq.append(tok_list[position])
-                out_lps[r][k].append(lp_list[position])
-                if _stopped(specs[r], seq, tokenizer):
-                    reasons[r][k] = "stop"
-                elif len(seq) < specs[r].max_tokens:
-                    keep.append(position)
-            if not keep:
-                break
-            if len(keep) < len(active):
-                index = torch.tensor(keep, dtype=torch.long, device=dev)
-                cache.batch_select_indices(index)
-                tok, mask, next_pos = tok[index], mask[index], next_pos[index]
-                active = [active[p] for p in keep]
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
-            out = model(
-                input_ids=tok.unsqueeze(-1),
-                attention_mask=mask if padded else None,
-                position_ids=next_pos.unsqueeze(-1),
-                use_cache=True,
-                **with_cache(model, cache),
-            )
-            next_pos = next_pos + 1
-            cache = cache_of(out)
-            logits = out.logits[:, -1, :].float()
+    finally:
+        if sum(len(s.prompt) + s.max_tokens * s.num_samples for s in specs) > RELEASE_AFTER_TOKENS:
+            release_memory(base.loaded.device)
     return [
         [
             SampledSequence(tokens=t, logprobs=lps, stop_reason=reason)
-            for t, lps, reason in zip(out_tokens[r], out_lps[r], reasons[r], strict=True)
+            for t, lps, reason in zip(out.tokens[r], out.lps[r], out.reasons[r], strict=True)
         ]
         for r in range(len(specs))
     ]
 
 
+class _Outputs:
+    """What the sampled rows produced, by request and sample."""
+
+    def __init__(self, specs: Sequence[SampleSpec]) -> None:
+        self.tokens: list[list[list[int]]] = [[[] for _ in range(s.num_samples)] for s in specs]
+        self.lps: list[list[list[float]]] = [[[] for _ in range(s.num_samples)] for s in specs]
+        self.reasons: list[list[Literal["stop", "length"]]] = [
+            ["length"] * s.num_samples for s in specs
+        ]
+
+
+def _generate_rows(
+    model: Any,
+    dev: Any,
+    specs: Sequence[SampleSpec],
+    rows: list[tuple[int, int]],
+    gens: list[torch.Generator],
+    out: _Outputs,
+    tokenizer: Any,
+    control: Control,
+) -> None:
+    """Sample one sub-batch of rows to the end, stepping them together with a KV cache."""
+    requests = sorted({r for r, _ in rows})
+    local = {r: i for i, r in enumerate(requests)}
+    cache, logits, mask, next_pos, padded = _prefill(
+        model, [specs[r] for r in requests], [(local[r], k) for r, k in rows], dev
+    )
+    active = list(range(len(rows)))
+    while True:
+        control.check()
+        tok = torch.empty(len(active), dtype=torch.long, device=dev)
+        lp = torch.empty(len(active), dtype=torch.float32, device=dev)
+        by_request: dict[int, list[int]] = {}
+        for position, row in enumerate(active):
+            by_request.setdefault(rows[row][0], []).append(position)
+        for r, positions_of_r in by_request.items():
+            spec = specs[r]
+            index = torch.tensor(positions_of_r, dtype=torch.long, device=dev)
+            drawn, drawn_lp = _draw(
+                logits[index], spec.temperature, spec.top_p, spec.top_k, gens[r]
+            )
+            tok[index] = drawn
+            lp[index] = drawn_lp
+        tok_list, lp_list = tok.tolist(), lp.tolist()
+        keep: list[int] = []
+        for position, row in enumerate(active):
+            r, k = rows[row]
+            seq = out.tokens[r][k]
+            seq.append(tok_list[position])
+            out.lps[r][k].append(lp_list[position])
+            if _stopped(specs[r], seq, tokenizer):
+                out.reasons[r][k] = "stop"
+            elif len(seq) < specs[r].max_tokens:
+                keep.append(position)
+        if not keep:
+            return
+        if len(keep) < len(active):
+            index = torch.tensor(keep, dtype=torch.long, device=dev)
+            cache.batch_select_indices(index)
+            tok, mask, next_pos = tok[index], mask[index], next_pos[index]
+            active = [active[p] for p in keep]
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
+        step = model(
+            input_ids=tok.unsqueeze(-1),
+            attention_mask=mask if padded else None,
+            position_ids=next_pos.unsqueeze(-1),
+            use_cache=True,
+            **with_cache(model, cache),
+        )
+        next_pos = next_pos + 1
+        cache = cache_of(step)
+        logits = step.logits[:, -1, :].float()
+
+
 def sample_many(
     requests: Sequence[tuple[str, list[int], dict[str, Any]]],
     lookup: Callable[[str], tuple[BaseModelState, Snapshot]],
+    control: Control,
 ) -> list[list[SampledSequence] | EngineError]:
-    """Sample several requests, one padded batch per sampler; a bad one gets its EngineError.
+    """Sample several requests, batched per sampler; a bad one gets its EngineError.
 
-    ``lookup`` gives the base model and snapshot of a ``sampler_id`` (EngineError if unknown).
+    ``lookup`` gives the base model and snapshot of a ``sampler_id`` (EngineError if
+    unknown). A cancel raises (it is not one request's error).
 
     Example::
 
-        sample_many([(sid, [1, 2], {"seed": 0})], engine_lookup)[0][0].tokens
+        sample_many([(sid, [1, 2], {"seed": 0})], engine_lookup, control)[0][0].tokens
     """
     results: list[list[SampledSequence] | EngineError | None] = [None] * len(requests)
     groups: dict[str, list[tuple[int, SampleSpec]]] = {}
@@ -311,8 +380,10 @@ def sample_many(
             groups.setdefault(sampler_id, []).append((index, spec))
     for sampler_id, items in groups.items():
         try:
-            outs = generate(*found[sampler_id], [spec for _, spec in items])
+            outs = generate(*found[sampler_id], [spec for _, spec in items], control)
         except EngineError as err:
+            if err.category == "cancelled":
+                raise
             outs = [err] * len(items)
         except Exception as err:
             outs = [EngineError(f"sampling failed: {err}", "server")] * len(items)
@@ -321,16 +392,47 @@ def sample_many(
     return results  # type: ignore[return-value]
 
 
-def compute_logprobs(base: BaseModelState, snap: Snapshot, prompt: Any) -> list[float | None]:
+def compute_logprobs(
+    base: BaseModelState, snap: Snapshot, prompt: Any, control: Control
+) -> list[float | None]:
     """Per-token logprobs of ``prompt`` under the snapshot's weights; the first is ``None``.
+
+    A prompt longer than the token budget runs in chunks through the KV cache.
 
     Example::
 
-        compute_logprobs(state, snap, [2044, 10, 11])  # [None, -7.6, -7.5]
+        compute_logprobs(state, snap, [2044, 10, 11], control)  # [None, -7.6, -7.5]
     """
     tokens = token_ids(prompt, base.loaded.vocab_size)
     if len(tokens) == 1:
         return [None]
+    budget = control.max_tokens_per_pass
     with torch.no_grad(), use_sampler(base, snap) as model:
-        logp = logprobs_batch(model, [tokens[:-1]], [tokens[1:]])
-    return [None, *logp[0].cpu().tolist()]
+        if len(tokens) - 1 <= budget:
+            return [None, *logprobs_batch(model, [tokens[:-1]], [tokens[1:]])[0].cpu().tolist()]
+        dev = base.loaded.device
+        out: list[float | None] = [None]
+        cache = None
+        try:
+            for start in range(0, len(tokens) - 1, budget):
+                control.check()
+                ids = torch.tensor([tokens[start : start + budget]], device=dev)
+                end = start + ids.shape[1]
+                kwargs = {} if cache is None else with_cache(model, cache)
+                step = model(
+                    input_ids=ids,
+                    position_ids=torch.arange(start, end, device=dev).unsqueeze(0),
+                    use_cache=True,
+                    **kwargs,
+                )
+                cache = cache_of(step)
+                logits = step.logits[0].float()
+                del step
+                target = torch.tensor(tokens[start + 1 : end + 1], device=dev)
+                logits = logits[: len(target)]
+                picked = logits.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+                out.extend((picked - torch.logsumexp(logits, dim=-1)).cpu().tolist())
+        finally:
+            del cache
+            release_memory(dev)
+        return out
