@@ -226,7 +226,9 @@ def forward(
     per_batch = min(
         control.max_tokens_per_pass, max(1, LOGIT_BUDGET // max(1, base.loaded.vocab_size))
     )
-    grads = {k: p.grad.clone() for k, p in trainer.params.items() if p.grad is not None}
+    grads = {}
+    if backward:  # to undo this call's part of the gradient if it is cancelled or fails
+        grads = {k: p.grad.clone() for k, p in trainer.params.items() if p.grad is not None}
     try:
         for chunk in micro_batches(items, per_batch):
             control.check()
