@@ -132,5 +132,7 @@ def test_cancel_stops_a_long_sample_within_seconds(engine):
     finally:
         timer.cancel()
     assert err.value.category == "cancelled"
-    assert time.monotonic() - cancelled_at[0] < 5.0
+    # one decode step plus the unwinding; 10 s is the SIGTERM target (once 5.6 s
+    # on the shared 2-core box at load average 13, with a benchmark running beside it)
+    assert time.monotonic() - cancelled_at[0] < 10.0
     assert len(engine.sample(sampler, PROMPT, num_samples=1, max_tokens=3, seed=0)) == 1

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import gc
 import sys
 from typing import Any
 
@@ -108,18 +107,16 @@ def _malloc_trim() -> None:
         return
 
 
-def release_memory(device: torch.device, *, collect: bool = False) -> None:
+def release_memory(device: torch.device) -> None:
     """Give freed memory back: ``malloc_trim`` on glibc, the CUDA cache on CUDA.
 
-    ``collect`` also runs the garbage collector first (after an exception, whose
-    traceback may have held activations in a cycle).
+    (Tensors are freed by reference counting as soon as a pass ends; this returns
+    the freed pages, which glibc would otherwise keep mapped.)
 
     Example::
 
         release_memory(torch.device("cpu"))
     """
-    if collect:
-        gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
     else:

@@ -23,9 +23,9 @@ from typing import Any, Literal, TypeVar
 
 from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME, TINY_MODEL_NAMES, cache_dir
 
-from ..models import ModelLoadError, default_device, pin_threads
+from ..models import ModelLoadError, pin_threads
 from . import adapters, sampling, training
-from .budget import DEFAULT_MAX_TOKENS_PER_PASS, Control, check_budget, release_memory
+from .budget import DEFAULT_MAX_TOKENS_PER_PASS, Control, check_budget
 from .checkpoints import KIND_DIRS, CheckpointStore
 from .inputs import check_name
 from .records import EngineError, ForwardOutput, LoraSpec, SampledSequence, Snapshot
@@ -45,9 +45,7 @@ def _locked(method: _F) -> _F:
             self._control.enter()
             try:
                 return method(self, *args, **kwargs)
-            except EngineError as err:
-                if err.category == "cancelled" and self._control.depth == 1:
-                    release_memory(default_device(self.device)[0], collect=True)
+            except EngineError:
                 raise
             except ModelLoadError as err:
                 raise EngineError(str(err), "user") from err
