@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from engine_kit import PROMPT, SMALL, lora_params, max_diff, trained_lora
+from engine_kit import PROMPT, SMALL, ce_data, lora_params, max_diff, tiny_llama_dir, trained_lora
 
 from mint_envkit.local.engine import EngineError
 
@@ -82,3 +82,35 @@ def test_a_released_snapshot_never_serves_stale_merged_weights(engine):
     s1_again, _ = engine.save_for_sampler(first, None)
     assert engine.compute_logprobs(s1_again, prompt) == pytest.approx(out1, abs=1e-6)
     assert out2 != pytest.approx(out1, abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def llama_dirs(tmp_path_factory) -> dict[bool, str]:
+    """A tiny tied and a tiny untied Llama, saved once for this module (no download)."""
+    root = tmp_path_factory.mktemp("llamas")
+    return {tied: tiny_llama_dir(root / f"tied-{tied}", tied=tied) for tied in (True, False)}
+
+
+@pytest.mark.parametrize("train_unembed", [True, False])
+@pytest.mark.parametrize("tied", [True, False])
+def test_sampled_logprobs_equal_the_learner_on_tied_and_untied_models(
+    engine, llama_dirs, tied, train_unembed
+):
+    """The merged sampling copy must not add the lm_head delta to a tied input embedding."""
+    model_id = engine.create_lora(llama_dirs[tied], rank=4, seed=1, train_unembed=train_unembed)
+    for _ in range(3):
+        engine.forward(model_id, ce_data(), "cross_entropy", None, backward=True)
+        engine.optim_step(model_id, learning_rate=2e-2)
+    sampler, _ = engine.save_for_sampler(model_id, None)
+    seqs = engine.sample(sampler, PROMPT, num_samples=3, max_tokens=8, seed=4)
+    for s in seqs:
+        tokens = PROMPT + s.tokens
+        datum = {
+            "model_input": tokens[:-1],
+            "loss_fn_inputs": {"target_tokens": tokens[1:]},
+        }
+        learner = engine.forward(model_id, [datum], "cross_entropy", None, backward=False)
+        learner_lps = learner.logprobs[0]
+        assert s.logprobs == pytest.approx(learner_lps[len(PROMPT) - 1 :], abs=1e-4)
+        assert engine.compute_logprobs(sampler, tokens)[1:] == pytest.approx(learner_lps, abs=1e-4)
+    engine.unload(model_id)

@@ -29,7 +29,14 @@ def test_save_and_load_state_round_trip(engine):
     d = engine.create_lora(SMALL, rank=4, seed=99)
     engine.load_state(d, path, with_optimizer=True)
     assert max_diff(lora_params(engine, d), saved) == 0.0
-    assert engine.weights_info(path) == {"base_model": SMALL, "is_lora": True, "lora_rank": 4}
+    assert engine.weights_info(path) == {
+        "base_model": SMALL,
+        "is_lora": True,
+        "lora_rank": 4,
+        "train_mlp": True,
+        "train_attn": True,
+        "train_unembed": True,
+    }
     # a checkpoint of another shape does not fit
     e = engine.create_lora(SMALL, rank=8, seed=0)
     with pytest.raises(EngineError, match="does not fit") as err:
@@ -56,6 +63,28 @@ def test_checkpoints_survive_a_new_engine(engine):
     _same_samples(fresh.sample(s2, PROMPT, num_samples=3, max_tokens=6, seed=1), expected)
     s3 = engine.create_sampler(model_path=spath)
     _same_samples(engine.sample(s3, PROMPT, num_samples=3, max_tokens=6, seed=1), expected)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {"train_mlp": False, "train_attn": True, "train_unembed": False},
+        {"train_mlp": True, "train_attn": False, "train_unembed": True},
+    ],
+)
+def test_weights_info_keeps_the_lora_flags_for_a_resume_in_a_new_engine(engine, flags):
+    """A new process (no run in memory) rebuilds the client from weights_info alone, as the SDK."""
+    a = engine.create_lora(SMALL, rank=4, seed=2, **flags)
+    engine.forward(a, ce_data(2), "cross_entropy", None, backward=True)
+    engine.optim_step(a, learning_rate=1e-2)
+    path = engine.save_state(a, "flags")
+    fresh = Engine(state_dir=engine.state_dir, num_threads=1)
+    info = fresh.weights_info(path)
+    assert {k: info[k] for k in flags} == flags
+    b = fresh.create_lora(info["base_model"], rank=info["lora_rank"], seed=0, **flags)
+    fresh.load_state(b, path, with_optimizer=True)
+    assert max_diff(lora_params(fresh, b), lora_params(engine, a)) == 0.0
+    assert fresh.model_info(b)["step"] == 1
 
 
 def test_list_and_delete_checkpoints(engine):

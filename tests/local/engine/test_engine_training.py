@@ -6,9 +6,9 @@ import math
 
 import pytest
 import torch
-from engine_kit import SMALL, ce_data, lora_params, max_diff, rl_data, trained_lora
+from engine_kit import PROMPT, SMALL, ce_data, lora_params, max_diff, rl_data, trained_lora
 
-from mint_envkit.local.engine import Engine
+from mint_envkit.local.engine import Engine, EngineError
 
 
 def test_cross_entropy_loss_is_weighted_sum(engine):
@@ -145,3 +145,56 @@ def test_grad_clip_bounds_the_update_with_large_eps(engine):
     assert norm > 0.5
     _, clipped = step_size(0.5)
     assert clipped == pytest.approx(free * 0.5 / norm, rel=1e-3)
+
+
+def _moments(engine: Engine, model_id: str) -> dict[str, torch.Tensor]:
+    """A copy of the Adam moments of a training client, by parameter name and moment."""
+    trainer = engine.registry.trainers[model_id]
+    return {
+        f"{name}:{key}": trainer.optimizer.state[p][key].detach().clone()
+        for name, p in trainer.params.items()
+        for key in ("exp_avg", "exp_avg_sq", "step")
+    }
+
+
+def test_an_update_that_would_make_weights_non_finite_is_refused_and_undone(engine):
+    model_id = trained_lora(engine, seed=11, steps=1)
+    sampler, _ = engine.save_for_sampler(model_id, None)
+    before_lp = engine.compute_logprobs(sampler, PROMPT)
+    before_seqs = engine.sample(sampler, PROMPT, num_samples=2, max_tokens=5, seed=3)
+    weights = lora_params(engine, model_id)
+    moments = _moments(engine, model_id)
+    engine.forward(model_id, ce_data(), "cross_entropy", None, backward=True)
+    with pytest.raises(
+        EngineError, match=r"optim_step 2 refused.*learning rate is likely too high"
+    ):
+        engine.optim_step(model_id, learning_rate=1e308)
+    assert engine.model_info(model_id)["step"] == 1
+    assert max_diff(lora_params(engine, model_id), weights) == 0.0
+    assert max_diff(_moments(engine, model_id), moments) == 0.0
+    again, _ = engine.save_for_sampler(model_id, None)
+    assert engine.compute_logprobs(again, PROMPT) == before_lp
+    seqs = engine.sample(again, PROMPT, num_samples=2, max_tokens=5, seed=3)
+    assert [s.tokens for s in seqs] == [s.tokens for s in before_seqs]
+    assert [s.logprobs for s in seqs] == [s.logprobs for s in before_seqs]
+    # the next sane step trains as if the refused one never happened
+    engine.forward(model_id, ce_data(), "cross_entropy", None, backward=True)
+    assert engine.optim_step(model_id, learning_rate=1e-2)["step"] == 2
+    assert max_diff(lora_params(engine, model_id), weights) > 0
+
+
+def test_a_non_finite_gradient_is_refused_with_the_likely_cause(engine):
+    model_id = trained_lora(engine, seed=12, steps=1)
+    weights = lora_params(engine, model_id)
+    sampler, _ = engine.save_for_sampler(model_id, None)
+    data = rl_data(engine, sampler, seed=0, n=2)
+    for d in data:  # a sampler logprob this low makes the ratio, and the loss, infinite
+        d["loss_fn_inputs"]["logprobs"] = [-1e30] * len(d["loss_fn_inputs"]["logprobs"])
+        d["loss_fn_inputs"]["advantages"] = [1.0] * len(d["loss_fn_inputs"]["advantages"])
+    engine.forward(model_id, data, "importance_sampling", None, backward=True)
+    with pytest.raises(EngineError, match=r"optim_step 2 refused.*not finite.*NaN") as err:
+        engine.optim_step(model_id, learning_rate=1e-2)
+    assert err.value.category == "user"
+    assert max_diff(lora_params(engine, model_id), weights) == 0.0
+    assert engine.model_info(model_id)["step"] == 1
+    assert all(p.grad is None for p in engine.registry.trainers[model_id].params.values())

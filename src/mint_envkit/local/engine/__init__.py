@@ -32,7 +32,9 @@ Modules: :mod:`.core` (the :class:`Engine` front: registries, the lock),
 :mod:`.registry` (lookups by id), :mod:`.records` (records and :class:`EngineError`),
 :mod:`.inputs` (input checks), :mod:`.adapters` (LoRA adapters, the merged sampling
 copy), :mod:`.training` (forward, losses, optimizer), :mod:`.sampling` (snapshots,
-generation) and :mod:`.checkpoints` (files on disk).
+generation), :mod:`.checkpoints` (files on disk), :mod:`.budget` (the token budget per
+pass, cancellation between chunks) and :mod:`.hf_compat` (the KV cache's name across
+``transformers`` versions).
 
 Example::
 

@@ -6,9 +6,10 @@ base model (up to ``MERGED_COPY_MAX_PARAMS``) keeps a plain merged copy whose
 adapted layers hold ``W + scale * B @ A``; a larger one copies the snapshot into
 a scratch adapter ("slot") of the same LoRA shape.
 
-Known limit (left for a later task): the merge adds ``B @ A`` to each adapted
-layer's ``weight`` of the copy; with tied input/output embeddings an ``lm_head``
-delta also changes the input embedding of the copy, which peft does not do.
+Tied embeddings: peft adds an ``lm_head`` delta to the output only, the input
+embedding stays the base one. The merged copy therefore unties its output layer
+(its own copy of the shared matrix) before any delta is merged into it, so it
+computes what the learner computes.
 
 Example::
 
@@ -112,10 +113,19 @@ def _make_merged_copy(base: BaseModelState) -> None:
     n_params = sum(p.numel() for p in model.parameters())
     if n_params > MERGED_COPY_MAX_PARAMS:
         return  # a large model samples through peft rather than double its memory
-    base.merged = copy.deepcopy(model).eval()
-    for p in base.merged.parameters():
+    merged = copy.deepcopy(model).eval()
+    _untie_output(merged)
+    for p in merged.parameters():
         p.requires_grad_(False)
+    base.merged = merged
     base.merged_content = "base"
+
+
+def _untie_output(model: Any) -> None:
+    """Give a tied output layer its own weight, so a merged ``lm_head`` delta leaves the input."""
+    out, inp = model.get_output_embeddings(), model.get_input_embeddings()
+    if out is not None and inp is not None and out.weight is inp.weight:
+        out.weight = torch.nn.Parameter(inp.weight.detach().clone(), requires_grad=False)
 
 
 def _merge_into_copy(base: BaseModelState, snap: Snapshot) -> None:

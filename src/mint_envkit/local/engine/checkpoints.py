@@ -5,9 +5,6 @@ Layout: ``state_dir/<model_id>/{weights,sampler_weights}/<name>/`` with
 ``optimizer.safetensors`` (training state only) and ``meta.json`` (base model,
 LoRA config, step), addressed by ``tinker://<model_id>/<kind>/<name>``.
 
-Known limit (left for a later task): :meth:`CheckpointStore.weights_info`
-reports rank only, not the ``train_*`` flags that ``meta.json`` holds.
-
 Example::
 
     from mint_envkit.local.engine.checkpoints import CheckpointStore
@@ -314,15 +311,23 @@ class CheckpointStore:
         self.snapshots.pop(path, None)
 
     def weights_info(self, path: str) -> dict[str, Any]:
-        """``{"base_model", "is_lora", "lora_rank"}`` of a checkpoint.
+        """``{"base_model", "is_lora", "lora_rank", "train_mlp", "train_attn", "train_unembed"}``.
+
+        The shape of tinker's ``WeightsInfoResponse``: the SDK rebuilds a training
+        client from it (``create_training_client_from_state``), so the LoRA flags of
+        the run that saved the checkpoint come back exactly.
 
         Example::
 
-            store.weights_info("tinker://m-1/weights/a")["lora_rank"]  # 32
+            store.weights_info("tinker://m-1/weights/a")["train_unembed"]  # False
         """
         _, meta = self._meta(path)
+        spec = LoraSpec.from_json(meta["lora"])
         return {
             "base_model": meta["base_model"],
             "is_lora": True,
-            "lora_rank": int(meta["lora"]["rank"]),
+            "lora_rank": spec.rank,
+            "train_mlp": spec.train_mlp,
+            "train_attn": spec.train_attn,
+            "train_unembed": spec.train_unembed,
         }

@@ -25,6 +25,7 @@ from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME, TINY_MODEL_NAMES, c
 
 from ..models import ModelLoadError, pin_threads
 from . import adapters, sampling, training
+from .budget import DEFAULT_MAX_TOKENS_PER_PASS, Control, check_budget
 from .checkpoints import KIND_DIRS, CheckpointStore
 from .inputs import check_name
 from .records import EngineError, ForwardOutput, LoraSpec, SampledSequence, Snapshot
@@ -41,6 +42,7 @@ def _locked(method: _F) -> _F:
     @functools.wraps(method)
     def wrapper(self: Engine, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
+            self._control.enter()
             try:
                 return method(self, *args, **kwargs)
             except EngineError:
@@ -51,6 +53,8 @@ def _locked(method: _F) -> _F:
                 raise EngineError(
                     f"internal error in {method.__name__}: {type(err).__name__}: {err}", "server"
                 ) from err
+            finally:
+                self._control.leave()
 
     return wrapper  # type: ignore[return-value]
 
@@ -65,6 +69,9 @@ class Engine:
         num_threads: torch intra-op threads, pinned for determinism; default
             ``MINT_ENVKIT_NUM_THREADS``, else 1 (see ``models.pin_threads_default``).
         default_model: the base model named first in :attr:`supported_models`.
+        max_tokens_per_pass: padded tokens one model pass may hold (micro-batches of
+            ``forward``, sub-batches of sampling, chunks of ``compute_logprobs``); bounds
+            peak memory. Default ``DEFAULT_MAX_TOKENS_PER_PASS`` (4096), sized for a laptop.
 
     Example::
 
@@ -80,6 +87,7 @@ class Engine:
         device: str | None = None,
         num_threads: int | None = None,
         default_model: str = TINY_MODEL_NAME,
+        max_tokens_per_pass: int = DEFAULT_MAX_TOKENS_PER_PASS,
     ) -> None:
         if state_dir is None:
             env = os.environ.get("MINT_ENVKIT_STATE_DIR")
@@ -92,9 +100,40 @@ class Engine:
             raise EngineError(str(err), "user") from err
         self.default_model = default_model
         self._lock = threading.RLock()
+        self._control = Control(max_tokens_per_pass=check_budget(max_tokens_per_pass))
         self.registry = Registry(device=device, num_threads=self.num_threads)
         """In-memory state (internal: for tests and tools, not a stable API)."""
         self._checkpoints = CheckpointStore(self.state_dir)
+
+    @property
+    def max_tokens_per_pass(self) -> int:
+        """Padded tokens one model pass may hold (settable; see the constructor).
+
+        Example::
+
+            engine.max_tokens_per_pass = 2048
+        """
+        return self._control.max_tokens_per_pass
+
+    @max_tokens_per_pass.setter
+    def max_tokens_per_pass(self, value: int) -> None:
+        self._control.max_tokens_per_pass = check_budget(value)
+
+    def cancel_running(self) -> bool:
+        """Cancel the call running now, from any thread (no lock); True if one was running.
+
+        The call raises ``EngineError(category="cancelled")`` at its next check:
+        between micro-batches of ``forward``, sub-batches and decode steps of sampling,
+        chunks of ``compute_logprobs`` (within about one model pass). It leaves no
+        partial gradient; checkpoint writes are atomic and never interrupted. Calls
+        queued behind it run normally: stop submitting them first (on SIGTERM).
+
+        Example::
+
+            threading.Timer(1.0, engine.cancel_running).start()
+            engine.sample(sampler_id, prompt, num_samples=64, max_tokens=1000)  # cancelled
+        """
+        return self._control.cancel()
 
     @property
     def supported_models(self) -> list[str]:
@@ -228,7 +267,9 @@ class Engine:
             out.metrics["loss:sum"]
         """
         base, trainer = self.registry.trainer(model_id)
-        return training.forward(base, trainer, data, loss_fn, loss_fn_config, backward=backward)
+        return training.forward(
+            base, trainer, data, loss_fn, loss_fn_config, backward=backward, control=self._control
+        )
 
     @_locked
     def optim_step(
@@ -246,6 +287,12 @@ class Engine:
 
         ``grad_clip_norm`` 0 turns clipping off. Returns ``{"grad_norm", "learning_rate", "step"}``
         (``grad_norm`` is the global norm before clipping).
+
+        Raises:
+            EngineError: (user) a non-finite gradient (the loss was NaN or infinite), or an
+                update that would make the weights non-finite (learning rate too high): the
+                message names the step; weights, optimizer state and step stay as they were,
+                and the gradient is dropped.
 
         Example::
 
@@ -356,7 +403,7 @@ class Engine:
             seed=seed,
             stop=stop,
         )
-        return sampling.generate(base, snap, [spec])[0]
+        return sampling.generate(base, snap, [spec], self._control)[0]
 
     @_locked
     def sample_many(
@@ -375,7 +422,7 @@ class Engine:
             out = engine.sample_many([(sid, p1, {"num_samples": 4}), (sid, p2, {"seed": 1})])
             out[0][0].tokens
         """
-        return sampling.sample_many(requests, self.registry.sampler)
+        return sampling.sample_many(requests, self.registry.sampler, self._control)
 
     @_locked
     def compute_logprobs(self, sampler_id: str, prompt: list[int]) -> list[float | None]:
@@ -385,7 +432,7 @@ class Engine:
 
             engine.compute_logprobs(ref_sampler, [2044, 10, 11])  # [None, -7.6, -7.5]
         """
-        return sampling.compute_logprobs(*self.registry.sampler(sampler_id), prompt)
+        return sampling.compute_logprobs(*self.registry.sampler(sampler_id), prompt, self._control)
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -469,11 +516,15 @@ class Engine:
 
     @_locked
     def weights_info(self, path: str) -> dict[str, Any]:
-        """``{"base_model", "is_lora", "lora_rank"}`` of a checkpoint.
+        """``{"base_model", "is_lora", "lora_rank", "train_mlp", "train_attn", "train_unembed"}``.
+
+        Tinker's ``WeightsInfoResponse``: the LoRA flags of the run that saved the
+        checkpoint, so a client rebuilt from it (also after a restart) is the same shape.
 
         Example::
 
             engine.weights_info("tinker://<id>/weights/step-0100")
-            # {'base_model': 'mint-envkit/tiny-qwen3', 'is_lora': True, 'lora_rank': 32}
+            # {'base_model': 'mint-envkit/tiny-qwen3', 'is_lora': True, 'lora_rank': 32,
+            #  'train_mlp': True, 'train_attn': True, 'train_unembed': False}
         """
         return self._checkpoints.weights_info(path)

@@ -25,7 +25,7 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -224,11 +224,16 @@ class _Layout:
 
 
 def decode(
-    model: Any, specs: Sequence[SampleSpec], policy: DecodePolicy, tokenizer: Any
+    model: Any,
+    specs: Sequence[SampleSpec],
+    policy: DecodePolicy,
+    tokenizer: Any,
+    check: Callable[[], None] | None = None,
 ) -> list[list[SampledSequence]]:
     """Sample every spec in one batch on ``model``; one list of sequences per spec.
 
-    ``tokenizer`` is needed only when a spec has stop strings.
+    ``tokenizer`` is needed only when a spec has stop strings; ``check`` (the engine's
+    cancellation check) runs before every decode step and may raise.
 
     Example::
 
@@ -250,6 +255,8 @@ def decode(
         logits, next_pos = logits[prompt_of], mask.sum(-1)[prompt_of]
         layout = _Layout(specs, state, live_rows)
         for t in range(steps):
+            if check is not None:
+                check()
             tok, lp = layout.sample(logits, specs, gens)
             state.record(layout.live, t, tok, lp)
             if t + 1 == steps:

@@ -24,12 +24,12 @@ Example::
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+from .hf_compat import cache_of, with_cache
 from .numerics import causal_lm, decoder_of, head_logits
 
 __all__ = ["STATIC_MODEL_TYPES", "CacheBackend", "StaticBackend", "backend_for"]
@@ -207,9 +207,7 @@ class CacheBackend:
     def __init__(self, model: Any) -> None:
         self.model = model
         self.body = decoder_of(model)
-        runner = self.body if self.body is not None else model
-        params = inspect.signature(runner.forward).parameters
-        self.cache_kw = "cache" if "cache" in params else "past_key_values"
+        self.runner = self.body if self.body is not None else model
         self.cache: Any = None
         self.mask = torch.zeros(0)
         self.padded = False
@@ -222,7 +220,7 @@ class CacheBackend:
             "use_cache": True,
         }
         if self.cache is not None:
-            kwargs[self.cache_kw] = self.cache
+            kwargs.update(with_cache(self.runner, self.cache))
         if self.body is None:
             out = self.model(**kwargs, logits_to_keep=1)
             logits = out.logits[:, -1].float()
@@ -230,8 +228,7 @@ class CacheBackend:
             out = self.body(**kwargs)
             head = causal_lm(self.model).get_output_embeddings()
             logits = head_logits(head, out.last_hidden_state[:, -1])
-        cache = getattr(out, "cache", None)
-        self.cache = cache if cache is not None else out.past_key_values
+        self.cache = cache_of(out)
         return logits
 
     def prefill(

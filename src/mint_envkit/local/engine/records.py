@@ -51,7 +51,9 @@ class EngineError(MintEnvkitError):
 
     Attributes:
         category: ``"user"`` for bad input (unknown model, model_id, sampler or path,
-            bad tokens, bad shapes, bad parameters), ``"server"`` for an internal failure.
+            bad tokens, bad shapes, bad parameters), ``"server"`` for an internal failure,
+            ``"cancelled"`` when ``Engine.cancel_running`` stopped the call (nothing it
+            would have changed was changed; retrying it is safe).
         message: a readable message that names the bad value and the fix.
 
     Example::
@@ -63,7 +65,9 @@ class EngineError(MintEnvkitError):
             err.message   # "unknown sampler_id 'no-such-sampler'; ..."
     """
 
-    def __init__(self, message: str, category: Literal["user", "server"] = "user") -> None:
+    def __init__(
+        self, message: str, category: Literal["user", "server", "cancelled"] = "user"
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.category = category

@@ -16,7 +16,7 @@ Example::
     from mint_envkit.local.engine import sampling
 
     spec = sampling.sample_spec(state, [2044, 10], num_samples=2, max_tokens=4, seed=0)
-    [seqs] = sampling.generate(state, snapshot, [spec])
+    [seqs] = sampling.generate(state, snapshot, [spec], Control(max_tokens_per_pass=4096))
 """
 
 from __future__ import annotations
@@ -25,10 +25,13 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import torch
 
 from .adapters import use_sampler
+from .budget import RELEASE_AFTER_TOKENS, Control, release_memory
 from .decode import decode, policy_for
+from .hf_compat import cache_of, with_cache
 from .inputs import int_list, is_int, token_ids
 from .records import (
     BaseModelState,
@@ -147,34 +150,99 @@ def _tokenizer(base: BaseModelState) -> Any:
     return base.tokenizer
 
 
-def generate(
-    base: BaseModelState, snap: Snapshot, specs: Sequence[SampleSpec]
-) -> list[list[SampledSequence]]:
-    """Sample every spec in one batch on ``snap``'s weights; one list of sequences per spec.
+def plan_rows(specs: Sequence[SampleSpec], budget: int) -> list[list[tuple[int, int]]]:
+    """Rows ``(request, sample)`` in sub-batches of at most ``budget`` tokens of KV cache.
 
-    The loop itself is :func:`.decode.decode` (device-side draws, a static KV cache).
+    A row costs ``len(prompt) + max_tokens``; a sub-batch ``rows * its costliest row``.
+    Requests are packed whole, in order (a request's draws then never depend on its
+    neighbours); one that alone exceeds the budget is split into sub-batches of its own.
 
     Example::
 
-        generate(state, snap, [spec_a, spec_b])[1][0].tokens
+        plan_rows([spec_a, spec_b], budget=4096)  # [[(0, 0), (0, 1), (1, 0)]]
+    """
+    plan: list[list[tuple[int, int]]] = []
+    current: list[tuple[int, int]] = []
+    width = 0
+    for r, spec in enumerate(specs):
+        cost = len(spec.prompt) + spec.max_tokens
+        rows = [(r, k) for k in range(spec.num_samples)]
+        per = max(1, budget // cost)
+        if len(rows) > per:
+            if current:
+                plan.append(current)
+                current, width = [], 0
+            plan.extend(rows[i : i + per] for i in range(0, len(rows), per))
+            continue
+        if current and max(width, cost) * (len(current) + len(rows)) > budget:
+            plan.append(current)
+            current, width = [], 0
+        current += rows
+        width = max(width, cost)
+    if current:
+        plan.append(current)
+    return plan
+
+
+def _sub_specs(specs: Sequence[SampleSpec], rows: list[tuple[int, int]]) -> list[SampleSpec]:
+    """One spec per request in ``rows``; a request split over sub-batches gets, per part,
+    its sample count and a seed derived from the part's first sample (deterministic)."""
+    parts: dict[int, list[int]] = {}
+    for r, k in rows:
+        parts.setdefault(r, []).append(k)
+    out = []
+    for r, ks in parts.items():
+        spec = specs[r]
+        if len(ks) == spec.num_samples:
+            out.append(spec)
+        else:
+            seed = (spec.seed * 1_000_003 + ks[0] + 1) % (2**63)
+            out.append(attrs.evolve(spec, num_samples=len(ks), seed=seed))
+    return out
+
+
+def generate(
+    base: BaseModelState, snap: Snapshot, specs: Sequence[SampleSpec], control: Control
+) -> list[list[SampledSequence]]:
+    """Sample every spec on ``snap``'s weights, in sub-batches under the token budget.
+
+    Each sub-batch runs :func:`.decode.decode` (device-side draws, a static KV cache);
+    ``control`` is checked at every decode step, so a cancelled call stops within one.
+
+    Example::
+
+        generate(state, snap, [spec_a, spec_b], Control(max_tokens_per_pass=4096))[1][0].tokens
     """
     tokenizer = _tokenizer(base) if any(s.stop_strs for s in specs) else None
     policy = policy_for(base.loaded.device)
-    with torch.no_grad(), use_sampler(base, snap) as model:
-        return decode(model, specs, policy, tokenizer)
+    out: list[list[SampledSequence]] = [[] for _ in specs]
+    try:
+        with torch.no_grad(), use_sampler(base, snap) as model:
+            for rows in plan_rows(specs, control.max_tokens_per_pass):
+                control.check()
+                requests = list(dict.fromkeys(r for r, _ in rows))
+                done = decode(model, _sub_specs(specs, rows), policy, tokenizer, control.check)
+                for r, seqs in zip(requests, done, strict=True):
+                    out[r].extend(seqs)
+    finally:
+        if sum(len(s.prompt) + s.max_tokens * s.num_samples for s in specs) > RELEASE_AFTER_TOKENS:
+            release_memory(base.loaded.device)
+    return out
 
 
 def sample_many(
     requests: Sequence[tuple[str, list[int], dict[str, Any]]],
     lookup: Callable[[str], tuple[BaseModelState, Snapshot]],
+    control: Control,
 ) -> list[list[SampledSequence] | EngineError]:
-    """Sample several requests, one padded batch per sampler; a bad one gets its EngineError.
+    """Sample several requests, batched per sampler; a bad one gets its EngineError.
 
-    ``lookup`` gives the base model and snapshot of a ``sampler_id`` (EngineError if unknown).
+    ``lookup`` gives the base model and snapshot of a ``sampler_id`` (EngineError if
+    unknown). A cancel raises (it is not one request's error).
 
     Example::
 
-        sample_many([(sid, [1, 2], {"seed": 0})], engine_lookup)[0][0].tokens
+        sample_many([(sid, [1, 2], {"seed": 0})], engine_lookup, control)[0][0].tokens
     """
     results: list[list[SampledSequence] | EngineError | None] = [None] * len(requests)
     groups: dict[str, list[tuple[int, SampleSpec]]] = {}
@@ -191,8 +259,10 @@ def sample_many(
             groups.setdefault(sampler_id, []).append((index, spec))
     for sampler_id, items in groups.items():
         try:
-            outs = generate(*found[sampler_id], [spec for _, spec in items])
+            outs = generate(*found[sampler_id], [spec for _, spec in items], control)
         except EngineError as err:
+            if err.category == "cancelled":
+                raise
             outs = [err] * len(items)
         except Exception as err:
             outs = [EngineError(f"sampling failed: {err}", "server")] * len(items)
@@ -201,16 +271,47 @@ def sample_many(
     return results  # type: ignore[return-value]
 
 
-def compute_logprobs(base: BaseModelState, snap: Snapshot, prompt: Any) -> list[float | None]:
+def compute_logprobs(
+    base: BaseModelState, snap: Snapshot, prompt: Any, control: Control
+) -> list[float | None]:
     """Per-token logprobs of ``prompt`` under the snapshot's weights; the first is ``None``.
+
+    A prompt longer than the token budget runs in chunks through the KV cache.
 
     Example::
 
-        compute_logprobs(state, snap, [2044, 10, 11])  # [None, -7.6, -7.5]
+        compute_logprobs(state, snap, [2044, 10, 11], control)  # [None, -7.6, -7.5]
     """
     tokens = token_ids(prompt, base.loaded.vocab_size)
     if len(tokens) == 1:
         return [None]
+    budget = control.max_tokens_per_pass
     with torch.no_grad(), use_sampler(base, snap) as model:
-        logp = logprobs_batch(model, [tokens[:-1]], [tokens[1:]])
-    return [None, *logp[0].cpu().tolist()]
+        if len(tokens) - 1 <= budget:
+            return [None, *logprobs_batch(model, [tokens[:-1]], [tokens[1:]])[0].cpu().tolist()]
+        dev = base.loaded.device
+        out: list[float | None] = [None]
+        cache = None
+        try:
+            for start in range(0, len(tokens) - 1, budget):
+                control.check()
+                ids = torch.tensor([tokens[start : start + budget]], device=dev)
+                end = start + ids.shape[1]
+                kwargs = {} if cache is None else with_cache(model, cache)
+                step = model(
+                    input_ids=ids,
+                    position_ids=torch.arange(start, end, device=dev).unsqueeze(0),
+                    use_cache=True,
+                    **kwargs,
+                )
+                cache = cache_of(step)
+                logits = step.logits[0].float()
+                del step
+                target = torch.tensor(tokens[start + 1 : end + 1], device=dev)
+                logits = logits[: len(target)]
+                picked = logits.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+                out.extend((picked - torch.logsumexp(logits, dim=-1)).cpu().tolist())
+        finally:
+            del cache
+            release_memory(dev)
+        return out

@@ -9,7 +9,8 @@ Example::
 
     from mint_envkit.local.engine import training
 
-    out = training.forward(state, trainer, data, "cross_entropy", None, backward=True)
+    out = training.forward(state, trainer, data, "cross_entropy", None, backward=True,
+                           control=Control(max_tokens_per_pass=4096))
     training.optim_step(trainer, 3e-3, 0.9, 0.95, 1e-12, 0.0, 0.0)
 """
 
@@ -23,11 +24,19 @@ from typing import Any
 import torch
 
 from .adapters import activate
+from .budget import RELEASE_AFTER_TOKENS, Control, release_memory
 from .inputs import float_list, int_list
 from .numerics import target_logprobs
 from .records import BaseModelState, EngineError, ForwardOutput, Trainer, context_length
 
-__all__ = ["LOGIT_BUDGET", "REQUIRED_INPUTS", "forward", "logprobs_batch", "optim_step"]
+__all__ = [
+    "LOGIT_BUDGET",
+    "REQUIRED_INPUTS",
+    "forward",
+    "logprobs_batch",
+    "micro_batches",
+    "optim_step",
+]
 
 LOGIT_BUDGET = 1 << 26
 """Logits of one micro-batch hold at most this many floats (256 MB in fp32)."""
@@ -131,8 +140,15 @@ def logprobs_batch(
     return target_logprobs(model, ids, tgt)
 
 
-def _micro_batches(items: list[dict[str, list]], per_batch: int) -> list[list[dict[str, list]]]:
-    """Consecutive datums grouped so that ``rows * longest`` stays within ``per_batch``."""
+def micro_batches(items: list[dict[str, list]], per_batch: int) -> list[list[dict[str, list]]]:
+    """Consecutive datums grouped so that ``rows * longest`` stays within ``per_batch``.
+
+    A datum longer than ``per_batch`` gets a micro-batch of its own.
+
+    Example::
+
+        [len(b) for b in micro_batches([{"tokens": [1] * 3}] * 5, per_batch=6)]  # [2, 2, 1]
+    """
     batches = []
     start = 0
     while start < len(items):
@@ -186,14 +202,19 @@ def forward(
     loss_fn_config: Any,
     *,
     backward: bool,
+    control: Control,
 ) -> ForwardOutput:
     """The learner's logprobs and the loss of ``data``; with ``backward`` add its gradient.
 
-    ``loss_fn`` must be one of ``SUPPORTED_LOSSES`` (the protocol checks it).
+    ``loss_fn`` must be one of ``SUPPORTED_LOSSES`` (the protocol checks it). The
+    datums run in micro-batches of at most ``control.max_tokens_per_pass`` padded
+    tokens (and the logits budget); gradients accumulate across them. A cancel
+    between micro-batches puts the gradient back as it was before the call.
 
     Example::
 
-        out = forward(state, trainer, data, "ppo", {"clip_high_threshold": 1.3}, backward=True)
+        out = forward(state, trainer, data, "ppo", {"clip_high_threshold": 1.3},
+                      backward=True, control=Control(max_tokens_per_pass=4096))
     """
     clip = _ppo_clip(loss_fn, loss_fn_config)
     model = base.loaded.model
@@ -202,20 +223,48 @@ def forward(
     dev = base.loaded.device
     results: list[list[float]] = []
     total = 0.0
-    per_batch = max(1, LOGIT_BUDGET // max(1, base.loaded.vocab_size))
-    for chunk in _micro_batches(items, per_batch):
-        with contextlib.nullcontext() if backward else torch.no_grad():
-            logp = logprobs_batch(
-                model, [c["tokens"] for c in chunk], [c["target_tokens"] for c in chunk]
-            )
-            loss = _loss(chunk, logp, loss_fn, clip, dev)
-            if backward:
-                loss.backward()
-        total += float(loss.detach())
-        logp_cpu = logp.detach().cpu()
-        for row, c in enumerate(chunk):
-            results.append(logp_cpu[row, : len(c["tokens"])].tolist())
+    per_batch = min(
+        control.max_tokens_per_pass, max(1, LOGIT_BUDGET // max(1, base.loaded.vocab_size))
+    )
+    grads = {}
+    if backward:  # to undo this call's part of the gradient if it is cancelled or fails
+        grads = {k: p.grad.clone() for k, p in trainer.params.items() if p.grad is not None}
+    try:
+        for chunk in micro_batches(items, per_batch):
+            control.check()
+            total += _run_chunk(model, chunk, loss_fn, clip, dev, backward, results)
+    except BaseException:
+        if backward:  # a cancelled or failed call leaves no partial gradient behind
+            for key, p in trainer.params.items():
+                p.grad = grads.get(key)
+        raise
+    finally:
+        if sum(len(i["tokens"]) for i in items) > RELEASE_AFTER_TOKENS:
+            release_memory(dev)
     return ForwardOutput(logprobs=results, metrics={"loss:sum": total})
+
+
+def _run_chunk(
+    model: Any,
+    chunk: list[dict[str, list]],
+    loss_fn: str,
+    clip: tuple[float, float],
+    dev: Any,
+    backward: bool,
+    results: list[list[float]],
+) -> float:
+    """One micro-batch: its loss (and gradient); append its logprobs to ``results``."""
+    with contextlib.nullcontext() if backward else torch.no_grad():
+        logp = logprobs_batch(
+            model, [c["tokens"] for c in chunk], [c["target_tokens"] for c in chunk]
+        )
+        loss = _loss(chunk, logp, loss_fn, clip, dev)
+        if backward:
+            loss.backward()
+    logp_cpu = logp.detach().cpu()
+    for row, c in enumerate(chunk):
+        results.append(logp_cpu[row, : len(c["tokens"])].tolist())
+    return float(loss.detach())
 
 
 def optim_step(
@@ -248,15 +297,54 @@ def optim_step(
     norm = 0.0
     if grads:
         norm = float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads])))
-    if grad_clip_norm > 0 and grads and math.isfinite(norm):
+    step = trainer.step + 1
+    if not math.isfinite(norm):
+        trainer.optimizer.zero_grad(set_to_none=True)
+        raise EngineError(
+            f"optim_step {step} refused: the accumulated gradient is not finite (norm {norm}); "
+            "the loss was probably NaN or infinite (check advantages, logprobs and weights of "
+            "the datums, or a learning rate so high that earlier updates blew up). The "
+            "weights and optimizer state are unchanged and the gradient was dropped."
+        )
+    if grad_clip_norm > 0 and grads:
         torch.nn.utils.clip_grad_norm_(params, max_norm=float(grad_clip_norm))
     for group in trainer.optimizer.param_groups:
         group["lr"] = float(learning_rate)
         group["betas"] = (float(beta1), float(beta2))
         group["eps"] = float(eps)
         group["weight_decay"] = float(weight_decay)
-    if math.isfinite(norm):
-        trainer.optimizer.step()
+    saved = _saved_state(trainer)
+    trainer.optimizer.step()
     trainer.optimizer.zero_grad(set_to_none=True)
-    trainer.step += 1
-    return {"grad_norm": norm, "learning_rate": float(learning_rate), "step": trainer.step}
+    if not all(bool(torch.isfinite(p).all()) for p in params):
+        _restore_state(trainer, saved)
+        raise EngineError(
+            f"optim_step {step} refused: the update would make the LoRA weights non-finite "
+            f"(learning_rate {learning_rate!r}, gradient norm {norm:.4g}); the learning rate is "
+            "likely too high (a LoRA learning rate is usually 1e-5 to 1e-2). The previous "
+            "weights and optimizer state are kept; the gradient was dropped."
+        )
+    trainer.step = step
+    return {"grad_norm": norm, "learning_rate": float(learning_rate), "step": step}
+
+
+def _saved_state(trainer: Trainer) -> tuple[list[torch.Tensor], dict[Any, dict[str, Any]]]:
+    """Copies of the adapter weights and the optimizer's per-parameter state."""
+    weights = [p.detach().clone() for p in trainer.params.values()]
+    state = {
+        p: {k: v.clone() if torch.is_tensor(v) else v for k, v in st.items()}
+        for p, st in trainer.optimizer.state.items()
+    }
+    return weights, state
+
+
+def _restore_state(
+    trainer: Trainer, saved: tuple[list[torch.Tensor], dict[Any, dict[str, Any]]]
+) -> None:
+    """Put back what :func:`_saved_state` copied (a refused update leaves no trace)."""
+    weights, state = saved
+    with torch.no_grad():
+        for p, w in zip(trainer.params.values(), weights, strict=True):
+            p.copy_(w)
+    trainer.optimizer.state.clear()
+    trainer.optimizer.state.update(state)
