@@ -8,21 +8,12 @@ and a failing judge is counted.
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import pytest
+from server_helpers import SMALL
 
-sys.path.insert(0, str(Path(__file__).parent / "local"))  # server_fixtures
-
-import server_fixtures
-from server_fixtures import SMALL
-
-from mint_envkit.builders import renderer_for
 from mint_envkit.judge import Judge
-
-real_server = server_fixtures.real_server
-service_client = server_fixtures.service_client
+from mint_envkit.rendering import get_renderer
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +26,7 @@ async def test_judge_on_the_tiny_model(real_server, service_client) -> None:
     client = await service_client.create_sampling_client_async(base_model=SMALL)
     judge = Judge.from_sampling_client(
         client,
-        renderer_for(SMALL, "qwen3"),
+        get_renderer("qwen3", SMALL),
         "Is the reply polite?",
         max_tokens=4,
         max_concurrency=2,
@@ -68,7 +59,7 @@ async def test_judge_on_the_tiny_model(real_server, service_client) -> None:
 
     failing = Judge.from_sampling_client(
         client,
-        renderer_for(SMALL, "qwen3"),
+        get_renderer("qwen3", SMALL),
         "Is the reply polite?",
         max_tokens=4,
         timeout=1e-6,
