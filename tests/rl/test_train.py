@@ -383,3 +383,16 @@ async def test_a_step_that_trains_nothing_still_logs_kl_and_says_why(tmp_path, s
     assert abs(metrics["kl_policy_base"]) < 1e-3  # over every sampled token
     assert metrics["env/all/reward/total"] is not None
     assert "no update: 2/2 groups constant (all correct 2)" in capsys.readouterr().err
+
+
+async def test_a_sweep_over_max_steps_off_policy_runs_both_modes(tmp_path, server):
+    from mint_envkit.sweep import Sweep
+
+    base = _config(tmp_path, server, max_steps=2)
+    sweep = Sweep(base=base, grid={"max_steps_off_policy": [0, 1]}, root=tmp_path / "sweep")
+    results = await sweep.run()
+    assert [r.ok for r in results] == [True, True]
+    versions = [
+        [m["off_policy/sampler_version"] for m in RunFiles(r.log_path).metrics()] for r in results
+    ]
+    assert sorted(versions) == [[0.0, 0.0], [0.0, 1.0]]

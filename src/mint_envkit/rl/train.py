@@ -329,6 +329,7 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any]
         t0 = time.monotonic()
     prepared = await pipeline.take(step)
     metrics["time/sample"] = time.monotonic() - t0
+    metrics["time/logprobs"] = prepared.logprobs_s
     metrics["sample_requests"] = prepared.batch.requests
     metrics.update(staleness_metrics(prepared))
     rollouts = prepared.batch.rollouts
