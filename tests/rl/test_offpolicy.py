@@ -101,3 +101,12 @@ async def test_prepare_batch_asks_reference_and_sampler_for_every_reply(phase_co
     assert prepared.reference[0] == [[-0.5, -0.5]] * 2
     plain = await prepare_batch(phase_config, FakeClient(), train.get_batch(0), step=0, version=0)
     assert plain.behaviour(0) == [[-0.1, -0.2]] * 2 and not plain.reference
+    samples, reference, behaviour = prepared.trained({0: [0.5, -0.5]})
+    assert [s.logprobs for s in samples] == behaviour == [[-0.5, -0.5]] * 2
+    assert [s.advantage for s in samples] == [0.5, -0.5] and len(reference) == 2
+    assert prepared.kl_metrics() == {
+        "optim/behavior_logprobs_recomputed": 1.0,
+        "kl_policy_base": 0.0,
+    }
+    assert plain.kl_metrics() == {"optim/behavior_logprobs_recomputed": 0.0}
+    assert plain.trained({})[0] == []

@@ -34,7 +34,7 @@ import attrs
 
 from mint_envkit.rl.config import Config
 from mint_envkit.rl.datums import Sample, training_samples
-from mint_envkit.rl.diagnostics import recomputes_behavior_logprobs, reply_logprobs
+from mint_envkit.rl.diagnostics import mean_kl, recomputes_behavior_logprobs, reply_logprobs
 from mint_envkit.rl.records import rollout_records
 from mint_envkit.rl.sampling import SampledBatch, sample_batch
 
@@ -99,6 +99,50 @@ class PreparedBatch:
         if position in self.recomputed:
             return self.recomputed[position]
         return [s.logprobs for s in self.replies[position]]
+
+    def trained(
+        self, advantages: Mapping[int, Sequence[float]]
+    ) -> tuple[list[Sample], list[list[float]], list[list[float]]]:
+        """The samples that train, their KL reference logprobs and their behaviour logprobs.
+
+        ``advantages`` maps a group's position to one advantage per episode
+        (the groups that train). Each sample carries its behaviour logprobs
+        (recomputed ones when they were), which the loss uses.
+
+        Example::
+
+            samples, reference, behaviour = prepared.trained(scored.advantages)
+        """
+        samples: list[Sample] = []
+        reference: list[list[float]] = []
+        behaviour: list[list[float]] = []
+        for position, values in advantages.items():
+            own = training_samples(self.batch.rollouts, {position: values})
+            lps = self.behaviour(position)
+            samples += [attrs.evolve(s, logprobs=lp) for s, lp in zip(own, lps, strict=True)]
+            behaviour += lps
+            reference += self.reference.get(position, [])
+        return samples, reference, behaviour
+
+    def kl_metrics(self) -> dict[str, float]:
+        """Which behaviour logprobs the step used, and the policy-vs-base KL over every reply.
+
+        ``optim/behavior_logprobs_recomputed`` (1 or 0) and, with a KL
+        reference, ``kl_policy_base``: the mean of behaviour minus reference
+        logprob over every sampled reply token, trained or not.
+
+        Example::
+
+            prepared.kl_metrics()["kl_policy_base"]  # 0.0002 at step 0
+        """
+        metrics = {"optim/behavior_logprobs_recomputed": float(bool(self.recomputed))}
+        if self.reference:
+            positions = list(self.reference)
+            metrics["kl_policy_base"] = mean_kl(
+                [lp for p in positions for lp in self.behaviour(p)],
+                [lp for p in positions for lp in self.reference[p]],
+            )
+        return metrics
 
 
 def staleness_metrics(prepared: PreparedBatch) -> dict[str, float]:

@@ -41,20 +41,10 @@ from mint_envkit.rl.backend import (
     shared_local_backend,
 )
 from mint_envkit.rl.config import Config, uses_kl_reference
-from mint_envkit.rl.datums import Sample, to_datums, training_samples
-from mint_envkit.rl.diagnostics import (
-    learner_logprobs,
-    mean_kl,
-    no_update_note,
-    sample_train_metrics,
-)
+from mint_envkit.rl.datums import Sample, to_datums
+from mint_envkit.rl.diagnostics import learner_logprobs, no_update_note, sample_train_metrics
 from mint_envkit.rl.logs import RunFiles
-from mint_envkit.rl.offpolicy import (
-    BatchPipeline,
-    PreparedBatch,
-    staleness_metrics,
-    versioned_records,
-)
+from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
 from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
 from mint_envkit.rl.sampling import ClientSampler, sample_batch
 from mint_envkit.rl.types import GroupRollout
@@ -285,34 +275,6 @@ async def _evaluate(run: _Run, sampling_client: Any, step: int) -> dict[str, Any
     return rollout_metrics(batch.rollouts, "test/env")
 
 
-def _trained(
-    prepared: PreparedBatch, scored: ScoredBatch
-) -> tuple[list[Sample], list[list[float]], list[list[float]]]:
-    """The samples that train (behaviour logprobs in place), their reference and behaviour logprobs."""
-    samples, reference, behaviour = [], [], []
-    for position, values in scored.advantages.items():
-        own = training_samples(prepared.batch.rollouts, {position: values})
-        lps = prepared.behaviour(position)
-        samples += [attrs.evolve(s, logprobs=lp) for s, lp in zip(own, lps, strict=True)]
-        behaviour += lps
-        reference += prepared.reference.get(position, [])
-    return samples, reference, behaviour
-
-
-def _kl_metrics(config: Config, prepared: PreparedBatch) -> dict[str, Any]:
-    """The policy-vs-base KL over every sampled reply token, and which logprobs it used."""
-    metrics: dict[str, Any] = {
-        "optim/behavior_logprobs_recomputed": float(bool(prepared.recomputed)),
-    }
-    if prepared.reference:
-        positions = list(prepared.reference)
-        metrics["kl_policy_base"] = mean_kl(
-            [lp for p in positions for lp in prepared.behaviour(p)],
-            [lp for p in positions for lp in prepared.reference[p]],
-        )
-    return metrics
-
-
 async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any] | None:
     """One training step; appends its metrics (and checkpoint) and returns the checkpoint."""
     config, files = run.config, run.files
@@ -340,9 +302,9 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any]
         files.append_rollouts(versioned_records(prepared, {}))
         raise MintEnvkitError(f"{err}. Tracebacks are in {files.rollouts_path}.") from None
     metrics.update(scored.metrics)
-    metrics.update(_kl_metrics(config, prepared))
+    metrics.update(prepared.kl_metrics())
 
-    samples, reference, behaviour = _trained(prepared, scored)
+    samples, reference, behaviour = prepared.trained(scored.advantages)
     token_advantages = [s.token_advantages() for s in samples]
     if run.reference is not None and samples:
         token_advantages, _ = kl_adjusted_advantages(
