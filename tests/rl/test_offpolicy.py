@@ -110,3 +110,25 @@ async def test_prepare_batch_asks_reference_and_sampler_for_every_reply(phase_co
     }
     assert plain.kl_metrics() == {"optim/behavior_logprobs_recomputed": 0.0}
     assert plain.trained({})[0] == []
+
+
+class FakeTraining:
+    """Counts the weight snapshots asked for."""
+
+    def __init__(self) -> None:
+        self.snapshots = 0
+
+    def save_weights_and_get_sampling_client(self):
+        self.snapshots += 1
+        return f"sampler-{self.snapshots}"
+
+
+async def test_snapshots_are_requested_once_and_never_past_the_last_step(phase_config):
+    pipeline = await _pipeline(phase_config, 0, total=2)
+    training = FakeTraining()
+    assert await pipeline.snapshot(0, training) == "sampler-1"
+    pipeline.request_snapshot(1, training)
+    pipeline.request_snapshot(1, training)
+    pipeline.request_snapshot(2, training)  # past the last step: nothing
+    assert await pipeline.snapshot(1, training) == "sampler-2"
+    assert training.snapshots == 2 and not pipeline.snapshots

@@ -248,8 +248,11 @@ class BatchPipeline:
     weight version ``t``: it starts every batch that version is due to sample
     (the batch of ``t`` itself at ``k = 0``; at ``k >= 1`` the batch of
     ``t + k``, and at the first step also those of ``start .. start + k``).
-    :meth:`take` waits for the batch of a step. :meth:`close` cancels what is
-    still in flight (a run that stopped early).
+    :meth:`take` waits for the batch of a step. :meth:`request_snapshot`
+    asks for the weight snapshot of the next step as soon as the current
+    update is submitted (the service orders it behind the update), and
+    :meth:`snapshot` returns it (or takes one now, at the first step).
+    :meth:`close` cancels what is still in flight (a run that stopped early).
 
     Example::
 
@@ -270,6 +273,7 @@ class BatchPipeline:
         self.start = start
         self.total = total
         self.tasks: dict[int, asyncio.Task[PreparedBatch]] = {}
+        self.snapshots: dict[int, asyncio.Task[Any]] = {}
 
     def due(self, version: int) -> list[int]:
         """The steps whose batch the weights of ``version`` sample.
@@ -300,14 +304,33 @@ class BatchPipeline:
                 )
             )
 
+    def request_snapshot(self, version: int, training: Any) -> None:
+        """Ask for an unnamed sampler snapshot of weight ``version`` now (none past the last step).
+
+        Call it right after the update that makes ``version`` was submitted:
+        the service runs a client's requests in order, so the snapshot holds
+        exactly that version. The SDK call waits on a future, so it runs in a
+        worker thread.
+        """
+        if version < self.total and version not in self.snapshots:
+            self.snapshots[version] = asyncio.ensure_future(
+                asyncio.to_thread(training.save_weights_and_get_sampling_client)
+            )
+
+    async def snapshot(self, version: int, training: Any) -> Any:
+        """The sampling client of weight ``version`` (requested now if it was not yet)."""
+        self.request_snapshot(version, training)
+        return await self.snapshots.pop(version)
+
     async def take(self, step: int) -> PreparedBatch:
         """The prepared batch of ``step`` (waits for it)."""
         return await self.tasks.pop(step)
 
     async def close(self) -> None:
         """Cancel the batches still in flight and wait for them to stop."""
-        tasks = list(self.tasks.values())
+        tasks = [*self.tasks.values(), *self.snapshots.values()]
         self.tasks.clear()
+        self.snapshots.clear()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -26,7 +26,7 @@ import asyncio
 import logging
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -146,11 +146,15 @@ async def train_on_batch(
     config: Config,
     samples: Sequence[Sample],
     token_advantages: Sequence[list[float]],
+    *,
+    after_submit: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """One ``forward_backward`` and one ``optim_step`` on the samples; return their metrics.
 
-    Both calls are submitted before either is awaited. With no samples
-    (every group dropped) nothing is sent. Besides the service's metrics it
+    Both calls are submitted before either is awaited; ``after_submit`` is
+    called right after they are (the loop requests the next weight snapshot
+    there, so the service queues it behind this update). With no samples
+    (every group dropped) nothing is sent and ``after_submit`` is called at once. Besides the service's metrics it
     reports ``optim/kl_sample_train_v1|v2`` and ``optim/entropy`` from the
     samples' behaviour logprobs and the learner's (see
     :func:`~mint_envkit.rl.diagnostics.sample_train_metrics`).
@@ -166,6 +170,8 @@ async def train_on_batch(
         "train/tokens": sum(len(s.reply) for s in samples),
     }
     if not samples:
+        if after_submit is not None:
+            after_submit()
         return metrics
     import tinker
 
@@ -176,6 +182,8 @@ async def train_on_batch(
         config, "learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm"
     )
     opt_future = await training.optim_step_async(tinker.AdamParams(**adam))
+    if after_submit is not None:
+        after_submit()
     fb, opt = await fb_future, await opt_future
     for key, value in (fb.metrics or {}).items():
         metrics[f"train/{key}"] = value
@@ -280,9 +288,9 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any]
     config, files = run.config, run.files
     step_start = time.monotonic()
     metrics: dict[str, Any] = {"step": step}
-    # An unnamed (ephemeral) snapshot of weight version ``step``: nothing is
-    # written to storage. The SDK call waits on a future, so it runs in a worker thread.
-    sampling_client = await asyncio.to_thread(run.training.save_weights_and_get_sampling_client)
+    # An unnamed (ephemeral) snapshot of weight version ``step``, requested
+    # right after the previous update was submitted: nothing is written to storage.
+    sampling_client = await pipeline.snapshot(step, run.training)
     pipeline.launch(step, sampling_client)
     t0 = time.monotonic()
     if config.eval_every and run.test_data is not None and step % config.eval_every == 0:
@@ -313,7 +321,15 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any]
     files.append_rollouts(versioned_records(prepared, scored.advantages))
 
     t2 = time.monotonic()
-    metrics.update(await train_on_batch(run.training, config, samples, token_advantages))
+    metrics.update(
+        await train_on_batch(
+            run.training,
+            config,
+            samples,
+            token_advantages,
+            after_submit=lambda: pipeline.request_snapshot(step + 1, run.training),
+        )
+    )
     metrics["time/train"] = time.monotonic() - t2
 
     t3 = time.monotonic()
