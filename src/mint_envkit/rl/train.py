@@ -291,12 +291,13 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any]
     # An unnamed (ephemeral) snapshot of weight version ``step``, requested
     # right after the previous update was submitted: nothing is written to storage.
     sampling_client = await pipeline.snapshot(step, run.training)
-    pipeline.launch(step, sampling_client)
     t0 = time.monotonic()
     if config.eval_every and run.test_data is not None and step % config.eval_every == 0:
+        # before this version's training batches start: the engine never mixes the two
         metrics.update(await _evaluate(run, sampling_client, step))
         metrics["time/eval"] = time.monotonic() - t0
         t0 = time.monotonic()
+    pipeline.launch(step, sampling_client)
     prepared = await pipeline.take(step)
     metrics["time/sample"] = time.monotonic() - t0
     metrics["time/logprobs"] = prepared.logprobs_s
