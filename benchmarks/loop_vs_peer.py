@@ -4,14 +4,17 @@ The arithmetic sweep's workload (the problems of examples/arithmetic_env.py,
 batch 2 x group 4, 3 steps, max 32 tokens, LoRA rank 8, lr 3e-3, temperature
 1.0, no KL, the tiny model) is run by
 
-  A. ``mint_envkit.rl.train.main`` (in this venv), and
+  A. ``mint_envkit.rl.train.main`` (in this venv), once per
+     ``--off-policy`` value k (``Config.max_steps_off_policy``: 0 is the
+     on-policy loop, 1 samples the next batch while the current step
+     trains), as the sides ``ours-k0``, ``ours-k1``, ..., and
   B. ``tinker_cookbook.rl.train.main`` 0.3.0 with a cookbook-style MessageEnv
      (benchmarks/peer/cookbook_run.py, in benchmarks/peer/.venv, created when
      missing),
 
 each as its own child process against ONE ``LocalServer`` that this script
-starts (per latency). Runs alternate A, B, A, B, ... after one untimed warm-up
-run of each. Each child marks the start of its loop (its first weight
+starts (per latency). Runs alternate ours-k0, ours-k1, peer, ours-k0, ...
+after one untimed warm-up run of each. Each child marks the start of its loop (its first weight
 snapshot) and the end of every step (when the step's metrics line is written)
 and reads the server's request counts at each mark
 (``GET /api/v1/mint_envkit/stats``), so requests by endpoint are counted at
@@ -19,8 +22,8 @@ the server, per step.
 
 Run::
 
-    python benchmarks/loop_vs_peer.py                       # latency 0 and 100 ms, 5 runs each
-    python benchmarks/loop_vs_peer.py --latency-ms 100 --runs 2
+    python benchmarks/loop_vs_peer.py                       # latency 0 and 100 ms, k 0 and 1
+    python benchmarks/loop_vs_peer.py --latency-ms 100,1000 --off-policy 0,1 --runs 2
 
 Prints tables and writes benchmarks/results/loop_vs_peer.json.
 """
@@ -125,6 +128,7 @@ def child_ours(args: argparse.Namespace) -> int:
         backend="local",
         base_url=args.base_url,
         seed=0,
+        max_steps_off_policy=args.max_steps_off_policy,
     )
     asyncio.run(train.main(config))
     marks.mark("main_returned")
@@ -206,6 +210,7 @@ def _sample_batches(base_url: str) -> list[int] | None:
 
 
 def run_child(side: str, args, server, problems_file: str, workdir: Path, k: int) -> dict:
+    """Run one child of ``side`` (``peer`` or ``ours-k<off-policy>``); ``k`` numbers the run."""
     tag = f"{side}-{k}"
     out = workdir / f"{tag}.json"
     log_path = workdir / f"{tag}-run"
@@ -229,7 +234,7 @@ def run_child(side: str, args, server, problems_file: str, workdir: Path, k: int
         "--model",
         args.model,
     ]
-    if side == "ours":
+    if side != "peer":
         cmd = [
             sys.executable,
             __file__,
@@ -241,6 +246,8 @@ def run_child(side: str, args, server, problems_file: str, workdir: Path, k: int
             str(args.batch),
             "--group",
             str(args.group),
+            "--max-steps-off-policy",
+            side.removeprefix("ours-k"),
         ]
         env = C.child_env()
     else:
@@ -279,7 +286,7 @@ def run_child(side: str, args, server, problems_file: str, workdir: Path, k: int
         # how many requests each engine sample batch of this run served
         result["sample_batches"] = batches[len(batches_before) :]
     # the loop's own phase timings: (sampling, training) seconds per step
-    keys = SAMPLE_TRAIN_KEYS[side]
+    keys = SAMPLE_TRAIN_KEYS["peer" if side == "peer" else "ours"]
     result["sample_s"] = C.median([m.get(keys[0]) for m in result["loop_metrics"]])
     result["train_s"] = C.median([m.get(keys[1]) for m in result["loop_metrics"]])
     return result
@@ -328,6 +335,11 @@ def summarise(runs: list[dict]) -> dict[str, Any]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency-ms", default="0,100", help="comma-separated list")
+    parser.add_argument(
+        "--off-policy",
+        default="0,1",
+        help="comma-separated Config.max_steps_off_policy values of our loop",
+    )
     parser.add_argument("--runs", type=int, default=5, help="timed runs per side per latency")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs per side first")
     parser.add_argument("--steps", type=int, default=3)
@@ -351,6 +363,7 @@ def main(argv=None) -> int:
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--problems", help=argparse.SUPPRESS)
     parser.add_argument("--log-path", help=argparse.SUPPRESS)
+    parser.add_argument("--max-steps-off-policy", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child_ours:
         return child_ours(args)
@@ -362,6 +375,7 @@ def main(argv=None) -> int:
     info = C.machine_info()
     args.tokenizer_dir = str(Path(get_tokenizer(args.model).name_or_path).resolve())
     latencies = [float(x) for x in args.latency_ms.split(",") if x.strip()]
+    sides = [f"ours-k{int(x)}" for x in args.off_policy.split(",") if x.strip()] + ["peer"]
     workroot = Path(tempfile.mkdtemp(prefix="mint-envkit-bench-loop-"))
     problems_file = workroot / "problems.json"
     problems = asyncio.run(batches_of(make_builder(args), args.steps))
@@ -384,16 +398,16 @@ def main(argv=None) -> int:
             if errors := server.preload_errors(timeout=300):
                 raise SystemExit(f"cannot load {args.model}: {errors}")
             for w in range(args.warmup):
-                for side in ("ours", "peer"):
+                for side in sides:
                     t0 = time.time()
                     run_child(side, args, server, str(problems_file), workdir, -1 - w)
                     print(
                         f"[latency {latency:g} ms] warm-up {side}: {time.time() - t0:.1f}s",
                         flush=True,
                     )
-            runs: dict[str, list] = {"ours": [], "peer": []}
+            runs: dict[str, list] = {side: [] for side in sides}
             for k in range(args.runs):
-                for side in ("ours", "peer"):
+                for side in sides:
                     r = run_child(side, args, server, str(problems_file), workdir, k)
                     runs[side].append(r)
                     print(
@@ -403,10 +417,14 @@ def main(argv=None) -> int:
                         flush=True,
                     )
         ratios = {
-            key: C.median(
-                [a[key] / b[key] for a, b in zip(runs["ours"], runs["peer"], strict=True)]
-            )
-            for key in ("mean_step_s", "loop_s", "main_s", "e2e_s")
+            side: {
+                key: C.median(
+                    [a[key] / b[key] for a, b in zip(runs[side], runs["peer"], strict=True)]
+                )
+                for key in ("mean_step_s", "loop_s", "main_s", "e2e_s")
+            }
+            for side in sides
+            if side != "peer"
         }
         results["latencies"][f"{latency:g}"] = {
             "runs": runs,
@@ -424,10 +442,10 @@ def report(results: dict[str, Any]) -> str:
     lines = []
     for latency, data in results["latencies"].items():
         s = data["summary"]
-        n = s["ours"]["runs"]
+        n = s["peer"]["runs"]
         lines.append(f"### latency {latency} ms: per step (median of {n} runs per side)\n")
         rows = []
-        for side in ("ours", "peer"):
+        for side in s:
             for i, st in enumerate(s[side]["per_step"]):
                 rows.append(
                     [
@@ -444,7 +462,7 @@ def report(results: dict[str, Any]) -> str:
         )
         lines.append("")
         rows = []
-        for side in ("ours", "peer"):
+        for side in s:
             x = s[side]
             rows.append(
                 [
@@ -480,13 +498,13 @@ def report(results: dict[str, Any]) -> str:
                 rows,
             )
         )
-        r = data["median_ratio_ours_over_peer"]
         lines.append("")
-        lines.append(
-            f"median ratio ours/peer (pairs of alternated runs): mean step "
-            f"{r['mean_step_s']:.3f}, all steps {r['loop_s']:.3f}, main() from loop start "
-            f"{r['main_s']:.3f}, process end to end {r['e2e_s']:.3f}"
-        )
+        for side, r in data["median_ratio_ours_over_peer"].items():
+            lines.append(
+                f"median ratio {side}/peer (pairs of alternated runs): mean step "
+                f"{r['mean_step_s']:.3f}, all steps {r['loop_s']:.3f}, main() from loop start "
+                f"{r['main_s']:.3f}, process end to end {r['e2e_s']:.3f}"
+            )
         lines.append("")
     return "\n".join(lines)
 

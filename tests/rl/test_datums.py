@@ -1,10 +1,10 @@
-"""From scored rollouts to training data: samples, the KL penalty, datums."""
+"""From scored rollouts to training data: samples, datums."""
 
 from __future__ import annotations
 
 import pytest
 
-from mint_envkit.rl.datums import Sample, kl_penalized, to_datum, to_datums, training_samples
+from mint_envkit.rl.datums import Sample, to_datum, to_datums, training_samples
 
 
 def test_one_sample_per_reply_of_the_groups_that_train(make_group):
@@ -30,25 +30,3 @@ def test_to_datums_pairs_samples_with_their_advantages():
     samples = [Sample([1], [2], [-0.1], 1.0), Sample([3], [4, 5], [-0.1, -0.2], -1.0)]
     data = to_datums(samples, [[1.0], [-1.0, -2.0]])
     assert [d.loss_fn_inputs["advantages"].data for d in data] == [[1.0], [-1.0, -2.0]]
-
-
-class FakeReference:
-    """A reference model whose logprob of every token is -1."""
-
-    def __init__(self) -> None:
-        self.asked: list[list[int]] = []
-
-    async def compute_logprobs_async(self, model_input):
-        tokens = model_input.to_ints()
-        self.asked.append(tokens)
-        return [None] + [-1.0] * (len(tokens) - 1)
-
-
-async def test_kl_penalty_against_the_reference():
-    reference = FakeReference()
-    samples = [Sample([1, 2], [3, 4], [-0.5, -1.5], 1.0)]
-    token_advantages, mean_kl = await kl_penalized(reference, samples, 0.1)
-    assert reference.asked == [[1, 2, 3, 4]]
-    # Per-token KL against the reference's -1: [0.5, -0.5], mean 0.
-    assert mean_kl == pytest.approx(0.0)
-    assert token_advantages == [pytest.approx([0.95, 1.05])]

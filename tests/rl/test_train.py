@@ -292,3 +292,107 @@ async def test_constant_groups_are_dropped_and_counted_by_reason(tmp_path, serve
     good = 1.0 if reason == "all_correct" else 0.0
     assert metrics["env/all/by_group/frac_all_good"] == good
     assert metrics["env/all/by_group/frac_all_bad"] == 1.0 - good
+
+
+def _without_times(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in records]
+
+
+async def test_off_policy_run_is_deterministic_for_a_fixed_seed(tmp_path, server):
+    results = []
+    for name in ("a", "b"):
+        config = _config(
+            tmp_path / name,
+            server,
+            env=FirstCharEnv,
+            score_truncated=True,
+            max_tokens=3,
+            max_steps=3,
+            max_steps_off_policy=1,
+        )
+        result = await main(config)
+        files = RunFiles(result.log_path)
+        rollouts = [json.loads(line) for line in files.rollouts_path.read_text().splitlines()]
+        results.append((_without_times(files.metrics()), rollouts))
+    (metrics, rollouts), again = results
+    assert (metrics, rollouts) == again
+    assert [m["off_policy/staleness_max"] for m in metrics] == [0.0, 1.0, 1.0]
+    assert [m["off_policy/sampler_version"] for m in metrics] == [0.0, 0.0, 1.0]
+    assert sorted({(r["step"], r["sampler_version"]) for r in rollouts}) == [(0, 0), (1, 0), (2, 1)]
+    assert any(m["train/datums"] for m in metrics)
+
+
+async def test_off_policy_run_resumes_and_evaluates(tmp_path, server):
+    builder = DatasetBuilder(
+        env=AddEnv,
+        problems=_problems(4),
+        test_problems=_problems(2),
+        batch_size=2,
+        group_size=2,
+        model_name=MODEL,
+    )
+    fields = {"dataset_builder": builder, "eval_every": 1, "save_every": 1}
+    first = await main(_config(tmp_path, server, max_steps=2, max_steps_off_policy=1, **fields))
+    longer = await main(_config(tmp_path, server, max_steps=4, max_steps_off_policy=1, **fields))
+    assert (first.steps, longer.resumed_from, longer.steps) == (2, 2, 4)
+    metrics = RunFiles(longer.log_path).metrics()
+    assert [m["step"] for m in metrics] == [0, 1, 2, 3]
+    assert all("test/env/all/reward/total" in m for m in metrics)
+    # resumed at 2: the pipeline refills from the checkpoint's weights
+    assert [m["off_policy/sampler_version"] for m in metrics] == [0.0, 0.0, 2.0, 2.0]
+    assert [c["step"] for c in RunFiles(longer.log_path).checkpoints()] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(("recompute", "small"), [(None, True), (False, False)])
+async def test_kl_against_the_base_model_is_zero_before_any_update_at_t07(
+    tmp_path, server, recompute, small
+):
+    config = _config(
+        tmp_path,
+        server,
+        env=FirstCharEnv,
+        score_truncated=True,
+        temperature=0.7,
+        kl_penalty_coef=0.05,
+        kl_reference_config=KLReferenceConfig(MODEL),
+        recompute_behavior_logprobs=recompute,
+        group_size=8,
+    )
+    metrics = (await main(config)).final_metrics
+    assert metrics["optim/behavior_logprobs_recomputed"] == (1.0 if small else 0.0)
+    if small:  # the sampler's own T=1 logprobs: the policy is the base model at step 0
+        assert abs(metrics["kl_policy_base"]) < 1e-3
+    else:  # T=0.7 sampled logprobs are not the policy's
+        assert abs(metrics["kl_policy_base"]) > 1e-2
+    if metrics["train/datums"]:
+        assert (abs(metrics["optim/kl_sample_train_v1"]) < 1e-3) is small
+        assert metrics["optim/entropy"] > 0
+
+
+async def test_a_step_that_trains_nothing_still_logs_kl_and_says_why(tmp_path, server, capsys):
+    config = _config(
+        tmp_path,
+        server,
+        env=AlwaysRightEnv,
+        score_truncated=True,
+        kl_penalty_coef=0.05,
+        kl_reference_config=KLReferenceConfig(MODEL),
+    )
+    metrics = (await main(config)).final_metrics
+    assert metrics["train/datums"] == 0
+    assert abs(metrics["kl_policy_base"]) < 1e-3  # over every sampled token
+    assert metrics["env/all/reward/total"] is not None
+    assert "no update: 2/2 groups constant (all correct 2)" in capsys.readouterr().err
+
+
+async def test_a_sweep_over_max_steps_off_policy_runs_both_modes(tmp_path, server):
+    from mint_envkit.sweep import Sweep
+
+    base = _config(tmp_path, server, max_steps=2)
+    sweep = Sweep(base=base, grid={"max_steps_off_policy": [0, 1]}, root=tmp_path / "sweep")
+    results = await sweep.run()
+    assert [r.ok for r in results] == [True, True]
+    versions = [
+        [m["off_policy/sampler_version"] for m in RunFiles(r.log_path).metrics()] for r in results
+    ]
+    assert sorted(versions) == [[0.0, 0.0], [0.0, 1.0]]

@@ -171,6 +171,17 @@ class Config:
         local_latency_ms: added delay per operation of an embedded backend
             started for this run (to rehearse a remote service).
         preflight_timeout_s: how long the backend may take to answer at start.
+        max_steps_off_policy: bounded staleness (tinker-cookbook's name). 0:
+            on-policy, each step samples with its own weights, then trains.
+            ``k >= 1``: sampling for the next ``k`` steps runs while the
+            current step trains; samples are at most ``k`` weight versions
+            old and the importance-sampling loss uses the sampler's own
+            logprobs, so the correction is exact.
+        recompute_behavior_logprobs: recompute the behaviour logprobs of
+            every reply at temperature 1 with ``compute_logprobs`` on the
+            sampler that drew it, for the importance ratio and the KL
+            penalty (sampled logprobs are of the temperature-scaled
+            distribution). None (default): on exactly when ``temperature != 1``.
 
     Example::
 
@@ -219,6 +230,18 @@ class Config:
     preflight_timeout_s: float = attrs.field(
         default=15.0, validator=_positive("preflight_timeout_s")
     )
+    max_steps_off_policy: int = attrs.field(
+        default=0, validator=_non_negative_int("max_steps_off_policy")
+    )
+    recompute_behavior_logprobs: bool | None = attrs.field(default=None)
+
+    @recompute_behavior_logprobs.validator
+    def _check_recompute(self, _attribute: Any, value: Any) -> None:
+        if value is not None and not isinstance(value, bool):
+            raise ConfigError(
+                f"Config.recompute_behavior_logprobs must be True, False or None "
+                f"(None: on when temperature != 1), got {value!r}"
+            )
 
     @rollout_timeout_s.validator
     def _check_timeout(self, _attribute: Any, value: Any) -> None:

@@ -1,4 +1,4 @@
-"""From scored rollouts to training data: one sample per reply, the KL penalty, datums.
+"""From scored rollouts to training data: one sample per reply, datums.
 
 Example::
 
@@ -9,16 +9,14 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from mint_envkit.rl.advantages import kl_adjusted_advantages
 from mint_envkit.rl.types import GroupRollout
 
-__all__ = ["Sample", "kl_penalized", "to_datum", "to_datums", "training_samples"]
+__all__ = ["Sample", "to_datum", "to_datums", "training_samples"]
 
 
 @attrs.frozen
@@ -67,32 +65,6 @@ def training_samples(
                     logprobs = list(transition.ac.logprobs or [0.0] * len(tokens))
                     out.append(Sample(transition.ob, tokens, logprobs, value))
     return out
-
-
-async def kl_penalized(
-    reference: Any, samples: Sequence[Sample], coef: float
-) -> tuple[list[list[float]], float]:
-    """Per-token advantages with the KL penalty against ``reference``, and the mean KL.
-
-    ``reference`` is a ``mint`` sampling client of the reference model; the
-    logprobs of every sample are asked for at once.
-
-    Example::
-
-        token_advantages, mean_kl = await kl_penalized(reference, samples, 0.02)
-    """
-    import tinker
-
-    answers = await asyncio.gather(
-        *(
-            reference.compute_logprobs_async(tinker.ModelInput.from_ints(s.prompt + s.reply))
-            for s in samples
-        )
-    )
-    ref = [list(values[-len(s.reply) :]) for values, s in zip(answers, samples, strict=True)]
-    return kl_adjusted_advantages(
-        [s.token_advantages() for s in samples], [s.logprobs for s in samples], ref, coef
-    )
 
 
 def to_datum(

@@ -26,13 +26,13 @@ import asyncio
 import logging
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from mint_envkit.errors import MintEnvkitError
-from mint_envkit.rl.advantages import batch_advantages
+from mint_envkit.rl.advantages import batch_advantages, kl_adjusted_advantages
 from mint_envkit.rl.backend import (
     Connection,
     connect,
@@ -41,8 +41,10 @@ from mint_envkit.rl.backend import (
     shared_local_backend,
 )
 from mint_envkit.rl.config import Config, uses_kl_reference
-from mint_envkit.rl.datums import Sample, kl_penalized, to_datums, training_samples
+from mint_envkit.rl.datums import Sample, to_datums
+from mint_envkit.rl.diagnostics import learner_logprobs, no_update_note, sample_train_metrics
 from mint_envkit.rl.logs import RunFiles
+from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
 from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
 from mint_envkit.rl.sampling import ClientSampler, sample_batch
 from mint_envkit.rl.types import GroupRollout
@@ -144,11 +146,18 @@ async def train_on_batch(
     config: Config,
     samples: Sequence[Sample],
     token_advantages: Sequence[list[float]],
+    *,
+    after_submit: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """One ``forward_backward`` and one ``optim_step`` on the samples; return their metrics.
 
-    Both calls are submitted before either is awaited. With no samples
-    (every group dropped) nothing is sent.
+    Both calls are submitted before either is awaited; ``after_submit`` is
+    called right after they are (the loop requests the next weight snapshot
+    there, so the service queues it behind this update). With no samples
+    (every group dropped) nothing is sent and ``after_submit`` is called at once. Besides the service's metrics it
+    reports ``optim/kl_sample_train_v1|v2`` and ``optim/entropy`` from the
+    samples' behaviour logprobs and the learner's (see
+    :func:`~mint_envkit.rl.diagnostics.sample_train_metrics`).
 
     Example::
 
@@ -161,6 +170,8 @@ async def train_on_batch(
         "train/tokens": sum(len(s.reply) for s in samples),
     }
     if not samples:
+        if after_submit is not None:
+            after_submit()
         return metrics
     import tinker
 
@@ -171,11 +182,17 @@ async def train_on_batch(
         config, "learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm"
     )
     opt_future = await training.optim_step_async(tinker.AdamParams(**adam))
+    if after_submit is not None:
+        after_submit()
     fb, opt = await fb_future, await opt_future
     for key, value in (fb.metrics or {}).items():
         metrics[f"train/{key}"] = value
     for key, value in ((opt.metrics if opt else None) or {}).items():
         metrics[f"optim/{key}"] = value
+    outputs = getattr(fb, "loss_fn_outputs", None)
+    if outputs:
+        learner = learner_logprobs(outputs, samples)
+        metrics.update(sample_train_metrics([s.logprobs for s in samples], learner))
     return metrics
 
 
@@ -266,43 +283,54 @@ async def _evaluate(run: _Run, sampling_client: Any, step: int) -> dict[str, Any
     return rollout_metrics(batch.rollouts, "test/env")
 
 
-async def _step(run: _Run, step: int) -> dict[str, Any] | None:
+async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any] | None:
     """One training step; appends its metrics (and checkpoint) and returns the checkpoint."""
     config, files = run.config, run.files
     step_start = time.monotonic()
     metrics: dict[str, Any] = {"step": step}
-    # An unnamed (ephemeral) snapshot: nothing is written to storage per step.
-    # The SDK call waits on a future, so it runs in a worker thread.
-    sampling_client = await asyncio.to_thread(run.training.save_weights_and_get_sampling_client)
+    # An unnamed (ephemeral) snapshot of weight version ``step``, requested
+    # right after the previous update was submitted: nothing is written to storage.
+    sampling_client = await pipeline.snapshot(step, run.training)
     t0 = time.monotonic()
     if config.eval_every and run.test_data is not None and step % config.eval_every == 0:
+        # before this version's training batches start: the engine never mixes the two
         metrics.update(await _evaluate(run, sampling_client, step))
         metrics["time/eval"] = time.monotonic() - t0
         t0 = time.monotonic()
-    groups = run.train_data.get_batch(step % len(run.train_data))
-    batch = await sample_batch(config, sampling_client, groups, salt=step)
+    pipeline.launch(step, sampling_client)
+    prepared = await pipeline.take(step)
     metrics["time/sample"] = time.monotonic() - t0
-    metrics["sample_requests"] = batch.requests
+    metrics["time/logprobs"] = prepared.logprobs_s
+    metrics["sample_requests"] = prepared.batch.requests
+    metrics.update(staleness_metrics(prepared))
+    rollouts = prepared.batch.rollouts
 
     try:
-        scored = score_batch(step, batch.rollouts)
+        scored = score_batch(step, rollouts)
     except MintEnvkitError as err:
-        files.append_rollouts(rollout_records(step, batch.rollouts, {}, "train"))
+        files.append_rollouts(versioned_records(prepared, {}))
         raise MintEnvkitError(f"{err}. Tracebacks are in {files.rollouts_path}.") from None
     metrics.update(scored.metrics)
+    metrics.update(prepared.kl_metrics())
 
-    samples = training_samples(batch.rollouts, scored.advantages)
+    samples, reference, behaviour = prepared.trained(scored.advantages)
     token_advantages = [s.token_advantages() for s in samples]
     if run.reference is not None and samples:
-        t1 = time.monotonic()
-        token_advantages, metrics["kl_policy_base"] = await kl_penalized(
-            run.reference, samples, config.kl_penalty_coef
+        token_advantages, _ = kl_adjusted_advantages(
+            token_advantages, behaviour, reference, config.kl_penalty_coef
         )
-        metrics["time/kl"] = time.monotonic() - t1
-    files.append_rollouts(rollout_records(step, batch.rollouts, scored.advantages, "train"))
+    files.append_rollouts(versioned_records(prepared, scored.advantages))
 
     t2 = time.monotonic()
-    metrics.update(await train_on_batch(run.training, config, samples, token_advantages))
+    metrics.update(
+        await train_on_batch(
+            run.training,
+            config,
+            samples,
+            token_advantages,
+            after_submit=lambda: pipeline.request_snapshot(step + 1, run.training),
+        )
+    )
     metrics["time/train"] = time.monotonic() - t2
 
     t3 = time.monotonic()
@@ -313,7 +341,9 @@ async def _step(run: _Run, step: int) -> dict[str, Any] | None:
     files.append_metrics(metrics)
     if checkpoint is not None:
         files.append_checkpoint(checkpoint)
-    print("  " + progress_line(step, run.total, metrics), file=sys.stderr, flush=True)
+    line = progress_line(step, run.total, metrics)
+    note = no_update_note(metrics, len(rollouts))
+    print("  " + line + (f"  {note}" if note else ""), file=sys.stderr, flush=True)
     return checkpoint
 
 
@@ -353,8 +383,12 @@ async def run_training(config: Config) -> RunResult:
         )
         training, reference = await _open(config, connection, files, checkpoint)
         run = _Run(config, files, train_data, test_data, total, training, reference)
-        for step in range(start, total):
-            checkpoint = await _step(run, step) or checkpoint
+        pipeline = BatchPipeline(config, train_data, reference, start=start, total=total)
+        try:
+            for step in range(start, total):
+                checkpoint = await _step(run, step, pipeline) or checkpoint
+        finally:
+            await pipeline.close()
     return _result(config, files, total, checkpoint, start, connection.backend)
 
 
