@@ -118,7 +118,9 @@ def test_a_checkpoint_cannot_make_the_server_load_a_model_it_does_not_serve() ->
             "create_sampling_session",
             {"session_id": "s", "sampling_session_seq_id": 0, "model_path": path},
         )
-        assert r.status_code == 422 and "does not serve" in r.text and "someone/huge-model" in r.text
+        assert (
+            r.status_code == 422 and "does not serve" in r.text and "someone/huge-model" in r.text
+        )
         prompt = {"chunks": [{"tokens": [1], "type": "encoded_text"}]}
         body = {"model_path": path, "prompt": prompt, "sampling_params": {}}
         failed = wait_future(server, post(server, "asample", body).json()["request_id"])

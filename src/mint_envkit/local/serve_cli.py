@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -140,11 +141,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, exit_process: bool = False) -> int:
     """``mint-envkit serve``: run the server in the foreground until Ctrl-C / SIGTERM.
 
     Returns the process exit code (0 after a clean stop, 2 for bad arguments
-    or a model that cannot be loaded).
+    or a model that cannot be loaded). ``exit_process``: end the process as soon
+    as the server has stopped (``os._exit`` after flushing output), skipping the
+    interpreter's teardown of the loaded model, which can take longer than the
+    10 s a SIGTERM may wait. Only for the command itself, never in-process.
 
     Example::
 
@@ -152,7 +156,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mint_envkit.local.serve_cli import main
         raise SystemExit(main(["--port", "0", "--model", "mint-envkit/tiny-qwen3-small"]))
     """
-    args = _parser().parse_args(list(argv) if argv is not None else None)
+    code = _run(_parser().parse_args(list(argv) if argv is not None else None))
+    if exit_process:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(code)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -243,4 +256,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    raise SystemExit(main(exit_process=True))

@@ -407,10 +407,11 @@ def _shutdown(server: _UvicornServer, thread: threading.Thread, backend: Backend
         logger.warning("the local server thread did not stop in time")
 
 
-def serve_main(argv: Sequence[str] | None = None) -> int:
+def serve_main(argv: Sequence[str] | None = None, *, exit_process: bool = False) -> int:
     """``mint-envkit serve``: run the server in the foreground until Ctrl-C / SIGTERM.
 
-    The command line lives in :mod:`mint_envkit.local.serve_cli`; this is its entry point.
+    The command line lives in :mod:`mint_envkit.local.serve_cli` (see its ``main``
+    for ``exit_process``); this is its entry point.
 
     Example::
 
@@ -419,8 +420,8 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     """
     from mint_envkit.local.serve_cli import main
 
-    return main(argv)
+    return main(argv, exit_process=exit_process)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(serve_main())
+    raise SystemExit(serve_main(exit_process=True))
