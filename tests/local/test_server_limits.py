@@ -134,3 +134,18 @@ def test_a_full_disk_during_a_save_is_a_clear_error_naming_the_directory() -> No
         assert failed["category"] == "user"
         assert f"'/state/{model_id}/weights'" in failed["error"]
         assert "no space left" in failed["error"] and "Nothing was saved" in failed["error"]
+
+
+def test_long_samples_are_drawn_in_segments_that_continue_each_sample() -> None:
+    limits = Limits(sample_segment_tokens=64)
+    with fake_server(limits=limits) as (server, engine):
+        result = wait_future(server, _sample(server, 3, 200).json()["request_id"])
+        assert [len(s["tokens"]) for s in result["sequences"]] == [200, 200, 200]
+        assert all(len(s["logprobs"]) == 200 for s in result["sequences"])
+        # one piece of 3 x 64, then each sample alone: 64, 64, 8 more tokens
+        assert sum(name == "sample" for name, _ in engine.calls) == 1 + 3 * 3
+        again = wait_future(server, _sample(server, 3, 200).json()["request_id"])
+        assert again["sequences"] == result["sequences"]  # seeded: reproducible
+        short = wait_future(server, _sample(server, 2, 16).json()["request_id"])
+        assert sum(name == "sample" for name, _ in engine.calls) == 2 * 10 + 1  # not cut
+        assert [len(s["tokens"]) for s in short["sequences"]] == [16, 16]

@@ -22,8 +22,9 @@ from server_helpers import SMALL, create_model, post, tokens, wait_future
 from mint_envkit.local.http.limits import Limits
 from mint_envkit.local.server import LocalServer
 
-BIG = {"num_samples": 16, "max_tokens": 48}
-CHUNK = Limits(sample_chunk_tokens=2 * (4 + 48))  # the big job runs as 8 sub-requests
+BIG = {"num_samples": 16, "max_tokens": 96}
+# the big job runs as 8 sub-requests of 2 samples, each sample in 3 segments of 32 tokens
+CHUNK = Limits(sample_chunk_tokens=2 * (4 + 32), sample_segment_tokens=32)
 
 
 def _sample_body(num_samples: int, max_tokens: int) -> dict[str, Any]:
@@ -57,6 +58,7 @@ def test_a_small_sample_answers_while_a_big_job_runs(chunked_server: LocalServer
     def wait_big() -> None:
         result = wait_future(server, big_id, timeout=120)
         assert len(result["sequences"]) == BIG["num_samples"]
+        assert {len(s["tokens"]) for s in result["sequences"]} == {BIG["max_tokens"]}
         done["big"] = time.perf_counter()
 
     thread = threading.Thread(target=wait_big)
@@ -109,12 +111,8 @@ def test_a_full_disk_leaves_no_torn_checkpoint(
 def test_sigterm_stops_the_serve_command_within_10_s_during_a_big_job(tmp_path: Path) -> None:
     env = {**os.environ, "TINKER_TELEMETRY": "0"}
     command = [sys.executable, "-m", "mint_envkit.local.server", "--port", "0", "--model", SMALL]
-    command += [
-        "--state-dir",
-        str(tmp_path),
-        "--sample-chunk-tokens",
-        str(CHUNK.sample_chunk_tokens),
-    ]
+    command += ["--state-dir", str(tmp_path), "--sample-chunk-tokens"]
+    command += [str(CHUNK.sample_chunk_tokens), "--sample-segment-tokens", "32"]
     proc = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )

@@ -26,6 +26,7 @@ from mint_envkit.local.http.limits import (
     DEFAULT_MAX_REQUEST_TOKENS,
     DEFAULT_MAX_SAMPLE_TOKENS,
     DEFAULT_SAMPLE_CHUNK_TOKENS,
+    DEFAULT_SAMPLE_SEGMENT_TOKENS,
     Limits,
 )
 from mint_envkit.local.server import DEFAULT_MODEL, LocalServer, is_loopback_host
@@ -120,6 +121,13 @@ def _parser() -> argparse.ArgumentParser:
         f"so small requests are not starved (default {DEFAULT_SAMPLE_CHUNK_TOKENS})",
     )
     limits.add_argument(
+        "--sample-segment-tokens",
+        type=int,
+        default=DEFAULT_SAMPLE_SEGMENT_TOKENS,
+        help="samples longer than this are drawn in segments of this many tokens, so a "
+        f"long job cannot hold the engine for long (default {DEFAULT_SAMPLE_SEGMENT_TOKENS})",
+    )
+    limits.add_argument(
         "--idle-timeout-min",
         type=float,
         default=DEFAULT_IDLE_TIMEOUT_S / 60,
@@ -188,6 +196,7 @@ def _run(args: argparse.Namespace) -> int:
             max_request_tokens=args.max_request_tokens,
             max_sample_tokens=args.max_sample_tokens,
             sample_chunk_tokens=args.sample_chunk_tokens,
+            sample_segment_tokens=args.sample_segment_tokens,
             idle_timeout_s=args.idle_timeout_min * 60,
         )
     except ConfigError as err:

@@ -9,11 +9,12 @@ and many GB. The server prices every request in tokens before it queues it:
 
 A request over its limit can never run and is refused with a 413 that names
 the limit and the ``mint-envkit serve`` flag / ``LocalServer`` parameter that
-raises it. A sample request that is allowed but costs more than
-``sample_chunk_tokens`` is split into sub-requests of a few samples each;
-the sample batcher runs sub-requests round by round, so a small request that
-arrives meanwhile goes in the next engine batch instead of waiting for the
-whole job.
+raises it. An allowed sample request that costs more than
+``sample_chunk_tokens`` is split into sub-requests of a few samples each, and
+samples longer than ``sample_segment_tokens`` are drawn in segments
+(:mod:`~mint_envkit.local.http.splitting`); the batcher runs the pieces round
+by round, so a small request that arrives meanwhile waits for one piece, not
+for the whole job.
 
 Example::
 
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_MAX_REQUEST_TOKENS",
     "DEFAULT_MAX_SAMPLE_TOKENS",
     "DEFAULT_SAMPLE_CHUNK_TOKENS",
+    "DEFAULT_SAMPLE_SEGMENT_TOKENS",
     "ENGINE_DEFAULT_MAX_TOKENS",
     "Limits",
     "split_seed",
@@ -50,6 +52,9 @@ DEFAULT_MAX_SAMPLE_TOKENS = 131072
 DEFAULT_SAMPLE_CHUNK_TOKENS = 4096
 """A sample request costing more is split into sub-requests of about this many tokens
 (the engine's default budget per pass, so splitting costs no throughput)."""
+
+DEFAULT_SAMPLE_SEGMENT_TOKENS = 64
+"""Samples longer than this are drawn in segments of this many decode steps."""
 
 DEFAULT_IDLE_TIMEOUT_S = 30 * 60.0
 """Training clients and sessions idle this long are released."""
@@ -83,10 +88,16 @@ class Limits:
     max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS
     max_sample_tokens: int = DEFAULT_MAX_SAMPLE_TOKENS
     sample_chunk_tokens: int = DEFAULT_SAMPLE_CHUNK_TOKENS
+    sample_segment_tokens: int = DEFAULT_SAMPLE_SEGMENT_TOKENS
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
 
     def __attrs_post_init__(self) -> None:
-        for name in ("max_request_tokens", "max_sample_tokens", "sample_chunk_tokens"):
+        for name in (
+            "max_request_tokens",
+            "max_sample_tokens",
+            "sample_chunk_tokens",
+            "sample_segment_tokens",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")

@@ -12,18 +12,15 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import threading
 import uuid
 from typing import Any
 
 from starlette.requests import Request
 
-from mint_envkit.local.http.limits import split_seed
 from mint_envkit.local.http.responses import engine_error_response, sample_response_json
 from mint_envkit.local.http.samples import SampleOp, parse_create_sampling_session, parse_sample
+from mint_envkit.local.http.splitting import submit_split
 from mint_envkit.local.http.state import Backend
-from mint_envkit.local.http.worker import SampleJob
 
 __all__ = ["asample", "create_sampling_session"]
 
@@ -105,6 +102,7 @@ async def asample(b: Backend, request: Request, body: dict) -> dict:
     else:
         sampler_key = ("base_model", b.require_base_model(op.base_model or ""))
     pending = b.samplers.pending.get(sampler_id or "")
+    checked: list[bool] = []  # a checkpoint's base model is checked once per request
 
     def resolve(e: Any) -> str:
         if pending is not None:
@@ -112,72 +110,25 @@ async def asample(b: Backend, request: Request, body: dict) -> dict:
         if sampler_id is not None:
             return sampler_id
         assert sampler_key is not None  # parse_sample ensures one of the three
-        if sampler_key[0] == "model_path":
+        if sampler_key[0] == "model_path" and not checked:
             b.checkpoint_base_model(e, sampler_key[1])
+            checked.append(True)
         return b.samplers.adhoc(e, sampler_key)
 
-    cost = b.limits.check_sample(
+    b.limits.check_sample(
         num_samples=op.num_samples, prompt=len(op.prompt), max_tokens=op.max_tokens
     )
     if op.prompt_logprobs:
         b.limits.check_prompt_logprobs(len(op.prompt))
     request_id = b.futures.create("asample")
-    kwargs = _engine_kwargs(op)
-    sizes = b.limits.sample_chunks(num_samples=op.num_samples, per_sample=cost // op.num_samples)
-    jobs = [
-        SampleJob(
-            resolve=resolve,
-            prompt=op.prompt,
-            kwargs={**kwargs, "num_samples": n, "seed": split_seed(op.seed, i)},
-            prompt_logprobs=bool(op.prompt_logprobs) and i == 0,
-            ready=pending,
-            cost=n * (cost // op.num_samples),
-            rank=i,
-        )
-        for i, n in enumerate(sizes)
-    ]
-    for job in jobs:
-        b.batcher.enqueue(job)
-    b.complete_when_done(request_id, _joined(jobs), lambda r: sample_response_json(r[0], r[1]))
+    future = submit_split(
+        b.batcher,
+        b.limits,
+        resolve=resolve,
+        ready=pending,
+        prompt=op.prompt,
+        kwargs=_engine_kwargs(op),
+        prompt_logprobs=bool(op.prompt_logprobs),
+    )
+    b.complete_when_done(request_id, future, lambda r: sample_response_json(r[0], r[1]))
     return {"request_id": request_id}
-
-
-def _joined(jobs: list[SampleJob]) -> concurrent.futures.Future[Any]:
-    """One future for the sub-requests of a split sample request: all sequences, in order.
-
-    The first failure (or cancellation) fails it; the prompt logprobs come from the first.
-    """
-    if len(jobs) == 1:
-        return jobs[0].future
-    joined: concurrent.futures.Future[Any] = concurrent.futures.Future()
-    remaining = [len(jobs)]
-    lock = threading.Lock()
-
-    def on_done(_: concurrent.futures.Future[Any]) -> None:
-        with lock:
-            remaining[0] -= 1
-            if joined.done():
-                return
-            failed = next(
-                (
-                    j.future
-                    for j in jobs
-                    if j.future.done()
-                    and (j.future.cancelled() or j.future.exception() is not None)
-                ),
-                None,
-            )
-            if failed is not None:
-                if failed.cancelled():
-                    joined.cancel()
-                else:
-                    joined.set_exception(failed.exception())  # type: ignore[arg-type]
-                return
-            if remaining[0] == 0:
-                results = [j.future.result() for j in jobs]
-                sequences = [seq for seqs, _ in results for seq in seqs]
-                joined.set_result((sequences, results[0][1]))
-
-    for job in jobs:
-        job.future.add_done_callback(on_done)
-    return joined
