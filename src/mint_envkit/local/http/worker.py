@@ -155,9 +155,9 @@ class SampleJob:
 class SampleBatcher:
     """Queues sample jobs; the jobs queued together run as one ``Engine.sample_many`` call.
 
-    One batch holds jobs of at most ``batch_tokens`` tokens in all (at least
-    one job), taken lowest ``rank`` first; the rest wait for the next batch,
-    which is queued behind whatever else the worker has to do.
+    One batch holds jobs of the lowest ``rank`` queued, of at most
+    ``batch_tokens`` tokens in all (at least one job); the rest wait for the
+    next batch, which is queued behind whatever else the worker has to do.
 
     Example::
 
@@ -201,8 +201,15 @@ class SampleBatcher:
                 job.future.cancel()
 
     def _take(self) -> list[SampleJob]:
-        """The next batch (lowest rank first, under ``batch_tokens``); the rest stays queued."""
-        order = sorted(range(len(self._queue)), key=lambda i: (self._queue[i].rank, i))
+        """The next batch: jobs of the lowest rank only, under ``batch_tokens``; the rest waits.
+
+        A new request (rank 0) so never shares an engine batch with the long rest of
+        a split job: it answers as soon as its own few tokens are drawn.
+        """
+        if not self._queue:
+            return []
+        low = min(job.rank for job in self._queue)
+        order = [i for i, job in enumerate(self._queue) if job.rank == low]
         chosen: set[int] = set()
         total = 0
         for i in order:
