@@ -195,5 +195,10 @@ def test_oversized_body_is_refused_with_413(real_server) -> None:
         for _ in range(65):
             yield b" " * (1024 * 1024)
 
-    r = httpx.post(f"{real_server.base_url}/api/v1/asample", content=chunks(), timeout=60)
+    r = httpx.post(
+        f"{real_server.base_url}/api/v1/asample",
+        content=chunks(),
+        headers={"content-type": "application/json"},
+        timeout=60,
+    )
     assert r.status_code == 413

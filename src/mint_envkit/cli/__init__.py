@@ -296,7 +296,7 @@ async def _check_local(group: GroupBuilder, args: argparse.Namespace) -> int:
 def _serve(argv: list[str]) -> int:
     from mint_envkit.local.server import serve_main
 
-    return serve_main(argv)
+    return serve_main(argv, exit_process=True)
 
 
 def _summary(argv: list[str]) -> int:

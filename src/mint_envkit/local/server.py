@@ -19,16 +19,13 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import collections
 import contextlib
 import http.client
 import ipaddress
 import logging
-import signal
 import socket
-import sys
 import threading
 import time
 import weakref
@@ -46,8 +43,17 @@ from mint_envkit.local.http import (
     build_app,
     check_server_options,
 )
+from mint_envkit.local.http.guard import generate_api_key, loopback_hosts
+from mint_envkit.local.http.limits import Limits
+from mint_envkit.local.state_dir import check_state_dir
 
-__all__ = ["DEFAULT_MODEL", "LocalServer", "is_loopback_host", "serve_main"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "LocalServer",
+    "generate_api_key",
+    "is_loopback_host",
+    "serve_main",
+]
 
 logger = logging.getLogger("mint_envkit.local.server")
 
@@ -98,7 +104,15 @@ class LocalServer:
         max_body_bytes: larger request bodies are refused with 413.
         max_unnamed_samplers: unnamed sampler snapshots kept in memory (the
             oldest is released past it; a request to it gets a clear 404).
-        allow_remote: needed to listen on a non-loopback address (any API key is accepted).
+        allow_remote: needed to listen on a non-loopback address; it also turns off the
+            ``Host`` check (a loud warning is logged; set ``api_key`` too).
+        api_key: the key every client must send (``X-API-Key``; the SDK's
+            ``api_key=``); None (default) accepts any key. An embedded server the
+            loop starts should get ``generate_api_key()``.
+        limits: what one request may cost (tokens), how big sample jobs are split,
+            and the idle timeout; see :class:`~mint_envkit.local.http.limits.Limits`.
+        max_tokens_per_pass: the engine's memory budget (padded tokens per model pass),
+            passed to ``Engine``; None keeps the engine's default.
         engine_factory: builds the engine instead of ``Engine(...)`` (for tests).
         long_poll_s: how long ``retrieve_future`` waits before answering try_again (30 s).
         preload: start loading ``models`` in the background at once (default); False
@@ -132,13 +146,21 @@ class LocalServer:
         engine_factory: EngineFactory | None = None,
         long_poll_s: float | None = None,
         preload: bool = True,
+        api_key: str | None = None,
+        limits: Limits | None = None,
+        max_tokens_per_pass: int | None = None,
     ) -> None:
         if not allow_remote and not is_loopback_host(host):
             raise ConfigError(
-                f"refusing to listen on {host!r}: the local server accepts any API key, so it "
-                "binds loopback only (127.0.0.1). Pass allow_remote=True (--allow-remote) if you "
+                f"refusing to listen on {host!r}: the local server binds loopback only "
+                "(127.0.0.1). Pass allow_remote=True (--allow-remote, with an --api-key) if you "
                 "really want other machines to reach it"
             )
+        if api_key is not None and not api_key.strip():
+            raise ConfigError("api_key must be a non-empty string (or None for no key)")
+        self.allow_remote = allow_remote
+        self.api_key = api_key
+        """The key clients must send (None: any key is accepted)."""
         self.host = host
         self._requested_port = int(port)
         self._models = list(models) if models is not None else [DEFAULT_MODEL]
@@ -158,6 +180,11 @@ class LocalServer:
             "max_unnamed_samplers": max_unnamed_samplers,
             "engine_factory": engine_factory,
             "preload": preload,
+            "api_key": api_key,
+            "limits": limits if limits is not None else Limits(),
+            "engine_options": (
+                {} if max_tokens_per_pass is None else {"max_tokens_per_pass": max_tokens_per_pass}
+            ),
         }
         if long_poll_s is not None:
             self._backend_kwargs["long_poll_s"] = long_poll_s
@@ -183,6 +210,15 @@ class LocalServer:
         if self._thread is not None:
             return self
         t0 = time.perf_counter()
+        if self._backend_kwargs["state_dir"] is not None:
+            check_state_dir(self._backend_kwargs["state_dir"])
+        if self.allow_remote and not is_loopback_host(self.host):
+            logger.warning(
+                "LISTENING ON %s (--allow-remote): any machine that can reach this address "
+                "can train, sample, read and delete checkpoints%s",
+                self.host,
+                "" if self.api_key else " -- and NO API KEY is set: pass --api-key",
+            )
         backend = Backend(**self._backend_kwargs)
         family = socket.AF_INET6 if ":" in self.host.strip("[]") else socket.AF_INET
         # proto must be IPPROTO_TCP: asyncio only sets TCP_NODELAY on accepted sockets of
@@ -201,6 +237,9 @@ class LocalServer:
         sock.listen(128)
         sock.setblocking(False)
         self._port = sock.getsockname()[1]
+        if not self.allow_remote:
+            own = self.base_url.removeprefix("http://").lower()
+            backend.guard.allowed_hosts = loopback_hosts(self._port) | {own}
 
         self.backend = backend
         config = uvicorn.Config(
@@ -368,163 +407,21 @@ def _shutdown(server: _UvicornServer, thread: threading.Thread, backend: Backend
         logger.warning("the local server thread did not stop in time")
 
 
-# ====================================================================== command line
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="mint-envkit serve",
-        description=(
-            "Run the embedded MinT-compatible training server on this machine. Point the mint / "
-            "tinker SDK at it with ServiceClient(base_url='http://127.0.0.1:PORT') or "
-            "MINT_BASE_URL; any API key is accepted."
-        ),
-    )
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 = any free port)")
-    p.add_argument(
-        "--model",
-        action="append",
-        dest="models",
-        metavar="NAME",
-        help="base model to serve; repeat for several. A built-in name "
-        f"({DEFAULT_MODEL}, mint-envkit/tiny-qwen3-small), a local directory, or a Hugging Face "
-        f"id already in the local cache (default: {DEFAULT_MODEL})",
-    )
-    p.add_argument(
-        "--state-dir",
-        default=None,
-        help="directory for checkpoints (default: $MINT_ENVKIT_STATE_DIR, else the user cache)",
-    )
-    p.add_argument(
-        "--latency-ms",
-        type=float,
-        default=0.0,
-        help="fixed delay added to every operation, to benchmark as if remote (default: 0)",
-    )
-    p.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda (default: auto)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: auto)")
-    p.add_argument(
-        "--max-unnamed-samplers",
-        type=int,
-        default=DEFAULT_MAX_UNNAMED_SAMPLERS,
-        help="unnamed sampler snapshots kept in memory; the oldest is released past it "
-        f"(default {DEFAULT_MAX_UNNAMED_SAMPLERS})",
-    )
-    p.add_argument(
-        "--max-body-mb",
-        type=float,
-        default=DEFAULT_MAX_BODY_BYTES / (1024 * 1024),
-        help="refuse request bodies larger than this with 413 (default: 64)",
-    )
-    p.add_argument(
-        "--log-level",
-        default="info",
-        choices=["debug", "info", "warning", "error"],
-        help="log level (default: info; debug also logs every request)",
-    )
-    p.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a non-loopback --host (any API key is accepted: only on a trusted network)",
-    )
-    p.add_argument(
-        "--no-preload",
-        action="store_true",
-        help="serve at once and load each model on first use, instead of loading them "
-        "(and failing on a bad --model) before announcing readiness",
-    )
-    return p
-
-
-def serve_main(argv: Sequence[str] | None = None) -> int:
+def serve_main(argv: Sequence[str] | None = None, *, exit_process: bool = False) -> int:
     """``mint-envkit serve``: run the server in the foreground until Ctrl-C / SIGTERM.
 
-    Returns the process exit code (0 after a clean stop, 2 for bad arguments
-    or a model that cannot be loaded).
+    The command line lives in :mod:`mint_envkit.local.serve_cli` (see its ``main``
+    for ``exit_process``); this is its entry point.
 
     Example::
 
-        # shell: mint-envkit serve --port 8765 --model mint-envkit/tiny-qwen3 --latency-ms 50
         from mint_envkit.local.server import serve_main
         raise SystemExit(serve_main(["--port", "0", "--model", "mint-envkit/tiny-qwen3-small"]))
     """
-    args = _parser().parse_args(list(argv) if argv is not None else None)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    if not args.allow_remote and not is_loopback_host(args.host):
-        print(
-            f"mint-envkit serve: refusing --host {args.host}: the server accepts any API key, so "
-            "it listens on loopback only. Add --allow-remote to listen there anyway.",
-            file=sys.stderr,
-        )
-        return 2
-    if args.latency_ms < 0 or args.max_body_mb <= 0 or not (0 <= args.port <= 65535):
-        print(
-            "mint-envkit serve: --latency-ms must be >= 0, --max-body-mb > 0, --port in 0..65535",
-            file=sys.stderr,
-        )
-        return 2
-    models = args.models or [DEFAULT_MODEL]
-    server = LocalServer(
-        models,
-        state_dir=args.state_dir,
-        latency_ms=args.latency_ms,
-        host=args.host,
-        port=args.port,
-        device=args.device,
-        num_threads=args.threads,
-        max_body_bytes=int(args.max_body_mb * 1024 * 1024),
-        max_unnamed_samplers=args.max_unnamed_samplers,
-        allow_remote=args.allow_remote,
-        log_level=args.log_level if args.log_level != "info" else "warning",
-        preload=not args.no_preload,
-    )
-    try:
-        server.start()
-    except BackendError as err:
-        print(f"mint-envkit serve: {err}", file=sys.stderr)
-        return 2
+    from mint_envkit.local.serve_cli import main
 
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: Any) -> None:
-        stop.set()
-
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, on_signal)
-    try:
-        if not args.no_preload:
-            t0 = time.perf_counter()
-            print(
-                f"mint-envkit serve: loading {', '.join(models)} ...", file=sys.stderr, flush=True
-            )
-            errors = server.preload_errors()
-            if errors:
-                for name, message in errors.items():
-                    print(f"mint-envkit serve: cannot serve {name}: {message}", file=sys.stderr)
-                return 2
-            print(
-                f"mint-envkit serve: models ready in {time.perf_counter() - t0:.1f} s",
-                file=sys.stderr,
-            )
-        print(
-            f"mint-envkit serve: listening on {server.base_url} (models: {', '.join(models)}; "
-            f"latency {args.latency_ms:g} ms). Use ServiceClient(base_url='{server.base_url}') "
-            f"or MINT_BASE_URL={server.base_url}. Ctrl-C stops.",
-            flush=True,
-        )
-        while not stop.is_set() and server._thread is not None and server._thread.is_alive():
-            stop.wait(0.5)
-        return 0
-    finally:
-        server.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return main(argv, exit_process=exit_process)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(serve_main())
+    raise SystemExit(serve_main(exit_process=True))

@@ -155,7 +155,7 @@ def test_good_tinker_paths_pass() -> None:
 
 def test_rest_path_parameters(refused: Refuse) -> None:
     assert parse_run_id("model-1") == "model-1"
-    with refused("invalid model_id"):
+    with refused(r"invalid training run id \(model_id\)"):
         parse_run_id("..")
     assert parse_delete_checkpoint("m-1", "weights/a") == "tinker://m-1/weights/a"
     with refused("invalid checkpoint id"):
@@ -166,3 +166,27 @@ def test_rest_path_parameters(refused: Refuse) -> None:
     assert parse_paging({}, 20) == (0, 20)
     with refused("limit and offset must be integers"):
         parse_paging({"limit": "many"}, 20)
+
+
+def test_a_dot_dot_run_id_is_blamed_on_the_run_not_the_checkpoint(refused: Refuse) -> None:
+    with refused(r"invalid training run id \(model_id\) '\.\.'"):
+        parse_delete_checkpoint("..", "weights/a")
+
+
+def test_names_ending_in_a_newline_are_refused(refused: Refuse) -> None:
+    with refused("invalid checkpoint name"):
+        parse_save_weights({"model_id": "m-1", "path": "step\n", "seq_id": 1})
+    with refused("invalid checkpoint name"):
+        parse_weights_info({"tinker_path": "tinker://m-1/weights/step\n"})
+    with refused("invalid training run id"):
+        parse_run_id("model-1\n")
+
+
+def test_deep_nesting_and_huge_integers_are_a_400(refused: Refuse) -> None:
+    with refused("nested too deeply", 400):
+        parse_json_body(b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    with refused("nested too deeply", 400):
+        parse_json_body(b'{"a": ' + b"[" * 100 + b"]" * 100 + b"}")
+    with refused("not valid JSON", 400):
+        parse_json_body(b'{"seq_id": ' + b"7" * 4300 + b"}")
+    assert parse_json_body(b'{"a": [[1]]}') == {"a": [[1]]}

@@ -23,7 +23,7 @@ from .records import EngineError
 
 __all__ = ["check_name", "float_list", "int_list", "is_int", "token_ids"]
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+_NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 
 def is_int(x: Any) -> bool:
@@ -99,7 +99,7 @@ def check_name(name: Any, what: str = "checkpoint name") -> str:
     """
     if (
         not isinstance(name, str)
-        or not _NAME_RE.match(name)
+        or not _NAME_RE.fullmatch(name)
         or name in (".", "..")
         or name.startswith(".")
     ):

@@ -3,7 +3,9 @@
 :data:`ROUTES` lists every endpoint (path, name, handler, methods, whether it
 takes a JSON body); :func:`build_app` binds them to a
 :class:`~mint_envkit.local.http.state.Backend`. Each endpoint counts its
-request, reads the body (413 past the limit), calls its handler and turns a
+request, lets the backend's :class:`~mint_envkit.local.http.guard.Guard`
+refuse what a browser or a client without the key sends, reads the body
+(413 past the limit), calls its handler and turns a
 :class:`~mint_envkit.local.http.requests.ProtocolError` into its 4xx answer.
 
 Example::
@@ -72,7 +74,7 @@ ROUTES: tuple[RouteSpec, ...] = (
     _post("client_config", sessions.client_config, "client/config", body=False),
     _post("auth_token", sessions.auth_token, "auth/token", body=False),
     _post("create_session", sessions.create_session, body=False),
-    _post("session_heartbeat", sessions.session_heartbeat, body=False),
+    _post("session_heartbeat", sessions.session_heartbeat),
     _post("telemetry", sessions.telemetry, body=False),
     _get("healthz", sessions.healthz),
     _get("get_server_capabilities", sessions.capabilities),
@@ -145,6 +147,8 @@ def _endpoint(backend: Backend, spec: RouteSpec) -> Callable[[Request], Awaitabl
         if spec.name not in _UNCOUNTED:
             backend.count(spec.name)
         try:
+            backend.guard.check(request.method, request.headers, route=spec.name, body=spec.body)
+            backend.reaper.ensure_running()
             parsed: dict[str, Any] | None = None
             if request.method in ("POST", "PUT"):
                 raw = await _read_body(request, backend.max_body_bytes)

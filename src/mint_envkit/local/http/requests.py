@@ -53,6 +53,7 @@ __all__ = [
     "parse_save_weights",
     "parse_save_weights_for_sampler",
     "parse_weights_info",
+    "run_id_of",
     "validate_body",
 ]
 
@@ -60,7 +61,11 @@ MAX_LORA_RANK = 4096
 """The largest LoRA rank ``create_model`` accepts."""
 
 _MAX_ERRORS_SHOWN = 4
-_NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+_NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays and objects a request body may have (the SDK sends under 10)."""
+MAX_INT_DIGITS = 40
+"""Longest integer literal a request body may hold (int64 needs 19 digits)."""
 _CHECKPOINT_KINDS = ("weights", "sampler_weights")
 
 
@@ -86,6 +91,9 @@ class ProtocolError(MintEnvkitError):
 def parse_json_body(raw: bytes) -> dict[str, Any]:
     """Decode a request body; anything but a JSON object is a 400.
 
+    Depth and size are safe: nesting past :data:`MAX_JSON_DEPTH` and integers
+    longer than :data:`MAX_INT_DIGITS` digits are a 400, never a crash.
+
     Example::
 
         parse_json_body(b'{"model_id": "m"}')   # {'model_id': 'm'}
@@ -94,12 +102,38 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise ProtocolError(400, "request body is empty; send a JSON object")
     try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        body = json.loads(raw, parse_int=_parse_int)
+    except RecursionError:
+        raise ProtocolError(
+            400, f"request body is nested too deeply (at most {MAX_JSON_DEPTH} levels)"
+        ) from None
+    except ValueError as err:  # also JSONDecodeError, UnicodeDecodeError, int digit limit
         raise ProtocolError(400, f"request body is not valid JSON: {err}") from None
+    _check_depth(body)
     if not isinstance(body, dict):
         raise ProtocolError(400, f"request body must be a JSON object, got {type(body).__name__}")
     return body
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _check_depth(value: Any) -> None:
+    """400 when arrays/objects nest deeper than MAX_JSON_DEPTH (checked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise ProtocolError(
+                400, f"request body is nested too deeply (at most {MAX_JSON_DEPTH} levels)"
+            )
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, dict | list))
 
 
 def _format_validation_error(err: pydantic.ValidationError) -> str:
@@ -177,7 +211,7 @@ def model_input_tokens(model_input: tt.ModelInput, what: str) -> list[int]:
 
 def _check_name(name: str, what: str = "checkpoint name") -> str:
     """1-128 characters from ``[A-Za-z0-9._-]``, not starting with '.', no '..' anywhere."""
-    if not _NAME_RE.match(name) or name.startswith(".") or ".." in name:
+    if not _NAME_RE.fullmatch(name) or name.startswith(".") or ".." in name:
         raise ProtocolError(
             422,
             f"invalid {what} {name!r}: use 1-128 characters from [A-Za-z0-9._-], "
@@ -210,6 +244,16 @@ def check_tinker_path(path: str, what: str) -> str:
     _check_name(parts[0], "model_id in checkpoint path")
     _check_name(parts[2])
     return path
+
+
+def run_id_of(path: str) -> str:
+    """The training run (model_id) a ``tinker://`` checkpoint path belongs to.
+
+    Example::
+
+        run_id_of("tinker://model-1/weights/a")   # 'model-1'
+    """
+    return path.removeprefix("tinker://").split("/", 1)[0]
 
 
 def _required_string(body: Mapping[str, Any], key: str, what: str) -> str:
@@ -278,7 +322,7 @@ def parse_run_id(run_id: str) -> str:
         parse_run_id("model-1")   # 'model-1'
         parse_run_id("..")        # ProtocolError(422, "invalid model_id '..' ...")
     """
-    return _check_name(run_id, "model_id")
+    return _check_name(run_id, "training run id (model_id)")
 
 
 def parse_delete_checkpoint(run_id: str, checkpoint_id: str) -> str:
@@ -288,8 +332,12 @@ def parse_delete_checkpoint(run_id: str, checkpoint_id: str) -> str:
 
         parse_delete_checkpoint("m-1", "weights/a")   # 'tinker://m-1/weights/a'
     """
-    if not checkpoint_id or ".." in checkpoint_id.split("/") or ".." in run_id.split("/"):
-        raise ProtocolError(422, f"invalid checkpoint id {checkpoint_id!r}")
+    parse_run_id(run_id)
+    if not checkpoint_id or ".." in checkpoint_id.split("/"):
+        raise ProtocolError(
+            422,
+            f"invalid checkpoint id {checkpoint_id!r}: use <weights|sampler_weights>/<name>",
+        )
     return check_tinker_path(f"tinker://{run_id}/{checkpoint_id}", "delete_checkpoint")
 
 

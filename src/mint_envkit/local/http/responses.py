@@ -15,10 +15,8 @@ Example::
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +26,7 @@ from tinker import types as tt
 
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.local.http.requests import ProtocolError
+from mint_envkit.local.state_dir import disk_error_message
 
 __all__ = [
     "JSONResponse",
@@ -38,7 +37,6 @@ __all__ = [
     "error_response",
     "forward_output_json",
     "iso_time",
-    "make_jwt",
     "optim_metrics_json",
     "sample_response_json",
     "sanitize_metrics",
@@ -93,6 +91,9 @@ def describe_error(err: BaseException) -> tuple[str, str]:
 
         describe_error(ProtocolError(422, "bad"))   # ('bad', 'user')
     """
+    disk = disk_error_message(err)
+    if disk is not None:
+        return disk, "user"
     category = getattr(err, "category", None)
     if isinstance(err, MintEnvkitError) and category in ("user", "server"):
         return str(err), str(category)
@@ -271,22 +272,3 @@ def checkpoint_json(info: Mapping[str, Any]) -> dict[str, Any]:
         "tinker_path": path,
         "size_bytes": int(size) if isinstance(size, int | float) else None,
     }
-
-
-def make_jwt(subject: str = "mint-envkit-local", lifetime_s: float = 10 * 365 * 24 * 3600) -> str:
-    """An unsigned JWT whose ``exp`` the SDK can parse (the local server checks no keys).
-
-    Example::
-
-        token = make_jwt()
-        token.startswith("eyJ")   # True: the SDK recognises it as a JWT
-    """
-
-    def b64(obj: dict) -> str:
-        raw = json.dumps(obj, separators=(",", ":")).encode()
-        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-
-    now = int(time.time())
-    header = {"alg": "none", "typ": "JWT"}
-    payload = {"sub": subject, "iat": now, "exp": now + int(lifetime_s), "iss": "mint-envkit"}
-    return f"{b64(header)}.{b64(payload)}."

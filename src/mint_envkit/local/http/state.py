@@ -28,7 +28,10 @@ from typing import Any
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.local.http.futures import FutureStore, Sequencer
-from mint_envkit.local.http.requests import ProtocolError
+from mint_envkit.local.http.guard import Guard
+from mint_envkit.local.http.idle import IdleReaper
+from mint_envkit.local.http.limits import Limits
+from mint_envkit.local.http.requests import ProtocolError, run_id_of
 from mint_envkit.local.http.responses import describe_error
 from mint_envkit.local.http.samplers import SamplerTable
 from mint_envkit.local.http.worker import EngineFactory, EngineWorker, SampleBatcher
@@ -116,6 +119,12 @@ class Backend:
             gets a 404 that says so. Named ones (saved to disk) are never released.
         sample_batch_window_ms: how long a sampling job waits for more sample
             requests before it runs them as one batch (default 5 ms).
+        limits: what one request may cost, how sample jobs are split, and the idle
+            timeout (:class:`~mint_envkit.local.http.limits.Limits`; defaults for a laptop).
+        api_key: the key clients must send (None: any); see
+            :mod:`~mint_envkit.local.http.guard`.
+        engine_options: extra keyword arguments for ``Engine(...)`` (ignored with
+            ``engine_factory``), e.g. ``{"max_tokens_per_pass": 2048}``.
 
     Example::
 
@@ -138,6 +147,9 @@ class Backend:
         preload: bool = True,
         max_unnamed_samplers: int = DEFAULT_MAX_UNNAMED_SAMPLERS,
         sample_batch_window_ms: float = DEFAULT_SAMPLE_BATCH_WINDOW_MS,
+        limits: Limits | None = None,
+        api_key: str | None = None,
+        engine_options: dict[str, Any] | None = None,
     ) -> None:
         self.models: list[str] = list(dict.fromkeys(models))
         check_server_options(
@@ -151,6 +163,10 @@ class Backend:
         self.long_poll_s = float(long_poll_s)
         self.seq_gap_timeout_s = float(seq_gap_timeout_s)
         self.started_at = time.time()
+        self.limits = limits if limits is not None else Limits()
+        self.guard = Guard(api_key=api_key)
+        """Request checks; ``guard.allowed_hosts`` is set by LocalServer once it knows its port."""
+        self.closing = False
         # a served directory is also known by its absolute path (the engine's name for it)
         self._aliases: dict[str, str] = {}
         for name in self.models:
@@ -167,6 +183,9 @@ class Backend:
             release=lambda sid: self._spawn(self.worker.call(lambda e: e.release_sampler(sid))),
         )
         self.sessions: dict[str, dict[str, list[str]]] = {}
+        self.reaper = IdleReaper(self)
+        self.known_runs: set[str] = set()
+        """Runs named to this server by a checkpoint path (listed by ``GET /checkpoints``)."""
         self._sequencers: dict[str, Sequencer] = {}
         self.direct_call_timeout_s = 20.0
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -181,10 +200,15 @@ class Backend:
                     device=device,
                     num_threads=num_threads,
                     default_model=self.models[0],
+                    **(engine_options or {}),
                 )
 
         self.worker = EngineWorker(engine_factory)
-        self.batcher = SampleBatcher(self.worker, window_s=float(sample_batch_window_ms) / 1000.0)
+        self.batcher = SampleBatcher(
+            self.worker,
+            window_s=float(sample_batch_window_ms) / 1000.0,
+            batch_tokens=self.limits.sample_chunk_tokens,
+        )
         self._preload: dict[str, concurrent.futures.Future[Any]] = {}
         if preload:
             for name in self.models:
@@ -217,13 +241,18 @@ class Backend:
         return errors
 
     def close(self) -> None:
-        """Stop the worker thread: queued calls are cancelled, a running one finishes first.
+        """Stop the worker: queued calls are cancelled, the running one is cancelled too.
+
+        The engine's ``cancel_running`` hook (when it has one) stops the running
+        call at its next check between chunks; sample jobs are split, so without
+        the hook the running one is a single chunk. Saved checkpoints stay valid.
 
         Example::
 
             backend.close()
         """
-        self.worker.close()
+        self.closing = True
+        self.worker.close(cancel_running=True)
 
     # ------------------------------------------------------------------ counts
 
@@ -440,6 +469,28 @@ class Backend:
             "or use the built-in mint-envkit/tiny-qwen3",
         )
 
+    def checkpoint_base_model(self, engine: Any, model_path: str) -> str:
+        """The served base model a checkpoint was trained on (worker thread only), or a 422.
+
+        A checkpoint's ``meta.json`` names its base model; a server must never load
+        a model it does not serve because a file said so.
+
+        Example::
+
+            backend.checkpoint_base_model(engine, "tinker://m-1/sampler_weights/a")
+        """
+        self.known_runs.add(run_id_of(model_path))
+        base = str(engine.weights_info(model_path).get("base_model", ""))
+        served = self._aliases.get(base) or self._aliases.get(_resolve_model_name(base))
+        if served is None:
+            raise ProtocolError(
+                422,
+                f"checkpoint {model_path!r} was trained on base model {base!r}, which this "
+                f"server does not serve ({self.models}); start it with --model {base} to "
+                "use this checkpoint",
+            )
+        return served
+
     def session(self, session_id: str | None) -> dict[str, list[str]]:
         """The session record (created on first use).
 
@@ -448,6 +499,7 @@ class Backend:
             backend.session("session-1")["training_run_ids"]   # []
         """
         sid = session_id or "default"
+        self.reaper.touch_session(sid)
         return self.sessions.setdefault(sid, {"training_run_ids": [], "sampler_ids": []})
 
     def run_base_model(self, model_path: str) -> str:
@@ -457,5 +509,4 @@ class Backend:
 
             backend.run_base_model("tinker://model-1/sampler_weights/a")   # 'mint-envkit/...'
         """
-        run_id = model_path.removeprefix("tinker://").split("/", 1)[0]
-        return str(self.model_registry.get(run_id, {}).get("base_model", ""))
+        return str(self.model_registry.get(run_id_of(model_path), {}).get("base_model", ""))

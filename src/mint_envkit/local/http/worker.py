@@ -84,11 +84,18 @@ class EngineWorker:
     def submit(self, fn: Callable[[Any], Any], label: str = "") -> concurrent.futures.Future[Any]:
         """Queue ``fn(engine)`` on the worker thread (FIFO); returns its future.
 
+        After ``close()`` the future is already cancelled (the server is stopping).
+
         Example::
 
             worker.submit(lambda e: e.ensure_base_model("mint-envkit/tiny-qwen3")).result()
         """
-        return self._executor.submit(self._run, fn, label, time.perf_counter())
+        try:
+            return self._executor.submit(self._run, fn, label, time.perf_counter())
+        except RuntimeError:  # shut down
+            cancelled: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            cancelled.cancel()
+            return cancelled
 
     async def call(self, fn: Callable[[Any], Any]) -> Any:
         """Run ``fn(engine)`` on the worker thread and await it from the event loop.
@@ -99,14 +106,23 @@ class EngineWorker:
         """
         return await asyncio.wrap_future(self.submit(fn))
 
-    def close(self) -> None:
-        """Stop the thread: queued calls are cancelled, a running one finishes first.
+    def close(self, *, cancel_running: bool = False) -> None:
+        """Stop the thread: queued calls are cancelled; the running one finishes first,
+        or, with ``cancel_running``, is cancelled through the engine's ``cancel_running``
+        hook (it stops at its next check between chunks) when the engine has one.
 
         Example::
 
-            worker.close()
+            worker.close(cancel_running=True)
         """
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        hook = getattr(self._engine, "cancel_running", None)
+        if cancel_running and callable(hook):
+            try:
+                hook()
+            except Exception:
+                logger.exception("cancelling the running engine call failed")
+        self._executor.shutdown(wait=True)
 
 
 @attrs.define(eq=False)
@@ -116,6 +132,9 @@ class SampleJob:
     ``resolve(engine)`` gives the engine sampler id (it may create one);
     ``ready``, when set, must be done before the job can run (a sampler still
     being created); ``future`` resolves to ``(sequences, prompt_logprobs)``.
+    ``cost`` is its price in tokens; ``rank`` its index among the sub-requests
+    of a split request (lower ranks run first, so a new request overtakes the
+    rest of a big job).
 
     Example::
 
@@ -129,24 +148,33 @@ class SampleJob:
     prompt_logprobs: bool
     ready: concurrent.futures.Future[Any] | None = None
     future: concurrent.futures.Future[Any] = attrs.field(factory=concurrent.futures.Future)
+    cost: int = 0
+    rank: int = 0
 
 
 class SampleBatcher:
     """Queues sample jobs; the jobs queued together run as one ``Engine.sample_many`` call.
 
+    One batch holds jobs of the lowest ``rank`` queued, of at most
+    ``batch_tokens`` tokens in all (at least one job); the rest wait for the
+    next batch, which is queued behind whatever else the worker has to do.
+
     Example::
 
-        batcher = SampleBatcher(worker, window_s=0.005)
+        batcher = SampleBatcher(worker, window_s=0.005, batch_tokens=8192)
         batcher.enqueue(job)
         list(batcher.batches)   # [1]: requests served by each recent engine batch
     """
 
-    def __init__(self, worker: EngineWorker, *, window_s: float) -> None:
+    def __init__(
+        self, worker: EngineWorker, *, window_s: float, batch_tokens: int | None = None
+    ) -> None:
         self._worker = worker
         self._lock = threading.Lock()
         self._queue: list[SampleJob] = []
         self._batch_queued = False
         self.window_s = float(window_s)
+        self.batch_tokens = batch_tokens
         self.batches: collections.deque[int] = collections.deque(maxlen=1000)
         """How many requests each recent engine sample batch served."""
 
@@ -162,7 +190,37 @@ class SampleBatcher:
             if self._batch_queued:
                 return
             self._batch_queued = True
-        self._worker.submit(self._run_batch, "asample")
+        self._queue_batch()
+
+    def _queue_batch(self) -> None:
+        cf = self._worker.submit(self._run_batch, "asample")
+        if cf.cancelled():  # the worker is closed: nothing will run these jobs
+            with self._lock:
+                jobs, self._queue = self._queue, []
+            for job in jobs:
+                job.future.cancel()
+
+    def _take(self) -> list[SampleJob]:
+        """The next batch: jobs of the lowest rank only, under ``batch_tokens``; the rest waits.
+
+        A new request (rank 0) so never shares an engine batch with the long rest of
+        a split job: it answers as soon as its own few tokens are drawn.
+        """
+        if not self._queue:
+            return []
+        low = min(job.rank for job in self._queue)
+        order = [i for i, job in enumerate(self._queue) if job.rank == low]
+        chosen: set[int] = set()
+        total = 0
+        for i in order:
+            cost = self._queue[i].cost
+            if chosen and self.batch_tokens is not None and total + cost > self.batch_tokens:
+                continue
+            chosen.add(i)
+            total += cost
+        taken = [job for i, job in enumerate(self._queue) if i in chosen]
+        self._queue = [job for i, job in enumerate(self._queue) if i not in chosen]
+        return taken
 
     def _run_batch(self, engine: Any) -> None:
         # Requests sent together (one per group, or one per env) reach the server
@@ -170,8 +228,10 @@ class SampleBatcher:
         if self.window_s > 0:
             time.sleep(self.window_s)
         with self._lock:
-            jobs, self._queue = self._queue, []
-            self._batch_queued = False
+            jobs = self._take()
+            self._batch_queued = bool(self._queue)
+        if self._batch_queued:
+            self._queue_batch()
         # A job whose sampler is still being created (queued behind this batch)
         # waits for the next batch instead of blocking the worker.
         later = [j for j in jobs if j.ready is not None and not j.ready.done()]
@@ -186,7 +246,12 @@ class SampleBatcher:
                 job.future.set_exception(err)
         if not runnable:
             return
-        results = engine.sample_many([(sid, job.prompt, job.kwargs) for job, sid in runnable])
+        try:
+            results = engine.sample_many([(sid, job.prompt, job.kwargs) for job, sid in runnable])
+        except BaseException as err:  # e.g. cancelled while the server stops
+            for job, _ in runnable:
+                job.future.set_exception(err)
+            return
         self.batches.append(len(runnable))
         for (job, sid), result in zip(runnable, results, strict=True):
             if isinstance(result, BaseException):

@@ -20,6 +20,7 @@ from mint_envkit.local.http.requests import (
     parse_delete_checkpoint,
     parse_paging,
     parse_run_id,
+    run_id_of,
 )
 from mint_envkit.local.http.responses import (
     checkpoint_json,
@@ -131,7 +132,12 @@ async def delete_checkpoint(b: Backend, request: Request, body: Any) -> Any:
 
 
 async def list_user_checkpoints(b: Backend, request: Request, body: Any) -> Any:
-    """``GET /checkpoints``: a page of every checkpoint in the state directory.
+    """``GET /checkpoints``: a page of the checkpoints of this server's runs.
+
+    The state directory may be shared by every project on the machine; this
+    listing shows only the runs this server created or was asked about by id
+    (``load_weights``, sampling from a path). Any run's checkpoints are listed by
+    ``GET /training_runs/{run_id}/checkpoints``.
 
     Example::
 
@@ -139,9 +145,14 @@ async def list_user_checkpoints(b: Backend, request: Request, body: Any) -> Any:
     """
     offset, limit = parse_paging(request.query_params, 100)
     try:
-        items = await _checkpoints_of(b, None)
+        records = await b.worker.call(lambda e: list(e.list_checkpoints(None)))
     except Exception as err:
         return engine_error_response(err)
+    ours = set(b.model_registry) | b.known_runs
+    items = [
+        checkpoint_json(r) for r in records if run_id_of(str(r.get("tinker_path", ""))) in ours
+    ]
+    items.sort(key=lambda c: c["time"], reverse=True)
     return {
         "checkpoints": items[offset : offset + limit],
         "cursor": cursor_json(offset, limit, len(items)),

@@ -19,8 +19,8 @@ from starlette.requests import Request
 
 from mint_envkit.local.http.responses import engine_error_response, sample_response_json
 from mint_envkit.local.http.samples import SampleOp, parse_create_sampling_session, parse_sample
+from mint_envkit.local.http.splitting import submit_split
 from mint_envkit.local.http.state import Backend
-from mint_envkit.local.http.worker import SampleJob
 
 __all__ = ["asample", "create_sampling_session"]
 
@@ -46,17 +46,10 @@ async def create_sampling_session(b: Backend, request: Request, body: dict) -> A
             return e.create_sampler(base_model=base), base
     else:
         path = req.model_path
-        known_base = b.run_base_model(path)
 
         def fn(e: Any) -> tuple[str, str]:
-            sampler_id = e.create_sampler(model_path=path)
-            base = known_base
-            if not base:
-                try:
-                    base = str(e.weights_info(path).get("base_model", ""))
-                except Exception:
-                    base = ""
-            return sampler_id, base
+            base = b.checkpoint_base_model(e, path)
+            return e.create_sampler(model_path=path), base
 
     cf = b.worker.submit(fn, "create_sampling_session")
     try:
@@ -109,6 +102,7 @@ async def asample(b: Backend, request: Request, body: dict) -> dict:
     else:
         sampler_key = ("base_model", b.require_base_model(op.base_model or ""))
     pending = b.samplers.pending.get(sampler_id or "")
+    checked: list[bool] = []  # a checkpoint's base model is checked once per request
 
     def resolve(e: Any) -> str:
         if pending is not None:
@@ -116,16 +110,25 @@ async def asample(b: Backend, request: Request, body: dict) -> dict:
         if sampler_id is not None:
             return sampler_id
         assert sampler_key is not None  # parse_sample ensures one of the three
+        if sampler_key[0] == "model_path" and not checked:
+            b.checkpoint_base_model(e, sampler_key[1])
+            checked.append(True)
         return b.samplers.adhoc(e, sampler_key)
 
+    b.limits.check_sample(
+        num_samples=op.num_samples, prompt=len(op.prompt), max_tokens=op.max_tokens
+    )
+    if op.prompt_logprobs:
+        b.limits.check_prompt_logprobs(len(op.prompt))
     request_id = b.futures.create("asample")
-    job = SampleJob(
+    future = submit_split(
+        b.batcher,
+        b.limits,
         resolve=resolve,
+        ready=pending,
         prompt=op.prompt,
         kwargs=_engine_kwargs(op),
         prompt_logprobs=bool(op.prompt_logprobs),
-        ready=pending,
     )
-    b.batcher.enqueue(job)
-    b.complete_when_done(request_id, job.future, lambda r: sample_response_json(r[0], r[1]))
+    b.complete_when_done(request_id, future, lambda r: sample_response_json(r[0], r[1]))
     return {"request_id": request_id}

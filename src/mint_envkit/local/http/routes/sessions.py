@@ -18,7 +18,7 @@ from typing import Any
 from starlette.requests import Request
 
 from mint_envkit.local.http.requests import ProtocolError, parse_paging, parse_retrieve_future
-from mint_envkit.local.http.responses import error_response, make_jwt
+from mint_envkit.local.http.responses import error_response
 from mint_envkit.local.http.state import Backend
 
 __all__ = [
@@ -57,8 +57,19 @@ client_config = _constant(
 )
 """``POST /client/config``: the SDK's client settings."""
 
-session_heartbeat = _constant({"type": "session_heartbeat"})
-"""``POST /session_heartbeat``: nothing to do locally."""
+
+async def session_heartbeat(b: Backend, request: Request, body: Any) -> dict:
+    """``POST /session_heartbeat``: the session is alive (it is not released as idle).
+
+    Example::
+
+        await session_heartbeat(backend, request, {"session_id": "session-1"})
+    """
+    session_id = body.get("session_id") if isinstance(body, dict) else None
+    if isinstance(session_id, str) and session_id in b.sessions:
+        b.reaper.touch_session(session_id)
+    return {"type": "session_heartbeat"}
+
 
 telemetry = _constant({"status": "accepted"})
 """``POST /telemetry``: accepted and dropped."""
@@ -68,13 +79,13 @@ healthz = _constant({"status": "ok"})
 
 
 async def auth_token(b: Backend, request: Request, body: Any) -> dict:
-    """An unsigned JWT (``POST /auth/token``); any API key is accepted.
+    """A JWT signed by this server (``POST /auth/token``), for the key checked by the guard.
 
     Example::
 
         (await auth_token(backend, request, None))["jwt"].startswith("eyJ")   # True
     """
-    return {"jwt": make_jwt()}
+    return {"jwt": b.guard.issue_token()}
 
 
 async def create_session(b: Backend, request: Request, body: Any) -> dict:

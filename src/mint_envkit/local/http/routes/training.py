@@ -29,6 +29,7 @@ from mint_envkit.local.http.requests import (
     parse_save_weights,
     parse_save_weights_for_sampler,
     parse_weights_info,
+    run_id_of,
 )
 from mint_envkit.local.http.responses import (
     engine_error_response,
@@ -142,8 +143,13 @@ async def _forward_like(b: Backend, body: dict, *, backward: bool) -> dict:
 
         return fn, lambda out: forward_output_json(out.logprobs, out.metrics), None
 
+    def parse(bd: dict) -> ForwardOp:
+        op = parse_forward(bd, backward=backward)
+        b.limits.check_forward([d["model_input"] for d in op.data])
+        return op
+
     kind = "forward_backward" if backward else "forward"
-    return b.submit_training(kind, body, lambda bd: parse_forward(bd, backward=backward), build)
+    return b.submit_training(kind, body, parse, build)
 
 
 async def forward(b: Backend, request: Request, body: dict) -> dict:
@@ -263,6 +269,7 @@ async def load_weights(b: Backend, request: Request, body: dict) -> dict:
     """
 
     def build(req: Any) -> tuple[Any, Any, None]:
+        b.known_runs.add(run_id_of(req.path))
         return (
             lambda e: e.load_state(req.model_id, req.path, with_optimizer=req.optimizer),
             lambda _: {"type": "load_weights", "path": req.path},
@@ -291,7 +298,7 @@ async def weights_info(b: Backend, request: Request, body: dict) -> Any:
     out.setdefault("is_lora", True)
     # The SDK rebuilds a training client from these flags (create_training_client_from_state)
     # and defaults missing ones to True; fill them from the run that saved the checkpoint.
-    run = b.model_registry.get(path.removeprefix("tinker://").split("/", 1)[0], {})
+    run = b.model_registry.get(run_id_of(path), {})
     for flag in flags:
         if flag not in out and flag in run:
             out[flag] = bool(run[flag])

@@ -1,0 +1,170 @@
+"""Admission by cost: what one request may ask of the engine, and how big jobs are cut.
+
+One valid request could otherwise hold the single engine worker for minutes
+and many GB. The server prices every request in tokens before it queues it:
+
+- ``forward`` / ``forward_backward``: datums x the longest datum (the padded batch);
+- ``asample``: ``num_samples`` x (prompt + ``max_tokens``), the KV cache it builds;
+- ``prompt_logprobs`` (``compute_logprobs``): the prompt's tokens.
+
+A request over its limit can never run and is refused with a 413 that names
+the limit and the ``mint-envkit serve`` flag / ``LocalServer`` parameter that
+raises it. An allowed sample request that costs more than
+``sample_chunk_tokens`` is split into sub-requests of a few samples each, and
+samples longer than ``sample_segment_tokens`` are drawn in segments
+(:mod:`~mint_envkit.local.http.splitting`); the batcher runs the pieces round
+by round, so a small request that arrives meanwhile waits for one piece, not
+for the whole job.
+
+Example::
+
+    limits = Limits(max_request_tokens=65536, max_sample_tokens=131072)
+    limits.check_forward([[1, 2, 3]] * 8)          # fine: 24 tokens
+    limits.sample_chunks(num_samples=64, per_sample=1000)   # [4, 4, ..., 4]: 16 sub-requests
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from mint_envkit.errors import ConfigError
+from mint_envkit.local.http.requests import ProtocolError
+
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT_S",
+    "DEFAULT_MAX_REQUEST_TOKENS",
+    "DEFAULT_MAX_SAMPLE_TOKENS",
+    "DEFAULT_SAMPLE_CHUNK_TOKENS",
+    "DEFAULT_SAMPLE_SEGMENT_TOKENS",
+    "ENGINE_DEFAULT_MAX_TOKENS",
+    "Limits",
+    "split_seed",
+]
+
+DEFAULT_MAX_REQUEST_TOKENS = 65536
+"""Tokens one forward/forward_backward (datums x longest) or prompt_logprobs prompt may hold."""
+
+DEFAULT_MAX_SAMPLE_TOKENS = 131072
+"""Tokens one asample may ask for: num_samples x (prompt + max_tokens)."""
+
+DEFAULT_SAMPLE_CHUNK_TOKENS = 4096
+"""A sample request costing more is split into sub-requests of about this many tokens
+(the engine's default budget per pass, so splitting costs no throughput)."""
+
+DEFAULT_SAMPLE_SEGMENT_TOKENS = 64
+"""Samples longer than this are drawn in segments of this many decode steps."""
+
+DEFAULT_IDLE_TIMEOUT_S = 30 * 60.0
+"""Training clients and sessions idle this long are released."""
+
+ENGINE_DEFAULT_MAX_TOKENS = 16
+"""The ``max_tokens`` the engine uses when a sample request names none (priced as such)."""
+
+
+def split_seed(seed: int | None, index: int) -> int | None:
+    """The seed of sub-request ``index`` of a split sample request (0 keeps the request's own).
+
+    Example::
+
+        split_seed(7, 0), split_seed(None, 3)   # (7, None)
+    """
+    if seed is None or index == 0:
+        return seed
+    return (seed * 1_000_003 + index) % (2**63)
+
+
+@attrs.frozen
+class Limits:
+    """The cost limits of one server (see the module docstring; every value in tokens).
+
+    Example::
+
+        Limits(max_sample_tokens=4096).check_sample(num_samples=64, prompt=10, max_tokens=100)
+        # ProtocolError(413, "asample asks for 64 x (10 + 100) = 7040 tokens ...")
+    """
+
+    max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS
+    max_sample_tokens: int = DEFAULT_MAX_SAMPLE_TOKENS
+    sample_chunk_tokens: int = DEFAULT_SAMPLE_CHUNK_TOKENS
+    sample_segment_tokens: int = DEFAULT_SAMPLE_SEGMENT_TOKENS
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+
+    def __attrs_post_init__(self) -> None:
+        for name in (
+            "max_request_tokens",
+            "max_sample_tokens",
+            "sample_chunk_tokens",
+            "sample_segment_tokens",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if not self.idle_timeout_s > 0:
+            raise ConfigError(f"idle_timeout_s must be > 0 seconds, got {self.idle_timeout_s!r}")
+
+    def check_forward(self, inputs: Sequence[Sequence[int]]) -> int:
+        """The cost of a forward batch (datums x longest), or 413 past ``max_request_tokens``.
+
+        Example::
+
+            Limits().check_forward([[1, 2], [3]])   # 4
+        """
+        cost = len(inputs) * max((len(x) for x in inputs), default=0)
+        if cost > self.max_request_tokens:
+            raise ProtocolError(
+                413,
+                f"forward batch of {len(inputs)} datums x {cost // max(len(inputs), 1)} tokens "
+                f"= {cost} tokens is over this server's limit of {self.max_request_tokens} "
+                "(mint-envkit serve --max-request-tokens, LocalServer(max_request_tokens=...)); "
+                "send fewer or shorter datums per call",
+            )
+        return cost
+
+    def check_sample(self, *, num_samples: int, prompt: int, max_tokens: int | None) -> int:
+        """The cost of a sample request, or 413 past ``max_sample_tokens``.
+
+        Example::
+
+            Limits().check_sample(num_samples=4, prompt=10, max_tokens=6)   # 64
+        """
+        length = prompt + (ENGINE_DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens)
+        cost = num_samples * length
+        if cost > self.max_sample_tokens:
+            raise ProtocolError(
+                413,
+                f"asample asks for {num_samples} x ({prompt} + "
+                f"{length - prompt}) = {cost} tokens, over this server's limit of "
+                f"{self.max_sample_tokens} (mint-envkit serve --max-sample-tokens, "
+                "LocalServer(max_sample_tokens=...)); ask for fewer samples or fewer max_tokens",
+            )
+        return cost
+
+    def check_prompt_logprobs(self, prompt: int) -> None:
+        """413 when a prompt to score (``prompt_logprobs``) is over ``max_request_tokens``.
+
+        Example::
+
+            Limits(max_request_tokens=100).check_prompt_logprobs(50)
+        """
+        if prompt > self.max_request_tokens:
+            raise ProtocolError(
+                413,
+                f"prompt_logprobs on a {prompt}-token prompt is over this server's limit of "
+                f"{self.max_request_tokens} (mint-envkit serve --max-request-tokens, "
+                "LocalServer(max_request_tokens=...))",
+            )
+
+    def sample_chunks(self, *, num_samples: int, per_sample: int) -> list[int]:
+        """How many samples each sub-request of a sample request gets (one item: not split).
+
+        Example::
+
+            Limits(sample_chunk_tokens=100).sample_chunks(num_samples=5, per_sample=40)  # [2, 2, 1]
+        """
+        per = max(1, self.sample_chunk_tokens // max(per_sample, 1))
+        if num_samples <= per:
+            return [num_samples]
+        full, rest = divmod(num_samples, per)
+        return [per] * full + ([rest] if rest else [])

@@ -1,0 +1,168 @@
+"""Big sample requests cut into small engine jobs, so small requests are not starved.
+
+A sample request is cut two ways (see :class:`~mint_envkit.local.http.limits.Limits`):
+
+- **by rows**: sub-requests of a few samples (``sample_chunk_tokens`` of KV cache each);
+- **by decode steps**: a sample longer than ``sample_segment_tokens`` is drawn in
+  segments; each next segment continues from the prompt plus what was drawn so far
+  (the same distribution; logprobs are those of the drawn tokens). Requests with
+  stop *strings* are not segmented (a string could span two segments).
+
+Each piece is one :class:`~mint_envkit.local.http.worker.SampleJob`; a piece's
+``rank`` grows with its place in the request, and the batcher runs the lowest
+ranks first, so a request that arrives meanwhile waits for one piece, not for
+the whole job. Pieces after the first use seeds derived from the request's seed
+(:func:`~mint_envkit.local.http.limits.split_seed`): results stay reproducible,
+and a request that needs no cutting is sampled exactly as before.
+
+Example::
+
+    future = submit_split(batcher, limits, resolve=resolve, ready=None, prompt=[1, 2],
+                          kwargs={"num_samples": 64, "max_tokens": 1000, "seed": 3},
+                          prompt_logprobs=False)
+    sequences, prompt_lp = future.result()
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from mint_envkit.local.http.limits import ENGINE_DEFAULT_MAX_TOKENS, Limits, split_seed
+from mint_envkit.local.http.worker import SampleBatcher, SampleJob
+
+__all__ = ["submit_split"]
+
+
+class _Request:
+    """The pieces of one sample request and what they drew, slot by slot."""
+
+    def __init__(
+        self,
+        batcher: SampleBatcher,
+        limits: Limits,
+        resolve: Callable[[Any], str],
+        ready: concurrent.futures.Future[Any] | None,
+        prompt: list[int],
+        kwargs: dict[str, Any],
+    ) -> None:
+        self.batcher, self.resolve, self.ready = batcher, resolve, ready
+        self.prompt, self.kwargs = prompt, kwargs
+        self.max_tokens = int(kwargs.get("max_tokens") or ENGINE_DEFAULT_MAX_TOKENS)
+        stop = kwargs.get("stop")
+        segmentable = not (stop and isinstance(stop[0], str))
+        self.segment = limits.sample_segment_tokens if segmentable else self.max_tokens
+        self.slots: list[Any] = []
+        self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self.prompt_lp: Any = None
+        self._lock = threading.Lock()
+        self._open = 0
+
+    def submit(self, limits: Limits, prompt_logprobs: bool) -> None:
+        sizes = limits.sample_chunks(
+            num_samples=int(self.kwargs.get("num_samples", 1)),
+            per_sample=len(self.prompt) + min(self.max_tokens, self.segment),
+        )
+        self.slots = [None] * sum(sizes)
+        self._open = len(sizes)
+        first = 0
+        for i, n in enumerate(sizes):
+            slots = list(range(first, first + n))
+            first += n
+            self._queue(slots, self.prompt, 0, rank=i, logprobs=prompt_logprobs and i == 0)
+
+    def _queue(
+        self, slots: list[int], prompt: list[int], drawn: int, *, rank: int, logprobs: bool
+    ) -> None:
+        steps = min(self.segment, self.max_tokens - drawn)
+        # a seed index unique to the piece, whatever order the pieces run in
+        piece = rank if drawn == 0 else len(self.slots) + slots[0] * (self.max_tokens + 1) + drawn
+        job = SampleJob(
+            resolve=self.resolve,
+            prompt=prompt,
+            kwargs={
+                **self.kwargs,
+                "num_samples": len(slots),
+                "max_tokens": steps,
+                "seed": split_seed(self.kwargs.get("seed"), piece),
+            },
+            prompt_logprobs=logprobs,
+            ready=self.ready,
+            cost=len(slots) * (len(prompt) + steps),
+            rank=rank,
+        )
+        job.future.add_done_callback(lambda f: self._done(f, slots, drawn, rank, logprobs))
+        self.batcher.enqueue(job)
+
+    def _done(
+        self,
+        f: concurrent.futures.Future[Any],
+        slots: list[int],
+        drawn: int,
+        rank: int,
+        logprobs: bool,
+    ) -> None:
+        if self.future.done():
+            return
+        if f.cancelled() or f.exception() is not None:
+            with self._lock:
+                if not self.future.done():
+                    if f.cancelled():
+                        self.future.cancel()
+                    else:
+                        self.future.set_exception(f.exception())  # type: ignore[arg-type]
+            return
+        sequences, prompt_lp = f.result()
+        if logprobs:
+            self.prompt_lp = prompt_lp
+        more: list[tuple[int, Any]] = []
+        for slot, seq in zip(slots, sequences, strict=True):
+            so_far = self.slots[slot]
+            if so_far is not None:
+                seq = attrs.evolve(
+                    seq,
+                    tokens=[*so_far.tokens, *seq.tokens],
+                    logprobs=[*so_far.logprobs, *seq.logprobs],
+                )
+            self.slots[slot] = seq
+            if seq.stop_reason == "length" and len(seq.tokens) < self.max_tokens:
+                more.append((slot, seq))
+        with self._lock:
+            self._open += len(more) - 1
+            finished = self._open == 0
+        for slot, seq in more:  # each sample continues from its own prefix
+            self._queue(
+                [slot], [*self.prompt, *seq.tokens], len(seq.tokens), rank=rank + 1, logprobs=False
+            )
+        if finished:
+            self.future.set_result((list(self.slots), self.prompt_lp))
+
+
+def submit_split(
+    batcher: SampleBatcher,
+    limits: Limits,
+    *,
+    resolve: Callable[[Any], str],
+    ready: concurrent.futures.Future[Any] | None,
+    prompt: list[int],
+    kwargs: dict[str, Any],
+    prompt_logprobs: bool,
+) -> concurrent.futures.Future[Any]:
+    """Queue a sample request in pieces; the future gives ``(sequences, prompt_logprobs)``.
+
+    ``kwargs`` are the engine's sample arguments (``num_samples``, ``max_tokens``,
+    ``seed``, ``stop``, ...); the sequences come back in sample order.
+
+    Example::
+
+        sequences, _ = submit_split(batcher, Limits(), resolve=lambda e: sid, ready=None,
+                                    prompt=[1, 2], kwargs={"num_samples": 2, "max_tokens": 8},
+                                    prompt_logprobs=False).result()
+    """
+    request = _Request(batcher, limits, resolve, ready, prompt, kwargs)
+    request.submit(limits, prompt_logprobs)
+    return request.future

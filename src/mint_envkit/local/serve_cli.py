@@ -1,0 +1,268 @@
+"""``mint-envkit serve``: the embedded server's command line (flags, signals, readiness lines).
+
+Example::
+
+    # shell: mint-envkit serve --port 8765 --model mint-envkit/tiny-qwen3 --api-key sk-local-x
+    from mint_envkit.local.serve_cli import main
+    raise SystemExit(main(["--port", "0", "--model", "mint-envkit/tiny-qwen3-small"]))
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from mint_envkit.errors import BackendError, ConfigError
+from mint_envkit.local.http import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_UNNAMED_SAMPLERS
+from mint_envkit.local.http.limits import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_REQUEST_TOKENS,
+    DEFAULT_MAX_SAMPLE_TOKENS,
+    DEFAULT_SAMPLE_CHUNK_TOKENS,
+    DEFAULT_SAMPLE_SEGMENT_TOKENS,
+    Limits,
+)
+from mint_envkit.local.server import DEFAULT_MODEL, LocalServer, is_loopback_host
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mint-envkit serve",
+        description=(
+            "Run the embedded MinT-compatible training server on this machine. Point the mint / "
+            "tinker SDK at it with ServiceClient(base_url='http://127.0.0.1:PORT') or "
+            "MINT_BASE_URL; any API key is accepted unless --api-key is given."
+        ),
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 = any free port)")
+    p.add_argument(
+        "--model",
+        action="append",
+        dest="models",
+        metavar="NAME",
+        help="base model to serve; repeat for several. A built-in name "
+        f"({DEFAULT_MODEL}, mint-envkit/tiny-qwen3-small), a local directory, or a Hugging Face "
+        f"id already in the local cache (default: {DEFAULT_MODEL})",
+    )
+    p.add_argument(
+        "--state-dir",
+        default=None,
+        help="directory for checkpoints (default: $MINT_ENVKIT_STATE_DIR, else the user cache)",
+    )
+    p.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="fixed delay added to every operation, to benchmark as if remote (default: 0)",
+    )
+    p.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda (default: auto)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: auto)")
+    p.add_argument(
+        "--max-unnamed-samplers",
+        type=int,
+        default=DEFAULT_MAX_UNNAMED_SAMPLERS,
+        help="unnamed sampler snapshots kept in memory; the oldest is released past it "
+        f"(default {DEFAULT_MAX_UNNAMED_SAMPLERS})",
+    )
+    p.add_argument(
+        "--max-body-mb",
+        type=float,
+        default=DEFAULT_MAX_BODY_BYTES / (1024 * 1024),
+        help="refuse request bodies larger than this with 413 (default: 64)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="log level (default: info; debug also logs every request)",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --host and any Host header (logs a loud warning; use with "
+        "--api-key, on a trusted network only)",
+    )
+    p.add_argument(
+        "--api-key",
+        default=None,
+        help="require this key from every client (the SDK's api_key / MINT_API_KEY); "
+        "default: none, any key is accepted",
+    )
+    limits = p.add_argument_group("limits (what one request may cost; see docs/local-backend.md)")
+    limits.add_argument(
+        "--max-request-tokens",
+        type=int,
+        default=DEFAULT_MAX_REQUEST_TOKENS,
+        help="tokens one forward/forward_backward may hold (datums x longest datum), and the "
+        f"longest prompt_logprobs prompt (default {DEFAULT_MAX_REQUEST_TOKENS})",
+    )
+    limits.add_argument(
+        "--max-sample-tokens",
+        type=int,
+        default=DEFAULT_MAX_SAMPLE_TOKENS,
+        help="tokens one asample may ask for: num_samples x (prompt + max_tokens) "
+        f"(default {DEFAULT_MAX_SAMPLE_TOKENS})",
+    )
+    limits.add_argument(
+        "--sample-chunk-tokens",
+        type=int,
+        default=DEFAULT_SAMPLE_CHUNK_TOKENS,
+        help="bigger sample requests are split into sub-requests of about this many tokens, "
+        f"so small requests are not starved (default {DEFAULT_SAMPLE_CHUNK_TOKENS})",
+    )
+    limits.add_argument(
+        "--sample-segment-tokens",
+        type=int,
+        default=DEFAULT_SAMPLE_SEGMENT_TOKENS,
+        help="samples longer than this are drawn in segments of this many tokens, so a "
+        f"long job cannot hold the engine for long (default {DEFAULT_SAMPLE_SEGMENT_TOKENS})",
+    )
+    limits.add_argument(
+        "--idle-timeout-min",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT_S / 60,
+        help="release training clients and sessions idle this many minutes "
+        f"(default {DEFAULT_IDLE_TIMEOUT_S / 60:g})",
+    )
+    limits.add_argument(
+        "--max-tokens-per-pass",
+        type=int,
+        default=None,
+        help="the engine's memory budget: padded tokens per model pass (default: the engine's)",
+    )
+    p.add_argument(
+        "--no-preload",
+        action="store_true",
+        help="serve at once and load each model on first use, instead of loading them "
+        "(and failing on a bad --model) before announcing readiness",
+    )
+    return p
+
+
+def main(argv: Sequence[str] | None = None, *, exit_process: bool = False) -> int:
+    """``mint-envkit serve``: run the server in the foreground until Ctrl-C / SIGTERM.
+
+    Returns the process exit code (0 after a clean stop, 2 for bad arguments
+    or a model that cannot be loaded). ``exit_process``: end the process as soon
+    as the server has stopped (``os._exit`` after flushing output), skipping the
+    interpreter's teardown of the loaded model, which can take longer than the
+    10 s a SIGTERM may wait. Only for the command itself, never in-process.
+
+    Example::
+
+        # shell: mint-envkit serve --port 8765 --model mint-envkit/tiny-qwen3 --latency-ms 50
+        from mint_envkit.local.serve_cli import main
+        raise SystemExit(main(["--port", "0", "--model", "mint-envkit/tiny-qwen3-small"]))
+    """
+    code = _run(_parser().parse_args(list(argv) if argv is not None else None))
+    if exit_process:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(code)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if not args.allow_remote and not is_loopback_host(args.host):
+        print(
+            f"mint-envkit serve: refusing --host {args.host}: the server listens on loopback "
+            "only. Add --allow-remote (and --api-key) to listen there anyway.",
+            file=sys.stderr,
+        )
+        return 2
+    if args.latency_ms < 0 or args.max_body_mb <= 0 or not (0 <= args.port <= 65535):
+        print(
+            "mint-envkit serve: --latency-ms must be >= 0, --max-body-mb > 0, --port in 0..65535",
+            file=sys.stderr,
+        )
+        return 2
+    models = args.models or [DEFAULT_MODEL]
+    try:
+        limits = Limits(
+            max_request_tokens=args.max_request_tokens,
+            max_sample_tokens=args.max_sample_tokens,
+            sample_chunk_tokens=args.sample_chunk_tokens,
+            sample_segment_tokens=args.sample_segment_tokens,
+            idle_timeout_s=args.idle_timeout_min * 60,
+        )
+    except ConfigError as err:
+        print(f"mint-envkit serve: {err}", file=sys.stderr)
+        return 2
+    server = LocalServer(
+        models,
+        state_dir=args.state_dir,
+        latency_ms=args.latency_ms,
+        host=args.host,
+        port=args.port,
+        device=args.device,
+        num_threads=args.threads,
+        max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+        max_unnamed_samplers=args.max_unnamed_samplers,
+        allow_remote=args.allow_remote,
+        log_level=args.log_level if args.log_level != "info" else "warning",
+        preload=not args.no_preload,
+        api_key=args.api_key,
+        limits=limits,
+        max_tokens_per_pass=args.max_tokens_per_pass,
+    )
+    try:
+        server.start()
+    except (BackendError, ConfigError) as err:
+        print(f"mint-envkit serve: {err}", file=sys.stderr)
+        return 2
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, on_signal)
+    try:
+        if not args.no_preload:
+            t0 = time.perf_counter()
+            print(
+                f"mint-envkit serve: loading {', '.join(models)} ...", file=sys.stderr, flush=True
+            )
+            errors = server.preload_errors()
+            if errors:
+                for name, message in errors.items():
+                    print(f"mint-envkit serve: cannot serve {name}: {message}", file=sys.stderr)
+                return 2
+            print(
+                f"mint-envkit serve: models ready in {time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+            )
+        print(
+            f"mint-envkit serve: listening on {server.base_url} (models: {', '.join(models)}; "
+            f"latency {args.latency_ms:g} ms). Use ServiceClient(base_url='{server.base_url}') "
+            f"or MINT_BASE_URL={server.base_url}. Ctrl-C stops.",
+            flush=True,
+        )
+        while not stop.is_set() and server._thread is not None and server._thread.is_alive():
+            stop.wait(0.5)
+        return 0
+    finally:
+        server.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main(exit_process=True))

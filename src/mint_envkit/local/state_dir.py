@@ -1,0 +1,88 @@
+"""The state directory is usable before any work: it exists (or can be made), is writable,
+and has some free space; a full disk at write time is named, not a traceback.
+
+Example::
+
+    from mint_envkit.local.state_dir import check_state_dir
+
+    check_state_dir("/tmp/mint-state")   # Path('/tmp/mint-state'), or ConfigError naming it
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from mint_envkit.errors import ConfigError
+
+__all__ = ["MIN_FREE_BYTES", "check_state_dir", "disk_error_message"]
+
+MIN_FREE_BYTES = 100 * 1024 * 1024
+"""Free space the state directory needs at start (a tiny-model checkpoint is a few MB)."""
+
+_DISK_ERRNOS = {
+    errno.ENOSPC: "no space left",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+}
+
+
+def check_state_dir(path: str | os.PathLike[str], min_free_bytes: int = MIN_FREE_BYTES) -> Path:
+    """``path`` resolved, after checking it can hold checkpoints (ConfigError naming it otherwise).
+
+    Creates it if missing, writes and removes a probe file, and checks that at
+    least ``min_free_bytes`` are free.
+
+    Example::
+
+        check_state_dir("/tmp/mint-state", min_free_bytes=0)   # Path('/tmp/mint-state')
+    """
+    target = Path(path).expanduser().resolve()
+    fix = "pass another --state-dir (LocalServer(state_dir=...)) or MINT_ENVKIT_STATE_DIR"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=target)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise ConfigError(
+            f"state directory {str(target)!r} is not writable ({err.strerror or err}); {fix}"
+        ) from None
+    free = shutil.disk_usage(target).free
+    if free < min_free_bytes:
+        raise ConfigError(
+            f"state directory {str(target)!r} has {free / 1e6:.1f} MB free, under the "
+            f"{min_free_bytes / 1e6:.0f} MB a run needs for checkpoints; free space there or {fix}"
+        )
+    return target
+
+
+def disk_error_message(err: BaseException) -> str | None:
+    """A readable message for a disk error (full, quota, read-only) in ``err``'s cause chain.
+
+    None when the error is not one. The message names the directory.
+
+    Example::
+
+        disk_error_message(OSError(28, "No space left on device", "/s/m-1/.tmp-x/a"))
+        # "cannot write in '/s/m-1': no space left; ... nothing was saved ..."
+    """
+    seen: set[int] = set()
+    node: BaseException | None = err
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        if isinstance(node, OSError) and node.errno in _DISK_ERRNOS:
+            where = str(Path(node.filename).parent) if node.filename else "the state directory"
+            if ".tmp-" in where:
+                where = where.split("/.tmp-")[0]
+            return (
+                f"cannot write in {where!r}: {_DISK_ERRNOS[node.errno]}. Nothing was saved (no "
+                "partial checkpoint is left); free space there or point the server at another "
+                "--state-dir, then retry"
+            )
+        node = node.__cause__ or node.__context__
+    return None

@@ -1,0 +1,135 @@
+"""Bounded work on the real engine (tiny model): no starvation, a fast stop, no torn checkpoint.
+
+Before issue 10 a 4-token sample waited for the whole big job (one engine
+call), and stopping the server waited for it too.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from server_helpers import SMALL, create_model, post, tokens, wait_future
+
+from mint_envkit.local.http.limits import Limits
+from mint_envkit.local.server import LocalServer
+
+BIG = {"num_samples": 16, "max_tokens": 96}
+# the big job runs as 8 sub-requests of 2 samples, each sample in 3 segments of 32 tokens
+CHUNK = Limits(sample_chunk_tokens=2 * (4 + 32), sample_segment_tokens=32)
+
+
+def _sample_body(num_samples: int, max_tokens: int) -> dict[str, Any]:
+    return {
+        "base_model": SMALL,
+        "num_samples": num_samples,
+        "prompt": tokens([1, 2, 3, 4]),
+        "sampling_params": {"max_tokens": max_tokens, "seed": 5},
+    }
+
+
+def _chunked_server(state_dir: Path) -> LocalServer:
+    server = LocalServer(models=[SMALL], state_dir=str(state_dir), limits=CHUNK).start()
+    assert server.preload_errors(timeout=300) == {}
+    wait_future(server, post(server, "asample", _sample_body(1, 2)).json()["request_id"])
+    return server
+
+
+@pytest.fixture(scope="module")
+def chunked_server(tmp_path_factory: pytest.TempPathFactory):
+    server = _chunked_server(tmp_path_factory.mktemp("state"))
+    yield server
+    server.close()
+
+
+def test_a_small_sample_answers_while_a_big_job_runs(chunked_server: LocalServer) -> None:
+    server = chunked_server
+    done: dict[str, float] = {}
+    big_id = post(server, "asample", _sample_body(**BIG)).json()["request_id"]
+
+    def wait_big() -> None:
+        result = wait_future(server, big_id, timeout=120)
+        assert len(result["sequences"]) == BIG["num_samples"]
+        assert {len(s["tokens"]) for s in result["sequences"]} == {BIG["max_tokens"]}
+        done["big"] = time.perf_counter()
+
+    thread = threading.Thread(target=wait_big)
+    thread.start()
+    time.sleep(0.5)
+    t0 = time.perf_counter()
+    small = wait_future(server, post(server, "asample", _sample_body(1, 4)).json()["request_id"])
+    done["small"] = time.perf_counter()
+    thread.join()
+    assert len(small["sequences"][0]["tokens"]) == 4
+    assert done["small"] - t0 < 5.0, done["small"] - t0
+    assert done["small"] < done["big"]
+
+
+@pytest.mark.slow  # loads the model in a server of its own (about 5 s idle, 30 s when busy)
+def test_close_stops_within_10_s_while_a_big_job_runs(tmp_path: Path) -> None:
+    server = _chunked_server(tmp_path)
+    post(server, "asample", _sample_body(**BIG)).raise_for_status()
+    time.sleep(0.5)
+    t0 = time.perf_counter()
+    server.close()
+    assert time.perf_counter() - t0 < 10.0
+
+
+def test_a_full_disk_leaves_no_torn_checkpoint(
+    chunked_server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import safetensors.torch
+
+    server = chunked_server
+    assert server.backend is not None
+    tmp_path = Path(server.backend.worker.submit(lambda e: e.state_dir).result())
+    model_id = create_model(server)
+
+    def full(tensors: Any, filename: str, *args: Any, **kwargs: Any) -> None:
+        Path(filename).write_bytes(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device", filename)
+
+    monkeypatch.setattr(safetensors.torch, "save_file", full)
+    r = post(server, "save_weights", {"model_id": model_id, "path": "step-1", "seq_id": 1})
+    failed = wait_future(server, r.json()["request_id"])
+    assert "no space left" in failed["error"] and str(tmp_path) in failed["error"]
+    left = (
+        [p.name for p in (tmp_path / model_id).rglob("*")] if (tmp_path / model_id).exists() else []
+    )
+    assert not any(name.startswith(".tmp-") or name == "step-1" for name in left), left
+
+
+@pytest.mark.slow  # a `mint-envkit serve` process loads the model (10 s idle, 40 s when busy)
+def test_sigterm_stops_the_serve_command_within_10_s_during_a_big_job(tmp_path: Path) -> None:
+    env = {**os.environ, "TINKER_TELEMETRY": "0"}
+    command = [sys.executable, "-m", "mint_envkit.local.server", "--port", "0", "--model", SMALL]
+    command += ["--state-dir", str(tmp_path), "--sample-chunk-tokens"]
+    command += [str(CHUNK.sample_chunk_tokens), "--sample-segment-tokens", "32"]
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert "listening on http://127.0.0.1:" in line, proc.stderr.read() if proc.stderr else ""
+        base_url = line.split("listening on ")[1].split(" ")[0]
+        import httpx
+
+        r = httpx.post(f"{base_url}/api/v1/asample", json=_sample_body(**BIG), timeout=30)
+        r.raise_for_status()
+        time.sleep(1.0)
+        t0 = time.perf_counter()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert time.perf_counter() - t0 < 10.0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
