@@ -161,15 +161,24 @@ async def local_backend(models: Sequence[str], *, latency_ms: float = 0.0) -> As
     """Start the embedded backend with ``models`` loaded; yield its URL; stop it after.
 
     The server starts and stops in a worker thread, so the event loop stays
-    free.
+    free. Its state dir is checked first (writable, some free space), so a
+    full or read-only one fails before any training, not at the first save.
+
+    Raises:
+        ConfigError: the state dir is not writable or (nearly) full.
 
     Example::
 
         async with local_backend(["mint-envkit/tiny-qwen3"]) as url:
             service = mint.ServiceClient(base_url=url, api_key=LOCAL_API_KEY)
     """
+    from mint_envkit.local.engine.core import default_state_dir
     from mint_envkit.local.server import LocalServer
+    from mint_envkit.rl.logs import check_writable
 
+    check_writable(
+        default_state_dir(), what="the local backend's state dir (MINT_ENVKIT_STATE_DIR)"
+    )
     server = LocalServer(models=list(models), latency_ms=latency_ms)
     await asyncio.to_thread(server.start)
     try:

@@ -30,7 +30,7 @@ from .inputs import check_name
 from .records import EngineError, ForwardOutput, LoraSpec, SampledSequence, Snapshot
 from .registry import Registry
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "default_state_dir"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -53,6 +53,19 @@ def _locked(method: _F) -> _F:
                 ) from err
 
     return wrapper  # type: ignore[return-value]
+
+
+def default_state_dir() -> Path:
+    """Where an engine keeps checkpoints when given no ``state_dir``.
+
+    ``MINT_ENVKIT_STATE_DIR`` when set, else ``<cache dir>/state``.
+
+    Example::
+
+        default_state_dir()  # PosixPath('/home/me/.cache/mint_envkit/state')
+    """
+    env = os.environ.get("MINT_ENVKIT_STATE_DIR")
+    return Path(env) if env else cache_dir() / "state"
 
 
 class Engine:
@@ -81,10 +94,7 @@ class Engine:
         num_threads: int | None = None,
         default_model: str = TINY_MODEL_NAME,
     ) -> None:
-        if state_dir is None:
-            env = os.environ.get("MINT_ENVKIT_STATE_DIR")
-            state_dir = env if env else cache_dir() / "state"
-        self.state_dir = Path(state_dir).expanduser().resolve()
+        self.state_dir = Path(state_dir or default_state_dir()).expanduser().resolve()
         self.device = device
         try:
             self.num_threads = pin_threads(num_threads)
