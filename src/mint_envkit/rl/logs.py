@@ -297,12 +297,24 @@ class RunFiles:
         return read_jsonl(self.metrics_path)
 
     def checkpoints(self) -> list[dict[str, Any]]:
-        """Every checkpoint record."""
-        return read_jsonl(self.checkpoints_path)
+        """Every checkpoint record, oldest first; ``"deleted": True`` on those deleted since.
+
+        ``checkpoints.jsonl`` is append-only: a checkpoint that retention
+        (``Config.keep_checkpoints``) deleted has a later line with the same
+        ``state_path`` and ``"deleted": true``; it is folded into the saved
+        record here.
+        """
+        lines = read_jsonl(self.checkpoints_path)
+        gone = {line.get("state_path") for line in lines if line.get("deleted")} - {None}
+        return [
+            {**line, "deleted": True} if line.get("state_path") in gone else line
+            for line in lines
+            if not line.get("deleted")
+        ]
 
     def last_checkpoint(self) -> dict[str, Any] | None:
-        """The newest checkpoint record with a state path, or None."""
-        records = [c for c in self.checkpoints() if c.get("state_path")]
+        """The newest checkpoint with a state path that still exists, or None."""
+        records = [c for c in self.checkpoints() if c.get("state_path") and not c.get("deleted")]
         return records[-1] if records else None
 
     def append_metrics(self, record: dict[str, Any]) -> None:

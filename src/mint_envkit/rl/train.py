@@ -40,8 +40,10 @@ from mint_envkit.rl.backend import (
     resolve_backend,
     shared_local_backend,
 )
+from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
 from mint_envkit.rl.datums import Sample, kl_penalized, to_datums, training_samples
+from mint_envkit.rl.health import train_watched
 from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
 from mint_envkit.rl.sampling import ClientSampler, sample_batch
@@ -179,40 +181,6 @@ async def train_on_batch(
     return metrics
 
 
-def _checkpoint_due(config: Config, done: int, total: int) -> bool:
-    return bool(config.save_every and done % config.save_every == 0) or done == total
-
-
-async def save_checkpoint(
-    training: Any, config: Config, done: int, total: int
-) -> dict[str, Any] | None:
-    """Save state and sampler weights after ``done`` steps when due; return the record.
-
-    Due every ``config.save_every`` steps and after the last step (named
-    ``final``); None when not due. Both saves are submitted before either is
-    awaited: one round trip.
-
-    Example::
-
-        record = await save_checkpoint(training_client, config, done=3, total=3)
-        record["name"], record["state_path"]  # ('final', 'tinker://.../final-s0-3')
-    """
-    if not _checkpoint_due(config, done, total):
-        return None
-    name = "final" if done == total else f"step{done:06d}"
-    label = f"{name}-s{config.seed}-{done}"
-    state_future = await training.save_state_async(label)
-    sampler_future = await training.save_weights_for_sampler_async(f"{label}-sampler")
-    state, sampler_ckpt = await state_future, await sampler_future
-    return {
-        "name": name,
-        "step": done,
-        "state_path": state.path,
-        "sampler_path": sampler_ckpt.path,
-        "time": time.time(),
-    }
-
-
 def _say(message: str) -> None:
     print(f"mint_envkit: {message}", file=sys.stderr, flush=True)
 
@@ -228,12 +196,13 @@ class _Run:
     total: int
     training: Any
     reference: Any
+    rest: Any  # the SDK's REST client: deletes old checkpoints
 
 
 async def _open(
     config: Config, connection: Connection, files: RunFiles, checkpoint: dict[str, Any] | None
-) -> tuple[Any, Any]:
-    """The training client (fresh, or resumed from ``checkpoint``) and the KL reference client."""
+) -> tuple[Any, Any, Any]:
+    """The training client (fresh, or resumed from ``checkpoint``), the KL reference, REST."""
     import mint
 
     service = await asyncio.to_thread(
@@ -257,7 +226,7 @@ async def _open(
         reference = await service.create_sampling_client_async(
             base_model=config.kl_reference_config.base_model
         )
-    return training, reference
+    return training, reference, service.create_rest_client()
 
 
 async def _evaluate(run: _Run, sampling_client: Any, step: int) -> dict[str, Any]:
@@ -313,6 +282,7 @@ async def _step(run: _Run, step: int) -> dict[str, Any] | None:
     files.append_metrics(metrics)
     if checkpoint is not None:
         files.append_checkpoint(checkpoint)
+        await prune_checkpoints(run.rest, config, files)
     print("  " + progress_line(step, run.total, metrics), file=sys.stderr, flush=True)
     return checkpoint
 
@@ -322,7 +292,12 @@ async def run_training(config: Config) -> RunResult:
 
     Raises:
         BackendError: the backend is unreachable (fails within
-            ``config.preflight_timeout_s``) or refuses the key.
+            ``config.preflight_timeout_s``), refuses the key, or is lost
+            mid-run (within ``config.backend_lost_after_s``; the message names
+            the URL, the step and how to resume). An embedded server the run
+            started is restarted once instead, resuming from the last checkpoint.
+        ConfigError: the log directory (or the embedded backend's state dir)
+            is not writable or (nearly) full; found before any work.
         MintEnvkitError: every group of a step failed (the first errors are
             in the message and in ``rollouts.jsonl``), or ``fail_fast`` and an
             env raised.
@@ -351,11 +326,32 @@ async def run_training(config: Config) -> RunResult:
             timeout_s=config.preflight_timeout_s,
             api_key=connection.api_key,
         )
-        training, reference = await _open(config, connection, files, checkpoint)
-        run = _Run(config, files, train_data, test_data, total, training, reference)
-        for step in range(start, total):
-            checkpoint = await _step(run, step) or checkpoint
+
+        # A lost backend fails within Config.backend_lost_after_s, naming the URL, the step
+        # and how to resume; an embedded server this run started is restarted once.
+        async def train(current: Connection) -> dict[str, Any] | None:
+            return await _train(config, current, files, train_data, test_data, total)
+
+        checkpoint = await train_watched(config, connection, files, train, total)
     return _result(config, files, total, checkpoint, start, connection.backend)
+
+
+async def _train(
+    config: Config,
+    connection: Connection,
+    files: RunFiles,
+    train_data: Any,
+    test_data: Any,
+    total: int,
+) -> dict[str, Any] | None:
+    """Open the clients, resuming from the last checkpoint, and run the remaining steps."""
+    checkpoint = files.last_checkpoint()
+    start = int(checkpoint["step"]) if checkpoint else 0
+    training, reference, rest = await _open(config, connection, files, checkpoint)
+    run = _Run(config, files, train_data, test_data, total, training, reference, rest)
+    for step in range(start, total):
+        checkpoint = await _step(run, step) or checkpoint
+    return checkpoint
 
 
 main = run_training
