@@ -212,7 +212,8 @@ class Config:
             started for this run (to rehearse a remote service).
         preflight_timeout_s: how long the backend may take to answer at start.
         backend_lost_after_s: a backend whose health check has failed for
-            this long during a run is lost: the run stops with a
+            this long (15 s; with the probe's own timeout and interval a
+            loss is noticed within 25 s) during a run is lost: the run stops with a
             :class:`~mint_envkit.errors.BackendError` naming the URL, the step
             and how to resume (an embedded server the run started is
             restarted once instead, and the run resumes from its last checkpoint).
@@ -290,7 +291,7 @@ class Config:
         default=15.0, validator=_positive("preflight_timeout_s")
     )
     backend_lost_after_s: float = attrs.field(
-        default=20.0,
+        default=15.0,
         validator=_in_range(
             "backend_lost_after_s", 1, 600, low_open=False, high_open=False, why="seconds"
         ),

@@ -3,7 +3,7 @@
 The SDK retries an endpoint that stopped answering for minutes, silently.
 :class:`Watchdog` probes ``GET /api/v1/healthz`` every few seconds while the
 run works; when no probe has answered for ``Config.backend_lost_after_s``
-(20 s by default) it cancels the work and raises a
+(15 s by default; noticed within 25 s) it cancels the work and raises a
 :class:`~mint_envkit.errors.BackendError` that names the URL, the step in
 progress and how to resume. An SDK call that gives up earlier is checked the
 same way, so its error names the URL too. :func:`train_watched` adds the one
@@ -73,7 +73,8 @@ class Watchdog:
     def _client(self) -> Any:
         import httpx
 
-        return httpx.AsyncClient(timeout=min(3.0, max(0.5, self.interval_s)))
+        # A busy server may answer slowly: a probe gets up to 5 s (less for short limits).
+        return httpx.AsyncClient(timeout=min(5.0, self.lost_after_s))
 
     async def _watch(self) -> None:
         """Return once no probe has answered for ``lost_after_s`` seconds."""
