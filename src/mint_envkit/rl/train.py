@@ -42,7 +42,14 @@ from mint_envkit.rl.backend import (
 )
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
-from mint_envkit.rl.datums import Sample, kl_penalized, to_datums, training_samples
+from mint_envkit.rl.datums import (
+    Sample,
+    datum_metrics,
+    kl_penalized,
+    plan_datums,
+    to_datums,
+    training_samples,
+)
 from mint_envkit.rl.health import train_watched
 from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
@@ -159,8 +166,8 @@ async def train_on_batch(
     """
     metrics: dict[str, Any] = {
         "optim/lr": config.learning_rate,
-        "train/datums": len(samples),
         "train/tokens": sum(len(s.reply) for s in samples),
+        **datum_metrics(samples, plan_datums(samples)),  # multi-turn episodes: one datum each
     }
     if not samples:
         return metrics
