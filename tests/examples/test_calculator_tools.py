@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -68,3 +69,31 @@ async def test_malformed_call_is_fed_back_and_counted():
     assert report.mean_metrics["invalid_tool_calls"] == 1.0
     assert report.mean_metrics["tool_calls"] == 1.0
     assert report.mean_metrics["turns"] == 2.0
+
+
+@pytest.mark.parametrize("policy", ["solver", "malformed"])
+async def test_rollout_records_keep_every_message_of_the_conversation(policy):
+    from mint_envkit.rl.records import rollout_records
+
+    problems = example.word_problems(1)
+    chosen = example.solver(problems) if policy == "solver" else example.malformed_then_answer
+    train, _ = await example.make_builder(problems)()
+    rollouts = await rollout_groups(train.get_batch(0), ScriptedPolicy(chosen))
+    record = rollout_records(0, rollouts, {}, "train")[0]
+    messages = record["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert messages[:2] == record["prompt"]
+    tool_reply = messages[3]
+    if policy == "solver":
+        (call,) = messages[2]["tool_calls"]
+        assert call["function"]["name"] == "calculate"
+        arguments = json.loads(call["function"]["arguments"])
+        assert arguments == {"expression": problems[0]["expression"]}
+        assert tool_reply["content"] == problems[0]["answer"]
+        assert tool_reply["tool_call_id"] == call["id"]
+    else:
+        (unparsed,) = messages[2]["unparsed_tool_calls"]
+        assert "expression: 2 + 2" in unparsed["raw_text"]
+        assert tool_reply["content"].startswith("Error: a tool call could not be read")
+    assert messages[4]["content"] == record["replies"][-1]
+    json.loads(json.dumps(record))  # a JSON line as written
