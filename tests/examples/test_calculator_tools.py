@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import calculator_tools as example
 
 from mint_envkit import ScriptedPolicy
+from mint_envkit.rl.logs import read_jsonl
 from mint_envkit.rl.rollouts import rollout_groups
 
 
@@ -97,3 +98,38 @@ async def test_rollout_records_keep_every_message_of_the_conversation(policy):
         assert tool_reply["content"].startswith("Error: a tool call could not be read")
     assert messages[4]["content"] == record["replies"][-1]
     json.loads(json.dumps(record))  # a JSON line as written
+
+
+# slow: starts the embedded backend with mint-envkit/tiny-qwen3 (the example's model; about
+# 50 s to load on 2 busy cores) and samples up to 4 turns of 24 tokens per episode (~6 s a step).
+@pytest.mark.slow
+@pytest.mark.integration
+async def test_the_calculator_env_trains_three_steps_on_the_embedded_backend(tmp_path, monkeypatch):
+    from mint_envkit import Config
+    from mint_envkit.rl.logs import RunFiles
+    from mint_envkit.rl.train import run_training
+
+    monkeypatch.setenv("MINT_ENVKIT_STATE_DIR", str(tmp_path / "state"))
+    builder = example.make_builder(example.word_problems(2), group_size=2)
+    config = Config(
+        dataset_builder=builder,
+        model_name=builder.model_name,
+        log_path=tmp_path / "calculator",
+        backend="local",
+        learning_rate=3e-3,
+        lora_rank=4,
+        max_tokens=24,
+        max_steps=3,
+        save_every=0,
+    )
+    result = await run_training(config)
+    files = RunFiles(result.log_path)
+    assert result.steps == 3 and [m["step"] for m in files.metrics()] == [0, 1, 2]
+    assert result.final_checkpoint["name"] == "final"
+    for metrics in files.metrics():
+        assert metrics["env/all/episodes"] == 4
+        assert metrics["train/datums"] <= 4  # one datum per episode, however many turns
+        assert metrics["train/turn_fallbacks"] == 0
+    episodes = [r for r in read_jsonl(files.rollouts_path) if "messages" in r]
+    assert len(episodes) == 12
+    assert all(e["messages"][:2] == e["prompt"] for e in episodes)
