@@ -100,8 +100,9 @@ async def test_rollout_records_keep_every_message_of_the_conversation(policy):
     json.loads(json.dumps(record))  # a JSON line as written
 
 
-# slow: starts the embedded backend with mint-envkit/tiny-qwen3 (the example's model; about
-# 50 s to load on 2 busy cores) and samples up to 4 turns of 24 tokens per episode (~6 s a step).
+# slow: starts the embedded backend with mint-envkit/tiny-qwen3 (the example's model) and
+# samples up to 4 turns of 24 tokens per episode: 66 s alone on 2 busy cores (the model is
+# built on first use), 22 s inside the suite; each step ~6 s.
 @pytest.mark.slow
 @pytest.mark.integration
 async def test_the_calculator_env_trains_three_steps_on_the_embedded_backend(tmp_path, monkeypatch):
