@@ -102,3 +102,28 @@ def test_main_prints_turns_and_rewards(capsys):
     expected = (5 * example.MAX_TURNS_REWARD + 1.0) / 6
     assert f"always 50: mean reward {expected:+.2f}" in out
     assert math.isclose(expected, -0.25)
+
+
+async def test_each_multi_turn_episode_trains_as_one_datum():
+    """Through the real Qwen3 renderer the observations extend: T turns are one datum."""
+    import attrs
+
+    from mint_envkit.rl.datums import datum_metrics, plan_datums, to_datums, training_samples
+    from mint_envkit.rl.rollouts import rollout_groups
+
+    train, _ = await example.make_builder([{"secret": 1}, {"secret": 100}])()
+    rollouts = await rollout_groups(train.get_batch(0), ScriptedPolicy(example.constant_policy))
+    episodes = [t for r in rollouts for t in r.trajectories]
+    assert [len(t.transitions) for t in episodes] == [example.MAX_TURNS] * 4
+    samples = training_samples(rollouts, {0: [1.0, -1.0], 1: [0.5, -0.5]})
+    metrics = datum_metrics(samples, plan_datums(samples))
+    assert metrics["train/datums"] == 4 and metrics["train/turn_fallbacks"] == 0
+    data = to_datums(samples, [s.token_advantages() for s in samples])
+    for datum, episode in zip(data, episodes, strict=True):
+        last = episode.transitions[-1]
+        assert datum.model_input.to_ints() == [*last.ob, *last.ac.tokens][:-1]
+    assert metrics["train/datum_tokens"] == sum(d.model_input.length for d in data)
+    alone = [attrs.evolve(s, episode=None) for s in samples]  # one datum per turn
+    per_turn = to_datums(alone, [s.token_advantages() for s in alone])
+    assert len(per_turn) == 4 * example.MAX_TURNS
+    assert metrics["train/datum_tokens"] < sum(d.model_input.length for d in per_turn) / 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mint_envkit import BackendError, KLReferenceConfig
+from mint_envkit import BackendError, ConfigError, KLReferenceConfig
 from mint_envkit.rl import backend
 from mint_envkit.rl.backend import (
     LOCAL_API_KEY,
@@ -88,3 +88,24 @@ def test_models_to_preload_are_each_model_and_kl_reference_once(phase_config):
     )
     assert models_to_preload([phase_config]) == [phase_config.model_name]
     assert models_to_preload([with_kl, attrs.evolve(with_kl, model_name="b")]) == ["a", "b"]
+
+
+async def test_a_read_only_state_dir_fails_before_the_server_starts(clean_env, tmp_path):
+    blocker = tmp_path / "state"
+    blocker.write_text("a file where the state dir should be")
+    clean_env.setenv("MINT_ENVKIT_STATE_DIR", str(blocker / "inner"))
+    with pytest.raises(ConfigError, match="MINT_ENVKIT_STATE_DIR") as info:
+        async with backend.local_backend(["mint-envkit/tiny-qwen3-small"]):
+            pass
+    assert str(blocker / "inner") in str(info.value)
+
+
+async def test_a_run_whose_log_dir_cannot_be_written_fails_before_any_work(phase_config, tmp_path):
+    import attrs
+
+    from mint_envkit.rl.train import run_training
+
+    (tmp_path / "runs").write_text("")
+    config = attrs.evolve(phase_config, log_path=str(tmp_path / "runs" / "demo"), backend="mint")
+    with pytest.raises(ConfigError, match=r"Config\.log_path"):
+        await run_training(config)  # before the backend: no MINT_API_KEY error

@@ -8,7 +8,13 @@ import types
 import pytest
 
 from mint_envkit import TINY_MODEL_NAME, ConfigError, DatasetBuilder, SingleTurnEnv
-from mint_envkit.rl.config import LOSS_FNS, Config, KLReferenceConfig, resolve_backend
+from mint_envkit.rl.config import (
+    LOSS_FNS,
+    Config,
+    KLReferenceConfig,
+    resolve_backend,
+    validate_field,
+)
 
 BUILDER = DatasetBuilder(
     env=SingleTurnEnv,
@@ -69,6 +75,18 @@ def test_kl_reference_needs_a_model(base_model):
         ("learning_rate", -1e-4),
         ("learning_rate", float("nan")),
         ("learning_rate", "1e-4"),
+        ("learning_rate", 1e308),
+        ("learning_rate", 1.5),
+        ("beta1", 1.0),
+        ("beta2", -0.1),
+        ("eps", 0),
+        ("weight_decay", 2.0),
+        ("grad_clip_norm", -1.0),
+        ("top_k", 0),
+        ("top_k", 2.5),
+        ("keep_checkpoints", -1),
+        ("keep_checkpoints", 1.5),
+        ("backend_lost_after_s", 0.5),
         ("kl_penalty_coef", -0.1),
         ("lora_rank", 0),
         ("lora_rank", 8.0),
@@ -94,6 +112,30 @@ def test_kl_reference_needs_a_model(base_model):
 def test_each_validation_names_its_field(field, value):
     with pytest.raises(ConfigError, match=rf"Config\.{field}"):
         config(**{field: value})
+
+
+def test_a_learning_rate_out_of_range_says_the_range():
+    with pytest.raises(ConfigError, match=r"Config\.learning_rate must be in \(0, 1\]"):
+        config(learning_rate=1e308)
+    assert config(learning_rate=1.0).learning_rate == 1.0
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("beta1", 0.0), ("weight_decay", 1.0), ("top_k", 40), ("top_k", -1)]
+)
+def test_the_ends_of_each_range_are_accepted(field, value):
+    assert getattr(config(**{field: value}), field) == value
+
+
+def test_validate_field_checks_one_value_with_the_field_validator():
+    validate_field(Config, "learning_rate", 3e-3)
+    with pytest.raises(ConfigError, match=r"Config\.learning_rate must be in"):
+        validate_field(Config, "learning_rate", 5.0)
+
+
+def test_keep_checkpoints_is_bounded_by_default_and_none_keeps_all():
+    assert config().keep_checkpoints == 3
+    assert config(keep_checkpoints=None).keep_checkpoints is None
 
 
 def test_loss_fn_error_lists_the_choices():

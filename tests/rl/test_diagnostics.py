@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from mint_envkit.rl.datums import Sample
+from mint_envkit.rl.datums import Sample, plan_datums
 from mint_envkit.rl.diagnostics import (
     learner_logprobs,
     mean_kl,
@@ -43,7 +43,18 @@ def test_sample_train_metrics_follow_the_cookbook_formulas():
 def test_learner_logprobs_are_the_tail_of_each_datum():
     samples = [Sample([1, 2, 3], [4, 5], [-0.1, -0.2], 1.0), Sample([1], [2], [-0.3], 0.0)]
     outputs = [{"logprobs": [0.0, 0.0, -0.7, -0.9]}, {"logprobs": [-0.4]}]
-    assert learner_logprobs(outputs, samples) == [[-0.7, -0.9], [-0.4]]
+    assert learner_logprobs(outputs, samples, plan_datums(samples)) == [[-0.7, -0.9], [-0.4]]
+
+
+def test_learner_logprobs_of_a_merged_multi_turn_datum():
+    # turn 2's prompt = turn 1's prompt + reply + the env's new token (9)
+    first = Sample([1, 2], [3, 4], [-0.1, -0.2], 1.0, episode=0)
+    second = Sample([1, 2, 3, 4, 9], [5], [-0.3], 1.0, episode=0)
+    plan = plan_datums([first, second])
+    assert plan == [[0, 1]]
+    # one datum over tokens 1 2 3 4 9 5: targets at positions 0..4 are 2 3 4 9 5
+    outputs = [{"logprobs": [-9.0, -0.5, -0.6, -9.0, -0.7]}]
+    assert learner_logprobs(outputs, [first, second], plan) == [[-0.5, -0.6], [-0.7]]
 
 
 async def test_reply_logprobs_asks_for_every_sample_and_keeps_the_reply():

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
+import shutil
 
-from mint_envkit.rl.logs import RunFiles, append_jsonl, read_jsonl
+import pytest
+
+from mint_envkit.errors import ConfigError, MintEnvkitError
+from mint_envkit.rl.logs import (
+    RunFiles,
+    append_jsonl,
+    check_writable,
+    read_jsonl,
+    write_json_atomic,
+    write_text_atomic,
+)
 
 
 def test_append_and_read_round_trip(tmp_path):
@@ -105,3 +118,86 @@ def test_forget_after_without_files(tmp_path):
     files.ensure()
     files.forget_after(0)
     assert files.metrics() == []
+
+
+# ------------------------------------------------------------------ disk problems
+
+
+def test_check_writable_names_a_directory_that_cannot_be_created(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with pytest.raises(ConfigError, match="not writable") as info:
+        check_writable(blocker / "run", what="the run's log directory")
+    assert str(blocker / "run") in str(info.value)
+
+
+def test_check_writable_refuses_a_nearly_full_disk(tmp_path, monkeypatch):
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage._replace(free=1024))
+    with pytest.raises(ConfigError, match=r"only 0\.0 MiB free") as info:
+        check_writable(tmp_path / "run", what="the run's log directory")
+    assert str(tmp_path / "run") in str(info.value)
+
+
+def test_run_files_ensure_checks_the_directory_first(tmp_path):
+    (tmp_path / "runs").write_text("")
+    with pytest.raises(ConfigError, match=r"Config\.log_path"):
+        RunFiles(tmp_path / "runs" / "demo").ensure()
+    RunFiles(tmp_path / "ok").ensure()
+    assert (tmp_path / "ok").is_dir() and not list((tmp_path / "ok").iterdir())
+
+
+def _fill_the_disk_after(monkeypatch, n_bytes: int) -> None:
+    """os.write writes at most ``n_bytes``, then raises ENOSPC (a disk that fills up)."""
+    real_write = os.write
+
+    def write(fd, data):
+        if len(data) <= n_bytes:
+            return real_write(fd, data)
+        real_write(fd, data[:n_bytes])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", write)
+
+
+def test_a_full_disk_leaves_no_torn_line_and_names_the_directory(tmp_path, monkeypatch):
+    path = tmp_path / "metrics.jsonl"
+    append_jsonl(path, {"step": 0})
+    before = path.read_bytes()
+    _fill_the_disk_after(monkeypatch, 5)
+    with pytest.raises(MintEnvkitError, match="ENOSPC") as info:
+        append_jsonl(path, {"step": 1, "env/all/reward/total": 0.5})
+    monkeypatch.undo()
+    assert str(tmp_path) in str(info.value) and "metrics.jsonl" in str(info.value)
+    assert path.read_bytes() == before  # cut back: no half line
+    append_jsonl(path, {"step": 1})
+    assert [r["step"] for r in read_jsonl(path)] == [0, 1]
+
+
+def test_a_failed_atomic_write_leaves_neither_a_partial_nor_an_empty_file(tmp_path, monkeypatch):
+    def no_space(_fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    with pytest.raises(MintEnvkitError, match="ENOSPC"):
+        write_json_atomic(tmp_path / "config.json", {"a": 1})
+    with pytest.raises(MintEnvkitError, match="ENOSPC"):
+        write_text_atomic(tmp_path / "error.txt", "Traceback ...")
+    monkeypatch.undo()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_forget_after_on_a_full_disk_keeps_the_old_file(tmp_path, monkeypatch):
+    files = RunFiles(tmp_path)
+    for step in range(3):
+        files.append_metrics({"step": step})
+    monkeypatch.setattr(os, "replace", _raise_erofs)
+    with pytest.raises(MintEnvkitError, match="EROFS"):
+        files.forget_after(1)
+    monkeypatch.undo()
+    assert [m["step"] for m in files.metrics()] == [0, 1, 2]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.jsonl"]
+
+
+def _raise_erofs(*_args):
+    raise OSError(errno.EROFS, "Read-only file system")

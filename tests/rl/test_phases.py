@@ -95,6 +95,8 @@ async def test_train_on_batch_sends_one_forward_backward_and_one_optim_step(phas
     assert metrics == {
         "optim/lr": phase_config.learning_rate,
         "train/datums": 2,
+        "train/datum_tokens": 4,
+        "train/turn_fallbacks": 0,
         "train/tokens": 3,
         "train/loss:sum": 1.5,
         "optim/grad_norm": 0.25,

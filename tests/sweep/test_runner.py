@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import gc
 import json
 import os
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mint_envkit.errors import ConfigError
+from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rl import backend
 from mint_envkit.rl.config import Config, KLReferenceConfig
 from mint_envkit.sweep import DEFAULT_GRID, Sweep, SweepResult
@@ -635,3 +636,38 @@ async def test_progress_lines_and_quiet(make_config, tmp_path, capsys):
         base=make_config(), grid=GRID, root=tmp_path / "quiet", runner=runner, quiet=True
     ).run()
     assert capsys.readouterr().out == ""
+
+
+# ------------------------------------------------------------------ disk problems
+
+
+async def test_a_sweep_root_that_cannot_be_written_fails_before_any_config(make_config, tmp_path):
+    blocker = tmp_path / "runs"
+    blocker.write_text("a file where the sweep root should be")
+    runner = RecordingRunner()
+    sweep = Sweep(base=make_config(), grid=GRID, root=blocker / "sweep", runner=runner, quiet=True)
+    with pytest.raises(ConfigError, match="sweep root") as info:
+        await sweep.run()
+    assert str(blocker / "sweep") in str(info.value)
+    assert runner.ran == []
+
+
+async def test_a_disk_that_fills_up_stops_the_sweep_with_a_clear_error(
+    make_config, tmp_path, monkeypatch
+):
+    def no_space(_fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    async def fills_the_disk(config: Config) -> None:
+        monkeypatch.setattr(os, "fsync", no_space)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    sweep = Sweep(base=make_config(), grid=GRID, root=tmp_path, runner=fills_the_disk, quiet=True)
+    with pytest.raises(MintEnvkitError, match="ENOSPC") as info:
+        await sweep.run()
+    monkeypatch.undo()
+    assert str(tmp_path) in str(info.value) and "results.jsonl" in str(info.value)
+    first = tmp_path / NAMES[0]
+    assert not (first / "sweep_error.txt").exists()  # no empty error file
+    assert [p.name for p in first.iterdir()] == []  # and no temporary one
+    assert (tmp_path / "results.jsonl").read_text() == ""  # no torn line

@@ -21,8 +21,8 @@ import contextlib
 import contextvars
 import os
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -89,6 +89,10 @@ class Connection:
             own embedded server (:func:`connect` does).
         api_key: the key sent with every request; None for MinT when no
             ``MINT_API_KEY`` (or ``TINKER_API_KEY``) is set.
+        restart: for an embedded server that :func:`connect` started for this
+            run, a coroutine function that starts it again (same state dir,
+            so checkpoints survive) and returns the new connection, which can
+            no longer restart; None otherwise.
 
     Example::
 
@@ -98,6 +102,9 @@ class Connection:
     backend: Literal["mint", "local"]
     base_url: str | None
     api_key: str | None
+    restart: Callable[[], Awaitable[Connection]] | None = attrs.field(
+        default=None, eq=False, repr=False
+    )
 
     def describe(self) -> str:
         """Where the run trains, in words, for a progress line.
@@ -156,26 +163,56 @@ def models_to_preload(configs: Iterable[Config]) -> list[str]:
     return sorted(models)
 
 
+class _EmbeddedServer:
+    """An embedded server the loop starts, stops and may start again."""
+
+    def __init__(self, models: Sequence[str], latency_ms: float) -> None:
+        self.models = list(models)
+        self.latency_ms = latency_ms
+        self.server: Any = None
+
+    async def start(self) -> str:
+        from mint_envkit.local.engine.core import default_state_dir
+        from mint_envkit.local.server import LocalServer
+        from mint_envkit.rl.logs import check_writable
+
+        check_writable(
+            default_state_dir(), what="the local backend's state dir (MINT_ENVKIT_STATE_DIR)"
+        )
+        self.server = LocalServer(models=self.models, latency_ms=self.latency_ms)
+        await asyncio.to_thread(self.server.start)
+        return str(self.server.base_url)
+
+    async def close(self) -> None:
+        if self.server is not None:
+            await asyncio.to_thread(self.server.close)
+
+    async def restart(self) -> str:
+        await self.close()
+        return await self.start()
+
+
 @contextlib.asynccontextmanager
 async def local_backend(models: Sequence[str], *, latency_ms: float = 0.0) -> AsyncIterator[str]:
     """Start the embedded backend with ``models`` loaded; yield its URL; stop it after.
 
     The server starts and stops in a worker thread, so the event loop stays
-    free.
+    free. Its state dir is checked first (writable, some free space), so a
+    full or read-only one fails before any training, not at the first save.
+
+    Raises:
+        ConfigError: the state dir is not writable or (nearly) full.
 
     Example::
 
         async with local_backend(["mint-envkit/tiny-qwen3"]) as url:
             service = mint.ServiceClient(base_url=url, api_key=LOCAL_API_KEY)
     """
-    from mint_envkit.local.server import LocalServer
-
-    server = LocalServer(models=list(models), latency_ms=latency_ms)
-    await asyncio.to_thread(server.start)
+    embedded = _EmbeddedServer(models, latency_ms)
     try:
-        yield server.base_url
+        yield await embedded.start()
     finally:
-        await asyncio.to_thread(server.close)
+        await embedded.close()
 
 
 @contextlib.asynccontextmanager
@@ -205,6 +242,8 @@ async def shared_local_backend(
 async def connect(config: Config) -> AsyncIterator[Connection]:
     """Yield the run's :class:`Connection`, with an embedded server started when it needs one.
 
+    A server started here can be restarted once through ``Connection.restart``.
+
     Raises:
         BackendError: backend ``mint`` with no API key.
 
@@ -222,9 +261,16 @@ async def connect(config: Config) -> AsyncIterator[Connection]:
     if connection.base_url is not None:
         yield connection
         return
-    models = models_to_preload([config])
-    async with local_backend(models, latency_ms=config.local_latency_ms) as url:
-        yield attrs.evolve(connection, base_url=url)
+    embedded = _EmbeddedServer(models_to_preload([config]), config.local_latency_ms)
+
+    async def restart() -> Connection:
+        return attrs.evolve(connection, base_url=await embedded.restart(), restart=None)
+
+    try:
+        url = await embedded.start()
+        yield attrs.evolve(connection, base_url=url, restart=restart)
+    finally:
+        await embedded.close()
 
 
 async def preflight(base_url: str, *, timeout_s: float = 15.0, api_key: str | None = None) -> None:

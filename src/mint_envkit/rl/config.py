@@ -62,6 +62,25 @@ def _positive(name: str, *, allow_zero: bool = False):
     return check
 
 
+def _in_range(name: str, low: float, high: float, *, low_open: bool, high_open: bool, why: str):
+    """A validator: a finite number in the interval from ``low`` to ``high`` (``why`` says why)."""
+    left, right = "(" if low_open else "[", ")" if high_open else "]"
+    interval = f"{left}{low:g}, {high:g}{right}"
+
+    def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"Config.{name} must be a number in {interval}, got {value!r}")
+        inside = (
+            math.isfinite(value)
+            and (low < value if low_open else low <= value)
+            and (value < high if high_open else value <= high)
+        )
+        if not inside:
+            raise ConfigError(f"Config.{name} must be in {interval} ({why}), got {value!r}")
+
+    return check
+
+
 def _optional_positive_int(name: str):
     def check(_instance: Any, _attribute: Any, value: Any) -> None:
         if value is None:
@@ -111,6 +130,21 @@ def _fspath(value: Any) -> Any:
         ) from None
 
 
+def _check_top_k(_instance: Any, _attribute: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or (value < 1 and value != -1):
+        raise ConfigError(f"Config.top_k must be -1 (off) or an integer >= 1, got {value!r}")
+
+
+def _check_keep(_instance: Any, _attribute: Any, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(
+            f"Config.keep_checkpoints must be an integer >= 0 (0 keeps only the final one) "
+            f"or None (keep all), got {value!r}"
+        )
+
+
 def _check_backend(_instance: Any, _attribute: Any, value: Any) -> None:
     if value not in ("auto", "mint", "local"):
         raise ConfigError(f"Config.backend must be 'auto', 'mint' or 'local', got {value!r}")
@@ -145,6 +179,8 @@ class Config:
             checkpoints.jsonl, rollouts.jsonl). A run started again on the
             same path resumes from its last checkpoint.
         learning_rate, beta1, beta2, eps, weight_decay, grad_clip_norm: Adam.
+            ``learning_rate`` must be in (0, 1], betas in [0, 1), ``eps``
+            in (0, 1], ``weight_decay`` in [0, 1].
         renderer_name: ``"qwen3"`` or ``"qwen3_disable_thinking"``; None uses
             the dataset builder's.
         lora_rank, train_mlp, train_attn, train_unembed: the LoRA adapter.
@@ -155,6 +191,10 @@ class Config:
             ``loss_fn_config`` passes e.g. PPO clip thresholds.
         max_steps: stop after this many steps (None: one pass over the data).
         save_every: checkpoint every N steps (0: only the final checkpoint).
+        keep_checkpoints: keep the newest N periodic checkpoints and every
+            ``final`` one; older ones are deleted through the SDK (so on MinT
+            too) and marked ``deleted`` in ``checkpoints.jsonl``. 0 keeps only
+            the final one; None keeps all.
         eval_every: evaluate on the test split every N steps (0: never).
         base_url: an already running backend; None starts the embedded one
             (backend ``local``) or uses MinT's default endpoint (``mint``).
@@ -182,6 +222,12 @@ class Config:
             sampler that drew it, for the importance ratio and the KL
             penalty (sampled logprobs are of the temperature-scaled
             distribution). None (default): on exactly when ``temperature != 1``.
+        backend_lost_after_s: a backend whose health check has failed for
+            this long (15 s; with the probe's own timeout and interval a
+            loss is noticed within 25 s) during a run is lost: the run stops with a
+            :class:`~mint_envkit.errors.BackendError` naming the URL, the step
+            and how to resume (an embedded server the run started is
+            restarted once instead, and the run resumes from its last checkpoint).
 
     Example::
 
@@ -192,7 +238,12 @@ class Config:
     dataset_builder: Any = attrs.field()
     model_name: str = attrs.field(validator=_check_name("model_name"))
     log_path: str = attrs.field(converter=_fspath, validator=_check_name("log_path"))
-    learning_rate: float = attrs.field(default=1e-4, validator=_positive("learning_rate"))
+    learning_rate: float = attrs.field(
+        default=1e-4,
+        validator=_in_range(
+            "learning_rate", 0, 1, low_open=True, high_open=False, why="LoRA rates are ~1e-5..1e-2"
+        ),
+    )
     renderer_name: str | None = None
     lora_rank: int = attrs.field(default=32)
     train_mlp: bool = True
@@ -200,8 +251,11 @@ class Config:
     train_unembed: bool = True
     max_tokens: int = attrs.field(default=64)
     temperature: float = attrs.field(default=1.0)
-    top_p: float = 1.0
-    top_k: int = -1
+    top_p: float = attrs.field(
+        default=1.0,
+        validator=_in_range("top_p", 0, 1, low_open=True, high_open=False, why="a probability"),
+    )
+    top_k: int = attrs.field(default=-1, validator=_check_top_k)
     kl_penalty_coef: float = attrs.field(
         default=0.0, validator=_positive("kl_penalty_coef", allow_zero=True)
     )
@@ -210,15 +264,32 @@ class Config:
     loss_fn_config: dict[str, float] | None = None
     max_steps: int | None = attrs.field(default=None, validator=_optional_positive_int("max_steps"))
     save_every: int = attrs.field(default=20, validator=_non_negative_int("save_every"))
+    keep_checkpoints: int | None = attrs.field(default=3, validator=_check_keep)
     eval_every: int = attrs.field(default=0, validator=_non_negative_int("eval_every"))
     base_url: str | None = None
     backend: str = attrs.field(default="auto", validator=_check_backend)
     seed: int = 0
-    beta1: float = 0.9
-    beta2: float = 0.95
-    eps: float = 1e-8
-    weight_decay: float = 0.0
-    grad_clip_norm: float = 0.0
+    beta1: float = attrs.field(
+        default=0.9,
+        validator=_in_range("beta1", 0, 1, low_open=False, high_open=True, why="Adam decay"),
+    )
+    beta2: float = attrs.field(
+        default=0.95,
+        validator=_in_range("beta2", 0, 1, low_open=False, high_open=True, why="Adam decay"),
+    )
+    eps: float = attrs.field(
+        default=1e-8,
+        validator=_in_range("eps", 0, 1, low_open=True, high_open=False, why="Adam epsilon"),
+    )
+    weight_decay: float = attrs.field(
+        default=0.0,
+        validator=_in_range(
+            "weight_decay", 0, 1, low_open=False, high_open=False, why="decoupled decay per step"
+        ),
+    )
+    grad_clip_norm: float = attrs.field(
+        default=0.0, validator=_positive("grad_clip_norm", allow_zero=True)
+    )
     max_concurrent_groups: int | None = attrs.field(
         default=None, validator=_optional_positive_int("max_concurrent_groups")
     )
@@ -242,6 +313,13 @@ class Config:
                 f"Config.recompute_behavior_logprobs must be True, False or None "
                 f"(None: on when temperature != 1), got {value!r}"
             )
+
+    backend_lost_after_s: float = attrs.field(
+        default=15.0,
+        validator=_in_range(
+            "backend_lost_after_s", 1, 600, low_open=False, high_open=False, why="seconds"
+        ),
+    )
 
     @rollout_timeout_s.validator
     def _check_timeout(self, _attribute: Any, value: Any) -> None:
@@ -290,12 +368,6 @@ class Config:
             )
         if group_size < 1:
             raise ConfigError(f"Config.dataset_builder.group_size must be >= 1, got {group_size}")
-        if (
-            isinstance(self.top_p, bool)
-            or not isinstance(self.top_p, (int, float))
-            or not 0 < self.top_p <= 1
-        ):
-            raise ConfigError(f"Config.top_p must be in (0, 1], got {self.top_p!r}")
         if self.base_url is not None and not str(self.base_url).startswith(("http://", "https://")):
             raise ConfigError(
                 f"Config.base_url must start with http:// or https://, got {self.base_url!r}"

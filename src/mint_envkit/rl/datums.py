@@ -1,5 +1,14 @@
 """From scored rollouts to training data: one sample per reply, datums.
 
+A multi-turn episode whose observations extend each other (each prompt is
+the previous prompt + the sampled reply + the env's new messages, as the
+token-faithful :class:`~mint_envkit.EnvFromMessageEnv` builds them) trains as
+ONE datum: the sampled tokens carry the advantage, the env's tokens get zero
+advantage and zero logprob. That is O(T) tokens for T turns instead of the
+O(T^2) of one datum per turn. Where an observation does not extend the
+previous one, the episode is split there (counted in
+``train/turn_fallbacks``). :func:`plan_datums` says which samples share a datum.
+
 Example::
 
     samples = training_samples(rollouts, advantages)
@@ -14,9 +23,17 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rl.types import GroupRollout
 
-__all__ = ["Sample", "to_datum", "to_datums", "training_samples"]
+__all__ = [
+    "Sample",
+    "datum_metrics",
+    "plan_datums",
+    "to_datum",
+    "to_datums",
+    "training_samples",
+]
 
 
 @attrs.frozen
@@ -33,6 +50,8 @@ class Sample:
     reply: list[int]
     logprobs: list[float]
     advantage: float
+    episode: int | None = attrs.field(default=None, eq=False)
+    """Which episode of the batch the reply belongs to (None: train it alone)."""
 
     def token_advantages(self) -> list[float]:
         """The advantage repeated once per reply token.
@@ -57,14 +76,70 @@ def training_samples(
         samples = training_samples(rollouts, {0: [0.5, -0.5]})
     """
     out = []
+    episode = 0
     for position, values in advantages.items():
         for trajectory, value in zip(rollouts[position].trajectories, values, strict=True):
             for transition in trajectory.transitions:
                 tokens = transition.ac.tokens
                 if tokens:
                     logprobs = list(transition.ac.logprobs or [0.0] * len(tokens))
-                    out.append(Sample(transition.ob, tokens, logprobs, value))
+                    out.append(Sample(transition.ob, tokens, logprobs, value, episode=episode))
+            episode += 1
     return out
+
+
+def _extends(before: Sample, after: Sample) -> bool:
+    """Whether ``after``'s prompt starts with ``before``'s prompt + reply."""
+    context = before.prompt + before.reply
+    return after.prompt[: len(context)] == context
+
+
+def plan_datums(samples: Sequence[Sample]) -> list[list[int]]:
+    """Which samples train together: a list of sample positions per datum, in order.
+
+    Consecutive samples of the same episode share a datum while each prompt
+    extends the previous prompt + reply; a break starts a new datum.
+
+    Example::
+
+        plan_datums(samples)  # [[0, 1, 2], [3], [4, 5]]: two multi-turn episodes merged
+    """
+    plan: list[list[int]] = []
+    for index, sample in enumerate(samples):
+        if plan and sample.episode is not None:
+            previous = samples[plan[-1][-1]]
+            if previous.episode == sample.episode and _extends(previous, sample):
+                plan[-1].append(index)
+                continue
+        plan.append([index])
+    return plan
+
+
+def datum_metrics(samples: Sequence[Sample], plan: Sequence[Sequence[int]]) -> dict[str, float]:
+    """``train/datums``, ``train/datum_tokens`` (model input tokens sent) and ``train/turn_fallbacks``.
+
+    ``turn_fallbacks`` counts the places where a later turn of an episode
+    could not join its datum (its observation did not extend the previous
+    one), so it trained as a datum of its own.
+
+    Example::
+
+        datum_metrics(samples, plan_datums(samples))
+        # {'train/datums': 2, 'train/datum_tokens': 57, 'train/turn_fallbacks': 0}
+    """
+    tokens = 0
+    fallbacks = 0
+    for number, group in enumerate(plan):
+        last = samples[group[-1]]
+        tokens += len(last.prompt) + len(last.reply) - 1
+        previous = plan[number - 1] if number else None
+        if previous and samples[group[0]].episode is not None:
+            fallbacks += samples[previous[-1]].episode == samples[group[0]].episode
+    return {
+        "train/datums": len(plan),
+        "train/datum_tokens": tokens,
+        "train/turn_fallbacks": fallbacks,
+    }
 
 
 def to_datum(
@@ -98,14 +173,35 @@ def to_datum(
     )
 
 
+def _merged(samples: Sequence[Sample], token_advantages: Sequence[list[float]]) -> Any:
+    """One datum for consecutive turns that extend each other; env tokens get zeros."""
+    first = samples[0].prompt
+    tokens = list(first)
+    logprobs: list[float] = []
+    advantages: list[float] = []
+    for sample, values in zip(samples, token_advantages, strict=True):
+        observed = sample.prompt[len(tokens) :]
+        tokens += observed + sample.reply
+        logprobs += [0.0] * len(observed) + list(sample.logprobs)
+        advantages += [0.0] * len(observed) + list(values)
+    return to_datum(first, tokens[len(first) :], advantages, logprobs)
+
+
 def to_datums(samples: Sequence[Sample], token_advantages: Sequence[list[float]]) -> list[Any]:
-    """One datum per sample, with its per-token advantages.
+    """The datums of ``samples`` with their per-token advantages, one per :func:`plan_datums` entry.
+
+    A single-turn sample is one datum; a multi-turn episode whose
+    observations extend each other is one datum for all its turns.
 
     Example::
 
         data = to_datums(samples, [s.token_advantages() for s in samples])
     """
+    if len(samples) != len(token_advantages):
+        raise MintEnvkitError(
+            f"{len(samples)} samples but {len(token_advantages)} lists of token advantages"
+        )
     return [
-        to_datum(s.prompt, s.reply, adv, s.logprobs)
-        for s, adv in zip(samples, token_advantages, strict=True)
+        _merged([samples[i] for i in group], [token_advantages[i] for i in group])
+        for group in plan_datums(samples)
     ]

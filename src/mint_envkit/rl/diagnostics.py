@@ -96,22 +96,29 @@ def mean_kl(policy: Sequence[Sequence[float]], reference: Sequence[Sequence[floa
 
 
 def learner_logprobs(
-    outputs: Sequence[Mapping[str, Any]], samples: Sequence[Sample]
+    outputs: Sequence[Mapping[str, Any]],
+    samples: Sequence[Sample],
+    plan: Sequence[Sequence[int]],
 ) -> list[list[float]]:
     """The learner's logprobs of each sample's reply tokens, from ``forward_backward``'s outputs.
 
-    ``outputs`` is ``ForwardBackwardOutput.loss_fn_outputs``: per datum, a
-    ``"logprobs"`` tensor over every target position; the reply is its tail.
+    ``outputs`` is ``ForwardBackwardOutput.loss_fn_outputs``: per datum (one per
+    ``plan`` entry, see :func:`~mint_envkit.rl.datums.plan_datums`), a
+    ``"logprobs"`` tensor over every target position. A sample's prompt is a
+    prefix of its datum's tokens, so its reply's logprobs start at target
+    position ``len(prompt) - 1``.
 
     Example::
 
-        learner_logprobs(fb.loss_fn_outputs, samples)  # [[-0.52, -1.01], ...]
+        learner_logprobs(fb.loss_fn_outputs, samples, plan_datums(samples))  # [[-0.52, -1.01], ...]
     """
-    out = []
-    for output, sample in zip(outputs, samples, strict=True):
+    out: list[list[float]] = [[] for _ in samples]
+    for output, group in zip(outputs, plan, strict=True):
         values = output["logprobs"]
         values = list(getattr(values, "data", values))
-        out.append([float(v) for v in values[len(values) - len(sample.reply) :]])
+        for index in group:
+            start = len(samples[index].prompt) - 1
+            out[index] = [float(v) for v in values[start : start + len(samples[index].reply)]]
     return out
 
 

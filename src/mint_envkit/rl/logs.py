@@ -4,7 +4,9 @@ A run directory holds ``config.json``, ``metrics.jsonl`` (one line per
 step), ``checkpoints.jsonl`` (one line per checkpoint) and
 ``rollouts.jsonl`` (one line per sampled episode). Lines are appended whole
 (one ``write`` of the full line, then ``fsync``), so a crash never leaves
-half a line behind a finished step.
+half a line behind a finished step; a write that fails (disk full,
+read-only) is cut back to the file's old end and raises an error naming the
+directory.
 
 Example::
 
@@ -17,20 +19,89 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mint_envkit.errors import ConfigError, MintEnvkitError
+
 __all__ = [
+    "MIN_FREE_BYTES",
     "RunFiles",
     "append_jsonl",
     "append_jsonl_lines",
+    "check_writable",
     "read_jsonl",
     "write_json_atomic",
+    "write_text_atomic",
 ]
+
+
+MIN_FREE_BYTES = 64 * 1024 * 1024
+"""The free space a log or state directory needs before a run starts (64 MiB).
+
+Example::
+
+    check_writable("runs/demo", what="the run's log directory", min_free_bytes=MIN_FREE_BYTES)
+"""
+
+
+def check_writable(
+    directory: str | os.PathLike[str], *, what: str, min_free_bytes: int = MIN_FREE_BYTES
+) -> None:
+    """Check, before any work, that ``directory`` can be created, written and has free space.
+
+    Raises:
+        ConfigError: the directory cannot be created or written (read-only,
+            a file in the way, no permission) or has less than
+            ``min_free_bytes`` free; the message names the directory.
+
+    Example::
+
+        check_writable("runs/demo", what="the run's log directory (Config.log_path)")
+    """
+    path = Path(directory)
+    probe = path / f".write-check-{os.getpid()}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, b"ok\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            probe.unlink(missing_ok=True)
+        free = shutil.disk_usage(path).free
+    except OSError as err:
+        raise ConfigError(
+            f"{what} {path} is not writable ({_reason(err)}); choose another directory "
+            "or fix its permissions and free space before starting"
+        ) from None
+    if free < min_free_bytes:
+        raise ConfigError(
+            f"{what} {path} has only {free / 2**20:.1f} MiB free (needs at least "
+            f"{min_free_bytes / 2**20:.0f} MiB); free some space or choose another directory"
+        )
+
+
+def _reason(err: OSError) -> str:
+    name = errno.errorcode.get(err.errno or 0, "")
+    text = err.strerror or str(err)
+    return f"{name}: {text}" if name else text
+
+
+def _write_failed(path: Path, err: OSError) -> MintEnvkitError:
+    return MintEnvkitError(
+        f"cannot write {path.name} in {path.parent} ({_reason(err)}); nothing partial was "
+        "left behind. Free some space (or make the directory writable) and run again with "
+        "the same log_path to resume"
+    )
 
 
 def _jsonable(value: Any) -> Any:
@@ -65,15 +136,24 @@ def _append(path: str | os.PathLike[str], data: bytes) -> None:
     """
     path = Path(path)
     created = not path.exists()
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise _write_failed(path, err) from None
+    size = 0
     try:
         size = os.fstat(fd).st_size
         if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data
         written = os.write(fd, data)
-        if written != len(data):  # pragma: no cover - disk full and the like
-            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
+        if written != len(data):
+            raise OSError(errno.ENOSPC, f"short write: {written} of {len(data)} bytes")
         os.fsync(fd)
+    except OSError as err:
+        # Cut the file back to its old end, so no torn line stays behind.
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise _write_failed(path, err) from None
     finally:
         os.close(fd)
     if created:
@@ -111,15 +191,38 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
 
         write_json_atomic("runs/sweep/sweep.json", {"grid": {}})
     """
-    path = Path(path)
+    text = json.dumps(_jsonable(data), indent=2) + "\n"
+    _replace_atomic(Path(path), text)
+
+
+def _replace_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file, then ``os.replace``; on failure remove it and raise."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(_jsonable(data), fh, indent=2)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise _write_failed(path, err) from None
     _fsync_dir(path.parent)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (temporary file + ``os.replace``).
+
+    Raises:
+        MintEnvkitError: the directory is full or read-only (the message
+            names it); no partial or empty file is left.
+
+    Example::
+
+        write_text_atomic("runs/sweep/a/sweep_error.txt", traceback_text)
+    """
+    _replace_atomic(Path(path), text)
 
 
 def read_jsonl(
@@ -156,13 +259,7 @@ def read_jsonl(
 
 
 def _rewrite(path: Path, records: list[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as handle:
-        for record in records:
-            handle.write(json.dumps(_jsonable(record)) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    _replace_atomic(path, "".join(json.dumps(_jsonable(r)) + "\n" for r in records))
 
 
 class RunFiles:
@@ -183,8 +280,13 @@ class RunFiles:
         self.rollouts_path = self.root / "rollouts.jsonl"
 
     def ensure(self) -> None:
-        """Create the run directory."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        """Create the run directory; check it is writable and has some free space.
+
+        Raises:
+            ConfigError: it cannot be created or written, or the disk is
+                (nearly) full; the message names the directory.
+        """
+        check_writable(self.root, what="the run's log directory (Config.log_path)")
 
     def write_config(self, data: dict[str, Any]) -> None:
         """Write ``config.json`` (atomically)."""
@@ -195,12 +297,24 @@ class RunFiles:
         return read_jsonl(self.metrics_path)
 
     def checkpoints(self) -> list[dict[str, Any]]:
-        """Every checkpoint record."""
-        return read_jsonl(self.checkpoints_path)
+        """Every checkpoint record, oldest first; ``"deleted": True`` on those deleted since.
+
+        ``checkpoints.jsonl`` is append-only: a checkpoint that retention
+        (``Config.keep_checkpoints``) deleted has a later line with the same
+        ``state_path`` and ``"deleted": true``; it is folded into the saved
+        record here.
+        """
+        lines = read_jsonl(self.checkpoints_path)
+        gone = {line.get("state_path") for line in lines if line.get("deleted")} - {None}
+        return [
+            {**line, "deleted": True} if line.get("state_path") in gone else line
+            for line in lines
+            if not line.get("deleted")
+        ]
 
     def last_checkpoint(self) -> dict[str, Any] | None:
-        """The newest checkpoint record with a state path, or None."""
-        records = [c for c in self.checkpoints() if c.get("state_path")]
+        """The newest checkpoint with a state path that still exists, or None."""
+        records = [c for c in self.checkpoints() if c.get("state_path") and not c.get("deleted")]
         return records[-1] if records else None
 
     def append_metrics(self, record: dict[str, Any]) -> None:

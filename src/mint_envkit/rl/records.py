@@ -60,6 +60,12 @@ def rollout_records(
 ) -> list[dict[str, Any]]:
     """The ``rollouts.jsonl`` lines of one step: one per episode, one per failed group.
 
+    An episode's line holds its whole conversation in ``messages`` (every
+    env message, assistant reply with tool calls and thinking, tool result
+    and tool error, in order), so it can be rebuilt exactly; the older
+    fields (``prompt``, ``replies``, ``thinking``, ...) stay. The format is
+    in docs/rollouts.md.
+
     ``advantages`` maps a group's position in ``rollouts`` to one advantage
     per episode (groups that do not train are absent: their episodes get
     ``"advantage": None``).
@@ -91,6 +97,7 @@ def rollout_records(
                     "group": rollout.index,
                     "member": member,
                     "prompt": rollout.messages,
+                    "messages": trajectory.messages,
                     "replies": [(t.message or {}).get("content") for t in trajectory.transitions],
                     "thinking": [(t.message or {}).get("thinking") for t in trajectory.transitions],
                     "stop_reasons": [t.ac.stop_reason for t in trajectory.transitions],

@@ -82,7 +82,7 @@ async def _run_episode(
     first: SampledTokens,
     sampler: Sampler,
     env_index: int,
-) -> list[Transition]:
+) -> Trajectory:
     transitions: list[Transition] = []
     ob, reply = first_ob, first
     while True:
@@ -99,7 +99,7 @@ async def _run_episode(
             )
         )
         if result.episode_done:
-            return transitions
+            return Trajectory(transitions=transitions, messages=_conversation(env, result.message))
         ob = result.next_observation.to_ints()
         request = SampleRequest(
             prompt=ob,
@@ -111,6 +111,12 @@ async def _run_episode(
             turn=len(transitions),
         )
         reply = (await _sample(sampler, request))[0]
+
+
+def _conversation(env: EnvFromMessageEnv, last: Message | None) -> list[Message]:
+    """The episode's whole conversation: what the env showed last, then the final reply."""
+    history = [dict(m) for m in env.messages]
+    return [*history, dict(last)] if last is not None else history
 
 
 async def rollout_group(
@@ -190,7 +196,7 @@ async def _rollout(
             for index, (env, reply) in enumerate(zip(envs, firsts, strict=True))
         )
     )
-    trajectories = [Trajectory(transitions=t) for t in episodes]
+    trajectories = list(episodes)
     group_rewards = await group.compute_group_rewards(trajectories, envs)
     return [
         attrs.evolve(t, group_reward=float(r), group_metrics=dict(m))

@@ -40,9 +40,11 @@ from mint_envkit.rl.backend import (
     resolve_backend,
     shared_local_backend,
 )
+from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
-from mint_envkit.rl.datums import Sample, to_datums
+from mint_envkit.rl.datums import Sample, datum_metrics, plan_datums, to_datums
 from mint_envkit.rl.diagnostics import learner_logprobs, no_update_note, sample_train_metrics
+from mint_envkit.rl.health import train_watched
 from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
 from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
@@ -164,10 +166,11 @@ async def train_on_batch(
         metrics = await train_on_batch(training_client, config, samples, token_advantages)
         metrics["train/datums"]  # 8
     """
+    plan = plan_datums(samples)  # a multi-turn episode trains as one datum
     metrics: dict[str, Any] = {
         "optim/lr": config.learning_rate,
-        "train/datums": len(samples),
         "train/tokens": sum(len(s.reply) for s in samples),
+        **datum_metrics(samples, plan),
     }
     if not samples:
         if after_submit is not None:
@@ -191,43 +194,9 @@ async def train_on_batch(
         metrics[f"optim/{key}"] = value
     outputs = getattr(fb, "loss_fn_outputs", None)
     if outputs:
-        learner = learner_logprobs(outputs, samples)
+        learner = learner_logprobs(outputs, samples, plan)
         metrics.update(sample_train_metrics([s.logprobs for s in samples], learner))
     return metrics
-
-
-def _checkpoint_due(config: Config, done: int, total: int) -> bool:
-    return bool(config.save_every and done % config.save_every == 0) or done == total
-
-
-async def save_checkpoint(
-    training: Any, config: Config, done: int, total: int
-) -> dict[str, Any] | None:
-    """Save state and sampler weights after ``done`` steps when due; return the record.
-
-    Due every ``config.save_every`` steps and after the last step (named
-    ``final``); None when not due. Both saves are submitted before either is
-    awaited: one round trip.
-
-    Example::
-
-        record = await save_checkpoint(training_client, config, done=3, total=3)
-        record["name"], record["state_path"]  # ('final', 'tinker://.../final-s0-3')
-    """
-    if not _checkpoint_due(config, done, total):
-        return None
-    name = "final" if done == total else f"step{done:06d}"
-    label = f"{name}-s{config.seed}-{done}"
-    state_future = await training.save_state_async(label)
-    sampler_future = await training.save_weights_for_sampler_async(f"{label}-sampler")
-    state, sampler_ckpt = await state_future, await sampler_future
-    return {
-        "name": name,
-        "step": done,
-        "state_path": state.path,
-        "sampler_path": sampler_ckpt.path,
-        "time": time.time(),
-    }
 
 
 def _say(message: str) -> None:
@@ -245,12 +214,13 @@ class _Run:
     total: int
     training: Any
     reference: Any
+    rest: Any  # the SDK's REST client: deletes old checkpoints
 
 
 async def _open(
     config: Config, connection: Connection, files: RunFiles, checkpoint: dict[str, Any] | None
-) -> tuple[Any, Any]:
-    """The training client (fresh, or resumed from ``checkpoint``) and the KL reference client."""
+) -> tuple[Any, Any, Any]:
+    """The training client (fresh, or resumed from ``checkpoint``), the KL reference, REST."""
     import mint
 
     service = await asyncio.to_thread(
@@ -274,7 +244,7 @@ async def _open(
         reference = await service.create_sampling_client_async(
             base_model=config.kl_reference_config.base_model
         )
-    return training, reference
+    return training, reference, service.create_rest_client()
 
 
 async def _evaluate(run: _Run, sampling_client: Any, step: int) -> dict[str, Any]:
@@ -341,6 +311,7 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any]
     files.append_metrics(metrics)
     if checkpoint is not None:
         files.append_checkpoint(checkpoint)
+        await prune_checkpoints(run.rest, config, files)
     line = progress_line(step, run.total, metrics)
     note = no_update_note(metrics, len(rollouts))
     print("  " + line + (f"  {note}" if note else ""), file=sys.stderr, flush=True)
@@ -352,7 +323,12 @@ async def run_training(config: Config) -> RunResult:
 
     Raises:
         BackendError: the backend is unreachable (fails within
-            ``config.preflight_timeout_s``) or refuses the key.
+            ``config.preflight_timeout_s``), refuses the key, or is lost
+            mid-run (within ``config.backend_lost_after_s``; the message names
+            the URL, the step and how to resume). An embedded server the run
+            started is restarted once instead, resuming from the last checkpoint.
+        ConfigError: the log directory (or the embedded backend's state dir)
+            is not writable or (nearly) full; found before any work.
         MintEnvkitError: every group of a step failed (the first errors are
             in the message and in ``rollouts.jsonl``), or ``fail_fast`` and an
             env raised.
@@ -381,15 +357,36 @@ async def run_training(config: Config) -> RunResult:
             timeout_s=config.preflight_timeout_s,
             api_key=connection.api_key,
         )
-        training, reference = await _open(config, connection, files, checkpoint)
-        run = _Run(config, files, train_data, test_data, total, training, reference)
-        pipeline = BatchPipeline(config, train_data, reference, start=start, total=total)
-        try:
-            for step in range(start, total):
-                checkpoint = await _step(run, step, pipeline) or checkpoint
-        finally:
-            await pipeline.close()
+
+        # A lost backend fails within Config.backend_lost_after_s, naming the URL, the step
+        # and how to resume; an embedded server this run started is restarted once.
+        async def train(current: Connection) -> dict[str, Any] | None:
+            return await _train(config, current, files, train_data, test_data, total)
+
+        checkpoint = await train_watched(config, connection, files, train, total)
     return _result(config, files, total, checkpoint, start, connection.backend)
+
+
+async def _train(
+    config: Config,
+    connection: Connection,
+    files: RunFiles,
+    train_data: Any,
+    test_data: Any,
+    total: int,
+) -> dict[str, Any] | None:
+    """Open the clients, resuming from the last checkpoint, and run the remaining steps."""
+    checkpoint = files.last_checkpoint()
+    start = int(checkpoint["step"]) if checkpoint else 0
+    training, reference, rest = await _open(config, connection, files, checkpoint)
+    run = _Run(config, files, train_data, test_data, total, training, reference, rest)
+    pipeline = BatchPipeline(config, train_data, reference, start=start, total=total)
+    try:
+        for step in range(start, total):
+            checkpoint = await _step(run, step, pipeline) or checkpoint
+    finally:
+        await pipeline.close()
+    return checkpoint
 
 
 main = run_training

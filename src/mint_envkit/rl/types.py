@@ -56,11 +56,18 @@ class Transition:
 
 @attrs.frozen
 class Trajectory:
-    """One episode: its transitions and its total reward (step rewards + group reward)."""
+    """One episode: its transitions and its total reward (step rewards + group reward).
+
+    ``messages`` is the whole conversation of the episode, in order: the
+    opening messages, each assistant reply (with ``tool_calls`` and
+    ``thinking`` when it had them), and every message the env added (user
+    feedback, ``tool`` results and tool errors); empty when not recorded.
+    """
 
     transitions: list[Transition]
     group_reward: float = 0.0
     group_metrics: dict[str, float] = attrs.field(factory=dict)
+    messages: list[Message] = attrs.field(factory=list)
 
     @property
     def total_reward(self) -> float:

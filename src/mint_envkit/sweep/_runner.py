@@ -20,10 +20,10 @@ from typing import Any, Literal
 
 import attrs
 
-from mint_envkit.errors import ConfigError
+from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rl.backend import models_to_preload, resolve_connection, shared_local_backend
 from mint_envkit.rl.config import Config
-from mint_envkit.rl.logs import append_jsonl
+from mint_envkit.rl.logs import append_jsonl, check_writable, write_text_atomic
 from mint_envkit.sweep._env import grid_from_env, log_root_from_env
 from mint_envkit.sweep._grid import GridPoint, apply_fields, expand_grid, normalize_grid
 from mint_envkit.sweep._manifest import check_or_write_manifest, config_sha, exclusive
@@ -311,7 +311,7 @@ class Sweep:
 
     async def _run_one(self, point: GridPoint, runner: Runner, position: str) -> SweepResult:
         log_path = Path(point.config.log_path)
-        log_path.mkdir(parents=True, exist_ok=True)
+        check_writable(log_path, what=f"the run directory of {point.name}")
         self._say(f"{position} start {point.name}")
         started = time.monotonic()
         value: Any = None
@@ -322,7 +322,8 @@ class Sweep:
                 value = await value
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
-            (log_path / ERROR_FILE).write_text(traceback.format_exc(), encoding="utf-8")
+            with contextlib.suppress(MintEnvkitError):  # a full disk: the error is in results
+                write_text_atomic(log_path / ERROR_FILE, traceback.format_exc())
         else:
             if not (log_path / METRICS).exists():
                 error = f"MissingMetrics: the runner returned but wrote no {METRICS} in {log_path}"
@@ -372,7 +373,10 @@ class Sweep:
         as failed and the sweep goes on; ``KeyboardInterrupt``, ``SystemExit``
         and cancellation propagate (finished results are kept; running the
         sweep again resumes). Ends by writing ``summary.csv`` and
-        ``summary.png``.
+        ``summary.png``. A sweep root that cannot be written or is (nearly)
+        full is a :class:`~mint_envkit.errors.ConfigError` before any config
+        runs; a write that fails later (disk full) stops the sweep with a
+        :class:`~mint_envkit.errors.MintEnvkitError` naming the directory.
 
         Example::
 
@@ -380,7 +384,7 @@ class Sweep:
             sum(r.ok for r in results), len(results)  # (8, 8)
         """
         root = Path(self.root)
-        root.mkdir(parents=True, exist_ok=True)
+        check_writable(root, what="the sweep root (MINT_LOG_ROOT)")
         with exclusive(root):
             check_or_write_manifest(root, self.grid, self.base, self._entries())
             latest = latest_results(root)

@@ -31,7 +31,7 @@ from .inputs import check_name
 from .records import EngineError, ForwardOutput, LoraSpec, SampledSequence, Snapshot
 from .registry import Registry
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "default_state_dir"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -57,6 +57,19 @@ def _locked(method: _F) -> _F:
                 self._control.leave()
 
     return wrapper  # type: ignore[return-value]
+
+
+def default_state_dir() -> Path:
+    """Where an engine keeps checkpoints when given no ``state_dir``.
+
+    ``MINT_ENVKIT_STATE_DIR`` when set, else ``<cache dir>/state``.
+
+    Example::
+
+        default_state_dir()  # PosixPath('/home/me/.cache/mint_envkit/state')
+    """
+    env = os.environ.get("MINT_ENVKIT_STATE_DIR")
+    return Path(env) if env else cache_dir() / "state"
 
 
 class Engine:
@@ -89,10 +102,7 @@ class Engine:
         default_model: str = TINY_MODEL_NAME,
         max_tokens_per_pass: int = DEFAULT_MAX_TOKENS_PER_PASS,
     ) -> None:
-        if state_dir is None:
-            env = os.environ.get("MINT_ENVKIT_STATE_DIR")
-            state_dir = env if env else cache_dir() / "state"
-        self.state_dir = Path(state_dir).expanduser().resolve()
+        self.state_dir = Path(state_dir or default_state_dir()).expanduser().resolve()
         self.device = device
         try:
             self.num_threads = pin_threads(num_threads)

@@ -1,0 +1,57 @@
+"""The health watchdog alone: a dead URL is lost within the bound; a live one lets work finish."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+import pytest
+
+from mint_envkit.errors import BackendError
+from mint_envkit.rl.health import Watchdog
+
+
+def _dead_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+async def test_work_on_a_dead_backend_is_cancelled_with_url_and_where():
+    url = _dead_url()
+    cancelled = asyncio.Event()
+
+    async def hangs() -> None:
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            cancelled.set()
+
+    watchdog = Watchdog(url, api_key=None, lost_after_s=1.0)
+    start = time.monotonic()
+    with pytest.raises(BackendError, match="during step 4 of 9") as info:
+        await watchdog.run(hangs(), describe=lambda: "step 4 of 9", advice=lambda: "Re-run it.")
+    assert time.monotonic() - start < 5
+    assert url in str(info.value) and str(info.value).endswith("Re-run it.")
+    assert watchdog.lost and cancelled.is_set()
+
+
+async def test_an_sdk_error_on_a_dead_backend_becomes_a_backend_error():
+    async def gives_up() -> None:
+        raise ConnectionError("Connection error.")
+
+    watchdog = Watchdog(_dead_url(), api_key=None, lost_after_s=30.0)
+    with pytest.raises(BackendError, match="lost the backend") as info:
+        await watchdog.run(gives_up(), describe=lambda: "step 1 of 2")
+    assert isinstance(info.value.__cause__, ConnectionError)
+
+
+async def test_work_that_finishes_first_returns_its_value():
+    async def quick() -> int:
+        return 7
+
+    watchdog = Watchdog(_dead_url(), api_key=None, lost_after_s=30.0)
+    assert await watchdog.run(quick(), describe=lambda: "step 1 of 1") == 7
+    assert not watchdog.lost
