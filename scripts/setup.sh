@@ -6,7 +6,7 @@
 # that one is unreachable. MINT_ENVKIT_TORCH=cuda installs the default (CUDA) build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-local,plot,gguf}"
+extras="${1:-local,plot}"
 torch_build="${MINT_ENVKIT_TORCH:-cpu}"
 cpu_index="${MINT_ENVKIT_TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}"
 case "$torch_build" in
