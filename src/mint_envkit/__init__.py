@@ -88,6 +88,11 @@ if TYPE_CHECKING:
         valid_format,
         weighted,
     )
+    from mint_envkit.evaluation import (
+        EvalResult,
+        evaluate,
+        evaluate_sync,
+    )
     from mint_envkit.rl import (
         Config,
         KLReferenceConfig,
@@ -151,6 +156,9 @@ _EXPORTS: dict[str, str] = {
     "math_correct": "mint_envkit.rewards",
     "valid_format": "mint_envkit.rewards",
     "weighted": "mint_envkit.rewards",
+    "EvalResult": "mint_envkit.evaluation",
+    "evaluate": "mint_envkit.evaluation",
+    "evaluate_sync": "mint_envkit.evaluation",
     "Config": "mint_envkit.rl",
     "KLReferenceConfig": "mint_envkit.rl",
     "ScriptedPolicy": "mint_envkit.rl",
@@ -173,6 +181,7 @@ __all__ = [
     "DatasetBuilder",
     "EnvError",
     "EnvFromMessageEnv",
+    "EvalResult",
     "Feedback",
     "GroupBuilder",
     "Judge",
@@ -203,6 +212,8 @@ __all__ = [
     "__version__",
     "boxed",
     "choice",
+    "evaluate",
+    "evaluate_sync",
     "exact",
     "first_number",
     "gated",
