@@ -18,6 +18,8 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 _SAVED: dict[str, str | None] = {}
 _CACHE: list[str] = []
 
@@ -38,3 +40,25 @@ def pytest_unconfigure(config):
             os.environ[name] = value
     for cache in _CACHE:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_local_server(tmp_path_factory):
+    """One embedded server on the tiny model (``mint-envkit/tiny-qwen3``, loaded), for the session.
+
+    Shared by the test modules that sample from the real tiny model through the SDK
+    (evaluation, the eval command), so the model loads once; its state directory is
+    temporary. Pass ``base_url=tiny_local_server.base_url`` (and ``backend="local"``).
+
+    Example::
+
+        def test_x(tiny_local_server):
+            await evaluate(env, model_name=TINY_MODEL_NAME, base_url=tiny_local_server.base_url)
+    """
+    from mint_envkit import TINY_MODEL_NAME
+    from mint_envkit.local.server import LocalServer
+
+    state = tmp_path_factory.mktemp("tiny-server-state")
+    with LocalServer(models=[TINY_MODEL_NAME], state_dir=str(state)) as server:
+        assert server.preload_errors(timeout=300) == {}
+        yield server

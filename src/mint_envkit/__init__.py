@@ -54,6 +54,11 @@ if TYPE_CHECKING:
         TokenizerError,
         ToolDefinitionError,
     )
+    from mint_envkit.evaluation import (
+        EvalResult,
+        evaluate,
+        evaluate_sync,
+    )
     from mint_envkit.judge import (
         Judge,
         JudgedEnv,
@@ -87,11 +92,6 @@ if TYPE_CHECKING:
         math_correct,
         valid_format,
         weighted,
-    )
-    from mint_envkit.evaluation import (
-        EvalResult,
-        evaluate,
-        evaluate_sync,
     )
     from mint_envkit.rl import (
         Config,

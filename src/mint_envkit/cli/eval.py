@@ -19,10 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mint_envkit.errors import MintEnvkitError
-from mint_envkit.evaluation.compare import comparison_record, comparison_table
+from mint_envkit.evaluation.compare import comparison_table
 from mint_envkit.evaluation.run import evaluate_many
 from mint_envkit.evaluation.spec import SPLITS
-from mint_envkit.rl.logs import write_json_atomic
 
 __all__ = ["eval_main"]
 
@@ -112,10 +111,7 @@ async def _run(args: argparse.Namespace) -> int:
         f"(split {first['split']}, {first['backend']} backend, seed {first['seed']})"
     )
     print(comparison_table(results))
-    if len(results) > 1:
-        write_json_atomic(Path(out) / "comparison.json", comparison_record(results))
-    for result in results:
-        print(f"{result.summary['label']}: {result.out_dir}/results.jsonl, summary.json")
+    print(f"per problem: {Path(out) / 'results.jsonl'}  summary: {Path(out) / 'summary.json'}")
     if not args.no_report:
         from mint_envkit.view import write_report
 

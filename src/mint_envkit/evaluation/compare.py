@@ -50,6 +50,7 @@ def _rows(result: EvalResult) -> list[tuple[str, float | None]]:
     rows = [("mean reward", summary["mean_reward"])]
     rows += [(f"pass@{k}", value) for k, value in summary["pass@"].items()]
     rows.append(("parse failures", summary["parse_failure_rate"]))
+    rows.append(("truncated", summary.get("truncated_rate")))
     return rows
 
 

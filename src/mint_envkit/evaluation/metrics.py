@@ -86,6 +86,7 @@ class ProblemResult:
     parse_status: list[str | None]
     parsed: list[bool | None]
     correct: list[bool | None]
+    truncated: list[float | None] = attrs.field(factory=list)
     error: str | None = None
 
     @property
@@ -124,6 +125,7 @@ class ProblemResult:
             "rewards": self.rewards,
             "parse_status": self.parse_status,
             "correct": self.correct,
+            "truncated": self.truncated,
             "n": self.n,
             "c": self.c,
             "mean_reward": self.mean_reward(),
@@ -139,7 +141,7 @@ def problem_result(split: str, problem: Mapping[str, Any], rollout: GroupRollout
 
         problem_result("test", group.problem, rollout).rewards   # [1.0, -0.25, ...]
     """
-    replies, statuses, parsed, correct = [], [], [], []
+    replies, statuses, parsed, correct, truncated = [], [], [], [], []
     for trajectory in rollout.trajectories:
         last = trajectory.transitions[-1]
         metrics = trajectory.metrics
@@ -147,6 +149,7 @@ def problem_result(split: str, problem: Mapping[str, Any], rollout: GroupRollout
         statuses.append(last.logs.get("parse_status") or last.logs.get("end"))
         parsed.append(_parsed(metrics, last.logs))
         correct.append(metrics["correct"] > 0.5 if "correct" in metrics else None)
+        truncated.append(metrics.get("truncated"))
     return ProblemResult(
         split=split,
         index=rollout.index,
@@ -156,6 +159,7 @@ def problem_result(split: str, problem: Mapping[str, Any], rollout: GroupRollout
         parse_status=statuses,
         parsed=parsed,
         correct=correct,
+        truncated=truncated,
         error=rollout.error,
     )
 
@@ -170,7 +174,9 @@ def summarize(results: Sequence[ProblemResult], samples: int) -> dict[str, Any]:
     Keys: ``problems``, ``episodes``, ``errors`` (failed problems, left out
     of every mean), ``mean_reward``, ``correct`` (mean over samples),
     ``pass@`` (k -> mean pass@k; None when the env reports no ``correct``),
-    ``parse_failure_rate`` (of the samples whose parse status is known).
+    ``parse_failure_rate`` (of the samples whose parse status is known; a
+    reply cut off at ``max_tokens`` counts as unparsed), ``truncated_rate``
+    (the share of samples cut off; None when the env reports no ``truncated``).
 
     Example::
 
@@ -180,6 +186,7 @@ def summarize(results: Sequence[ProblemResult], samples: int) -> dict[str, Any]:
     rewards = [reward for r in ran for reward in r.rewards]
     parsed = [flag for r in ran for flag in r.parsed if flag is not None]
     correct = [flag for r in ran for flag in r.correct]
+    truncated = [t for r in ran for t in r.truncated if t is not None]
     known = [r for r in ran if r.c is not None]
     every = bool(ran) and len(known) == len(ran)
     return {
@@ -193,4 +200,5 @@ def summarize(results: Sequence[ProblemResult], samples: int) -> dict[str, Any]:
             for k in pass_ks(samples)
         },
         "parse_failure_rate": _mean([0.0 if flag else 1.0 for flag in parsed]),
+        "truncated_rate": _mean([float(t > 0.5) for t in truncated]),
     }

@@ -24,12 +24,13 @@ import hashlib
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.evaluation.files import write_eval_dir
+from mint_envkit.evaluation.files import write_results, write_run_folder
 from mint_envkit.evaluation.metrics import ProblemResult, problem_result, summarize
 from mint_envkit.evaluation.spec import eval_groups
 from mint_envkit.rl.backend import connect, preflight
@@ -207,8 +208,9 @@ async def evaluate_many(
     """Evaluate several checkpoints (None: the base model) on the same problems and seeds.
 
     One backend serves them all (an embedded one loads the model once). With
-    ``out_dir`` and more than one checkpoint, each gets ``out_dir/<label>``
-    (see :func:`labels`). The arguments are those of :func:`evaluate`.
+    ``out_dir``, ``results.jsonl`` and ``summary.json`` go there and each
+    checkpoint's run folder (for the viewer) to ``out_dir/<label>`` (see
+    :func:`labels`). The other arguments are those of :func:`evaluate`.
 
     Example::
 
@@ -258,7 +260,7 @@ async def evaluate_many(
         )
         settings["backend"] = connection.backend
         try:
-            return [
+            results = [
                 await _one(
                     pairs,
                     service,
@@ -266,15 +268,20 @@ async def evaluate_many(
                     checkpoint,
                     name,
                     settings=settings,
-                    out_dir=None
-                    if out_dir is None
-                    else (out_dir if len(checkpoints) == 1 else f"{out_dir}/{name}"),
+                    folder=None if out_dir is None else f"{out_dir}/{name}",
                     progress_every=progress_every,
                 )
                 for checkpoint, name in zip(checkpoints, names, strict=True)
             ]
         finally:
             service.holder.close()  # stop its heartbeat before an embedded server stops
+    if out_dir is not None:
+        from mint_envkit.evaluation.compare import comparison_record
+
+        runs = [(r.summary, r.problems) for r in results]
+        summary = results[0].summary if len(results) == 1 else comparison_record(results)
+        write_results(out_dir, runs, summary)
+    return results
 
 
 async def _one(
@@ -285,10 +292,10 @@ async def _one(
     name: str,
     *,
     settings: dict[str, Any],
-    out_dir: str | None,
+    folder: str | None,
     progress_every: int | None,
 ) -> EvalResult:
-    """Evaluate one checkpoint on ``pairs``; write its files into ``out_dir`` when given."""
+    """Evaluate one checkpoint on ``pairs``; write its run folder when ``folder`` is given."""
     t0 = time.monotonic()
     client = await _sampling_client(service, config.model_name, checkpoint)
     rollouts = await _roll(pairs, client, config, label=name, progress_every=progress_every)
@@ -303,10 +310,10 @@ async def _one(
         **summarize(per_problem, int(settings["samples"])),
         "seconds": round(time.monotonic() - t0, 3),
     }
-    where = (
-        None if out_dir is None else str(write_eval_dir(out_dir, summary, per_problem, rollouts))
-    )
-    return EvalResult(summary=summary, problems=per_problem, out_dir=where)
+    if folder is not None:
+        write_run_folder(folder, summary, per_problem, rollouts)
+    out_dir = None if folder is None else str(Path(folder).parent)
+    return EvalResult(summary=summary, problems=per_problem, out_dir=out_dir)
 
 
 def _describe(target: Any) -> str:
@@ -335,7 +342,7 @@ async def evaluate(
         **options: ``split`` (``test``/``train``/``all``; None: test when
             there is one), ``problems``, ``temperature`` (1.0), ``max_tokens``
             (256), ``seed`` (0), ``out_dir`` (write results.jsonl, summary.json
-            and the viewer's files there), ``base_url``, ``backend``,
+            and a run folder ``base/`` or ``<checkpoint name>/`` for the viewer), ``base_url``, ``backend``,
             ``renderer_name``, ``limit`` (first N problems), ``max_concurrent``
             (16 groups), ``progress_every`` (a progress line every N problems).
 
