@@ -569,8 +569,8 @@ def test_help_lists_the_subcommands(capsys):
 
     assert code == 0
     assert out.startswith("usage: mint-envkit ")
-    assert "{serve,summary,checkpoints,view,check}" in out
-    for command in ("serve", "summary", "checkpoints", "view", "check"):
+    assert "{serve,summary,checkpoints,view,eval,check}" in out
+    for command in ("serve", "summary", "checkpoints", "view", "eval", "check"):
         assert re.search(rf"^\s+{command}\s+\S", out, re.MULTILINE), command
 
 
