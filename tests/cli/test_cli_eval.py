@@ -62,7 +62,8 @@ def test_compare_puts_base_and_checkpoint_side_by_side(tmp_path, tiny_local_serv
     out = capsys.readouterr().out
     assert "metric" in out and "base" in out and "cli-eval" in out and "cli-eval-base" in out
     # an untrained adapter samples like the base model on the same seeds: every problem ties
-    assert "cli-eval better on 0, worse on 0, tied on 2" in out
+    assert "correct): cli-eval better on 0, worse on 0, tied on 2" in out
+    assert "reward): cli-eval better on 0, worse on 0, tied on 2" in out
     assert "not a significance test" in out
     summary = json.loads((tmp_path / "cmp" / "summary.json").read_text())
     assert [run["label"] for run in summary["runs"]] == ["base", "cli-eval"]

@@ -119,7 +119,7 @@ async def test_a_checkpoint_against_the_base_model(tmp_path, tiny_local_server):
         sampler.summary["label"],
         state.summary["label"],
     }
-    assert sum(summary["per_problem"][sampler.summary["label"]].values()) == 3
+    assert sum(summary["per_problem"][sampler.summary["label"]]["reward"].values()) == 3
     assert len(write_report(tmp_path / "compare").read_text()) > 0
 
 

@@ -138,11 +138,13 @@ def test_per_problem_counts_and_the_table():
     ]
     tuned = _eval("tuned", better)
     assert per_problem(base, tuned) == {"better": 1, "worse": 0, "tied": 1, "skipped": 1}
+    assert per_problem(base, tuned, by="reward")["better"] == 1
     table = comparison_table([base, tuned])
     header, reward = table.splitlines()[:2]
     assert header.split() == ["metric", "base", "tuned", "tuned-base"]
     assert reward.split()[-1].startswith("+")
-    assert "tuned better on 1, worse on 0, tied on 1, skipped 1" in table
+    assert "share correct): tuned better on 1, worse on 0, tied on 1, skipped 1" in table
+    assert "mean reward): tuned better on 1" in table
     assert "not a significance test" in table
     with pytest.raises(ConfigError, match="pass@3 was not computed"):
         tuned.pass_at(3)

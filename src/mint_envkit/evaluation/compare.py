@@ -14,30 +14,36 @@ from typing import Any
 from mint_envkit.evaluation.metrics import ProblemResult
 from mint_envkit.evaluation.run import EvalResult
 
-__all__ = ["comparison_record", "comparison_table", "per_problem"]
+__all__ = ["BY", "comparison_record", "comparison_table", "per_problem"]
 
 
-def _score(result: ProblemResult) -> float | None:
-    """What a problem is compared by: its share of correct samples, else its mean reward."""
+BY = ("correct", "reward")
+"""What problems are compared by: the share of correct samples, or the mean reward."""
+
+
+def _score(result: ProblemResult, by: str) -> float | None:
     c = result.c
-    return c / result.n if c is not None and result.n else result.mean_reward()
+    if by == "correct" and c is not None and result.n:
+        return c / result.n
+    return result.mean_reward()
 
 
-def per_problem(base: EvalResult, other: EvalResult) -> dict[str, int]:
+def per_problem(base: EvalResult, other: EvalResult, by: str = "correct") -> dict[str, int]:
     """How often ``other`` beats ``base`` on a problem: ``better``, ``worse``, ``tied``.
 
-    A problem is scored by its share of correct samples (its mean reward when
-    the env reports no ``correct``); problems that failed on either side are
-    ``skipped``. Plain counts, not a significance test.
+    ``by="correct"`` scores a problem by its share of correct samples (its
+    mean reward when the env reports no ``correct``); ``by="reward"`` by its
+    mean reward. Problems that failed on either side are ``skipped``. Plain
+    counts, not a significance test.
 
     Example::
 
         per_problem(base, tuned)   # {'better': 3, 'worse': 1, 'tied': 4, 'skipped': 0}
     """
     counts = {"better": 0, "worse": 0, "tied": 0, "skipped": 0}
-    theirs = {(r.split, r.index): _score(r) for r in other.problems}
+    theirs = {(r.split, r.index): _score(r, by) for r in other.problems}
     for result in base.problems:
-        a, b = _score(result), theirs.get((result.split, result.index))
+        a, b = _score(result, by), theirs.get((result.split, result.index))
         if a is None or b is None:
             counts["skipped"] += 1
         else:
@@ -91,12 +97,13 @@ def comparison_table(results: Sequence[EvalResult]) -> str:
     ]
     first = results[0].summary
     for name, other in zip(names[1:], results[1:], strict=True):
-        c = per_problem(results[0], other)
-        lines.append(
-            f"per problem ({first['problems']} problems x {first['samples']} samples, share "
-            f"correct): {name} better on {c['better']}, worse on {c['worse']}, tied on "
-            f"{c['tied']}" + (f", skipped {c['skipped']}" if c["skipped"] else "")
-        )
+        for by, words in zip(BY, ("share correct", "mean reward"), strict=True):
+            c = per_problem(results[0], other, by)
+            lines.append(
+                f"per problem ({first['problems']} problems x {first['samples']} samples, "
+                f"{words}): {name} better on {c['better']}, worse on {c['worse']}, tied on "
+                f"{c['tied']}" + (f", skipped {c['skipped']}" if c["skipped"] else "")
+            )
     if len(results) > 1:
         lines.append(
             "these are plain counts on the same problems and seeds, not a significance test"
@@ -109,12 +116,12 @@ def comparison_record(results: Sequence[EvalResult]) -> dict[str, Any]:
 
     Example::
 
-        comparison_record([base, tuned])["per_problem"]["final"]["better"]   # 3
+        comparison_record([base, tuned])["per_problem"]["final"]["correct"]["better"]   # 3
     """
     return {
         "runs": [r.summary for r in results],
         "per_problem": {
-            str(r.summary.get("label", i)): per_problem(results[0], r)
+            str(r.summary.get("label", i)): {by: per_problem(results[0], r, by) for by in BY}
             for i, r in enumerate(results[1:], start=1)
         },
     }
