@@ -230,6 +230,7 @@ async def evaluate_many(
         renderer_name=renderer_name,
         limit=limit,
     )
+    # The one place sampling settings are validated; any group stands in for the builder.
     config = Config(
         dataset_builder=pairs[0][1] if pairs else None,
         model_name=model_name,
