@@ -42,13 +42,15 @@ def pytest_unconfigure(config):
         shutil.rmtree(cache, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def tiny_local_server(tmp_path_factory):
-    """One embedded server on the tiny model (``mint-envkit/tiny-qwen3``, loaded), for the session.
+    """An embedded server on the tiny model (``mint-envkit/tiny-qwen3``, loaded), per test module.
 
-    Shared by the test modules that sample from the real tiny model through the SDK
-    (evaluation, the eval command), so the model loads once; its state directory is
-    temporary. Pass ``base_url=tiny_local_server.base_url`` (and ``backend="local"``).
+    For the test modules that sample from the real tiny model through the SDK
+    (evaluation, the eval command): the tests of a module share it, so the model loads
+    once per module; it stops at the module's end (other modules check that no server
+    thread outlives them). Its state directory is temporary. Pass
+    ``base_url=tiny_local_server.base_url`` (and ``backend="local"``).
 
     Example::
 
