@@ -50,6 +50,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
         ("main", "ScoredBatch", "score_batch", "sample_batch", "train_on_batch", "save_checkpoint"),
     ),
     ("mint_envkit.rl.backend", None),
+    ("mint_envkit.evaluation", None),
     ("mint_envkit.sweep", None),
     ("mint_envkit.view", None),
     ("mint_envkit.local.server", ("LocalServer", "serve_main")),

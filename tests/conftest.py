@@ -89,3 +89,27 @@ def llama3_tokenizer():
     )
     tok.chat_template = LLAMA3_TEMPLATE
     return tok
+
+
+@pytest.fixture(scope="module")
+def tiny_local_server(tmp_path_factory):
+    """An embedded server on the tiny model (``mint-envkit/tiny-qwen3``, loaded), per test module.
+
+    For the test modules that sample from the real tiny model through the SDK
+    (evaluation, the eval command): the tests of a module share it, so the model loads
+    once per module; it stops at the module's end (other modules check that no server
+    thread outlives them). Its state directory is temporary. Pass
+    ``base_url=tiny_local_server.base_url`` (and ``backend="local"``).
+
+    Example::
+
+        def test_x(tiny_local_server):
+            await evaluate(env, model_name=TINY_MODEL_NAME, base_url=tiny_local_server.base_url)
+    """
+    from mint_envkit import TINY_MODEL_NAME
+    from mint_envkit.local.server import LocalServer
+
+    state = tmp_path_factory.mktemp("tiny-server-state")
+    with LocalServer(models=[TINY_MODEL_NAME], state_dir=str(state)) as server:
+        assert server.preload_errors(timeout=300) == {}
+        yield server

@@ -31,6 +31,7 @@ LAYERS = (
     "builders",
     "local",
     "rl",
+    "evaluation",
     "sweep",
     "view",
     "cli",

@@ -569,8 +569,8 @@ def test_help_lists_the_subcommands(capsys):
 
     assert code == 0
     assert out.startswith("usage: mint-envkit ")
-    assert "{serve,summary,checkpoints,view,install-model,check}" in out
-    for command in ("serve", "summary", "checkpoints", "view", "install-model", "check"):
+    assert "{serve,summary,checkpoints,view,install-model,eval,check}" in out
+    for command in ("serve", "summary", "checkpoints", "view", "install-model", "eval", "check"):
         assert re.search(rf"^\s+{command}\s+\S", out, re.MULTILINE), command
 
 

@@ -54,6 +54,11 @@ if TYPE_CHECKING:
         TokenizerError,
         ToolDefinitionError,
     )
+    from mint_envkit.evaluation import (
+        EvalResult,
+        evaluate,
+        evaluate_sync,
+    )
     from mint_envkit.judge import (
         Judge,
         JudgedEnv,
@@ -127,6 +132,9 @@ _EXPORTS: dict[str, str] = {
     "RendererError": "mint_envkit.errors",
     "TokenizerError": "mint_envkit.errors",
     "ToolDefinitionError": "mint_envkit.errors",
+    "EvalResult": "mint_envkit.evaluation",
+    "evaluate": "mint_envkit.evaluation",
+    "evaluate_sync": "mint_envkit.evaluation",
     "Judge": "mint_envkit.judge",
     "JudgedEnv": "mint_envkit.judge",
     "ParseResult": "mint_envkit.parsers",
@@ -178,6 +186,7 @@ __all__ = [
     "DatasetBuilder",
     "EnvError",
     "EnvFromMessageEnv",
+    "EvalResult",
     "Feedback",
     "GroupBuilder",
     "Judge",
@@ -209,6 +218,8 @@ __all__ = [
     "boxed",
     "choice",
     "default_renderer_for",
+    "evaluate",
+    "evaluate_sync",
     "exact",
     "first_number",
     "gated",

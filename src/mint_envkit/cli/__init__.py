@@ -10,6 +10,7 @@ Subcommands:
 - ``checkpoints list|delete``: local runs' checkpoints (:mod:`mint_envkit.cli.checkpoints`).
 - ``view RUN_DIR``: write one HTML page with a run's (or sweep's) curves and transcripts.
 - ``install-model smollm2``: install the real pretrained model of the local backend.
+- ``eval ENV_SPEC --model M``: pass@k of a model or checkpoints (:mod:`mint_envkit.cli.eval`).
 
 Example::
 
@@ -24,12 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
-import importlib.util
 import itertools
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -37,45 +35,12 @@ import attrs
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.errors import MintEnvkitError
+from mint_envkit.evaluation.spec import load_target as _load_target
 from mint_envkit.rl.rollouts import rollout_groups
 from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy
 from mint_envkit.rl.types import GroupRollout
 
 __all__ = ["main"]
-
-
-def _load_target(spec: str) -> Any:
-    if ":" not in spec:
-        raise MintEnvkitError(
-            f"expected MODULE:NAME (e.g. examples/arithmetic_env.py:ArithmeticEnv or "
-            f"my_pkg.envs:builder), got {spec!r}"
-        )
-    module_ref, name = spec.rsplit(":", 1)
-    if module_ref.endswith(".py") or "/" in module_ref:
-        path = Path(module_ref)
-        if not path.is_file():
-            raise MintEnvkitError(f"no such file: {module_ref}")
-        # The file's folder goes last on sys.path (its siblings import, the
-        # standard library is never shadowed) and the module gets a private
-        # name, so a file called math.py cannot replace the real math.
-        folder = str(path.resolve().parent)
-        if folder not in sys.path:
-            sys.path.append(folder)
-        private = f"_mint_envkit_check_{path.stem}"
-        module_spec = importlib.util.spec_from_file_location(private, path)
-        if module_spec is None or module_spec.loader is None:
-            raise MintEnvkitError(f"cannot import {module_ref}")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[private] = module
-        module_spec.loader.exec_module(module)
-    else:
-        try:
-            module = importlib.import_module(module_ref)
-        except ImportError as err:
-            raise MintEnvkitError(f"cannot import {module_ref}: {err}") from None
-    if not hasattr(module, name):
-        raise MintEnvkitError(f"{module_ref} has no attribute {name!r}")
-    return getattr(module, name)
 
 
 def _answer_forms(answer: Any) -> list[str]:
@@ -347,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
         return _view(argv[1:])
     if argv and argv[0] == "install-model":
         return _install_model(argv[1:])
+    if argv and argv[0] == "eval":
+        from mint_envkit.cli.eval import eval_main
+
+        return eval_main(argv[1:])
     parser = argparse.ArgumentParser(prog="mint-envkit", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the embedded MinT-compatible backend (see --help)")
@@ -354,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("checkpoints", help="list or delete checkpoints of local runs (see --help)")
     sub.add_parser("view", help="write an HTML page of a run's curves and transcripts (see --help)")
     sub.add_parser("install-model", help="install a pretrained model for the local backend")
+    sub.add_parser("eval", help="evaluate a model or checkpoints on an env: pass@k (see --help)")
     check = sub.add_parser("check", help="run an env or DatasetBuilder through ScriptedPolicy")
     check.add_argument("target", help="MODULE:NAME or path/to/file.py:NAME")
     check.add_argument("--problem", action="append", help="a problem as JSON (env classes)")

@@ -1,0 +1,144 @@
+"""``mint-envkit eval``: evaluate a base model or checkpoints on an env, without training.
+
+Example::
+
+    mint-envkit eval examples/rl_hyperparameters.py:builder --model mint-envkit/tiny-qwen3 \\
+        --samples 8 --out runs/eval-base
+    mint-envkit eval my_envs.py:MathEnv --problems test.jsonl --model Qwen/Qwen3-0.6B \\
+        --checkpoint tinker://<run>/sampler_weights/final --compare
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from mint_envkit.errors import MintEnvkitError
+from mint_envkit.evaluation.compare import comparison_table
+from mint_envkit.evaluation.run import evaluate_many
+from mint_envkit.evaluation.spec import SPLITS
+
+__all__ = ["eval_main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mint-envkit eval",
+        description="Sample K completions per problem with a base model or tinker:// "
+        "checkpoints (on MinT with MINT_API_KEY, else the embedded local backend); report "
+        "mean reward, pass@k and the parse-failure rate; write results.jsonl, summary.json "
+        "and a viewer page.",
+    )
+    parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
+    parser.add_argument("--model", required=True, help="the base model (of the checkpoints)")
+    parser.add_argument(
+        "--checkpoint",
+        action="append",
+        default=[],
+        help="a tinker:// path (sampler weights or training state), or 'base'; repeat it to "
+        "compare checkpoints on the same problems and seeds",
+    )
+    parser.add_argument("--compare", action="store_true", help="also evaluate the base model")
+    parser.add_argument("--samples", type=int, default=4, help="completions per problem (K)")
+    parser.add_argument("--split", choices=SPLITS, default=None, help="default: test if any")
+    parser.add_argument("--problem", action="append", help="a problem as JSON (env classes)")
+    parser.add_argument("--problems", help="a .jsonl/.csv/.parquet file of problems (env classes)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--renderer", default=None, help="default: the builder's, else qwen3")
+    parser.add_argument("--out", default=None, help="default: runs/eval-<name>-<time>")
+    parser.add_argument("--base-url", default=None, help="a running backend (else as training)")
+    parser.add_argument("--backend", choices=("auto", "local", "mint"), default="auto")
+    parser.add_argument("--concurrency", type=int, default=16, help="problems at once")
+    parser.add_argument("--progress-every", type=int, default=None, help="a line per N problems")
+    parser.add_argument("--no-report", action="store_true", help="skip the viewer page")
+    return parser
+
+
+def _problems(args: argparse.Namespace) -> list[dict] | str | None:
+    if args.problem and args.problems:
+        raise MintEnvkitError("give --problem or --problems, not both")
+    if args.problems:
+        return args.problems
+    out = []
+    for text in args.problem or []:
+        try:
+            out.append(json.loads(text))
+        except json.JSONDecodeError as err:
+            raise MintEnvkitError(f"--problem {text!r} is not JSON: {err}") from None
+    return out or None
+
+
+def _checkpoints(args: argparse.Namespace) -> list[str | None]:
+    chosen: list[str | None] = [None if c == "base" else c for c in args.checkpoint] or [None]
+    if args.compare and None not in chosen:
+        chosen.insert(0, None)
+    return chosen
+
+
+async def _run(args: argparse.Namespace) -> int:
+    out = args.out or (
+        f"runs/eval-{args.target.rsplit(':', 1)[-1]}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    results = await evaluate_many(
+        args.target,
+        model_name=args.model,
+        checkpoints=_checkpoints(args),
+        samples=args.samples,
+        split=args.split,
+        problems=_problems(args),
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+        out_dir=out,
+        base_url=args.base_url,
+        backend=args.backend,
+        renderer_name=args.renderer,
+        limit=args.limit,
+        max_concurrent=args.concurrency,
+        progress_every=args.progress_every,
+    )
+    first = results[0].summary
+    print(
+        f"eval of {args.model} on {first['problems']} problems x {first['samples']} samples "
+        f"(split {first['split']}, {first['backend']} backend, seed {first['seed']})"
+    )
+    print(comparison_table(results))
+    print(f"per problem: {Path(out) / 'results.jsonl'}  summary: {Path(out) / 'summary.json'}")
+    if not args.no_report:
+        from mint_envkit.view import write_report
+
+        print(f"report: {write_report(out)}")
+    return 0
+
+
+def eval_main(argv: Sequence[str]) -> int:
+    """``mint-envkit eval ...``; returns the exit code (2 for a usage or setup error).
+
+    Example::
+
+        eval_main(["examples/rl_hyperparameters.py:builder", "--model",
+                   "mint-envkit/tiny-qwen3", "--samples", "4", "--limit", "8"])
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    for name in ("samples", "max_tokens", "concurrency"):
+        if getattr(args, name) < 1:
+            parser.print_usage(sys.stderr)
+            print(f"mint-envkit eval: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
+            return 2
+    try:
+        return asyncio.run(_run(args))
+    except MintEnvkitError as err:
+        print(f"mint-envkit eval: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,127 @@
+"""Side by side: the figures of several evaluations, and per-problem wins, losses and ties.
+
+Example::
+
+    results = await evaluate_many(builder, model_name=model, checkpoints=[None, path])
+    print(comparison_table(results))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mint_envkit.evaluation.metrics import ProblemResult
+from mint_envkit.evaluation.run import EvalResult
+
+__all__ = ["BY", "comparison_record", "comparison_table", "per_problem"]
+
+
+BY = ("correct", "reward")
+"""What problems are compared by: the share of correct samples, or the mean reward."""
+
+
+def _score(result: ProblemResult, by: str) -> float | None:
+    c = result.c
+    if by == "correct" and c is not None and result.n:
+        return c / result.n
+    return result.mean_reward()
+
+
+def per_problem(base: EvalResult, other: EvalResult, by: str = "correct") -> dict[str, int]:
+    """How often ``other`` beats ``base`` on a problem: ``better``, ``worse``, ``tied``.
+
+    ``by="correct"`` scores a problem by its share of correct samples (its
+    mean reward when the env reports no ``correct``); ``by="reward"`` by its
+    mean reward. Problems that failed on either side are ``skipped``. Plain
+    counts, not a significance test.
+
+    Example::
+
+        per_problem(base, tuned)   # {'better': 3, 'worse': 1, 'tied': 4, 'skipped': 0}
+    """
+    counts = {"better": 0, "worse": 0, "tied": 0, "skipped": 0}
+    theirs = {(r.split, r.index): _score(r, by) for r in other.problems}
+    for result in base.problems:
+        a, b = _score(result, by), theirs.get((result.split, result.index))
+        if a is None or b is None:
+            counts["skipped"] += 1
+        else:
+            counts["better" if b > a else "worse" if b < a else "tied"] += 1
+    return counts
+
+
+def _rows(result: EvalResult) -> list[tuple[str, float | None]]:
+    summary = result.summary
+    rows = [("mean reward", summary["mean_reward"])]
+    rows += [(f"pass@{k}", value) for k, value in summary["pass@"].items()]
+    rows.append(("parse failures", summary["parse_failure_rate"]))
+    rows.append(("truncated", summary.get("truncated_rate")))
+    return rows
+
+
+def _cell(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def comparison_table(results: Sequence[EvalResult]) -> str:
+    """The figures of ``results`` side by side; with two or more, each one minus the first.
+
+    Below the table, per problem: how many the later ones win, lose and tie
+    against the first (see :func:`per_problem`).
+
+    Example::
+
+        print(comparison_table([base, tuned]))
+        # metric          base    final   final-base ...
+    """
+    names = [str(r.summary.get("label", i)) for i, r in enumerate(results)]
+    header = ["metric", *names, *(f"{n}-{names[0]}" for n in names[1:])]
+    body: list[list[str]] = []
+    columns = [_rows(r) for r in results]
+    for position, (metric, first) in enumerate(columns[0]):
+        values = [col[position][1] for col in columns]
+        diffs = [None if v is None or first is None else v - first for v in values[1:]]
+        body.append([metric, *(_cell(v) for v in values), *(_cell(d, signed=True) for d in diffs)])
+    errors = [str(r.summary["errors"]) for r in results]
+    body.append(["failed problems", *errors, *([""] * (len(results) - 1))])
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            cell.rjust(w) if i else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in [header, *body]
+    ]
+    first = results[0].summary
+    for name, other in zip(names[1:], results[1:], strict=True):
+        for by, words in zip(BY, ("share correct", "mean reward"), strict=True):
+            c = per_problem(results[0], other, by)
+            lines.append(
+                f"per problem ({first['problems']} problems x {first['samples']} samples, "
+                f"{words}): {name} better on {c['better']}, worse on {c['worse']}, tied on "
+                f"{c['tied']}" + (f", skipped {c['skipped']}" if c["skipped"] else "")
+            )
+    if len(results) > 1:
+        lines.append(
+            "these are plain counts on the same problems and seeds, not a significance test"
+        )
+    return "\n".join(lines)
+
+
+def comparison_record(results: Sequence[EvalResult]) -> dict[str, Any]:
+    """The ``comparison.json`` of a comparison: each summary, and per-problem counts vs the first.
+
+    Example::
+
+        comparison_record([base, tuned])["per_problem"]["final"]["correct"]["better"]   # 3
+    """
+    return {
+        "runs": [r.summary for r in results],
+        "per_problem": {
+            str(r.summary.get("label", i)): {by: per_problem(results[0], r, by) for by in BY}
+            for i, r in enumerate(results[1:], start=1)
+        },
+    }

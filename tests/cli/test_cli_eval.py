@@ -1,0 +1,94 @@
+"""``mint-envkit eval``: a table of figures, the files, comparisons, and readable errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mint_envkit import TINY_MODEL_NAME
+from mint_envkit.cli import main
+
+EXAMPLE = f"{Path(__file__).resolve().parents[2] / 'examples' / 'arithmetic_env.py'}:ArithmeticEnv"
+PROBLEMS = ["--problem", '{"question": "What is 2 + 3?", "answer": "5"}']
+PROBLEMS += ["--problem", '{"question": "What is 4 + 4?", "answer": "8"}']
+
+
+def _args(server, out, *more):
+    return [
+        "eval",
+        EXAMPLE,
+        "--model",
+        TINY_MODEL_NAME,
+        *PROBLEMS,
+        "--samples",
+        "2",
+        "--max-tokens",
+        "6",
+        "--base-url",
+        server.base_url,
+        "--backend",
+        "local",
+        "--out",
+        str(out),
+        *more,
+    ]
+
+
+@pytest.mark.integration
+def test_eval_prints_the_figures_and_writes_the_files(tmp_path, tiny_local_server, capsys):
+    assert main(_args(tiny_local_server, tmp_path / "ev")) == 0
+    out, err = capsys.readouterr()
+    assert "on 2 problems x 2 samples (split train, local backend, seed 0)" in out
+    for row in ("mean reward", "pass@1", "pass@2", "parse failures"):
+        assert row in out
+    assert "eval base: 2/2 problems" in err
+    assert (tmp_path / "ev" / "view.html").is_file() and "view.html" in out
+    lines = (tmp_path / "ev" / "results.jsonl").read_text().splitlines()
+    assert [json.loads(line)["problem"]["answer"] for line in lines] == ["5", "8"]
+
+
+@pytest.mark.integration
+def test_compare_puts_base_and_checkpoint_side_by_side(tmp_path, tiny_local_server, capsys):
+    import mint
+
+    service = mint.ServiceClient(base_url=tiny_local_server.base_url, api_key="sk-test")
+    training = service.create_lora_training_client(base_model=TINY_MODEL_NAME, rank=4)
+    path = training.save_weights_for_sampler("cli-eval").result().path
+    service.holder.close()
+    argv = _args(tiny_local_server, tmp_path / "cmp", "--checkpoint", path, "--compare")
+    assert main([*argv, "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert "metric" in out and "base" in out and "cli-eval" in out and "cli-eval-base" in out
+    # an untrained adapter samples like the base model on the same seeds: every problem ties
+    assert "correct): cli-eval better on 0, worse on 0, tied on 2" in out
+    assert "reward): cli-eval better on 0, worse on 0, tied on 2" in out
+    assert "not a significance test" in out
+    summary = json.loads((tmp_path / "cmp" / "summary.json").read_text())
+    assert [run["label"] for run in summary["runs"]] == ["base", "cli-eval"]
+
+
+@pytest.mark.integration
+def test_a_missing_checkpoint_exits_2_naming_it(tmp_path, tiny_local_server, capsys):
+    missing = "tinker://nope/sampler_weights/x"
+    argv = _args(tiny_local_server, tmp_path / "x", "--checkpoint", missing)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert missing in err and "mint-envkit checkpoints list" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["eval", "nowhere/env.py:Env", "--model", "m"], "no such file: nowhere/env.py"),
+        (["eval", "no_colon", "--model", "m"], "expected MODULE:NAME"),
+        (["eval", EXAMPLE, "--model", "m"], "needs problems"),
+        (["eval", EXAMPLE, "--model", "m", *PROBLEMS, "--samples", "0"], "--samples must be"),
+        (["eval", EXAMPLE, "--model", "m", "--problem", "{bad"], "is not JSON"),
+        (["eval", EXAMPLE], "--model"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err

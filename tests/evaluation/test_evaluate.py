@@ -1,0 +1,139 @@
+"""Evaluating the tiny model through the SDK on the embedded backend; comparing a checkpoint."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mint_envkit import (
+    TINY_MODEL_NAME,
+    Config,
+    DatasetBuilder,
+    MessageStepResult,
+    evaluate,
+    run_training,
+)
+from mint_envkit.errors import ConfigError
+from mint_envkit.evaluation import evaluate_many
+from mint_envkit.view import write_report
+from shared_envs import ArithmeticEnv
+
+pytestmark = pytest.mark.integration
+
+PROBLEMS = [{"question": f"What is {i} + {i}?", "answer": str(2 * i)} for i in range(3)]
+
+
+class OddLengthEnv(ArithmeticEnv):
+    """Correct when the reply has an odd number of characters: the untrained model's rewards
+    vary within a group, so one training step changes the weights."""
+
+    def score(self, message):
+        hit = float(len(message.get("content") or "") % 2)
+        return MessageStepResult(reward=hit, episode_done=True, metrics={"correct": hit})
+
+
+def _options(server, **more):
+    return {
+        "model_name": TINY_MODEL_NAME,
+        "samples": 4,
+        "max_tokens": 6,
+        "base_url": server.base_url,
+        "backend": "local",
+        "progress_every": 1,
+        **more,
+    }
+
+
+async def test_an_evaluation_writes_results_summary_and_a_viewer_run(
+    tmp_path, tiny_local_server, capsys
+):
+    out = tmp_path / "eval"
+    result = await evaluate(
+        ArithmeticEnv, problems=PROBLEMS, out_dir=str(out), **_options(tiny_local_server)
+    )
+    summary = result.summary
+    assert (summary["problems"], summary["episodes"], summary["errors"]) == (3, 12, 0)
+    assert set(summary["pass@"]) == {"1", "2", "4"} and summary["backend"] == "local"
+    assert 0.0 <= result.pass_at(1) <= result.pass_at(2) <= result.pass_at(4) <= 1.0
+    assert 0.0 <= result.parse_failure_rate <= 1.0
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [line["index"] for line in lines] == [0, 1, 2]
+    assert {"problem", "replies", "rewards", "parse_status", "correct", "pass@"} <= set(lines[0])
+    assert len(lines[0]["replies"]) == 4 and lines[0]["label"] == "base"
+    assert json.loads((out / "summary.json").read_text())["pass@"] == summary["pass@"]
+    episodes = (out / "base" / "rollouts.jsonl").read_text().splitlines()
+    assert len(episodes) == 12 and all(json.loads(e)["split"] == "eval" for e in episodes)
+    assert "eval base: 3/3 problems" in capsys.readouterr().err
+    page = write_report(out).read_text()
+    assert "eval/mean_reward" in page and lines[0]["replies"][0][:3] in page
+
+
+async def test_a_fixed_seed_gives_the_same_samples(tiny_local_server):
+    first = await evaluate(ArithmeticEnv, problems=PROBLEMS, **_options(tiny_local_server))
+    again = await evaluate(ArithmeticEnv, problems=PROBLEMS, **_options(tiny_local_server))
+    other = await evaluate(ArithmeticEnv, problems=PROBLEMS, **_options(tiny_local_server, seed=1))
+    assert [p.replies for p in first.problems] == [p.replies for p in again.problems]
+    assert [p.replies for p in first.problems] != [p.replies for p in other.problems]
+
+
+async def test_a_checkpoint_against_the_base_model(tmp_path, tiny_local_server):
+    builder = DatasetBuilder(
+        env=OddLengthEnv,
+        problems=PROBLEMS,
+        batch_size=3,
+        group_size=4,
+        model_name=TINY_MODEL_NAME,
+        score_truncated=True,
+    )
+    run = await run_training(
+        Config(
+            dataset_builder=builder,
+            model_name=TINY_MODEL_NAME,
+            log_path=str(tmp_path / "run"),
+            learning_rate=5e-2,
+            lora_rank=4,
+            max_tokens=6,
+            max_steps=1,
+            base_url=tiny_local_server.base_url,
+            backend="local",
+        )
+    )
+    final = run.final_checkpoint
+    base, sampler, state = await evaluate_many(
+        builder,
+        checkpoints=[None, final["sampler_path"], final["state_path"]],
+        out_dir=str(tmp_path / "compare"),
+        **_options(tiny_local_server),
+    )
+    assert [r.summary["checkpoint"] for r in (base, sampler, state)] == [
+        None,
+        final["sampler_path"],
+        final["state_path"],
+    ]
+    # the same weights (as sampler weights and as a training state) on the same seeds
+    assert [p.replies for p in sampler.problems] == [p.replies for p in state.problems]
+    assert [p.replies for p in sampler.problems] != [p.replies for p in base.problems]
+    summary = json.loads((tmp_path / "compare" / "summary.json").read_text())
+    assert len(summary["runs"]) == 3 and set(summary["per_problem"]) == {
+        sampler.summary["label"],
+        state.summary["label"],
+    }
+    assert sum(summary["per_problem"][sampler.summary["label"]]["reward"].values()) == 3
+    assert len(write_report(tmp_path / "compare").read_text()) > 0
+
+
+async def test_a_missing_checkpoint_says_how_to_list_them(tiny_local_server):
+    missing = "tinker://no-such-run/sampler_weights/final"
+    with pytest.raises(ConfigError, match="mint-envkit checkpoints list") as err:
+        await evaluate(
+            ArithmeticEnv,
+            problems=PROBLEMS,
+            checkpoint=missing,
+            **_options(tiny_local_server),
+        )
+    assert missing in str(err.value)
+    with pytest.raises(ConfigError, match="not a tinker:// path"):
+        await evaluate(
+            ArithmeticEnv, problems=PROBLEMS, checkpoint="final", **_options(tiny_local_server)
+        )

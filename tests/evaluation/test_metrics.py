@@ -1,0 +1,150 @@
+"""pass@k against hand-computed values; per-problem results, the summary and the comparison."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from mint_envkit.errors import ConfigError
+from mint_envkit.evaluation import (
+    EvalResult,
+    comparison_table,
+    pass_at_k,
+    pass_ks,
+    per_problem,
+)
+from mint_envkit.evaluation.files import metric_line
+from mint_envkit.evaluation.metrics import problem_result, summarize
+from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [
+        (4, 1, 1, 1 / 4),
+        (4, 1, 2, 1 - 3 / 6),  # 1 - C(3,2)/C(4,2)
+        (4, 1, 4, 1.0),
+        (5, 2, 2, 1 - 3 / 10),  # 1 - C(3,2)/C(5,2)
+        (10, 3, 5, 1 - 21 / 252),  # 1 - C(7,5)/C(10,5)
+        (8, 0, 4, 0.0),
+        (8, 8, 1, 1.0),
+        (16, 1, 8, 0.5),  # 1 - C(15,8)/C(16,8) = 1 - 8/16
+    ],
+)
+def test_pass_at_k_matches_hand_computed_values(n, c, k, expected):
+    assert math.isclose(pass_at_k(n, c, k), expected, rel_tol=1e-12)
+
+
+def test_pass_at_k_is_not_the_biased_estimate():
+    # the plug-in 1 - (1 - c/n)^k would give 1 - 0.75^2 = 0.4375
+    assert pass_at_k(4, 1, 2) == 0.5
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(4, 5, 1), (4, -1, 1), (4, 1, 0), (4, 1, 5)])
+def test_pass_at_k_rejects_impossible_counts(n, c, k):
+    with pytest.raises(ConfigError, match=f"n={n}, c={c}, k={k}"):
+        pass_at_k(n, c, k)
+
+
+@pytest.mark.parametrize(
+    ("samples", "ks"), [(1, [1]), (4, [1, 2, 4]), (6, [1, 2, 4, 6]), (16, [1, 2, 4, 8, 16])]
+)
+def test_pass_ks_are_one_the_powers_of_two_and_k(samples, ks):
+    assert pass_ks(samples) == ks
+
+
+def _rollout(index, outcomes, error=None):
+    """outcomes: one (reward, correct, parsed, truncated) per sample."""
+    if error:
+        return GroupRollout(index, [], [], error=error)
+    trajectories = []
+    for reward, correct, parsed, truncated in outcomes:
+        step = Transition(
+            ob=[1],
+            ac=SampledTokens([2], None, "length" if truncated else "stop"),
+            reward=reward,
+            episode_done=True,
+            metrics={"correct": correct, "parsed": parsed, "truncated": truncated},
+            logs={"parse_status": "ok" if parsed else "no_number"},
+            message={"role": "assistant", "content": f"r{reward}"},
+        )
+        trajectories.append(Trajectory([step]))
+    return GroupRollout(index, [{"role": "user", "content": "q"}], trajectories)
+
+
+RIGHT, WRONG, UNPARSED, CUT = (
+    (1.0, 1.0, 1.0, 0.0),
+    (0.0, 0.0, 1.0, 0.0),
+    (-0.5, 0.0, 0.0, 0.0),
+    (
+        -0.1,
+        0.0,
+        0.0,
+        1.0,
+    ),
+)
+
+
+def _results():
+    return [
+        problem_result("test", {"q": 0}, _rollout(0, [RIGHT, WRONG, WRONG, UNPARSED])),
+        problem_result("test", {"q": 1}, _rollout(1, [RIGHT, RIGHT, CUT, WRONG])),
+        problem_result("test", {"q": 2}, _rollout(2, [], error="RuntimeError: boom")),
+    ]
+
+
+def test_a_problem_result_counts_its_samples():
+    first = _results()[0]
+    assert (first.n, first.c) == (4, 1)
+    assert first.parse_status == ["ok", "ok", "ok", "no_number"]
+    assert first.pass_at(2) == 0.5 and first.mean_reward() == 0.125
+    record = first.record([1, 2, 4])
+    assert record["pass@"] == {"1": 0.25, "2": 0.5, "4": 1.0}
+    assert record["correct"] == [True, False, False, False] and record["replies"][0] == "r1.0"
+
+
+def test_the_summary_averages_over_problems_and_leaves_failed_ones_out():
+    summary = summarize(_results(), samples=4)
+    assert (summary["problems"], summary["episodes"], summary["errors"]) == (3, 8, 1)
+    assert summary["mean_reward"] == pytest.approx((0.5 + 1.9) / 8)
+    assert summary["pass@"]["1"] == pytest.approx((0.25 + 0.5) / 2)
+    assert summary["pass@"]["2"] == pytest.approx((0.5 + (1 - 1 / 6)) / 2)
+    assert summary["pass@"]["4"] == 1.0
+    assert summary["parse_failure_rate"] == pytest.approx(2 / 8)
+    assert summary["truncated_rate"] == pytest.approx(1 / 8)
+    assert metric_line(summary)["eval/pass@2"] == summary["pass@"]["2"]
+
+
+def test_an_env_without_a_correct_metric_reports_no_pass_at_k():
+    rollout = _rollout(0, [RIGHT])
+    step = rollout.trajectories[0].transitions[0]
+    bare = GroupRollout(0, [], [Trajectory([Transition(step.ob, step.ac, 1.0, True)])])
+    summary = summarize([problem_result("train", {}, bare)], samples=1)
+    assert summary["pass@"] == {"1": None} and summary["mean_reward"] == 1.0
+
+
+def _eval(label, results):
+    summary = {"label": label, "samples": 4, **summarize(results, 4)}
+    return EvalResult(summary=summary, problems=results)
+
+
+def test_per_problem_counts_and_the_table():
+    base = _eval("base", _results())
+    better = [
+        problem_result("test", {"q": 0}, _rollout(0, [RIGHT, RIGHT, WRONG, WRONG])),
+        problem_result("test", {"q": 1}, _rollout(1, [RIGHT, RIGHT, CUT, WRONG])),
+        problem_result("test", {"q": 2}, _rollout(2, [RIGHT] * 4)),
+    ]
+    tuned = _eval("tuned", better)
+    assert per_problem(base, tuned) == {"better": 1, "worse": 0, "tied": 1, "skipped": 1}
+    assert per_problem(base, tuned, by="reward")["better"] == 1
+    table = comparison_table([base, tuned])
+    header, reward = table.splitlines()[:2]
+    assert header.split() == ["metric", "base", "tuned", "tuned-base"]
+    assert reward.split()[-1].startswith("+")
+    assert "share correct): tuned better on 1, worse on 0, tied on 1, skipped 1" in table
+    assert "mean reward): tuned better on 1" in table
+    assert "not a significance test" in table
+    with pytest.raises(ConfigError, match="pass@3 was not computed"):
+        tuned.pass_at(3)
