@@ -95,8 +95,12 @@ def speak_up_problems(n: int, seed: int, exclude: frozenset = frozenset()) -> li
     return problems
 
 
+def _is_tiny(model: str) -> bool:
+    return model.startswith("mint-envkit/tiny-")  # the built-in random models
+
+
 def _task(model: str) -> tuple[type[SingleTurnEnv], Any]:
-    return (SpeakUpEnv, speak_up_problems) if model == TINY else (AdditionEnv, addition_problems)
+    return (SpeakUpEnv, speak_up_problems) if _is_tiny(model) else (AdditionEnv, addition_problems)
 
 
 def choose_model(requested: str | None) -> str:
@@ -125,7 +129,7 @@ def build_config(args: argparse.Namespace, model: str, url: str) -> tuple[Config
     )
     strip = [[{k: v for k, v in p.items() if k != "pair"} for p in ps] for ps in (train, held_out)]
     common = {"env": env, "model_name": model, "seed": args.seed, "group_size": args.group}
-    if model == TINY:  # the random model rarely ends a reply: score the cut-off ones too
+    if _is_tiny(model):  # the random model rarely ends a reply: score the cut-off ones too
         common["score_truncated"] = True
     builder = DatasetBuilder(problems=strip[0], batch_size=args.batch, **common)
     eval_builder = DatasetBuilder(
@@ -135,7 +139,7 @@ def build_config(args: argparse.Namespace, model: str, url: str) -> tuple[Config
         dataset_builder=builder,
         model_name=model,
         log_path=str(args.out / "run"),
-        learning_rate=args.lr or (3e-3 if model == TINY else 5e-4),
+        learning_rate=args.lr or (3e-3 if _is_tiny(model) else 5e-4),
         lora_rank=16,
         train_unembed=False,
         max_tokens=args.max_tokens,

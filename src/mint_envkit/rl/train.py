@@ -260,10 +260,36 @@ async def _open(
     return training, reference
 
 
-async def _evaluate(run: _Run, sampling_client: Any, step: int) -> dict[str, Any]:
-    batch = await sample_batch(run.config, sampling_client, run.test_data.groups(), salt=-1 - step)
-    run.files.append_rollouts(rollout_records(step, batch.rollouts, {}, "test"))
-    return rollout_metrics(batch.rollouts, "test/env")
+FINAL_EVAL_PREFIX = "test_final/env"
+"""Metrics prefix of the evaluation after the last update (logged with the last step).
+
+With ``Config.eval_every`` set, the test split is evaluated with the step's
+sampler at each due step (``test/env/...``, before that step's update) and,
+with the final weights, after the last step (``test_final/env/...``) on the
+same problems and sampling seeds as step 0's, so the two compare directly.
+"""
+
+
+async def _evaluate(
+    run: _Run, sampling_client: Any, step: int, prefix: str = "test/env", salt: int | None = None
+) -> dict[str, Any]:
+    groups = run.test_data.groups()
+    batch = await sample_batch(
+        run.config, sampling_client, groups, salt=-1 - step if salt is None else salt
+    )
+    split = "test" if prefix == "test/env" else "test_final"
+    run.files.append_rollouts(rollout_records(step, batch.rollouts, {}, split))
+    return rollout_metrics(batch.rollouts, prefix)
+
+
+async def _final_evaluation(run: _Run, step: int) -> dict[str, Any]:
+    """``test_final/env/...`` after the last step's update (empty when no eval is due)."""
+    if not (run.config.eval_every and run.test_data is not None and step + 1 == run.total):
+        return {}
+    t0 = time.monotonic()
+    client = await asyncio.to_thread(run.training.save_weights_and_get_sampling_client)
+    metrics = await _evaluate(run, client, step, FINAL_EVAL_PREFIX, salt=-1)
+    return {**metrics, "time/eval_final": time.monotonic() - t0}
 
 
 async def _step(run: _Run, step: int) -> dict[str, Any] | None:
@@ -304,6 +330,7 @@ async def _step(run: _Run, step: int) -> dict[str, Any] | None:
     t2 = time.monotonic()
     metrics.update(await train_on_batch(run.training, config, samples, token_advantages))
     metrics["time/train"] = time.monotonic() - t2
+    metrics.update(await _final_evaluation(run, step))
 
     t3 = time.monotonic()
     checkpoint = await save_checkpoint(run.training, config, step + 1, run.total)
