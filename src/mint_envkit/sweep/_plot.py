@@ -117,6 +117,9 @@ def _step_curves(axes: Any, rows: Sequence[SummaryRow]) -> None:
                 markersize=3,
                 label=row.name,
             )
+    from matplotlib.ticker import MaxNLocator
+
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_xlabel("step")
     axes.set_ylabel("training reward (before the step's update)")
     axes.set_title("training reward per step")
