@@ -260,26 +260,12 @@ async def _open(
     return training, reference
 
 
-FINAL_EVAL_PREFIX = "test_final/env"
-"""Metrics prefix of the evaluation after the last update (logged with the last step).
-
-With ``Config.eval_every`` set, the test split is evaluated with the step's
-sampler at each due step (``test/env/...``, before that step's update) and,
-with the final weights, after the last step (``test_final/env/...``) on the
-same problems and sampling seeds as step 0's, so the two compare directly.
-"""
-
-
-async def _evaluate(
-    run: _Run, sampling_client: Any, step: int, prefix: str = "test/env", salt: int | None = None
-) -> dict[str, Any]:
-    groups = run.test_data.groups()
-    batch = await sample_batch(
-        run.config, sampling_client, groups, salt=-1 - step if salt is None else salt
-    )
-    split = "test" if prefix == "test/env" else "test_final"
+async def _evaluate(run: _Run, client: Any, step: int, final: bool = False) -> dict[str, Any]:
+    salt = -1 if final else -1 - step  # the final eval repeats step 0's draws
+    batch = await sample_batch(run.config, client, run.test_data.groups(), salt=salt)
+    split = "test_final" if final else "test"
     run.files.append_rollouts(rollout_records(step, batch.rollouts, {}, split))
-    return rollout_metrics(batch.rollouts, prefix)
+    return rollout_metrics(batch.rollouts, f"{split}/env")
 
 
 async def _final_evaluation(run: _Run, step: int) -> dict[str, Any]:
@@ -288,7 +274,7 @@ async def _final_evaluation(run: _Run, step: int) -> dict[str, Any]:
         return {}
     t0 = time.monotonic()
     client = await asyncio.to_thread(run.training.save_weights_and_get_sampling_client)
-    metrics = await _evaluate(run, client, step, FINAL_EVAL_PREFIX, salt=-1)
+    metrics = await _evaluate(run, client, step, final=True)
     return {**metrics, "time/eval_final": time.monotonic() - t0}
 
 
