@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from mint_envkit import Config, DatasetBuilder, ParseResult, SingleTurnEnv, last_number
 from mint_envkit.rl import run_training
 from mint_envkit.rl.backend import LOCAL_API_KEY, local_backend
@@ -132,8 +134,8 @@ def build_config(args: argparse.Namespace, model: str, url: str) -> tuple[Config
     if _is_tiny(model):  # the random model rarely ends a reply: score the cut-off ones too
         common["score_truncated"] = True
     builder = DatasetBuilder(problems=strip[0], batch_size=args.batch, **common)
-    eval_builder = DatasetBuilder(
-        problems=strip[1], batch_size=args.eval_n, shuffle=False, **common
+    eval_builder = attrs.evolve(
+        builder, problems=strip[1], batch_size=args.eval_n, group_size=1, shuffle=False
     )
     config = Config(
         dataset_builder=builder,
@@ -155,25 +157,11 @@ def build_config(args: argparse.Namespace, model: str, url: str) -> tuple[Config
 
 async def evaluate(config: Config, client: Any, builder: DatasetBuilder) -> dict[str, float]:
     """Greedy correctness and parse rate of ``client`` on the held-out problems (1 sample each)."""
-    train, _ = await builder()
-    greedy = _evolve(config, temperature=EVAL_TEMPERATURE)
-    groups = [g for batch in train.batches for g in batch]
-    groups = [_one_sample(g) for g in groups]
-    batch = await sample_batch(greedy, client, groups, salt=-1)
+    held_out, _ = await builder()
+    greedy = attrs.evolve(config, temperature=EVAL_TEMPERATURE)
+    batch = await sample_batch(greedy, client, held_out.groups(), salt=-1)
     metrics = rollout_metrics(batch.rollouts, "eval")
     return {"correct": metrics["eval/all/correct"], "parsed": metrics["eval/all/parsed"]}
-
-
-def _evolve(config: Config, **changes: Any) -> Config:
-    import attrs
-
-    return attrs.evolve(config, **changes)
-
-
-def _one_sample(group: Any) -> Any:
-    import attrs
-
-    return attrs.evolve(group, group_size=1)
 
 
 async def learn(args: argparse.Namespace, model: str) -> dict[str, Any]:
