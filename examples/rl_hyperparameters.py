@@ -8,7 +8,9 @@ MINT_ENVKIT_BACKEND=local|mint forces a backend, MINT_BASE_MODEL a model.
 The grid comes from MINT_RL_KL_COEFS, MINT_RL_TEMPS, MINT_RL_GROUPS and
 MINT_RL_STEPS (default 2 x 2 x 2 configs, 1 step each); MINT_RL_BATCH,
 MINT_RL_MAX_TOKENS, MINT_RL_LR, MINT_LORA_RANK and MINT_LOG_ROOT adjust the
-rest. See docs/sweep.md.
+rest. Each config is evaluated on 8 held-out problems before its first update
+and after its last (the table's "Eval before" / "Eval after"); summary.png
+shows both, and with MINT_RL_STEPS > 1 the reward per step. See docs/sweep.md.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ def main() -> int:
     builder = DatasetBuilder(
         env=ArithmeticEnv,
         problems=arithmetic_problems(64, seed=0),
+        # Held out (another seed), the same for every config: evaluated before the
+        # first update and, with the final weights, after the last one.
+        test_problems=arithmetic_problems(8, seed=1),
+        test_group_size=2,
         batch_size=2,
         group_size=4,
         model_name=model,
@@ -50,6 +56,7 @@ def main() -> int:
         max_tokens=32,
         backend=backend,
         save_every=0,
+        eval_every=1,
     )
     # On MinT the configs are independent runs: run them all at once.
     parallel = 8 if backend == "mint" else 1

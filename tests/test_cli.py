@@ -481,6 +481,10 @@ def test_summary_prints_the_table_and_writes_the_csv(sweep_dir, capsys):
         "Steps",
         "Mean reward",
         "Correct",
+        "Eval before",
+        "Eval after",
+        "Datums",
+        "KL to base",
         "Status",
         "Log path",
     ]
@@ -491,6 +495,10 @@ def test_summary_prints_the_table_and_writes_the_csv(sweep_dir, capsys):
         "2",
         "-0.250",
         "0.25",
+        "-",
+        "-",
+        "0",
+        "-",
         "ok",
         str(sweep_dir / "t0p7"),
     ]
@@ -501,6 +509,10 @@ def test_summary_prints_the_table_and_writes_the_csv(sweep_dir, capsys):
         "0",
         "-",
         "-",
+        "-",
+        "-",
+        "0",
+        "-",
         "failed",
         str(sweep_dir / "t1p0"),
     ]
@@ -509,9 +521,12 @@ def test_summary_prints_the_table_and_writes_the_csv(sweep_dir, capsys):
     assert "summary.png skipped: matplotlib is not installed" in out
 
     rows = (sweep_dir / "summary.csv").read_text(encoding="utf-8").splitlines()
-    assert rows[0].startswith("Name,KL,Temperature,Group size,Steps,Mean reward,Correct,Status,")
-    assert rows[1].startswith("t0p7,0.0,0.7,2,2,-0.25,0.25,ok,")
-    assert rows[2].startswith("t1p0,0.0,1.0,2,0,,,failed,")
+    assert rows[0].startswith(
+        "Name,KL,Temperature,Group size,Steps,Mean reward,Correct,Eval before,Eval after,Datums,"
+        "KL to base,Status,"
+    )
+    assert rows[1].startswith("t0p7,0.0,0.7,2,2,-0.25,0.25,,,0,,ok,")
+    assert rows[2].startswith("t1p0,0.0,1.0,2,0,,,,,0,,failed,")
     assert len(rows) == 3
 
 

@@ -56,7 +56,7 @@ def test_main_job_on_the_embedded_backend(tmp_path):
     done = _run(tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("backend: local")
-    assert "KL    Temperature  Group size  Steps  Mean reward  Correct  Status" in done.stdout
+    assert "Steps  Mean reward  Correct  Eval before  Eval after  Datums  KL to base" in done.stdout
     _check_run_dir(tmp_path / "sweep")
 
 

@@ -80,14 +80,15 @@ async def test_local_runs_inside_a_shared_block_use_its_server(clean_env, monkey
 def test_models_to_preload_are_each_model_and_kl_reference_once(phase_config):
     import attrs
 
+    def on(model: str, config=phase_config):
+        builder = attrs.evolve(config.dataset_builder, model_name=model)
+        return attrs.evolve(config, model_name=model, dataset_builder=builder)
+
     with_kl = attrs.evolve(
-        phase_config,
-        model_name="a",
-        kl_penalty_coef=0.1,
-        kl_reference_config=KLReferenceConfig(base_model="b"),
+        on("a"), kl_penalty_coef=0.1, kl_reference_config=KLReferenceConfig(base_model="b")
     )
     assert models_to_preload([phase_config]) == [phase_config.model_name]
-    assert models_to_preload([with_kl, attrs.evolve(with_kl, model_name="b")]) == ["a", "b"]
+    assert models_to_preload([with_kl, on("b", with_kl)]) == ["a", "b"]
 
 
 async def test_a_read_only_state_dir_fails_before_the_server_starts(clean_env, tmp_path):

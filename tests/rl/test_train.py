@@ -262,6 +262,10 @@ async def test_eval_every_runs_the_test_split(tmp_path, server):
     ]
     assert sum(r["split"] == "test" for r in records) == 6
     assert sum(r["split"] == "train" for r in records) == 8
+    # After the last update, the same problems again with the final weights.
+    assert "test_final/env/all/reward/total" not in metrics[0]
+    assert metrics[-1]["test_final/env/all/episodes"] == 3
+    assert sum(r["split"] == "test_final" for r in records) == 3
 
 
 class AlwaysRightEnv(SingleTurnEnv):

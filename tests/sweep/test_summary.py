@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 from mint_envkit.errors import ConfigError
@@ -50,10 +51,13 @@ async def make_sweep(make_config, root: Path) -> Sweep:
     """Four configs: ok, ok without a correct metric, failed, and missing (crashed)."""
     runner = MetricsRunner(
         {
-            "kl0p0-g2": [step(0, -0.25, 0.0), step(1, -0.1, 0.25)],
+            "kl0p0-g2": [
+                step(0, -0.25, 0.0, **{"test/env/all/reward/total": -0.2, "train/datums": 4}),
+                step(1, -0.1, 0.25, **{"test_final/env/all/reward/total": 0.3, "train/datums": 2}),
+            ],
             "kl0p0-g4": [step(0, 0.5), step(1, 0.75)],
             "kl0p02-g2": RuntimeError("reward function raised"),
-            "kl0p02-g4": [step(0, 1.0, 1.0)],
+            "kl0p02-g4": [step(0, 1.0, 1.0, kl_policy_base=0.00125)],
         }
     )
     sweep = Sweep(
@@ -73,11 +77,16 @@ async def test_table_from_the_runs_metrics(make_config, tmp_path):
     sweep = await make_sweep(make_config, root)
     expected = "\n".join(
         [
-            "KL    Temperature  Group size  Steps  Mean reward  Correct  Status   Log path",
-            f"0.00  0.7          2           2      -0.100       0.25     ok       {root}/kl0p0-g2",
-            f"0.00  0.7          4           2      0.750        -        ok       {root}/kl0p0-g4",
-            f"0.02  0.7          2           0      -            -        failed   {root}/kl0p02-g2",
-            f"0.02  0.7          4           1      1.000        1.00     missing  {root}/kl0p02-g4",
+            "KL    Temperature  Group size  Steps  Mean reward  Correct  Eval before  Eval after"
+            "  Datums  KL to base  Status   Log path",
+            "0.00  0.7          2           2      -0.100       0.25     -0.200       0.300     "
+            f"  6       -           ok       {root}/kl0p0-g2",
+            "0.00  0.7          4           2      0.750        -        -            -         "
+            f"  0       -           ok       {root}/kl0p0-g4",
+            "0.02  0.7          2           0      -            -        -            -         "
+            f"  0       -           failed   {root}/kl0p02-g2",
+            "0.02  0.7          4           1      1.000        1.00     -            -         "
+            f"  0       0.0013      missing  {root}/kl0p02-g4",
         ]
     )
     assert sweep.table() == expected
@@ -95,10 +104,10 @@ async def test_table_shape_matches_the_issue(make_config, tmp_path):
     )
     await sweep.run()
     header, row = sweep.table().splitlines()
-    assert header == "KL    Temperature  Group size  Steps  Mean reward  Correct  Status  Log path"
+    assert header.startswith("KL    Temperature  Group size  Steps  Mean reward  Correct  Eval")
     assert (
-        row
-        == f"0.00  0.7          2           1      -0.100       0.00     ok      {tmp_path}/kl0p0-t0p7-g2"
+        row == "0.00  0.7          2           1      -0.100       0.00     -            -         "
+        f"  0       -           ok      {tmp_path}/kl0p0-t0p7-g2"
     )
 
 
@@ -131,6 +140,14 @@ async def test_other_grid_fields_get_columns(make_config, tmp_path):
         "Mean",
         "reward",
         "Correct",
+        "Eval",
+        "before",
+        "Eval",
+        "after",
+        "Datums",
+        "KL",
+        "to",
+        "base",
         "Status",
         "Log",
         "path",
@@ -208,6 +225,29 @@ def report(root) -> str:
     """What ``mint-envkit summary ROOT`` prints: the one public way to a summary."""
     summary = load_summary(root)
     return summary.report(summary.write_files())
+
+
+def test_history_holds_every_step_merged(tmp_path):
+    lines = [step(0, -0.25), {"step": 0, "train/datums": 4}, step(1, 0.5)]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    history = read_run_metrics(tmp_path).history
+    assert [m["step"] for m in history] == [0, 1]
+    assert history[0]["train/datums"] == 4 and history[0]["env/all/reward/total"] == -0.25
+
+
+def _png_width(path: Path) -> int:
+    return int.from_bytes(path.read_bytes()[16:20], "big")
+
+
+async def test_the_png_adds_step_curves_only_with_more_than_one_step(make_config, tmp_path):
+    pytest.importorskip("matplotlib")
+    one = await make_sweep(make_config, tmp_path / "one")  # has a 2-step run
+    summary = load_summary(tmp_path / "one")
+    single = attrs.evolve(summary, rows=tuple(r for r in summary.rows if r.metrics.steps <= 1))
+    assert one.table()
+    wide = summary.write_png(tmp_path / "wide.png")
+    narrow = single.write_png(tmp_path / "narrow.png")
+    assert _png_width(wide) > 1.5 * _png_width(narrow)
 
 
 async def test_the_summary_writes_csv_and_png_from_the_directory_alone(make_config, tmp_path):

@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.builders.group import (
+    RENDERER_FROM_MODEL,
     GroupBuilder,
     _check_env,
     _check_renderer,
@@ -106,7 +107,9 @@ class DatasetBuilder:
             (``{"question": "problem"}``) or is a function ``row -> problem``.
         batch_size: groups per batch (per training step).
         group_size: envs per group (rollouts of the same problem).
-        model_name, renderer_name: the tokenizer and chat template.
+        model_name, renderer_name: the tokenizer and chat template
+            (``renderer_name`` defaults to the one that fits the model,
+            :func:`~mint_envkit.rendering.default_renderer_for`).
         seed: fixes the order; the same seed gives the same batches in any
             process.
         shuffle: shuffle each epoch (default True).
@@ -135,7 +138,7 @@ class DatasetBuilder:
     batch_size: int = attrs.field(validator=_positive_int("batch_size"))
     group_size: int = attrs.field(validator=_positive_int("group_size"))
     model_name: str
-    renderer_name: str = attrs.field(default="qwen3", validator=_check_renderer)
+    renderer_name: str = attrs.field(default=RENDERER_FROM_MODEL, validator=_check_renderer)
     seed: int = 0
     shuffle: bool = True
     n_epochs: int = attrs.field(default=1, validator=_positive_int("n_epochs"))

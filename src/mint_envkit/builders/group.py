@@ -18,6 +18,7 @@ import attrs
 
 from mint_envkit.envs.base import Message, MessageEnv
 from mint_envkit.errors import ConfigError, EnvError
+from mint_envkit.rendering.chat_template import default_renderer_for
 from mint_envkit.rendering.renderer import RENDERERS, Renderer, get_renderer
 from mint_envkit.rendering.token_env import EnvFromMessageEnv
 
@@ -65,6 +66,12 @@ def _check_renderer(_instance: Any, _attribute: Any, value: Any) -> None:
         )
 
 
+RENDERER_FROM_MODEL: Any = attrs.Factory(
+    lambda self: default_renderer_for(self.model_name), takes_self=True
+)
+"""The default ``renderer_name`` of the builders: the one that fits ``model_name``."""
+
+
 def _check_env(_instance: Any, _attribute: Any, value: Any) -> None:
     if not callable(value):
         raise ConfigError(
@@ -88,7 +95,8 @@ class GroupBuilder:
         env: a :class:`~mint_envkit.MessageEnv` subclass, or a function
             ``(**problem) -> MessageEnv``.
         group_size: how many envs (rollouts) share the problem.
-        model_name, renderer_name: pick the tokenizer and chat template.
+        model_name, renderer_name: pick the tokenizer and chat template
+            (``renderer_name`` defaults to the one that fits the model).
         max_trajectory_tokens, max_generation_tokens, failed_parse_reward,
             context_overflow_reward, score_truncated: passed to
             :class:`~mint_envkit.EnvFromMessageEnv`.
@@ -106,7 +114,7 @@ class GroupBuilder:
     env: EnvFactory = attrs.field(validator=_check_env)
     group_size: int = attrs.field(validator=_positive_int("group_size"))
     model_name: str
-    renderer_name: str = attrs.field(default="qwen3", validator=_check_renderer)
+    renderer_name: str = attrs.field(default=RENDERER_FROM_MODEL, validator=_check_renderer)
     max_trajectory_tokens: int | None = attrs.field(
         default=None, validator=_optional_positive_int("max_trajectory_tokens")
     )

@@ -28,6 +28,7 @@ from typing import Any, Literal
 import attrs
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.rl.agreement import check_model_and_renderer
 from mint_envkit.rl.backend import resolve_backend
 
 __all__ = [
@@ -181,8 +182,11 @@ class Config:
         learning_rate, beta1, beta2, eps, weight_decay, grad_clip_norm: Adam.
             ``learning_rate`` must be in (0, 1], betas in [0, 1), ``eps``
             in (0, 1], ``weight_decay`` in [0, 1].
-        renderer_name: ``"qwen3"`` or ``"qwen3_disable_thinking"``; None uses
-            the dataset builder's.
+        renderer_name: a renderer name (``"qwen3"``, ``"chat_template"``, ...);
+            None uses the dataset builder's (by default the one that fits the
+            model). A name given must equal the builder's, and ``model_name``
+            the builder's ``model_name``: checked when the config is built
+            (:func:`~mint_envkit.rl.agreement.check_model_and_renderer`).
         lora_rank, train_mlp, train_attn, train_unembed: the LoRA adapter.
         max_tokens, temperature, top_p, top_k: sampling.
         kl_penalty_coef: weight of the KL penalty against the reference
@@ -368,6 +372,8 @@ class Config:
             )
         if group_size < 1:
             raise ConfigError(f"Config.dataset_builder.group_size must be >= 1, got {group_size}")
+        # Model and renderer names agree with the builder's (one check, rl/agreement.py).
+        check_model_and_renderer(self.model_name, self.renderer_name, self.dataset_builder)
         if self.base_url is not None and not str(self.base_url).startswith(("http://", "https://")):
             raise ConfigError(
                 f"Config.base_url must start with http:// or https://, got {self.base_url!r}"

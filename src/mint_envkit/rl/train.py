@@ -247,10 +247,22 @@ async def _open(
     return training, reference, service.create_rest_client()
 
 
-async def _evaluate(run: _Run, sampling_client: Any, step: int) -> dict[str, Any]:
-    batch = await sample_batch(run.config, sampling_client, run.test_data.groups(), salt=-1 - step)
-    run.files.append_rollouts(rollout_records(step, batch.rollouts, {}, "test"))
-    return rollout_metrics(batch.rollouts, "test/env")
+async def _evaluate(run: _Run, client: Any, step: int, final: bool = False) -> dict[str, Any]:
+    salt = -1 if final else -1 - step  # the final eval repeats step 0's draws
+    batch = await sample_batch(run.config, client, run.test_data.groups(), salt=salt)
+    split = "test_final" if final else "test"
+    run.files.append_rollouts(rollout_records(step, batch.rollouts, {}, split))
+    return rollout_metrics(batch.rollouts, f"{split}/env")
+
+
+async def _final_evaluation(run: _Run, step: int) -> dict[str, Any]:
+    """``test_final/env/...`` after the last step's update (empty when no eval is due)."""
+    if not (run.config.eval_every and run.test_data is not None and step + 1 == run.total):
+        return {}
+    t0 = time.monotonic()
+    client = await asyncio.to_thread(run.training.save_weights_and_get_sampling_client)
+    metrics = await _evaluate(run, client, step, final=True)
+    return {**metrics, "time/eval_final": time.monotonic() - t0}
 
 
 async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any] | None:
@@ -302,6 +314,7 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any]
         )
     )
     metrics["time/train"] = time.monotonic() - t2
+    metrics.update(await _final_evaluation(run, step))
 
     t3 = time.monotonic()
     checkpoint = await save_checkpoint(run.training, config, step + 1, run.total)

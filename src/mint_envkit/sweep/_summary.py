@@ -18,7 +18,6 @@ Example::
 from __future__ import annotations
 
 import csv
-import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,7 +26,16 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.rl.logs import read_jsonl
+from mint_envkit.sweep._rows import (
+    CORRECT_KEY,
+    EVAL_KEY,
+    FINAL_EVAL_KEY,
+    REWARD_KEY,
+    RunMetrics,
+    SummaryRow,
+    _number,
+    read_run_metrics,
+)
 from mint_envkit.sweep._store import (
     MANIFEST,
     METRICS,
@@ -40,6 +48,8 @@ from mint_envkit.sweep._store import (
 __all__ = [
     "COLUMN_LABELS",
     "CORRECT_KEY",
+    "EVAL_KEY",
+    "FINAL_EVAL_KEY",
     "REWARD_KEY",
     "RunMetrics",
     "SummaryRow",
@@ -48,21 +58,6 @@ __all__ = [
     "load_summary",
     "read_run_metrics",
 ]
-
-REWARD_KEY = "env/all/reward/total"
-"""The metric shown as "Mean reward": the mean total reward of the final step.
-
-Example::
-
-    read_run_metrics(log_path).final[REWARD_KEY]  # -0.1
-"""
-CORRECT_KEY = "env/all/correct"
-"""The metric shown as "Correct": the fraction correct at the final step.
-
-Example::
-
-    read_run_metrics(log_path).final.get(CORRECT_KEY)  # 0.25, or None
-"""
 
 COLUMN_LABELS: Mapping[str, str] = {
     "kl_penalty_coef": "KL",
@@ -85,111 +80,6 @@ Example::
 _FIXED = ("kl_penalty_coef", "temperature", "group_size")
 
 
-@attrs.frozen
-class RunMetrics:
-    """What one run's ``metrics.jsonl`` says.
-
-    Attributes:
-        exists: whether the file exists.
-        steps: number of steps logged (distinct ``step`` values; a step
-            logged again after a resume counts once).
-        final: the final step's metrics (all lines of that step merged, later
-            lines winning).
-        unreadable: lines that were not JSON objects (e.g. a torn last line).
-
-    Example::
-
-        m = read_run_metrics("runs/sweep/kl0p0-t0p7-g2")
-        m.steps, m.final.get("env/all/reward/total")  # (1, -0.1)
-    """
-
-    exists: bool
-    steps: int
-    final: Mapping[str, Any]
-    unreadable: int = 0
-
-
-def read_run_metrics(log_path: str | os.PathLike[str]) -> RunMetrics:
-    """Read ``metrics.jsonl`` of one run directory.
-
-    Example::
-
-        read_run_metrics("runs/sweep/kl0p0-t0p7-g2").final["env/all/correct"]  # 0.0
-    """
-    path = Path(log_path) / METRICS
-    bad: list[str] = []
-    lines = read_jsonl(path, unreadable=bad)
-    keys: list[Any] = []
-    for index, line in enumerate(lines):
-        step = line.get("step")
-        valid = isinstance(step, int) and not isinstance(step, bool)
-        keys.append(("step", step) if valid else ("line", index))
-    final: dict[str, Any] = {}
-    if lines:
-        last = keys[-1]
-        for key, line in zip(keys, lines, strict=True):
-            if key == last:
-                final.update(line)
-    return RunMetrics(exists=path.exists(), steps=len(set(keys)), final=final, unreadable=len(bad))
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-@attrs.frozen
-class SummaryRow:
-    """One config of a sweep, as its files describe it.
-
-    Attributes:
-        name: the config name (its subdirectory).
-        params: its grid values.
-        settings: its KL coefficient, temperature and group size.
-        status: ``"ok"`` (latest attempt ok and metrics written), ``"failed"``
-            (latest attempt raised) or ``"missing"`` (never finished).
-        metrics: what its ``metrics.jsonl`` says.
-        log_path: its run directory.
-        error: the error of its latest failed attempt.
-        seconds: the duration of its latest attempt.
-
-    Example::
-
-        row = load_summary("runs/sweep").rows[0]
-        row.name, row.status, row.mean_reward  # ('kl0p0-t0p7-g2', 'ok', -0.1)
-    """
-
-    name: str
-    params: Mapping[str, Any]
-    settings: Mapping[str, Any]
-    status: str
-    metrics: RunMetrics
-    log_path: str
-    error: str | None = None
-    seconds: float | None = None
-
-    @property
-    def mean_reward(self) -> float | None:
-        """``env/all/reward/total`` of the final step, or None.
-
-        Example::
-
-            row.mean_reward  # -0.1
-        """
-        return _number(self.metrics.final.get(REWARD_KEY))
-
-    @property
-    def correct(self) -> float | None:
-        """``env/all/correct`` of the final step, or None when the env has no such metric.
-
-        Example::
-
-            row.correct  # 0.0
-        """
-        return _number(self.metrics.final.get(CORRECT_KEY))
-
-
 def _fmt_kl(value: Any) -> str:
     number = _number(value)
     if number is None:
@@ -207,7 +97,23 @@ def _fmt_value(value: Any) -> str:
 
 
 def _fmt_fixed(value: float | None, digits: int) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    if value is None:
+        return "-"
+    text = f"{value:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text  # no "-0.000"
+
+
+def _measured(row: SummaryRow) -> list[tuple[Any, int]]:
+    """The measured cells of a row, each with its decimals (0: an integer), in header order."""
+    return [
+        (row.metrics.steps, 0),
+        (row.mean_reward, 3),
+        (row.correct, 2),
+        (row.eval_before, 3),
+        (row.eval_after, 3),
+        (row.datums, 0),
+        (row.kl, 4),
+    ]
 
 
 @attrs.frozen
@@ -234,7 +140,8 @@ class SweepSummary:
 
     def _headers(self) -> list[str]:
         params = [COLUMN_LABELS.get(key, key) for key in (*_FIXED, *self.extra_columns)]
-        return [*params, "Steps", "Mean reward", "Correct", "Status", "Log path"]
+        measured = ["Steps", "Mean reward", "Correct", "Eval before", "Eval after", "Datums"]
+        return [*params, *measured, "KL to base", "Status", "Log path"]
 
     def table(self) -> str:
         """The console table, one row per config.
@@ -253,9 +160,10 @@ class SweepSummary:
                     _fmt_value(row.settings.get("temperature")),
                     _fmt_value(row.settings.get("group_size")),
                     *(_fmt_value(row.params.get(key)) for key in self.extra_columns),
-                    str(row.metrics.steps),
-                    _fmt_fixed(row.mean_reward, 3),
-                    _fmt_fixed(row.correct, 2),
+                    *(
+                        _fmt_fixed(value, digits) if digits else str(value)
+                        for value, digits in _measured(row)
+                    ),
                     row.status,
                     row.log_path,
                 ]
@@ -299,9 +207,7 @@ class SweepSummary:
                         row.name,
                         *(row.settings.get(key, "") for key in _FIXED),
                         *(row.params.get(key, "") for key in self.extra_columns),
-                        row.metrics.steps,
-                        "" if row.mean_reward is None else row.mean_reward,
-                        "" if row.correct is None else row.correct,
+                        *("" if value is None else value for value, _ in _measured(row)),
                         row.status,
                         row.log_path,
                         "" if row.seconds is None else row.seconds,

@@ -1,0 +1,207 @@
+"""What one config's run says: its ``metrics.jsonl`` read per step, and its summary row.
+
+The keys below name the metrics the sweep's table shows.
+
+Example::
+
+    from mint_envkit.sweep import read_run_metrics
+
+    m = read_run_metrics("runs/sweep/kl0p0-t0p7-g2")
+    m.steps, m.final["env/all/reward/total"]  # (1, -0.1)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from mint_envkit.rl.logs import read_jsonl
+from mint_envkit.sweep._store import METRICS
+
+__all__ = [
+    "CORRECT_KEY",
+    "EVAL_KEY",
+    "FINAL_EVAL_KEY",
+    "REWARD_KEY",
+    "RunMetrics",
+    "SummaryRow",
+    "read_run_metrics",
+]
+
+REWARD_KEY = "env/all/reward/total"
+"""The metric shown as "Mean reward": the mean total reward of the final step.
+
+Example::
+
+    read_run_metrics(log_path).final[REWARD_KEY]  # -0.1
+"""
+CORRECT_KEY = "env/all/correct"
+"""The metric shown as "Correct": the fraction correct at the final step.
+
+Example::
+
+    read_run_metrics(log_path).final.get(CORRECT_KEY)  # 0.25, or None
+"""
+
+EVAL_KEY = "test/env/all/reward/total"
+"""The held-out reward before the first update ("Eval before": step 0's test eval).
+
+Example::
+
+    read_run_metrics(log_path).history[0].get(EVAL_KEY)  # -0.25
+"""
+FINAL_EVAL_KEY = "test_final/env/all/reward/total"
+"""The held-out reward after the last update ("Eval after"), on the same problems.
+
+Example::
+
+    read_run_metrics(log_path).final.get(FINAL_EVAL_KEY)  # 0.1
+"""
+
+
+@attrs.frozen
+class RunMetrics:
+    """What one run's ``metrics.jsonl`` says.
+
+    Attributes:
+        exists: whether the file exists.
+        steps: number of steps logged (distinct ``step`` values; a step
+            logged again after a resume counts once).
+        final: the final step's metrics (all lines of that step merged, later
+            lines winning).
+        unreadable: lines that were not JSON objects (e.g. a torn last line).
+        history: every step's metrics, in order (each merged like ``final``).
+
+    Example::
+
+        m = read_run_metrics("runs/sweep/kl0p0-t0p7-g2")
+        m.steps, m.final.get("env/all/reward/total")  # (1, -0.1)
+    """
+
+    exists: bool
+    steps: int
+    final: Mapping[str, Any]
+    unreadable: int = 0
+    history: tuple[Mapping[str, Any], ...] = ()
+
+
+def read_run_metrics(log_path: str | os.PathLike[str]) -> RunMetrics:
+    """Read ``metrics.jsonl`` of one run directory.
+
+    Example::
+
+        read_run_metrics("runs/sweep/kl0p0-t0p7-g2").final["env/all/correct"]  # 0.0
+    """
+    path = Path(log_path) / METRICS
+    bad: list[str] = []
+    lines = read_jsonl(path, unreadable=bad)
+    keys: list[Any] = []
+    for index, line in enumerate(lines):
+        step = line.get("step")
+        valid = isinstance(step, int) and not isinstance(step, bool)
+        keys.append(("step", step) if valid else ("line", index))
+    merged: dict[Any, dict[str, Any]] = {}
+    for key, line in zip(keys, lines, strict=True):
+        merged.setdefault(key, {}).update(line)
+    history = tuple(merged.values())
+    final = merged[keys[-1]] if lines else {}
+    return RunMetrics(
+        exists=path.exists(),
+        steps=len(merged),
+        final=final,
+        unreadable=len(bad),
+        history=history,
+    )
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+@attrs.frozen
+class SummaryRow:
+    """One config of a sweep, as its files describe it.
+
+    Attributes:
+        name: the config name (its subdirectory).
+        params: its grid values.
+        settings: its KL coefficient, temperature and group size.
+        status: ``"ok"`` (latest attempt ok and metrics written), ``"failed"``
+            (latest attempt raised) or ``"missing"`` (never finished).
+        metrics: what its ``metrics.jsonl`` says.
+        log_path: its run directory.
+        error: the error of its latest failed attempt.
+        seconds: the duration of its latest attempt.
+
+    Example::
+
+        row = load_summary("runs/sweep").rows[0]
+        row.name, row.status, row.mean_reward  # ('kl0p0-t0p7-g2', 'ok', -0.1)
+    """
+
+    name: str
+    params: Mapping[str, Any]
+    settings: Mapping[str, Any]
+    status: str
+    metrics: RunMetrics
+    log_path: str
+    error: str | None = None
+    seconds: float | None = None
+
+    @property
+    def mean_reward(self) -> float | None:
+        """``env/all/reward/total`` of the final step, or None.
+
+        Example::
+
+            row.mean_reward  # -0.1
+        """
+        return _number(self.metrics.final.get(REWARD_KEY))
+
+    @property
+    def correct(self) -> float | None:
+        """``env/all/correct`` of the final step, or None when the env has no such metric.
+
+        Example::
+
+            row.correct  # 0.0
+        """
+        return _number(self.metrics.final.get(CORRECT_KEY))
+
+    @property
+    def eval_before(self) -> float | None:
+        """The held-out reward before the first update (step 0's test eval), or None.
+
+        Example::
+
+            row.eval_before, row.eval_after  # (-0.25, 0.1)
+        """
+        first = self.metrics.history[0] if self.metrics.history else {}
+        return _number(first.get(EVAL_KEY))
+
+    @property
+    def eval_after(self) -> float | None:
+        """The held-out reward after the last update, on the same problems, or None."""
+        return _number(self.metrics.final.get(FINAL_EVAL_KEY))
+
+    @property
+    def datums(self) -> int:
+        """Datums trained on over all steps (0 when every group was constant).
+
+        Example::
+
+            row.datums  # 8
+        """
+        return int(sum(_number(m.get("train/datums")) or 0 for m in self.metrics.history))
+
+    @property
+    def kl(self) -> float | None:
+        """The KL of the policy to the base model at the final step (``kl_policy_base``), or None."""
+        return _number(self.metrics.final.get("kl_policy_base"))
