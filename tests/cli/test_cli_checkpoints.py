@@ -24,7 +24,7 @@ def saved(engine, run: str, name: str, kind: str = "weights") -> str:
 
 
 def test_list_and_delete_against_a_running_server(capsys) -> None:
-    with fake_server() as (server, engine):
+    with fake_server(list_all_checkpoints=True) as (server, engine):
         a1 = saved(engine, "run-a", "step-1")
         a2 = saved(engine, "run-a", "step-2", kind="sampler_weights")
         b1 = saved(engine, "run-b", "step-1")

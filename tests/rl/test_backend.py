@@ -110,3 +110,20 @@ async def test_a_run_whose_log_dir_cannot_be_written_fails_before_any_work(phase
     config = attrs.evolve(phase_config, log_path=str(tmp_path / "runs" / "demo"), backend="mint")
     with pytest.raises(ConfigError, match=r"Config\.log_path"):
         await run_training(config)  # before the backend: no MINT_API_KEY error
+
+
+async def test_an_embedded_server_the_loop_starts_requires_the_run_key(clean_env, tmp_path):
+    import httpx
+
+    clean_env.setenv("MINT_ENVKIT_STATE_DIR", str(tmp_path / "state"))
+    async with backend.local_backend(["mint-envkit/tiny-qwen3-small"]) as url:
+        body = {"tags": [], "user_metadata": {}, "sdk_version": "0"}
+        async with httpx.AsyncClient(base_url=url) as client:
+            stranger = await client.post(
+                "/api/v1/create_session", json=body, headers={"X-API-Key": "sk-guess"}
+            )
+            run = await client.post(
+                "/api/v1/create_session", json=body, headers={"X-API-Key": LOCAL_API_KEY}
+            )
+    assert stranger.status_code in (401, 403), stranger.text
+    assert run.status_code == 200, run.text

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from mint_envkit.errors import MintEnvkitError
+from mint_envkit.rl.backend import LOCAL_API_KEY
 
 __all__ = ["checkpoints_main", "default_state_dir"]
 
-_LOCAL_API_KEY = "sk-mint-envkit-local"  # the embedded server accepts any sk- key
 _PAGE = 100
 
 
@@ -45,12 +45,9 @@ def default_state_dir() -> Path:
 
         print(default_state_dir())   # /home/me/.cache/mint_envkit/state
     """
-    explicit = os.environ.get("MINT_ENVKIT_STATE_DIR")
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    from mint_envkit.rendering.tokenizer import cache_dir
+    from mint_envkit.local.engine.core import default_state_dir as engine_default
 
-    return cache_dir() / "state"
+    return engine_default().expanduser().resolve()  # the engine's rule, the one place it lives
 
 
 @contextlib.contextmanager
@@ -64,7 +61,7 @@ def _rest_client(args: argparse.Namespace) -> Iterator[Any]:
 
         key = os.environ.get("MINT_API_KEY")
         if key is None and is_loopback_host(urlsplit(args.base_url).hostname or ""):
-            key = _LOCAL_API_KEY  # a local 'mint-envkit serve' accepts any sk- key
+            key = LOCAL_API_KEY  # a local 'mint-envkit serve' accepts any sk- key
         service = mint.ServiceClient(base_url=args.base_url, api_key=key)
         try:
             yield service.create_rest_client()
@@ -73,8 +70,10 @@ def _rest_client(args: argparse.Namespace) -> Iterator[Any]:
         return
     from mint_envkit.local.server import LocalServer
 
-    with LocalServer(state_dir=str(args.state_dir), preload=False) as server:
-        service = mint.ServiceClient(base_url=server.base_url, api_key=_LOCAL_API_KEY)
+    with LocalServer(
+        state_dir=str(args.state_dir), preload=False, list_all_checkpoints=True
+    ) as server:
+        service = mint.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
         try:
             yield service.create_rest_client()
         finally:

@@ -108,11 +108,14 @@ class LocalServer:
             ``Host`` check (a loud warning is logged; set ``api_key`` too).
         api_key: the key every client must send (``X-API-Key``; the SDK's
             ``api_key=``); None (default) accepts any key. An embedded server the
-            loop starts should get ``generate_api_key()``.
+            loop starts gets a random one (``rl.backend.LOCAL_API_KEY``).
         limits: what one request may cost (tokens), how big sample jobs are split,
             and the idle timeout; see :class:`~mint_envkit.local.http.limits.Limits`.
         max_tokens_per_pass: the engine's memory budget (padded tokens per model pass),
             passed to ``Engine``; None keeps the engine's default.
+        list_all_checkpoints: ``GET /checkpoints`` lists every run in the state dir,
+            not only the runs this server created or was given by path (default
+            False; ``mint-envkit checkpoints``, a tool over your own state dir, sets it).
         engine_factory: builds the engine instead of ``Engine(...)`` (for tests).
         long_poll_s: how long ``retrieve_future`` waits before answering try_again (30 s).
         preload: start loading ``models`` in the background at once (default); False
@@ -149,6 +152,7 @@ class LocalServer:
         api_key: str | None = None,
         limits: Limits | None = None,
         max_tokens_per_pass: int | None = None,
+        list_all_checkpoints: bool = False,
     ) -> None:
         if not allow_remote and not is_loopback_host(host):
             raise ConfigError(
@@ -181,6 +185,7 @@ class LocalServer:
             "engine_factory": engine_factory,
             "preload": preload,
             "api_key": api_key,
+            "list_all_checkpoints": list_all_checkpoints,
             "limits": limits if limits is not None else Limits(),
             "engine_options": (
                 {} if max_tokens_per_pass is None else {"max_tokens_per_pass": max_tokens_per_pass}

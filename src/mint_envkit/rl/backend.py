@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import contextvars
 import os
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -43,8 +44,11 @@ __all__ = [
     "shared_local_backend",
 ]
 
-LOCAL_API_KEY = "sk-mint-envkit-local"
-"""The API key runs send to the embedded backend (it accepts any key).
+LOCAL_API_KEY = "sk-mint-envkit-local-" + secrets.token_hex(16)
+"""The API key runs send to the embedded backend: random per process. An embedded server
+the loop (or a sweep) starts requires it, so another local user or a web page cannot
+drive it; a server started by hand (``mint-envkit serve`` without ``--api-key``) accepts
+any key.
 
 Example::
 
@@ -179,7 +183,9 @@ class _EmbeddedServer:
         check_writable(
             default_state_dir(), what="the local backend's state dir (MINT_ENVKIT_STATE_DIR)"
         )
-        self.server = LocalServer(models=self.models, latency_ms=self.latency_ms)
+        self.server = LocalServer(
+            models=self.models, latency_ms=self.latency_ms, api_key=LOCAL_API_KEY
+        )
         await asyncio.to_thread(self.server.start)
         return str(self.server.base_url)
 

@@ -150,6 +150,7 @@ class Backend:
         limits: Limits | None = None,
         api_key: str | None = None,
         engine_options: dict[str, Any] | None = None,
+        list_all_checkpoints: bool = False,
     ) -> None:
         self.models: list[str] = list(dict.fromkeys(models))
         check_server_options(
@@ -185,6 +186,7 @@ class Backend:
         self.sessions: dict[str, dict[str, list[str]]] = {}
         self.reaper = IdleReaper(self)
         self.known_runs: set[str] = set()
+        self.list_all_checkpoints = list_all_checkpoints
         """Runs named to this server by a checkpoint path (listed by ``GET /checkpoints``)."""
         self._sequencers: dict[str, Sequencer] = {}
         self.direct_call_timeout_s = 20.0

@@ -137,7 +137,8 @@ async def list_user_checkpoints(b: Backend, request: Request, body: Any) -> Any:
     The state directory may be shared by every project on the machine; this
     listing shows only the runs this server created or was asked about by id
     (``load_weights``, sampling from a path). Any run's checkpoints are listed by
-    ``GET /training_runs/{run_id}/checkpoints``.
+    ``GET /training_runs/{run_id}/checkpoints``; a server started with
+    ``list_all_checkpoints`` lists every run.
 
     Example::
 
@@ -150,7 +151,9 @@ async def list_user_checkpoints(b: Backend, request: Request, body: Any) -> Any:
         return engine_error_response(err)
     ours = set(b.model_registry) | b.known_runs
     items = [
-        checkpoint_json(r) for r in records if run_id_of(str(r.get("tinker_path", ""))) in ours
+        checkpoint_json(r)
+        for r in records
+        if b.list_all_checkpoints or run_id_of(str(r.get("tinker_path", ""))) in ours
     ]
     items.sort(key=lambda c: c["time"], reverse=True)
     return {
