@@ -123,6 +123,7 @@ class Backend:
             timeout (:class:`~mint_envkit.local.http.limits.Limits`; defaults for a laptop).
         api_key: the key clients must send (None: any); see
             :mod:`~mint_envkit.local.http.guard`.
+        list_all_checkpoints: ``GET /checkpoints`` lists every run in the state dir.
         engine_options: extra keyword arguments for ``Engine(...)`` (ignored with
             ``engine_factory``), e.g. ``{"max_tokens_per_pass": 2048}``.
 
