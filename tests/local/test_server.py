@@ -48,7 +48,8 @@ def test_starts_fast_and_stops_without_leaking_threads() -> None:
     with fake_server() as (server, engine):
         assert server.start_seconds is not None and server.start_seconds < 5.0
         assert server.base_url.startswith("http://127.0.0.1:")
-        assert httpx.get(f"{server.base_url}/api/v1/healthz").json() == {"status": "ok"}
+        health = httpx.get(f"{server.base_url}/api/v1/healthz").json()
+        assert health["status"] == "ok" and health["instance"] == server.backend.instance_id
         create_model(server)
         assert engine.threads == {"mint-envkit-engine_0"}  # every engine call on one worker
         assert _server_threads()
@@ -336,7 +337,7 @@ def test_serve_command_runs_until_sigterm(tmp_path: Path) -> None:
         line = proc.stdout.readline() if proc.stdout else ""
         assert "listening on http://127.0.0.1:" in line, proc.stderr.read() if proc.stderr else ""
         url = line.split("listening on ", 1)[1].split()[0]
-        assert httpx.get(f"{url}/api/v1/healthz").json() == {"status": "ok"}
+        assert httpx.get(f"{url}/api/v1/healthz").json()["status"] == "ok"
         proc.terminate()
         assert proc.wait(timeout=20) == 0
     finally:

@@ -55,3 +55,28 @@ async def test_work_that_finishes_first_returns_its_value():
     watchdog = Watchdog(_dead_url(), api_key=None, lost_after_s=30.0)
     assert await watchdog.run(quick(), describe=lambda: "step 1 of 1") == 7
     assert not watchdog.lost
+
+
+async def test_a_restarted_backend_is_noticed_at_the_next_probe():
+    """The embedded backend names its instance in healthz; a new instance at the same URL
+    means the run's training client is gone, so the watchdog fails at once."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "local"))
+    from server_helpers import fake_server
+
+    with fake_server() as (server, _engine):
+        watchdog = Watchdog(server.base_url, api_key=None, lost_after_s=2.0)
+        first_instance = server.backend.instance_id
+
+        async def swap_then_hang() -> None:
+            await asyncio.sleep(1.0)  # the watchdog has seen the first instance by now
+            server.backend.instance_id = "a-new-instance"
+            await asyncio.sleep(3600)
+
+        start = time.monotonic()
+        with pytest.raises(BackendError, match="it restarted") as info:
+            await watchdog.run(swap_then_hang(), describe=lambda: "step 2 of 5")
+    assert watchdog.instance == first_instance and watchdog.restarted
+    assert time.monotonic() - start < 5 and server.base_url in str(info.value)

@@ -400,3 +400,10 @@ async def test_a_sweep_over_max_steps_off_policy_runs_both_modes(tmp_path, serve
         [m["off_policy/sampler_version"] for m in RunFiles(r.log_path).metrics()] for r in results
     ]
     assert sorted(versions) == [[0.0, 0.0], [0.0, 1.0]]
+
+
+async def test_a_local_run_says_where_its_checkpoints_go(tmp_path, server, capsys):
+    await main(_config(tmp_path, server, max_steps=1))
+    err = capsys.readouterr().err
+    assert f"checkpoints: the state dir of the server at {server.base_url}" in err
+    assert "mint-envkit checkpoints list" in err

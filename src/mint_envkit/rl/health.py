@@ -56,6 +56,8 @@ class Watchdog:
         self._headers = {"X-API-Key": api_key} if api_key else {}
         self.lost = False
         self.last_error = "no answer"
+        self.instance: str | None = None  # the server instance first seen (local backend)
+        self.restarted = False
 
     async def _answers(self, client: Any) -> bool:
         import httpx
@@ -68,6 +70,17 @@ class Watchdog:
         if response.status_code >= 500:
             self.last_error = f"HTTP {response.status_code}"
             return False
+        instance = _instance_of(response)
+        if instance is not None:
+            if self.instance is None:
+                self.instance = instance
+            elif instance != self.instance:
+                self.restarted = True
+                self.last_error = (
+                    "it restarted (a new server instance answers), so this run's training "
+                    "client and samplers are gone"
+                )
+                return False
         return True
 
     def _client(self) -> Any:
@@ -77,10 +90,11 @@ class Watchdog:
         return httpx.AsyncClient(timeout=min(5.0, self.lost_after_s))
 
     async def _watch(self) -> None:
-        """Return once no probe has answered for ``lost_after_s`` seconds."""
+        """Return once no probe has answered for ``lost_after_s`` seconds, or at once when
+        the backend answers as a new instance (it restarted)."""
         async with self._client() as client:
             last_ok = time.monotonic()
-            while time.monotonic() - last_ok < self.lost_after_s:
+            while time.monotonic() - last_ok < self.lost_after_s and not self.restarted:
                 if await self._answers(client):
                     last_ok = time.monotonic()
                 await asyncio.sleep(self.interval_s)
@@ -91,6 +105,10 @@ class Watchdog:
 
     def _lost_error(self, where: str, advice: str) -> BackendError:
         self.lost = True
+        if self.restarted:
+            return BackendError(
+                f"lost the backend at {self.base_url} during {where}: {self.last_error}. {advice}"
+            )
         return BackendError(
             f"lost the backend at {self.base_url} during {where}: it has not answered its "
             f"health check ({self.last_error}). {advice}"
@@ -133,6 +151,16 @@ class Watchdog:
                 pending.cancel()
             # Give cancelled work a moment to unwind; never wait on a dead backend.
             await asyncio.wait({watch, task}, timeout=5)
+
+
+def _instance_of(response: Any) -> str | None:
+    """The server instance a healthz answer names (the embedded backend's), else None."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    instance = body.get("instance") if isinstance(body, dict) else None
+    return instance if isinstance(instance, str) else None
 
 
 def resume_advice(config: Config, files: RunFiles) -> str:

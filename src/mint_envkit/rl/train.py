@@ -365,6 +365,9 @@ async def run_training(config: Config) -> RunResult:
     async with connect(config) as connection:
         if connection.backend == "local":
             _say(f"training on the embedded local backend at {connection.base_url}")
+            _say(
+                f"checkpoints: {_local_checkpoint_home(connection)} (mint-envkit checkpoints list)"
+            )
         await preflight(
             str(connection.base_url),
             timeout_s=config.preflight_timeout_s,
@@ -400,6 +403,15 @@ async def _train(
     finally:
         await pipeline.close()
     return checkpoint
+
+
+def _local_checkpoint_home(connection: Connection) -> str:
+    """Where a local run's checkpoints are written: the state dir of the server it uses."""
+    if connection.restart is None:  # a server someone else started: its --state-dir
+        return f"the state dir of the server at {connection.base_url}"
+    from mint_envkit.local.engine.core import default_state_dir  # this process runs the server
+
+    return str(default_state_dir())
 
 
 main = run_training

@@ -21,6 +21,7 @@ import asyncio
 import collections
 import concurrent.futures
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -188,6 +189,9 @@ class Backend:
         self.reaper = IdleReaper(self)
         self.known_runs: set[str] = set()
         self.list_all_checkpoints = list_all_checkpoints
+        # Names this server process in healthz: a client that sees it change knows the
+        # backend restarted (its training clients and samplers are gone).
+        self.instance_id = secrets.token_hex(8)
         """Runs named to this server by a checkpoint path (listed by ``GET /checkpoints``)."""
         self._sequencers: dict[str, Sequencer] = {}
         self.direct_call_timeout_s = 20.0

@@ -13,5 +13,5 @@ Example::
 
     from mint_envkit.local.http.routes import sessions
 
-    await sessions.healthz(backend, request, None)   # {'status': 'ok'}
+    await sessions.healthz(backend, request, None)   # {'status': 'ok', 'instance': ...}
 """

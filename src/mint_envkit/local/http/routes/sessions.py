@@ -5,7 +5,7 @@ route table is :data:`mint_envkit.local.http.app.ROUTES`.
 
 Example::
 
-    await healthz(backend, request, None)   # {'status': 'ok'}
+    await healthz(backend, request, None)   # {'status': 'ok', 'instance': '3f9c...'}
 """
 
 from __future__ import annotations
@@ -74,8 +74,16 @@ async def session_heartbeat(b: Backend, request: Request, body: Any) -> dict:
 telemetry = _constant({"status": "accepted"})
 """``POST /telemetry``: accepted and dropped."""
 
-healthz = _constant({"status": "ok"})
-"""``GET /healthz``."""
+
+async def healthz(b: Backend, request: Request, body: Any) -> dict:
+    """``GET /healthz``: ``{"status": "ok", "instance": ...}``; ``instance`` is new each time
+    a server starts, so a client can tell a restarted backend from the one it knew.
+
+    Example::
+
+        await healthz(backend, request, None)   # {'status': 'ok', 'instance': '3f9c0a1b2c3d4e5f'}
+    """
+    return {"status": "ok", "instance": b.instance_id}
 
 
 async def auth_token(b: Backend, request: Request, body: Any) -> dict:
