@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The learning demo over 3 seeds, one after another, then a summary table.
 #
-#   bash benchmarks/learn_arithmetic_seeds.sh [OUT_DIR] [STEPS]    # defaults: runs/learn_seeds 10
+#   bash benchmarks/learn_arithmetic_seeds.sh [OUT_DIR] [STEPS]    # defaults: runs/learn_seeds 8
 #
 # Each seed runs examples/learn_arithmetic.py (SmolLM2 through run_training on the
 # embedded server; needs `mint-envkit install-model smollm2`) and writes
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/learn_seeds}
-STEPS=${2:-10}
+STEPS=${2:-8}
 PY=${PYTHON:-python}
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$OUT"

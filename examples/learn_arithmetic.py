@@ -1,6 +1,6 @@
 """Learn arithmetic for real: GRPO on SmolLM2-135M-Instruct through the SDK and the embedded server.
 
-    python examples/learn_arithmetic.py --seed 0 --steps 10 --out runs/learn_arithmetic
+    python examples/learn_arithmetic.py --seed 0 --steps 8 --out runs/learn_arithmetic
 
 Trains "What is a + b?" (a, b in 0..30) with ``run_training`` on the embedded
 local backend, then prints the learning curve (one row per step: training
@@ -256,7 +256,7 @@ def plot(curve: dict[str, Any], path: Path) -> Path | None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--steps", type=int, default=8)
     p.add_argument("--out", type=Path, default=Path("runs/learn_arithmetic"))
     p.add_argument(
         "--model", default=None, help="default: SmolLM2 if installed, else the tiny model"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import types
 
 import attrs
@@ -119,3 +120,43 @@ async def test_checkpoints_every_save_every_steps_and_at_the_end(phase_config):
     final = await save_checkpoint(training, attrs.evolve(phase_config, save_every=0), 5, 5)
     assert final["name"] == "final"
     assert [c[0] for c in training.calls] == ["save_state", "save_sampler"] * 2
+
+
+async def test_a_sampler_snapshot_that_never_answers_does_not_hold_the_exit():
+    """The snapshot runs in a daemon thread: a dead backend's hanging SDK call can be
+    abandoned (cancelled) and no executor thread is left for asyncio.run to wait on."""
+    import threading
+
+    from mint_envkit.rl.sampling import sampler_snapshot
+
+    release = threading.Event()
+
+    class Hanging:
+        def save_weights_and_get_sampling_client(self):
+            release.wait(30)
+            return "client"
+
+    task = asyncio.ensure_future(sampler_snapshot(Hanging()))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    stuck = [t for t in threading.enumerate() if t.name == "mint-envkit-sampler-snapshot"]
+    assert stuck and all(t.daemon for t in stuck)
+    release.set()
+
+
+async def test_a_sampler_snapshot_returns_the_client_or_raises_its_error():
+    from mint_envkit.rl.sampling import sampler_snapshot
+
+    class Works:
+        def save_weights_and_get_sampling_client(self):
+            return "client"
+
+    class Fails:
+        def save_weights_and_get_sampling_client(self):
+            raise ConnectionError("Connection error.")
+
+    assert await sampler_snapshot(Works()) == "client"
+    with pytest.raises(ConnectionError):
+        await sampler_snapshot(Fails())

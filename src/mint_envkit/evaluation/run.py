@@ -36,7 +36,7 @@ from mint_envkit.evaluation.spec import eval_groups
 from mint_envkit.rl.backend import connect, preflight
 from mint_envkit.rl.config import Config
 from mint_envkit.rl.rollouts import SampleRequest, rollout_group
-from mint_envkit.rl.sampling import ClientSampler
+from mint_envkit.rl.sampling import ClientSampler, sampler_snapshot
 from mint_envkit.rl.types import GroupRollout, SampledTokens
 
 __all__ = ["EvalResult", "evaluate", "evaluate_many", "evaluate_sync", "labels"]
@@ -129,7 +129,7 @@ async def _sampling_client(service: Any, model_name: str, checkpoint: str | None
     if "/sampler_weights/" in checkpoint:
         return await service.create_sampling_client_async(model_path=checkpoint)
     training = await service.create_training_client_from_state_async(checkpoint)
-    return await asyncio.to_thread(training.save_weights_and_get_sampling_client)
+    return await sampler_snapshot(training)
 
 
 async def _roll(

@@ -36,7 +36,7 @@ from mint_envkit.rl.config import Config
 from mint_envkit.rl.datums import Sample, training_samples
 from mint_envkit.rl.diagnostics import mean_kl, recomputes_behavior_logprobs, reply_logprobs
 from mint_envkit.rl.records import rollout_records
-from mint_envkit.rl.sampling import SampledBatch, sample_batch
+from mint_envkit.rl.sampling import SampledBatch, sample_batch, sampler_snapshot
 
 __all__ = [
     "BatchPipeline",
@@ -313,9 +313,7 @@ class BatchPipeline:
         worker thread.
         """
         if version < self.total and version not in self.snapshots:
-            self.snapshots[version] = asyncio.ensure_future(
-                asyncio.to_thread(training.save_weights_and_get_sampling_client)
-            )
+            self.snapshots[version] = asyncio.ensure_future(sampler_snapshot(training))
 
     async def snapshot(self, version: int, training: Any) -> Any:
         """The sampling client of weight ``version`` (requested now if it was not yet)."""

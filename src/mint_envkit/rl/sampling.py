@@ -8,7 +8,10 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +21,7 @@ from mint_envkit.rl.config import Config
 from mint_envkit.rl.rollouts import SampleRequest, rollout_groups
 from mint_envkit.rl.types import GroupRollout, SampledTokens
 
-__all__ = ["ClientSampler", "SampledBatch", "sample_batch"]
+__all__ = ["ClientSampler", "SampledBatch", "sample_batch", "sampler_snapshot"]
 
 
 def _seed(*parts: Any) -> int:
@@ -138,3 +141,40 @@ async def sample_batch(
         timeout_s=config.rollout_timeout_s,
     )
     return SampledBatch(rollouts=rollouts, requests=sampler.calls)
+
+
+async def sampler_snapshot(training: Any) -> Any:
+    """A sampling client of ``training``'s current weights (an unnamed snapshot).
+
+    The SDK's ``save_weights_and_get_sampling_client`` waits on a future, so it runs
+    in a daemon thread of its own, not in the event loop's default executor: when the
+    backend dies mid-call the run fails on time (the health watchdog) and the process
+    can exit, instead of ``asyncio.run`` waiting for that thread while the SDK retries.
+
+    Example::
+
+        client = await sampler_snapshot(training_client)
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)
+
+    def work() -> None:
+        result, error = None, None
+        try:
+            result = training.save_weights_and_get_sampling_client()
+        except BaseException as exc:  # handed to the awaiting task
+            error = exc
+        # RuntimeError: the loop has closed, nobody waits for this snapshot
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name="mint-envkit-sampler-snapshot", daemon=True).start()
+    return await done

@@ -48,7 +48,7 @@ from mint_envkit.rl.health import train_watched
 from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
 from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
-from mint_envkit.rl.sampling import ClientSampler, sample_batch
+from mint_envkit.rl.sampling import ClientSampler, sample_batch, sampler_snapshot
 from mint_envkit.rl.types import GroupRollout
 
 __all__ = [
@@ -260,7 +260,7 @@ async def _final_evaluation(run: _Run, step: int) -> dict[str, Any]:
     if not (run.config.eval_every and run.test_data is not None and step + 1 == run.total):
         return {}
     t0 = time.monotonic()
-    client = await asyncio.to_thread(run.training.save_weights_and_get_sampling_client)
+    client = await sampler_snapshot(run.training)
     metrics = await _evaluate(run, client, step, final=True)
     return {**metrics, "time/eval_final": time.monotonic() - t0}
 
