@@ -48,9 +48,8 @@ def sampler(service_client):
 @pytest.fixture(autouse=True)
 def _server_keeps_serving(real_server):
     yield
-    assert httpx.get(f"{real_server.base_url}/api/v1/healthz", timeout=10).json() == {
-        "status": "ok"
-    }
+    health = httpx.get(f"{real_server.base_url}/api/v1/healthz", timeout=10).json()
+    assert health == {"status": "ok", "instance": real_server.backend.instance_id}
 
 
 def _ce(ids: list[int], targets: list[int], weights: list[float] | None = None) -> types.Datum:

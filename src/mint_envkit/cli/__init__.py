@@ -261,7 +261,7 @@ async def _check_local(group: GroupBuilder, args: argparse.Namespace) -> int:
 def _serve(argv: list[str]) -> int:
     from mint_envkit.local.server import serve_main
 
-    return serve_main(argv, exit_process=True)
+    return serve_main(argv)
 
 
 def _summary(argv: list[str]) -> int:
@@ -289,6 +289,27 @@ def _view(argv: list[str]) -> int:
     from mint_envkit.view import view_main
 
     return view_main(argv)
+
+
+def console_main() -> int:
+    """Entry point of the installed ``mint-envkit`` command (``[project.scripts]``).
+
+    The same as :func:`main` on ``sys.argv[1:]``, except that ``serve`` ends the
+    process as soon as the server has stopped (a SIGTERM then exits within seconds,
+    without the interpreter's slow teardown of a loaded model). In-process callers use
+    :func:`main`, which always returns.
+
+    Example::
+
+        # shell: mint-envkit serve --port 8765
+        raise SystemExit(console_main())
+    """
+    argv = sys.argv[1:]
+    if argv and argv[0] == "serve":
+        from mint_envkit.local.server import serve_main
+
+        return serve_main(argv[1:], exit_process=True)
+    return main(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
