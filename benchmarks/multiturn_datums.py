@@ -32,7 +32,7 @@ import attrs
 from _common import DEFAULT_MODEL, EXAMPLES, machine_info, median, table, write_result
 
 from mint_envkit import ScriptedPolicy
-from mint_envkit.rl.backend import LOCAL_API_KEY
+from mint_envkit.rl.backend import local_api_key
 from mint_envkit.rl.datums import datum_metrics, plan_datums, to_datums, training_samples
 from mint_envkit.rl.rollouts import rollout_groups
 
@@ -87,7 +87,7 @@ async def main(args: argparse.Namespace) -> None:
     times: dict[str, list[float]] = {name: [] for name in layouts}
     with LocalServer(models=[args.model], num_threads=args.threads) as server:
         service = await asyncio.to_thread(
-            mint.ServiceClient, base_url=server.base_url, api_key=LOCAL_API_KEY
+            mint.ServiceClient, base_url=server.base_url, api_key=local_api_key()
         )
         training = await service.create_lora_training_client_async(base_model=args.model, rank=8)
         for data in layouts.values():  # warm-up, untimed

@@ -37,7 +37,7 @@ import attrs
 
 from mint_envkit import Config, DatasetBuilder, ParseResult, SingleTurnEnv, last_number
 from mint_envkit.rl import run_training
-from mint_envkit.rl.backend import LOCAL_API_KEY, local_backend
+from mint_envkit.rl.backend import local_api_key, local_backend
 from mint_envkit.rl.records import rollout_metrics
 from mint_envkit.rl.sampling import sample_batch
 
@@ -171,7 +171,7 @@ async def learn(args: argparse.Namespace, model: str) -> dict[str, Any]:
     t0 = time.monotonic()
     async with local_backend([model]) as url:
         config, eval_builder = build_config(args, model, url)
-        service = mint.ServiceClient(base_url=url, api_key=LOCAL_API_KEY)
+        service = mint.ServiceClient(base_url=url, api_key=local_api_key())
         base = await service.create_sampling_client_async(base_model=model)
         start = await evaluate(config, base, eval_builder)
         print(

@@ -7,8 +7,8 @@ import pytest
 from mint_envkit import BackendError, ConfigError, KLReferenceConfig
 from mint_envkit.rl import backend
 from mint_envkit.rl.backend import (
-    LOCAL_API_KEY,
     connect,
+    local_api_key,
     models_to_preload,
     resolve_connection,
     shared_local_backend,
@@ -25,7 +25,7 @@ def clean_env(monkeypatch):
 def test_local_without_a_url_starts_its_own_server(clean_env):
     connection = resolve_connection("auto")
     assert (connection.backend, connection.base_url) == ("local", None)
-    assert connection.api_key == LOCAL_API_KEY
+    assert connection.api_key == local_api_key()
     assert connection.describe() == "the embedded local backend (offline, no account)"
 
 
@@ -123,7 +123,7 @@ async def test_an_embedded_server_the_loop_starts_requires_the_run_key(clean_env
                 "/api/v1/create_session", json=body, headers={"X-API-Key": "sk-guess"}
             )
             run = await client.post(
-                "/api/v1/create_session", json=body, headers={"X-API-Key": LOCAL_API_KEY}
+                "/api/v1/create_session", json=body, headers={"X-API-Key": local_api_key()}
             )
     assert stranger.status_code in (401, 403), stranger.text
     assert run.status_code == 200, run.text

@@ -11,7 +11,7 @@ import pytest
 from mint_envkit import Config, DatasetBuilder, SingleTurnEnv, first_number
 from mint_envkit.errors import BackendError
 from mint_envkit.local import server as server_module
-from mint_envkit.rl.backend import LOCAL_API_KEY
+from mint_envkit.rl.backend import local_api_key
 from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.train import run_training
 
@@ -128,7 +128,7 @@ async def test_only_the_newest_checkpoints_and_the_final_stay_on_the_server(tmp_
         files = RunFiles(result.log_path)
         records = files.checkpoints()
         service = await asyncio.to_thread(
-            mint.ServiceClient, base_url=server.base_url, api_key=LOCAL_API_KEY
+            mint.ServiceClient, base_url=server.base_url, api_key=local_api_key()
         )
         run_id = records[-1]["state_path"].removeprefix("tinker://").split("/")[0]
         listed = await service.create_rest_client().list_checkpoints_async(run_id)

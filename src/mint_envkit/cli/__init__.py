@@ -242,13 +242,13 @@ async def _check_group(group: GroupBuilder, scripts: list[Any], renderer_name: s
 async def _check_local(group: GroupBuilder, args: argparse.Namespace) -> int:
     import mint
 
-    from mint_envkit.rl.backend import LOCAL_API_KEY, local_backend
+    from mint_envkit.rl.backend import local_api_key, local_backend
     from mint_envkit.rl.sampling import ClientSampler
 
     print(f"--- one group through {group.model_name} on the embedded backend")
     async with local_backend([group.model_name]) as base_url:
         service = await asyncio.to_thread(
-            mint.ServiceClient, base_url=base_url, api_key=LOCAL_API_KEY
+            mint.ServiceClient, base_url=base_url, api_key=local_api_key()
         )
         client = await service.create_sampling_client_async(base_model=group.model_name)
         sampler = ClientSampler(client, max_tokens=args.max_tokens)

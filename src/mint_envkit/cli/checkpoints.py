@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mint_envkit.errors import MintEnvkitError
-from mint_envkit.rl.backend import LOCAL_API_KEY
+from mint_envkit.rl.backend import local_api_key
 
 __all__ = ["checkpoints_main", "default_state_dir"]
 
@@ -61,7 +61,7 @@ def _rest_client(args: argparse.Namespace) -> Iterator[Any]:
 
         key = os.environ.get("MINT_API_KEY")
         if key is None and is_loopback_host(urlsplit(args.base_url).hostname or ""):
-            key = LOCAL_API_KEY  # a local 'mint-envkit serve' accepts any sk- key
+            key = local_api_key()  # a local 'mint-envkit serve' accepts any sk- key
         service = mint.ServiceClient(base_url=args.base_url, api_key=key)
         try:
             yield service.create_rest_client()
@@ -73,7 +73,7 @@ def _rest_client(args: argparse.Namespace) -> Iterator[Any]:
     with LocalServer(
         state_dir=str(args.state_dir), preload=False, list_all_checkpoints=True
     ) as server:
-        service = mint.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+        service = mint.ServiceClient(base_url=server.base_url, api_key=local_api_key())
         try:
             yield service.create_rest_client()
         finally:

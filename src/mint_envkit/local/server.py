@@ -108,7 +108,7 @@ class LocalServer:
             ``Host`` check (a loud warning is logged; set ``api_key`` too).
         api_key: the key every client must send (``X-API-Key``; the SDK's
             ``api_key=``); None (default) accepts any key. An embedded server the
-            loop starts gets a random one (``rl.backend.LOCAL_API_KEY``).
+            loop starts gets a random one (``rl.backend.local_api_key()``).
         limits: what one request may cost (tokens), how big sample jobs are split,
             and the idle timeout; see :class:`~mint_envkit.local.http.limits.Limits`.
         max_tokens_per_pass: the engine's memory budget (padded tokens per model pass),

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from mint_envkit.rl.config import Config
 
 __all__ = [
-    "LOCAL_API_KEY",
     "Connection",
     "connect",
+    "local_api_key",
     "local_backend",
     "models_to_preload",
     "preflight",
@@ -44,16 +44,22 @@ __all__ = [
     "shared_local_backend",
 ]
 
-LOCAL_API_KEY = "sk-mint-envkit-local-" + secrets.token_hex(16)
-"""The API key runs send to the embedded backend: random per process. An embedded server
-the loop (or a sweep) starts requires it, so another local user or a web page cannot
-drive it; a server started by hand (``mint-envkit serve`` without ``--api-key``) accepts
-any key.
+_LOCAL_API_KEY = "sk-mint-envkit-local-" + secrets.token_hex(16)
 
-Example::
 
-    mint.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
-"""
+def local_api_key() -> str:
+    """The API key runs send to the embedded backend: random per process.
+
+    An embedded server the loop (or a sweep) starts requires it, so another local
+    user or a web page cannot drive it; a server started by hand (``mint-envkit
+    serve`` without ``--api-key``) accepts any key.
+
+    Example::
+
+        mint.ServiceClient(base_url=server.base_url, api_key=local_api_key())
+    """
+    return _LOCAL_API_KEY
+
 
 _SHARED_LOCAL_URL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "mint_envkit_shared_local_url", default=None
@@ -148,7 +154,7 @@ def resolve_connection(backend: str, base_url: str | None = None) -> Connection:
             url = os.environ.get("TINKER_BASE_URL")
         return Connection(backend=chosen, base_url=url, api_key=api_key)
     return Connection(
-        backend=chosen, base_url=base_url or _SHARED_LOCAL_URL.get(), api_key=LOCAL_API_KEY
+        backend=chosen, base_url=base_url or _SHARED_LOCAL_URL.get(), api_key=local_api_key()
     )
 
 
@@ -184,7 +190,7 @@ class _EmbeddedServer:
             default_state_dir(), what="the local backend's state dir (MINT_ENVKIT_STATE_DIR)"
         )
         self.server = LocalServer(
-            models=self.models, latency_ms=self.latency_ms, api_key=LOCAL_API_KEY
+            models=self.models, latency_ms=self.latency_ms, api_key=local_api_key()
         )
         await asyncio.to_thread(self.server.start)
         return str(self.server.base_url)
@@ -212,7 +218,7 @@ async def local_backend(models: Sequence[str], *, latency_ms: float = 0.0) -> As
     Example::
 
         async with local_backend(["mint-envkit/tiny-qwen3"]) as url:
-            service = mint.ServiceClient(base_url=url, api_key=LOCAL_API_KEY)
+            service = mint.ServiceClient(base_url=url, api_key=local_api_key())
     """
     embedded = _EmbeddedServer(models, latency_ms)
     try:

@@ -99,9 +99,16 @@ class Watchdog:
                     last_ok = time.monotonic()
                 await asyncio.sleep(self.interval_s)
 
-    async def _answers_now(self) -> bool:
+    async def _still_answers(self, probes: int = 3, gap_s: float = 1.0) -> bool:
+        """Whether the backend keeps answering over a few probes after an SDK error: a
+        server that is shutting down answers one last probe, then stops."""
         async with self._client() as client:
-            return await self._answers(client)
+            for probe in range(probes):
+                if not await self._answers(client):
+                    return False
+                if probe + 1 < probes:
+                    await asyncio.sleep(gap_s)
+            return True
 
     def _lost_error(self, where: str, advice: str) -> BackendError:
         self.lost = True
@@ -142,7 +149,7 @@ class Watchdog:
                 except MintEnvkitError:
                     raise
                 except Exception as err:
-                    if await self._answers_now():
+                    if await self._still_answers():
                         raise
                     raise self._lost_error(describe(), advice()) from err
             raise self._lost_error(describe(), advice())
