@@ -65,16 +65,16 @@ async def test_local_runs_inside_a_shared_block_use_its_server(clean_env, monkey
     started = []
 
     @contextlib.asynccontextmanager
-    async def fake_server(models, *, latency_ms=0.0):
-        started.append((list(models), latency_ms))
+    async def fake_server(models, *, latency_ms=0.0, batch_invariant=False):
+        started.append((list(models), latency_ms, batch_invariant))
         yield "http://127.0.0.1:7"
 
     monkeypatch.setattr(backend, "local_backend", fake_server)
-    async with shared_local_backend(["m"], latency_ms=2.0) as url:
+    async with shared_local_backend(["m"], latency_ms=2.0, batch_invariant=True) as url:
         assert resolve_connection("local").base_url == url
         assert resolve_connection("local", "http://x:1").base_url == "http://x:1"
     assert resolve_connection("local").base_url is None
-    assert started == [(["m"], 2.0)]
+    assert started == [(["m"], 2.0, True)]
 
 
 def test_models_to_preload_are_each_model_and_kl_reference_once(phase_config):

@@ -97,6 +97,8 @@ def test_kl_reference_needs_a_model(base_model):
         ("eval_every", 1.5),
         ("max_concurrent_groups", 0),
         ("local_latency_ms", -1.0),
+        ("local_batch_invariant", 1),
+        ("local_batch_invariant", "yes"),
         ("preflight_timeout_s", 0),
         ("rollout_timeout_s", 0),
         ("rollout_timeout_s", "10"),

@@ -171,7 +171,7 @@ def fake_train_module(monkeypatch) -> types.SimpleNamespace:
     The sweep's real ``shared_local_backend`` runs; only the server it would
     start is replaced, and each run records whether it would reach the shared one.
     """
-    seen = types.SimpleNamespace(calls=[], shared=[], inside=[])
+    seen = types.SimpleNamespace(calls=[], shared=[], inside=[], invariant=[])
     url = "http://127.0.0.1:1"
 
     async def main(config: Config):
@@ -180,8 +180,9 @@ def fake_train_module(monkeypatch) -> types.SimpleNamespace:
         write_metrics(config)
 
     @contextlib.asynccontextmanager
-    async def local_backend(models, *, latency_ms=0.0):
+    async def local_backend(models, *, latency_ms=0.0, batch_invariant=False):
         seen.shared.append((list(models), latency_ms))
+        seen.invariant.append(batch_invariant)
         yield url
 
     fake = types.ModuleType("mint_envkit.rl.train")
@@ -208,6 +209,34 @@ async def test_default_runner_is_train_main_with_one_shared_local_backend(
     assert seen.calls == [os.path.join(str(tmp_path), n) for n in ("kl0p0", "kl0p1")]
     assert seen.shared == [(["tiny-model"], 5.0)]
     assert seen.inside == [True, True]
+
+
+async def test_configs_that_want_different_servers_share_none(make_config, tmp_path, monkeypatch):
+    monkeypatch.setenv("MINT_ENVKIT_BACKEND", "local")
+    seen = fake_train_module(monkeypatch)
+    sweep = Sweep(
+        base=make_config(),
+        grid={"local_batch_invariant": [False, True]},
+        root=tmp_path,
+        quiet=True,
+    )
+    assert all(r.ok for r in await sweep.run())
+    assert seen.shared == [] and seen.inside == [False, False]
+
+
+async def test_a_shared_server_is_batch_invariant_when_the_configs_ask(
+    make_config, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("MINT_ENVKIT_BACKEND", "local")
+    seen = fake_train_module(monkeypatch)
+    sweep = Sweep(
+        base=make_config(local_batch_invariant=True),
+        grid={"kl_penalty_coef": [0.0, 0.1]},
+        root=tmp_path,
+        quiet=True,
+    )
+    assert all(r.ok for r in await sweep.run())
+    assert seen.invariant == [True] and seen.inside == [True, True]
 
 
 @pytest.mark.parametrize(

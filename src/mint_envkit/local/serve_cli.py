@@ -141,6 +141,12 @@ def _parser() -> argparse.ArgumentParser:
         help="the engine's memory budget: padded tokens per model pass (default: the engine's)",
     )
     p.add_argument(
+        "--batch-invariant",
+        action="store_true",
+        help="batch only sample requests of one prompt length, so a fixed seed gives bit for "
+        "bit the same samples and logprobs whatever else runs (CPU; slower when lengths vary)",
+    )
+    p.add_argument(
         "--no-preload",
         action="store_true",
         help="serve at once and load each model on first use, instead of loading them "
@@ -218,6 +224,7 @@ def _run(args: argparse.Namespace) -> int:
         api_key=args.api_key,
         limits=limits,
         max_tokens_per_pass=args.max_tokens_per_pass,
+        batch_invariant=args.batch_invariant,
     )
     try:
         server.start()

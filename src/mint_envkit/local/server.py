@@ -113,6 +113,9 @@ class LocalServer:
             and the idle timeout; see :class:`~mint_envkit.local.http.limits.Limits`.
         max_tokens_per_pass: the engine's memory budget (padded tokens per model pass),
             passed to ``Engine``; None keeps the engine's default.
+        batch_invariant: batch only sample requests of one prompt length, so a
+            request's results never depend on concurrent ones (bit for bit on CPU;
+            ``Engine(batch_invariant=...)``, ``--batch-invariant``). Default False.
         list_all_checkpoints: ``GET /checkpoints`` lists every run in the state dir,
             not only the runs this server created or was given by path (default
             False; ``mint-envkit checkpoints``, a tool over your own state dir, sets it).
@@ -153,6 +156,7 @@ class LocalServer:
         limits: Limits | None = None,
         max_tokens_per_pass: int | None = None,
         list_all_checkpoints: bool = False,
+        batch_invariant: bool = False,
     ) -> None:
         if not allow_remote and not is_loopback_host(host):
             raise ConfigError(
@@ -187,9 +191,14 @@ class LocalServer:
             "api_key": api_key,
             "list_all_checkpoints": list_all_checkpoints,
             "limits": limits if limits is not None else Limits(),
-            "engine_options": (
-                {} if max_tokens_per_pass is None else {"max_tokens_per_pass": max_tokens_per_pass}
-            ),
+            "engine_options": {
+                **(
+                    {}
+                    if max_tokens_per_pass is None
+                    else {"max_tokens_per_pass": max_tokens_per_pass}
+                ),
+                **({"batch_invariant": True} if batch_invariant else {}),
+            },
         }
         if long_poll_s is not None:
             self._backend_kwargs["long_poll_s"] = long_poll_s

@@ -176,9 +176,10 @@ def models_to_preload(configs: Iterable[Config]) -> list[str]:
 class _EmbeddedServer:
     """An embedded server the loop starts, stops and may start again."""
 
-    def __init__(self, models: Sequence[str], latency_ms: float) -> None:
+    def __init__(self, models: Sequence[str], latency_ms: float, batch_invariant: bool) -> None:
         self.models = list(models)
         self.latency_ms = latency_ms
+        self.batch_invariant = batch_invariant
         self.server: Any = None
 
     async def start(self) -> str:
@@ -190,7 +191,10 @@ class _EmbeddedServer:
             default_state_dir(), what="the local backend's state dir (MINT_ENVKIT_STATE_DIR)"
         )
         self.server = LocalServer(
-            models=self.models, latency_ms=self.latency_ms, api_key=local_api_key()
+            models=self.models,
+            latency_ms=self.latency_ms,
+            api_key=local_api_key(),
+            batch_invariant=self.batch_invariant,
         )
         await asyncio.to_thread(self.server.start)
         return str(self.server.base_url)
@@ -205,8 +209,12 @@ class _EmbeddedServer:
 
 
 @contextlib.asynccontextmanager
-async def local_backend(models: Sequence[str], *, latency_ms: float = 0.0) -> AsyncIterator[str]:
+async def local_backend(
+    models: Sequence[str], *, latency_ms: float = 0.0, batch_invariant: bool = False
+) -> AsyncIterator[str]:
     """Start the embedded backend with ``models`` loaded; yield its URL; stop it after.
+
+    ``batch_invariant``: see ``Config.local_batch_invariant``.
 
     The server starts and stops in a worker thread, so the event loop stays
     free. Its state dir is checked first (writable, some free space), so a
@@ -220,7 +228,7 @@ async def local_backend(models: Sequence[str], *, latency_ms: float = 0.0) -> As
         async with local_backend(["mint-envkit/tiny-qwen3"]) as url:
             service = mint.ServiceClient(base_url=url, api_key=local_api_key())
     """
-    embedded = _EmbeddedServer(models, latency_ms)
+    embedded = _EmbeddedServer(models, latency_ms, batch_invariant)
     try:
         yield await embedded.start()
     finally:
@@ -229,7 +237,7 @@ async def local_backend(models: Sequence[str], *, latency_ms: float = 0.0) -> As
 
 @contextlib.asynccontextmanager
 async def shared_local_backend(
-    models: Sequence[str], *, latency_ms: float = 0.0
+    models: Sequence[str], *, latency_ms: float = 0.0, batch_invariant: bool = False
 ) -> AsyncIterator[str]:
     """Start one embedded backend that every local run inside the block shares.
 
@@ -242,7 +250,7 @@ async def shared_local_backend(
             await run_training(config_a)
             await run_training(config_b)   # same server as config_a
     """
-    async with local_backend(models, latency_ms=latency_ms) as url:
+    async with local_backend(models, latency_ms=latency_ms, batch_invariant=batch_invariant) as url:
         token = _SHARED_LOCAL_URL.set(url)
         try:
             yield url
@@ -273,7 +281,9 @@ async def connect(config: Config) -> AsyncIterator[Connection]:
     if connection.base_url is not None:
         yield connection
         return
-    embedded = _EmbeddedServer(models_to_preload([config]), config.local_latency_ms)
+    embedded = _EmbeddedServer(
+        models_to_preload([config]), config.local_latency_ms, config.local_batch_invariant
+    )
 
     async def restart() -> Connection:
         return attrs.evolve(connection, base_url=await embedded.restart(), restart=None)

@@ -214,6 +214,13 @@ class Config:
             the main thread.
         local_latency_ms: added delay per operation of an embedded backend
             started for this run (to rehearse a remote service).
+        local_batch_invariant: the embedded backend started for this run
+            batches only sample requests of one prompt length, so on CPU a fixed
+            seed reproduces the run bit for bit (also with
+            ``max_steps_off_policy``). Off (default), prompts of mixed lengths share
+            padded batches, which is faster but makes logprobs and metrics differ
+            at about 1e-7 from run to run. A server you start yourself takes
+            ``--batch-invariant``; MinT makes no such promise.
         preflight_timeout_s: how long the backend may take to answer at start.
         max_steps_off_policy: bounded staleness (tinker-cookbook's name). 0:
             on-policy, each step samples with its own weights, then trains.
@@ -302,6 +309,13 @@ class Config:
     local_latency_ms: float = attrs.field(
         default=0.0, validator=_positive("local_latency_ms", allow_zero=True)
     )
+    local_batch_invariant: bool = attrs.field(default=False)
+
+    @local_batch_invariant.validator
+    def _check_batch_invariant(self, _attribute: Any, value: Any) -> None:
+        if not isinstance(value, bool):
+            raise ConfigError(f"Config.local_batch_invariant must be True or False, got {value!r}")
+
     preflight_timeout_s: float = attrs.field(
         default=15.0, validator=_positive("preflight_timeout_s")
     )

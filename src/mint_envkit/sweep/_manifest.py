@@ -31,9 +31,16 @@ __all__ = ["OPERATIONAL_FIELDS", "check_or_write_manifest", "config_sha", "exclu
 
 _MANIFEST_FORMAT = 1
 
-OPERATIONAL_FIELDS = ("log_path", "base_url", "preflight_timeout_s", "local_latency_ms")
-"""Config fields that do not change what a run computes; a resumed sweep may
-differ in them (an embedded server on another port, a longer preflight)."""
+OPERATIONAL_FIELDS = (
+    "log_path",
+    "base_url",
+    "preflight_timeout_s",
+    "local_latency_ms",
+    "local_batch_invariant",
+)
+"""Config fields that do not change what a run computes (beyond float rounding); a
+resumed sweep may differ in them (an embedded server on another port, a longer
+preflight, batches of one prompt length)."""
 
 
 def _version() -> str:

@@ -304,10 +304,13 @@ class Sweep:
             connection = resolve_connection(point.config.backend, point.config.base_url)
             if connection.backend == "local" and connection.base_url is None:
                 local.append(point.config)
-        latencies = {c.local_latency_ms for c in local}
-        if not local or len(latencies) != 1:
+        servers = {(c.local_latency_ms, c.local_batch_invariant) for c in local}
+        if not local or len(servers) != 1:
             return contextlib.nullcontext()
-        return shared_local_backend(models_to_preload(local), latency_ms=latencies.pop())
+        latency, batch_invariant = servers.pop()
+        return shared_local_backend(
+            models_to_preload(local), latency_ms=latency, batch_invariant=batch_invariant
+        )
 
     async def _run_one(self, point: GridPoint, runner: Runner, position: str) -> SweepResult:
         log_path = Path(point.config.log_path)

@@ -57,7 +57,10 @@ def check_budget(value: Any) -> int:
 
 @attrs.define
 class Control:
-    """The budget and the cancellation state shared by the engine's long loops.
+    """The budget, the batching rule and the cancellation state shared by the engine's loops.
+
+    ``batch_invariant``: sampling batches only requests whose prompts have the same
+    length, so a request's logprobs never depend on the requests beside it.
 
     Example::
 
@@ -66,6 +69,7 @@ class Control:
     """
 
     max_tokens_per_pass: int
+    batch_invariant: bool = False
     epoch: int = 0  # bumped by cancel()
     started: int = 0  # epoch when the running call began
     depth: int = 0  # nesting of public calls (the engine lock is reentrant)

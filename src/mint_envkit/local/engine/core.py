@@ -85,6 +85,12 @@ class Engine:
         max_tokens_per_pass: padded tokens one model pass may hold (micro-batches of
             ``forward``, sub-batches of sampling, chunks of ``compute_logprobs``); bounds
             peak memory. Default ``DEFAULT_MAX_TOKENS_PER_PASS`` (4096), sized for a laptop.
+        batch_invariant: sample requests share a batch only with requests whose prompts
+            have the same length, so on CPU a request's tokens and logprobs are bit for
+            bit those it gets alone, whatever else is sampled at the same time (default
+            False: mixed lengths are padded into one batch, which rounds logprobs
+            differently at about 1e-7 and is faster when lengths vary). Batches of
+            equal-length prompts are invariant either way on CPU; CUDA makes no such promise.
 
     Example::
 
@@ -101,6 +107,7 @@ class Engine:
         num_threads: int | None = None,
         default_model: str = TINY_MODEL_NAME,
         max_tokens_per_pass: int = DEFAULT_MAX_TOKENS_PER_PASS,
+        batch_invariant: bool = False,
     ) -> None:
         self.state_dir = Path(state_dir or default_state_dir()).expanduser().resolve()
         self.device = device
@@ -110,7 +117,11 @@ class Engine:
             raise EngineError(str(err), "user") from err
         self.default_model = default_model
         self._lock = threading.RLock()
-        self._control = Control(max_tokens_per_pass=check_budget(max_tokens_per_pass))
+        if not isinstance(batch_invariant, bool):
+            raise EngineError(f"batch_invariant must be True or False, got {batch_invariant!r}")
+        self._control = Control(
+            max_tokens_per_pass=check_budget(max_tokens_per_pass), batch_invariant=batch_invariant
+        )
         self.registry = Registry(device=device, num_threads=self.num_threads)
         """In-memory state (internal: for tests and tools, not a stable API)."""
         self._checkpoints = CheckpointStore(self.state_dir)

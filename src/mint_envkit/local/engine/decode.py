@@ -34,7 +34,11 @@ import torch
 from .kvcache import backend_for
 from .records import SampledSequence, SampleSpec
 
-__all__ = ["DecodePolicy", "decode", "draw", "policy_for"]
+__all__ = ["CPU_MIN_ROWS", "DecodePolicy", "decode", "draw", "policy_for"]
+
+# Measured (torch 2.13, MKL, 1 thread): F.linear of 1, 2 or 3 rows rounds differently
+# from the same rows inside a batch of 4..70; from 4 rows on, a row's result is the same.
+CPU_MIN_ROWS = 4
 
 
 @dataclass(frozen=True)
@@ -43,12 +47,18 @@ class DecodePolicy:
 
     Example::
 
-        DecodePolicy(sync_every=1, compile_step=False, static_shapes=False)
+        DecodePolicy(sync_every=1, compile_step=False, static_shapes=False, min_rows=4)
+
+    ``min_rows``: the model always runs at least this many rows (copies of the first
+    one fill up; their results are dropped). CPU matrix products round a batch of 1-3
+    rows differently from one of 4 or more (another kernel), so without it a request's
+    logprobs would depend on how many other requests share its batch.
     """
 
     sync_every: int
     compile_step: bool
     static_shapes: bool
+    min_rows: int = 1
 
 
 def policy_for(device: torch.device) -> DecodePolicy:
@@ -64,7 +74,18 @@ def policy_for(device: torch.device) -> DecodePolicy:
     cuda = device.type == "cuda"
     every = int(os.environ.get("MINT_ENVKIT_SYNC_EVERY", "16" if cuda else "1"))
     compile_step = cuda and os.environ.get("MINT_ENVKIT_COMPILE", "0") == "1"
-    return DecodePolicy(sync_every=max(1, every), compile_step=compile_step, static_shapes=cuda)
+    return DecodePolicy(
+        sync_every=max(1, every),
+        compile_step=compile_step,
+        static_shapes=cuda,
+        min_rows=1 if cuda else CPU_MIN_ROWS,
+    )
+
+
+def _padded(index: torch.Tensor, rows: int) -> torch.Tensor:
+    """``index`` extended to ``rows`` entries with copies of its first one."""
+    short = rows - index.shape[0]
+    return index if short <= 0 else torch.cat([index, index[:1].expand(short)])
 
 
 def draw(
@@ -247,11 +268,16 @@ def decode(
         model, static_shapes=policy.static_shapes, compile_step=policy.compile_step
     )
     ids, mask, positions = _prompts(specs, dev)
+    fill = policy.min_rows
     live_rows = list(range(len(state.rows)))
     with torch.no_grad():
-        logits = backend.prefill(ids, mask, positions, length=ids.shape[1] + steps)
+        width = ids.shape[1]
+        if len(specs) < fill:
+            rows = _padded(torch.arange(len(specs), device=dev), fill)
+            ids, mask, positions = ids[rows], mask[rows], positions[rows]
+        logits = backend.prefill(ids, mask, positions, length=width + steps)
         prompt_of = torch.tensor([r for r, _ in state.rows], device=dev)
-        backend.expand(prompt_of)
+        backend.expand(_padded(prompt_of, fill))
         logits, next_pos = logits[prompt_of], mask.sum(-1)[prompt_of]
         layout = _Layout(specs, state, live_rows)
         for t in range(steps):
@@ -271,11 +297,16 @@ def decode(
                 shrink = len(live_rows) // 2 if policy.static_shapes else len(live_rows) - 1
                 if len(keep) <= shrink:
                     index = torch.tensor(keep, device=dev)
-                    backend.select(index)
+                    backend.select(_padded(index, fill))
                     tok, next_pos = tok[index], next_pos[index]
                     live_rows = [live_rows[p] for p in keep]
                     layout = _Layout(specs, state, live_rows)
-            logits = backend.step(tok, next_pos, column=ids.shape[1] + t)
+            live = len(live_rows)
+            if live < fill:
+                pad = _padded(torch.arange(live, device=dev), fill)
+                logits = backend.step(tok[pad], next_pos[pad], column=width + t)[:live]
+            else:
+                logits = backend.step(tok, next_pos, column=width + t)
             next_pos = next_pos + 1
     state.host_stops(specs, tokenizer, steps - 1)
     return state.results(specs)

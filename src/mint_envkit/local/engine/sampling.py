@@ -201,6 +201,25 @@ def _sub_specs(specs: Sequence[SampleSpec], rows: list[tuple[int, int]]) -> list
     return out
 
 
+def _length_groups(specs: Sequence[SampleSpec], by_length: bool) -> list[list[int]]:
+    """Request indices in batches that decode together: one per prompt length if ``by_length``.
+
+    Left padding moves a prompt's keys to other SIMD lanes of the CPU attention
+    reduction, which rounds differently (~1e-7): requests of one length share a batch
+    with no padding, so a request's logprobs do not depend on its neighbours.
+
+    Example::
+
+        _length_groups([spec_len5, spec_len7, spec_len5], True)  # [[0, 2], [1]]
+    """
+    if not by_length:
+        return [list(range(len(specs)))]
+    groups: dict[int, list[int]] = {}
+    for r, spec in enumerate(specs):
+        groups.setdefault(len(spec.prompt), []).append(r)
+    return list(groups.values())
+
+
 def generate(
     base: BaseModelState, snap: Snapshot, specs: Sequence[SampleSpec], control: Control
 ) -> list[list[SampledSequence]]:
@@ -218,12 +237,14 @@ def generate(
     out: list[list[SampledSequence]] = [[] for _ in specs]
     try:
         with torch.no_grad(), use_sampler(base, snap) as model:
-            for rows in plan_rows(specs, control.max_tokens_per_pass):
-                control.check()
-                requests = list(dict.fromkeys(r for r, _ in rows))
-                done = decode(model, _sub_specs(specs, rows), policy, tokenizer, control.check)
-                for r, seqs in zip(requests, done, strict=True):
-                    out[r].extend(seqs)
+            for group in _length_groups(specs, control.batch_invariant):
+                part = [specs[r] for r in group]
+                for rows in plan_rows(part, control.max_tokens_per_pass):
+                    control.check()
+                    requests = list(dict.fromkeys(group[r] for r, _ in rows))
+                    done = decode(model, _sub_specs(part, rows), policy, tokenizer, control.check)
+                    for r, seqs in zip(requests, done, strict=True):
+                        out[r].extend(seqs)
     finally:
         if sum(len(s.prompt) + s.max_tokens * s.num_samples for s in specs) > RELEASE_AFTER_TOKENS:
             release_memory(base.loaded.device)
