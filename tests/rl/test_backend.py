@@ -7,10 +7,12 @@ import pytest
 from mint_envkit import BackendError, ConfigError, KLReferenceConfig
 from mint_envkit.rl import backend
 from mint_envkit.rl.backend import (
+    close_session,
     connect,
     local_api_key,
     models_to_preload,
     resolve_connection,
+    service_client,
     shared_local_backend,
 )
 
@@ -127,3 +129,43 @@ async def test_an_embedded_server_the_loop_starts_requires_the_run_key(clean_env
             )
     assert stranger.status_code in (401, 403), stranger.text
     assert run.status_code == 200, run.text
+
+
+class _Holder:
+    def __init__(self, fails: bool = False) -> None:
+        self.closed, self.fails = 0, fails
+
+    def close(self) -> None:
+        self.closed += 1
+        if self.fails:
+            raise RuntimeError("already closed")
+
+
+def test_close_session_closes_the_holder_and_never_raises():
+    service = type("Service", (), {})()
+    service.holder = _Holder()
+    close_session(service)
+    assert service.holder.closed == 1
+    service.holder = _Holder(fails=True)
+    close_session(service)  # swallowed: closing is best effort at the end of a run
+    close_session(object())  # no holder: nothing to do
+
+
+async def test_service_client_closes_its_session_also_after_an_error(clean_env, monkeypatch):
+    import mint
+
+    made = []
+
+    class FakeService:
+        def __init__(self, *, base_url, api_key) -> None:
+            self.holder, self.base_url, self.api_key = _Holder(), base_url, api_key
+            made.append(self)
+
+    monkeypatch.setattr(mint, "ServiceClient", FakeService)
+    connection = resolve_connection("local", "http://127.0.0.1:9")
+    with pytest.raises(RuntimeError, match="boom"):
+        async with service_client(connection) as service:
+            assert (service.base_url, service.api_key) == ("http://127.0.0.1:9", local_api_key())
+            assert service.holder.closed == 0
+            raise RuntimeError("boom")
+    assert [s.holder.closed for s in made] == [1]

@@ -103,6 +103,28 @@ async def test_one_sample_request_per_group(tmp_path, server):
     assert config["model_name"] == MODEL and config["dataset_builder"]["group_size"] == 4
 
 
+async def test_a_finished_run_stops_its_sdk_session_heartbeat(tmp_path, server, monkeypatch):
+    """Otherwise a process that lives on (a notebook, a sweep) warns every 10 s once the
+    embedded server is gone: the SDK heartbeats its session for the life of the process."""
+    import mint
+
+    made = []
+    real = mint.ServiceClient
+
+    def recording(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(mint, "ServiceClient", recording)
+    await main(_config(tmp_path, server))
+    assert len(made) == 1
+    heartbeat = made[0].holder._session_heartbeat_task  # the SDK's own task (not ours)
+    deadline = time.monotonic() + 5
+    while not heartbeat.done() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert heartbeat.cancelled()
+
+
 async def test_env_error_fails_only_its_group(tmp_path, server):
     problems = [{"question": "What is 1 + 1?", "answer": "boom"}, *_problems(3)]
     config = _config(

@@ -33,7 +33,7 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.files import write_results, write_run_folder
 from mint_envkit.evaluation.metrics import ProblemResult, problem_result, summarize
 from mint_envkit.evaluation.spec import eval_groups
-from mint_envkit.rl.backend import connect, preflight
+from mint_envkit.rl.backend import connect, preflight, service_client
 from mint_envkit.rl.config import Config
 from mint_envkit.rl.rollouts import SampleRequest, rollout_group
 from mint_envkit.rl.sampling import ClientSampler, sampler_snapshot
@@ -254,13 +254,9 @@ async def evaluate_many(
     }
     async with connect(config) as connection:
         await preflight(str(connection.base_url), api_key=connection.api_key)
-        import mint
-
-        service = await asyncio.to_thread(
-            mint.ServiceClient, base_url=connection.base_url, api_key=connection.api_key
-        )
         settings["backend"] = connection.backend
-        try:
+        # its session closes before an embedded server stops
+        async with service_client(connection) as service:
             results = [
                 await _one(
                     pairs,
@@ -274,8 +270,6 @@ async def evaluate_many(
                 )
                 for checkpoint, name in zip(checkpoints, names, strict=True)
             ]
-        finally:
-            service.holder.close()  # stop its heartbeat before an embedded server stops
     if out_dir is not None:
         from mint_envkit.evaluation.compare import comparison_record
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Connection",
+    "close_session",
     "connect",
     "local_api_key",
     "local_backend",
@@ -41,6 +42,7 @@ __all__ = [
     "preflight",
     "resolve_backend",
     "resolve_connection",
+    "service_client",
     "shared_local_backend",
 ]
 
@@ -338,3 +340,47 @@ async def preflight(base_url: str, *, timeout_s: float = 15.0, api_key: str | No
         "is running (`mint-envkit serve` for a local one); unset MINT_API_KEY or set "
         "MINT_ENVKIT_BACKEND=local to train on the embedded backend instead."
     )
+
+
+def close_session(service: Any) -> None:
+    """Stop a ``mint.ServiceClient``'s session heartbeat; never raises.
+
+    The SDK keeps a heartbeat running for the life of the process and, once its
+    backend is gone (an embedded server stops with its run), warns every 10 s
+    that the heartbeat failed. It has no public close, so this calls its client
+    holder's ``close()`` when there is one.
+
+    Example::
+
+        close_session(service)  # after the last call through service and its clients
+    """
+    close = getattr(getattr(service, "holder", None), "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):
+            close()
+
+
+@contextlib.asynccontextmanager
+async def service_client(connection: Connection) -> AsyncIterator[Any]:
+    """A ``mint.ServiceClient`` for ``connection``; its session is closed when the block ends.
+
+    Created in a worker thread (the SDK fetches its client config on creation),
+    so the event loop stays free; :func:`close_session` at the end keeps a
+    process that lives on (a notebook, a sweep) free of heartbeat warnings.
+
+    Example::
+
+        async with service_client(connection) as service:
+            training = await service.create_lora_training_client_async(
+                base_model="mint-envkit/tiny-qwen3", rank=8
+            )
+    """
+    import mint
+
+    service = await asyncio.to_thread(
+        mint.ServiceClient, base_url=connection.base_url, api_key=connection.api_key
+    )
+    try:
+        yield service
+    finally:
+        close_session(service)

@@ -22,7 +22,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 import time
@@ -38,6 +37,7 @@ from mint_envkit.rl.backend import (
     connect,
     preflight,
     resolve_backend,
+    service_client,
     shared_local_backend,
 )
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
@@ -218,14 +218,9 @@ class _Run:
 
 
 async def _open(
-    config: Config, connection: Connection, files: RunFiles, checkpoint: dict[str, Any] | None
+    config: Config, service: Any, files: RunFiles, checkpoint: dict[str, Any] | None
 ) -> tuple[Any, Any, Any]:
     """The training client (fresh, or resumed from ``checkpoint``), the KL reference, REST."""
-    import mint
-
-    service = await asyncio.to_thread(
-        mint.ServiceClient, base_url=connection.base_url, api_key=connection.api_key
-    )
     if checkpoint:
         _say(f"resuming {config.log_path} at step {checkpoint['step']}")
         files.forget_after(int(checkpoint["step"]))
@@ -394,14 +389,15 @@ async def _train(
     """Open the clients, resuming from the last checkpoint, and run the remaining steps."""
     checkpoint = files.last_checkpoint()
     start = int(checkpoint["step"]) if checkpoint else 0
-    training, reference, rest = await _open(config, connection, files, checkpoint)
-    run = _Run(config, files, train_data, test_data, total, training, reference, rest)
-    pipeline = BatchPipeline(config, train_data, reference, start=start, total=total)
-    try:
-        for step in range(start, total):
-            checkpoint = await _step(run, step, pipeline) or checkpoint
-    finally:
-        await pipeline.close()
+    async with service_client(connection) as service:
+        training, reference, rest = await _open(config, service, files, checkpoint)
+        run = _Run(config, files, train_data, test_data, total, training, reference, rest)
+        pipeline = BatchPipeline(config, train_data, reference, start=start, total=total)
+        try:
+            for step in range(start, total):
+                checkpoint = await _step(run, step, pipeline) or checkpoint
+        finally:
+            await pipeline.close()
     return checkpoint
 
 
