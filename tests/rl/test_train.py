@@ -324,6 +324,13 @@ def _without_times(records: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in records]
 
 
+def _metrics_and_rollouts(result) -> tuple[list[dict], list[dict]]:
+    """A finished run's metrics (without timings) and rollouts (every line must parse)."""
+    files = RunFiles(result.log_path)
+    rollouts = [json.loads(line) for line in files.rollouts_path.read_text().splitlines()]
+    return _without_times(files.metrics()), rollouts
+
+
 async def test_off_policy_run_is_deterministic_for_a_fixed_seed(tmp_path):
     """Two k=1 runs with one seed, each on a fresh embedded backend, are identical, bit for
     bit. The prompts have one length: the server batches whatever requests arrive
@@ -344,9 +351,7 @@ async def test_off_policy_run_is_deterministic_for_a_fixed_seed(tmp_path):
                 max_steps_off_policy=1,
             )
             result = await main(config)
-        files = RunFiles(result.log_path)
-        rollouts = [json.loads(line) for line in files.rollouts_path.read_text().splitlines()]
-        results.append((_without_times(files.metrics()), rollouts))
+        results.append(_metrics_and_rollouts(result))
     (metrics, rollouts), again = results
     assert (metrics, rollouts) == again
     assert [m["off_policy/staleness_max"] for m in metrics] == [0.0, 1.0, 1.0]
@@ -381,9 +386,7 @@ async def test_batch_invariant_runs_with_prompts_of_mixed_lengths_are_identical(
             local_batch_invariant=True,
         )
         result = await main(config)
-        files = RunFiles(result.log_path)
-        rollouts = [json.loads(line) for line in files.rollouts_path.read_text().splitlines()]
-        results.append((_without_times(files.metrics()), rollouts))
+        results.append(_metrics_and_rollouts(result))
     (metrics, rollouts), again = results
     questions = {m["content"] for r in rollouts for m in r["messages"] if m["role"] == "user"}
     assert len({len(q) for q in questions}) > 1  # the prompts' lengths do vary

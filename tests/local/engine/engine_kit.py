@@ -17,6 +17,7 @@ import torch
 from mint_envkit.local.engine import Engine
 from mint_envkit.local.engine.records import SampleSpec
 from mint_envkit.rendering.tokenizer import tiny_tokenizer_dir
+from tiny_llama import tiny_llama
 
 SMALL = "mint-envkit/tiny-qwen3-small"
 PROMPT = [2044, 100, 200, 300, 2045, 2044, 400]
@@ -97,26 +98,15 @@ def tiny_llama_dir(target: Path, *, tied: bool, seed: int = 0) -> str:
     ``tied`` shares the output layer with the input embeddings (``tie_word_embeddings``),
     as SmolLM2 does. No download: the engine loads the directory by path.
     """
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
+    model = tiny_llama(
         vocab_size=2048,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=512,
-        tie_word_embeddings=tied,
+        tied=tied,
+        bos=2043,
+        eos=2045,
+        pad=2043,
+        seed=seed,
         initializer_range=0.1,
-        bos_token_id=2043,
-        eos_token_id=2045,
-        pad_token_id=2043,
     )
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config).to(torch.float32)
-    shared = model.lm_head.weight is model.model.embed_tokens.weight
-    assert shared == tied  # the test model must be what its name says
     model.save_pretrained(str(target))
     for item in tiny_tokenizer_dir().iterdir():
         if item.is_file():
