@@ -4,8 +4,18 @@
   session, so tests never read or write ``~/.cache`` and the tiny tokenizer
   is built locally, inside the test suite (subprocesses inherit it).
 - ``TINKER_TELEMETRY=0``: no telemetry from the SDK.
+- ``MKL_CBWR=AVX2,STRICT`` (unless already set): MKL's conditional numerical
+  reproducibility, so the tests that compare results bit for bit (batch invariance,
+  a seeded run reproduced) give one verdict on every CPU. Without it MKL picks its
+  kernels by instruction set, and a row of a matrix product rounds differently by the
+  number of rows beside it on some sets (measured in docs/architecture.md, "Numerics
+  in the tests"). It must be set before MKL initialises, so before torch is imported:
+  this module is imported before any test module, and it refuses to run when torch is
+  already loaded.
+- A skip is a decision: the session fails when a test skipped for a reason that is not
+  on :data:`ALLOWED_SKIPS` (a missing Chromium or extra would otherwise pass as green).
 
-Set in ``pytest_configure``, before any test module is imported.
+Set at import and in ``pytest_configure``, before any test module is imported.
 
 Envs shared by several test files live in ``tests/shared_envs.py`` (``from shared_envs
 import ArithmeticEnv``): this directory is on ``sys.path`` while pytest runs, since it
@@ -17,12 +27,37 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import sys
 import tempfile
 
 import pytest
 
+MKL_PIN = "AVX2,STRICT"
+"""MKL's reproducible code path for the suite: on AVX2 and AVX-512 CPUs a row of a
+product is then the same whatever the number of rows (the engine's ``CPU_MIN_ROWS``
+covers CPUs limited to SSE4.2, where MKL falls back to its own kernels)."""
+
+if "torch" in sys.modules and "MKL_CBWR" not in os.environ:  # pragma: no cover
+    raise RuntimeError(
+        "torch was imported before tests/conftest.py could set MKL_CBWR; run the suite "
+        "with `python -m pytest` from the repo root, or export MKL_CBWR=AVX2,STRICT"
+    )
+os.environ.setdefault("MKL_CBWR", MKL_PIN)
+
+ALLOWED_SKIPS: tuple[tuple[str, str, str], ...] = (
+    (
+        "tests/local/engine/test_engine_cuda.py",
+        "needs a CUDA device",
+        "the GPU path runs only where torch sees a CUDA device; CI machines have none",
+    ),
+)
+"""(test file, text in the skip reason, why that skip is acceptable). Any other skip
+fails the session: install what the test needs instead (``bash scripts/test.sh`` installs
+every extra; ``.ci/run`` installs Chromium)."""
+
 _SAVED: dict[str, str | None] = {}
 _CACHE: list[str] = []
+_UNEXPECTED_SKIPS: list[str] = []
 
 
 def pytest_configure(config):
@@ -41,6 +76,40 @@ def pytest_unconfigure(config):
             os.environ[name] = value
     for cache in _CACHE:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def skip_is_allowed(nodeid: str, reason: str) -> bool:
+    """Whether a skip of ``nodeid`` for ``reason`` is on :data:`ALLOWED_SKIPS`.
+
+    Example::
+
+        skip_is_allowed("tests/local/engine/test_engine_cuda.py::t", "needs a CUDA device")
+    """
+    return any(nodeid.startswith(path) and text in reason for path, text, _why in ALLOWED_SKIPS)
+
+
+def pytest_runtest_logreport(report):
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else str(report)
+    if not skip_is_allowed(report.nodeid, reason):
+        _UNEXPECTED_SKIPS.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _UNEXPECTED_SKIPS and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _UNEXPECTED_SKIPS:
+        terminalreporter.section("skips that are not on tests/conftest.py's ALLOWED_SKIPS")
+        for line in _UNEXPECTED_SKIPS:
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(
+            "the session fails: install what these tests need (bash scripts/test.sh; "
+            "apt-get install chromium), or add the skip to ALLOWED_SKIPS with its reason"
+        )
 
 
 # --- tokenizers with other chat templates, built from the tiny tokenizer (no download) ---

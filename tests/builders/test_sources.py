@@ -128,7 +128,8 @@ async def test_builder_and_datasets_pickle(tmp_path: Path) -> None:
 
 
 async def test_csv_parquet_and_hf_dataset(tmp_path: Path) -> None:
-    datasets = pytest.importorskip("datasets", reason="the datasets extra is not installed")
+    import datasets  # the datasets extra: scripts/test.sh installs it
+
     table = datasets.Dataset.from_list(ROWS)
     table.to_csv(str(tmp_path / "t.csv"), index=False)
     table.to_parquet(str(tmp_path / "t.parquet"))
@@ -147,7 +148,8 @@ async def test_csv_parquet_and_hf_dataset(tmp_path: Path) -> None:
 
 
 def test_streaming_datasets_are_refused() -> None:
-    datasets = pytest.importorskip("datasets", reason="the datasets extra is not installed")
+    import datasets  # the datasets extra: scripts/test.sh installs it
+
     stream = datasets.Dataset.from_list(ROWS).to_iterable_dataset()
     with pytest.raises(ConfigError, match="IterableDataset has no random access"):
         problems_from(stream)

@@ -33,6 +33,17 @@ def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
     return max(float((a[k] - b[k]).abs().max()) for k in a)
 
 
+def rel_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    """The largest absolute difference over the largest magnitude in ``b`` (same names).
+
+    For results that sum the same terms in another order (micro-batches, other kernels):
+    float32 rounding scales with the values, so an absolute bound would test the CPU.
+    """
+    assert set(a) == set(b) and a, "compare the same, non-empty sets of tensors"
+    scale = max(float(b[k].abs().max()) for k in b)
+    return max_diff(a, b) / max(scale, 1e-30)
+
+
 def trained_lora(engine: Engine, seed: int = 0, steps: int = 1, rank: int = 4) -> str:
     """A LoRA whose B matrices are non-zero (so the adapter changes outputs)."""
     model_id = engine.create_lora(SMALL, rank=rank, seed=seed)

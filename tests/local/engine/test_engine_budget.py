@@ -7,7 +7,7 @@ import time
 
 import pytest
 import torch
-from engine_kit import PROMPT, SMALL, ce_data, max_diff, rl_data, trained_lora
+from engine_kit import PROMPT, SMALL, ce_data, max_diff, rel_diff, rl_data, trained_lora
 
 from mint_envkit.local.engine import Engine, EngineError, training
 from mint_envkit.local.engine.sampling import plan_rows, sample_spec
@@ -47,11 +47,14 @@ def test_micro_batches_under_the_budget_give_the_same_result_as_one_batch(engine
     budget(16)  # a datum or two per micro-batch
     small, small_grads = _forward_backward(engine, model_id, data, loss_fn)
     assert len(training.micro_batches([{"tokens": d["model_input"]} for d in data], 16)) >= 2
-    assert small.metrics["loss:sum"] == pytest.approx(whole.metrics["loss:sum"], abs=1e-4)
+    # The same terms summed in another order: float32 rounding, bounded relative to the
+    # values (gradients here reach about 15; an absolute 1e-5 failed under MKL's AVX2 path).
+    assert small.metrics["loss:sum"] == pytest.approx(whole.metrics["loss:sum"], rel=1e-5)
+    assert len(small.logprobs) == len(whole.logprobs) == len(data)
     for a, b in zip(small.logprobs, whole.logprobs, strict=True):
-        assert a == pytest.approx(b, abs=1e-5)
+        assert a == pytest.approx(b, rel=1e-5, abs=1e-6)
     assert set(small_grads) == set(whole_grads)
-    assert max_diff(small_grads, whole_grads) < 1e-5
+    assert rel_diff(small_grads, whole_grads) < 1e-5
 
 
 def test_a_sample_batch_is_split_under_the_budget(engine, budget):

@@ -9,7 +9,7 @@ from mint_envkit.local.engine.decode import DecodePolicy, decode, draw, policy_f
 from mint_envkit.local.engine.numerics import target_logprobs
 from mint_envkit.rendering.tokenizer import get_tokenizer
 
-CPU = DecodePolicy(sync_every=1, compile_step=False, static_shapes=False, min_rows=4)
+CPU = DecodePolicy(sync_every=1, compile_step=False, static_shapes=False, min_rows=8)
 # what CUDA runs (sync every few steps, full-width attention), here on CPU
 DEVICE_LIKE = DecodePolicy(sync_every=4, compile_step=False, static_shapes=True)
 

@@ -36,9 +36,12 @@ from .records import SampledSequence, SampleSpec
 
 __all__ = ["CPU_MIN_ROWS", "DecodePolicy", "decode", "draw", "policy_for"]
 
-# Measured (torch 2.13, MKL, 1 thread): F.linear of 1, 2 or 3 rows rounds differently
-# from the same rows inside a batch of 4..70; from 4 rows on, a row's result is the same.
-CPU_MIN_ROWS = 4
+# Measured (torch 2.13, MKL, 1 thread, a row of F.linear alone vs inside 2..300 rows):
+# with MKL_CBWR=AVX2,STRICT on an AVX2 or AVX-512 CPU every row count rounds alike; MKL's
+# SSE4.2 kernels round 1-7 rows differently from 8 or more (its default AVX-512 ones 1-15
+# rows, its default AVX2 ones 1-3 and again from 56). 8 rows cover every instruction set
+# under the pin. docs/architecture.md, "Numerics in the tests".
+CPU_MIN_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -47,11 +50,11 @@ class DecodePolicy:
 
     Example::
 
-        DecodePolicy(sync_every=1, compile_step=False, static_shapes=False, min_rows=4)
+        DecodePolicy(sync_every=1, compile_step=False, static_shapes=False, min_rows=8)
 
     ``min_rows``: the model always runs at least this many rows (copies of the first
-    one fill up; their results are dropped). CPU matrix products round a batch of 1-3
-    rows differently from one of 4 or more (another kernel), so without it a request's
+    one fill up; their results are dropped). CPU matrix products round a batch of a few
+    rows differently from a larger one (another kernel), so without it a request's
     logprobs would depend on how many other requests share its batch.
     """
 
