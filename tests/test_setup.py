@@ -6,9 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 STAMP = [sys.executable, str(ROOT / "scripts" / "setup_stamp.py")]
@@ -118,10 +117,11 @@ def test_setup_cuda_opt_in_and_bad_value(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "cpu or cuda" in bad.stderr
 
 
-@pytest.mark.skipif(not Path(sys.executable).exists(), reason="needs a python")
 def test_torch_build_reports_this_python() -> None:
     done = subprocess.run([*STAMP, "torch-build"], capture_output=True, text=True, check=True)
-    assert done.stdout.startswith("torch ")
+    # the version of the torch this python imports, then its build in parentheses
+    assert done.stdout.startswith(f"torch {metadata.version('torch')} ("), done.stdout
+    assert done.stdout.rstrip().endswith(")")
 
 
 def test_new_extras_install_once_and_keep_the_old_ones(tmp_path: Path) -> None:

@@ -187,6 +187,7 @@ async def test_limits_are_passed_to_each_env():
         context_overflow_reward=-3.0,
         score_truncated=True,
     ).make_envs()
+    assert len(envs) == 3  # group_size
     for env in envs:
         assert (env.max_trajectory_tokens, env.max_generation_tokens) == (300, 20)
         assert (env.failed_parse_reward, env.context_overflow_reward) == (-2.0, -3.0)

@@ -47,9 +47,11 @@ async def test_right_call_then_answer_is_max_reward_through_the_qwen3_renderer()
     builder = example.make_builder(problems)
     train, _ = await builder()
     rollouts = await rollout_groups(train.get_batch(0), ScriptedPolicy(example.solver(problems)))
+    assert len(rollouts) == 3  # one group per problem (batch_size = the 3 problems)
     for rollout in rollouts:
         assert rollout.error is None
         assert rollout.rewards == [1.0, 1.0]
+        assert len(rollout.trajectories) == 2  # group_size
         for trajectory in rollout.trajectories:
             first, second = trajectory.transitions
             assert second.ob[: len(first.ob) + len(first.ac.tokens)] == [

@@ -44,6 +44,20 @@ class FirstCharEnv(SingleTurnEnv):
         return MessageStepResult(reward=float(hit), episode_done=True, metrics={"hit": float(hit)})
 
 
+class ReplyHashEnv(SingleTurnEnv):
+    """Reward: a hash of the whole reply, in [0, 1). A group is constant only when all of its
+    replies are the same text: 8 samples of several tokens at temperature > 0 from the tiny
+    model never are (and the seeded runs here are reproducible), so every group trains."""
+
+    def score(self, message):
+        import zlib
+
+        from mint_envkit import MessageStepResult
+
+        reward = (zlib.crc32(message["content"].encode()) % 1000) / 1000
+        return MessageStepResult(reward=reward, episode_done=True, metrics={})
+
+
 def _problems(n: int, answer: str | None = None) -> list[dict[str, str]]:
     return [{"question": f"What is {i} + {i}?", "answer": answer or str(2 * i)} for i in range(n)]
 
@@ -174,7 +188,7 @@ async def test_kl_penalty_logs_kl_against_the_base_model(tmp_path, server):
     config = _config(
         tmp_path,
         server,
-        env=FirstCharEnv,
+        env=ReplyHashEnv,
         kl_penalty_coef=0.05,
         kl_reference_config=KLReferenceConfig(MODEL),
         score_truncated=True,
@@ -183,15 +197,19 @@ async def test_kl_penalty_logs_kl_against_the_base_model(tmp_path, server):
     )
     result = await main(config)
     metrics = RunFiles(result.log_path).metrics()
-    with_training = [m for m in metrics if m["train/datums"] > 0]
-    assert with_training, "expected at least one step with a mixed group"
-    # Step 0 samples from weights equal to the base model: the KL is ~0.
-    assert all("kl_policy_base" in m for m in with_training)
+    assert [m["step"] for m in metrics] == [0, 1]
+    assert all(m["train/datums"] > 0 for m in metrics)  # every group is mixed: both steps train
+    # Step 0 samples at temperature 1 from weights equal to the base model: the KL is ~0.
+    assert abs(metrics[0]["kl_policy_base"]) < 1e-3
+    # Step 1 samples from the updated weights: the policy has moved away from the base model.
+    assert metrics[1]["kl_policy_base"] > 1e-2
 
 
 async def test_api_key_is_never_written(tmp_path, server, monkeypatch):
     monkeypatch.setenv("MINT_API_KEY", "sk-very-secret-key")
     result = await main(_config(tmp_path, server))
+    written = sorted(p.name for p in Path(result.log_path).iterdir())
+    assert {"config.json", "metrics.jsonl", "rollouts.jsonl"} <= set(written), written
     for path in Path(result.log_path).iterdir():
         assert "sk-very-secret-key" not in path.read_text()
 
@@ -276,6 +294,7 @@ async def test_eval_every_runs_the_test_split(tmp_path, server):
     )
     result = await main(config)
     metrics = RunFiles(result.log_path).metrics()
+    assert [m["step"] for m in metrics] == [0, 1]
     assert all("test/env/all/reward/total" in m for m in metrics)
     assert all(m["test/env/all/episodes"] == 3 for m in metrics)  # test groups of one
     records = [
@@ -422,7 +441,7 @@ async def test_kl_against_the_base_model_is_zero_before_any_update_at_t07(
     config = _config(
         tmp_path,
         server,
-        env=FirstCharEnv,
+        env=ReplyHashEnv,
         score_truncated=True,
         temperature=0.7,
         kl_penalty_coef=0.05,
@@ -431,14 +450,15 @@ async def test_kl_against_the_base_model_is_zero_before_any_update_at_t07(
         group_size=8,
     )
     metrics = (await main(config)).final_metrics
+    assert metrics["train/datums"] > 0  # ReplyHashEnv: every group is mixed, so the step trains
     assert metrics["optim/behavior_logprobs_recomputed"] == (1.0 if small else 0.0)
     if small:  # the sampler's own T=1 logprobs: the policy is the base model at step 0
         assert abs(metrics["kl_policy_base"]) < 1e-3
+        assert abs(metrics["optim/kl_sample_train_v1"]) < 1e-3
     else:  # T=0.7 sampled logprobs are not the policy's
         assert abs(metrics["kl_policy_base"]) > 1e-2
-    if metrics["train/datums"]:
-        assert (abs(metrics["optim/kl_sample_train_v1"]) < 1e-3) is small
-        assert metrics["optim/entropy"] > 0
+        assert abs(metrics["optim/kl_sample_train_v1"]) > 1e-2
+    assert metrics["optim/entropy"] > 0
 
 
 async def test_a_step_that_trains_nothing_still_logs_kl_and_says_why(tmp_path, server, capsys):

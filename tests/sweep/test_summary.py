@@ -13,6 +13,7 @@ import pytest
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl.config import Config
 from mint_envkit.sweep import (
+    RunMetrics,
     Sweep,
     SweepSummary,
     load_summary,
@@ -187,8 +188,8 @@ def test_read_run_metrics(tmp_path):
     assert metrics.exists and metrics.steps == 2 and metrics.unreadable == 1
     assert metrics.final["env/all/reward/total"] == 0.3
     assert metrics.final["test/env/all/correct"] == 0.75
-    assert read_run_metrics(tmp_path / "nowhere") == read_run_metrics(tmp_path / "nowhere")
-    assert not read_run_metrics(tmp_path / "nowhere").exists
+    missing = read_run_metrics(tmp_path / "nowhere")
+    assert missing == RunMetrics(exists=False, steps=0, final={}, unreadable=0, history=())
 
 
 def test_lines_without_step_count_one_each(tmp_path):
