@@ -3,7 +3,9 @@
 ``FakeEngine`` implements the Engine interface with plain Python (no torch),
 records every call in order, and can be told to sleep, so the protocol
 layer (ordering, latency, futures, error mapping) is tested in milliseconds.
-The SDK integration tests use the real engine.
+The SDK integration tests use the real engine. ``wait_until`` and
+``read_line`` wait with a deadline (a test polls for the state it needs,
+never sleeps hoping it is there).
 
 Example::
 
@@ -19,11 +21,13 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import queue
 import random
+import subprocess
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterator
+from typing import IO, Any, ClassVar
 
 import attrs
 import httpx
@@ -313,3 +317,64 @@ def create_model(server: LocalServer, base_model: str = SMALL, rank: int = 4) ->
     )
     r.raise_for_status()
     return wait_future(server, r.json()["request_id"])["model_id"]
+
+
+def wait_until(
+    predicate: Callable[[], object], what: str, timeout: float = 10.0, interval: float = 0.01
+) -> None:
+    """Poll ``predicate()`` until it is true; AssertionError naming ``what`` after ``timeout`` s.
+
+    Example::
+
+        wait_until(lambda: server.request_counts()["retrieve_future"] == 1,
+                   "the long-poll to reach the server")
+    """
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def _read_within(stream: IO[str] | None, timeout: float) -> str:
+    """All of ``stream`` (to EOF), waiting at most ``timeout`` s ('' when there is no stream)."""
+    if stream is None:
+        return ""
+    out: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: out.put(stream.read()), daemon=True).start()
+    try:
+        return out.get(timeout=timeout)
+    except queue.Empty:
+        return f"(stderr not closed within {timeout} s)"
+
+
+def read_line(proc: subprocess.Popen[str], timeout: float) -> str:
+    """The next line ``proc`` writes on stdout, waiting at most ``timeout`` s.
+
+    When no line comes in time (or stdout closes first), ``proc`` is killed and
+    the AssertionError carries its exit code and stderr.
+
+    Example::
+
+        line = read_line(proc, timeout=60)   # 'mint-envkit serve: listening on http://...'
+    """
+    stdout = proc.stdout
+    assert stdout is not None, "start the process with stdout=subprocess.PIPE"
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
+    try:
+        line = lines.get(timeout=timeout)
+    except queue.Empty:
+        why = f"no line on stdout within {timeout} s"
+    else:
+        if line:
+            return line
+        why = "stdout closed before a line came"
+    proc.kill()
+    try:
+        code: int | None = proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        code = None
+    raise AssertionError(
+        f"{why} (exit code {code}); stderr:\n{_read_within(proc.stderr, timeout=10)}"
+    )

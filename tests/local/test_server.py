@@ -7,13 +7,16 @@ milliseconds; the SDK integration tests are in test_server_sdk.py.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -23,8 +26,10 @@ from server_helpers import (
     datum,
     fake_server,
     post,
+    read_line,
     tokens,
     wait_future,
+    wait_until,
 )
 from tinker import types as tt
 from tinker.types.try_again_response import TryAgainResponse
@@ -44,6 +49,34 @@ def _server_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("mint-envkit")]
 
 
+@contextlib.contextmanager
+def _engine_held(server: LocalServer) -> Iterator[threading.Event]:
+    """Keep the engine worker busy until the yielded event is set (at the latest when the
+    block ends): engine calls queued meanwhile wait behind it, in FIFO order."""
+    assert server.backend is not None
+    gate = threading.Event()
+    held = server.backend.worker.submit(lambda e: gate.wait(30))
+    try:
+        yield gate
+    finally:
+        gate.set()
+        held.result(timeout=30)
+
+
+def _long_poll(server: LocalServer, request_id: str, answers: list[Any]) -> threading.Thread:
+    """A thread that sends one ``retrieve_future`` and appends its body (or the error)."""
+
+    def poll() -> None:
+        try:
+            answers.append(post(server, "retrieve_future", {"request_id": request_id}).json())
+        except Exception as err:  # cut off, or not a JSON answer: the test shows which
+            answers.append(repr(err))
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    return thread
+
+
 def test_starts_fast_and_stops_without_leaking_threads() -> None:
     with fake_server() as (server, engine):
         assert server.start_seconds is not None and server.start_seconds < 5.0
@@ -57,18 +90,24 @@ def test_starts_fast_and_stops_without_leaking_threads() -> None:
 
 
 def test_close_does_not_wait_for_a_pending_long_poll() -> None:
-    with fake_server(engine_delay_s=0.8) as (server, _):
-        r = post(
-            server, "create_model", {"session_id": "s", "model_seq_id": 0, "base_model": SMALL}
-        )
+    answers: list[Any] = []
+    with fake_server() as (server, _):
+        model_id = create_model(server)
+        # seq_id 2 waits for seq_id 1, which never comes: nothing but close ends its long-poll
+        adam = {"learning_rate": 1e-3}
+        r = post(server, "optim_step", {"model_id": model_id, "seq_id": 2, "adam_params": adam})
         request_id = r.json()["request_id"]
-        poll = threading.Thread(
-            target=lambda: post(server, "retrieve_future", {"request_id": request_id}), daemon=True
+        server.reset_counts()
+        poll = _long_poll(server, request_id, answers)
+        wait_until(
+            lambda: server.request_counts()["retrieve_future"] == 1,
+            "the long-poll to reach the server",
         )
-        poll.start()
-        time.sleep(0.2)
         t0 = time.perf_counter()
     elapsed = time.perf_counter() - t0
+    poll.join(timeout=10)
+    # woken by close, it answers try_again (not cut off when the server stops)
+    assert answers == [{"type": "try_again", "request_id": request_id, "queue_state": "active"}]
     assert elapsed < 15.0  # a generous liveness bound: the long-poll is woken, not waited out
     assert _server_threads() == []
 
@@ -124,8 +163,10 @@ def test_training_requests_run_in_seq_id_order() -> None:
             "forward_backward",
             {"model_id": model_id, "seq_id": 2, "forward_backward_input": fb},
         )
-        time.sleep(0.2)
-        assert engine.calls == []  # seq 2 and 3 wait for seq 1
+        assert server.backend is not None
+        assert server.backend.sequencer(model_id).waiting == 2  # seq 2 and 3 wait for seq 1
+        server.backend.worker.submit(lambda e: None).result(timeout=10)  # FIFO: all queued ran
+        assert engine.calls == []
         r1 = post(server, "forward", {"model_id": model_id, "seq_id": 1, "forward_input": fb})
         results = [wait_future(server, r.json()["request_id"]) for r in (r1, r2, r3)]
         assert [name for name, _ in engine.calls] == ["forward", "forward_backward", "optim_step"]
@@ -146,19 +187,24 @@ def test_training_requests_run_in_seq_id_order() -> None:
 
 
 def test_retrieve_future_long_polls_then_answers_try_again() -> None:
-    with fake_server(engine_delay_s=0.4, long_poll_s=0.1) as (server, _):
-        r = post(
-            server, "create_model", {"session_id": "s", "model_seq_id": 0, "base_model": SMALL}
-        )
+    create = {"session_id": "s", "model_seq_id": 0, "base_model": SMALL}
+    with fake_server(long_poll_s=0.1) as (server, _), _engine_held(server):
+        r = post(server, "create_model", create)
         body = post(server, "retrieve_future", {"request_id": r.json()["request_id"]}).json()
         assert TryAgainResponse.model_validate(body).request_id == r.json()["request_id"]
-    with fake_server(engine_delay_s=0.2) as (server, _):
-        server.reset_counts()
-        r = post(
-            server, "create_model", {"session_id": "s", "model_seq_id": 0, "base_model": SMALL}
-        )
-        body = post(server, "retrieve_future", {"request_id": r.json()["request_id"]}).json()
-        assert tt.CreateModelResponse.model_validate(body).model_id
+    with fake_server() as (server, _):
+        answers: list[Any] = []
+        with _engine_held(server) as gate:
+            r = post(server, "create_model", create)
+            server.reset_counts()
+            poll = _long_poll(server, r.json()["request_id"], answers)
+            wait_until(
+                lambda: server.request_counts()["retrieve_future"] == 1,
+                "the long-poll to reach the server",
+            )
+            gate.set()  # the model is made while the poll waits
+            poll.join(timeout=30)
+        assert len(answers) == 1 and tt.CreateModelResponse.model_validate(answers[0]).model_id
         assert server.request_counts()["retrieve_future"] == 1  # one poll, no try_again loop
         unknown = post(server, "retrieve_future", {"request_id": "req-nope"})
         assert unknown.status_code == 404 and "req-nope" in unknown.json()["error"]
@@ -334,8 +380,8 @@ def test_serve_command_runs_until_sigterm(tmp_path: Path) -> None:
         env=env,
     )
     try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert "listening on http://127.0.0.1:" in line, proc.stderr.read() if proc.stderr else ""
+        line = read_line(proc, timeout=60)
+        assert "listening on http://127.0.0.1:" in line, line
         url = line.split("listening on ", 1)[1].split()[0]
         assert httpx.get(f"{url}/api/v1/healthz").json()["status"] == "ok"
         proc.terminate()
@@ -343,41 +389,55 @@ def test_serve_command_runs_until_sigterm(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=10)
+
+
+_ON_BASE = {"session_id": "s", "sampling_session_seq_id": 0, "base_model": SMALL}
+_ON_BAD_PATH = {
+    "session_id": "s",
+    "sampling_session_seq_id": 1,
+    "model_path": "tinker://x/weights/y",
+}
+
+
+def _sample_on(sid: str) -> dict[str, Any]:
+    return {
+        "sampling_session_id": sid,
+        "prompt": tokens([1, 2]),
+        "sampling_params": {"max_tokens": 2},
+    }
 
 
 def test_sampling_session_answers_before_a_busy_engine_is_free() -> None:
-    """A busy worker must not hold create_sampling_session past the SDK's read timeout."""
-    with fake_server(engine_delay_s=0.2) as (server, _):
+    """A busy worker must not hold create_sampling_session past the SDK's read timeout: the
+    session gets a pending id at once; a bad path fails at its first sample."""
+    with fake_server() as (server, _):
         assert server.backend is not None
-        server.backend.direct_call_timeout_s = 0.02
-        r = post(
-            server,
-            "create_sampling_session",
-            {"session_id": "s", "sampling_session_seq_id": 0, "base_model": SMALL},
-        )
-        sid = r.json()["sampling_session_id"]
-        assert sid.startswith("sampler-pending-")
-        body = {
-            "sampling_session_id": sid,
-            "prompt": tokens([1, 2]),
-            "sampling_params": {"max_tokens": 2},
-        }
-        result = wait_future(server, post(server, "asample", body).json()["request_id"])
-        assert len(result["sequences"]) == 1
-        # a bad path fails with the engine's message: at once when the engine is free,
-        # else at the first sample
-        r = post(
-            server,
-            "create_sampling_session",
-            {"session_id": "s", "sampling_session_seq_id": 1, "model_path": "tinker://x/weights/y"},
-        )
-        if r.status_code == 404:
-            assert "not found" in r.json()["error"]
-            return
-        body["sampling_session_id"] = r.json()["sampling_session_id"]
-        failed = wait_future(server, post(server, "asample", body).json()["request_id"])
+        server.backend.direct_call_timeout_s = 0.05
+        with _engine_held(server):  # busy until the block ends: no sampler is made before
+            sid = post(server, "create_sampling_session", _ON_BASE).json()["sampling_session_id"]
+            assert sid.startswith("sampler-pending-")
+            r = post(server, "create_sampling_session", _ON_BAD_PATH)
+            assert r.status_code == 200, r.text
+            bad_sid = r.json()["sampling_session_id"]
+            assert bad_sid.startswith("sampler-pending-")
+            good_rid = post(server, "asample", _sample_on(sid)).json()["request_id"]
+            bad_rid = post(server, "asample", _sample_on(bad_sid)).json()["request_id"]
+        assert len(wait_future(server, good_rid)["sequences"]) == 1
+        failed = wait_future(server, bad_rid)
         assert failed["category"] == "user" and "not found" in failed["error"]
+
+
+def test_a_bad_sampler_path_is_a_404_at_once_when_the_engine_is_free() -> None:
+    with fake_server() as (server, _):
+        assert server.backend is not None
+        server.backend.direct_call_timeout_s = 30.0  # a free engine answers long before
+        sid = post(server, "create_sampling_session", _ON_BASE).json()["sampling_session_id"]
+        assert not sid.startswith("sampler-pending-")
+        rid = post(server, "asample", _sample_on(sid)).json()["request_id"]
+        assert len(wait_future(server, rid)["sequences"]) == 1
+        r = post(server, "create_sampling_session", _ON_BAD_PATH)
+        assert r.status_code == 404 and "not found" in r.json()["error"]
 
 
 def test_a_served_directory_is_known_by_its_absolute_path(tmp_path: Path, monkeypatch) -> None:

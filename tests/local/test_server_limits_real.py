@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from server_helpers import SMALL, create_model, post, tokens, wait_future
+from server_helpers import SMALL, create_model, post, read_line, tokens, wait_future, wait_until
 
 from mint_envkit.local.http.limits import Limits
 from mint_envkit.local.server import LocalServer
@@ -25,6 +26,7 @@ from mint_envkit.local.server import LocalServer
 BIG = {"num_samples": 16, "max_tokens": 96}
 # the big job runs as 8 sub-requests of 2 samples, each sample in 3 segments of 32 tokens
 CHUNK = Limits(sample_chunk_tokens=2 * (4 + 32), sample_segment_tokens=32)
+BIG_PIECES = 8 + 2 * BIG["num_samples"]  # engine jobs: 8 first segments, then 2 per sample
 
 
 def _sample_body(num_samples: int, max_tokens: int) -> dict[str, Any]:
@@ -34,6 +36,23 @@ def _sample_body(num_samples: int, max_tokens: int) -> dict[str, Any]:
         "prompt": tokens([1, 2, 3, 4]),
         "sampling_params": {"max_tokens": max_tokens, "seed": 5},
     }
+
+
+def _stats(base_url: str) -> dict[str, Any]:
+    r = httpx.get(f"{base_url}/api/v1/mint_envkit/stats", timeout=30)
+    r.raise_for_status()
+    return r.json()
+
+
+def _wait_until_mid_job(base_url: str, batches_before: int) -> None:
+    """Wait until the big job (the one pending request) runs: a piece of it has been sampled
+    and its future is still pending."""
+
+    def mid_job() -> bool:
+        stats = _stats(base_url)
+        return len(stats["sample_batches"]) > batches_before and stats["pending_futures"] >= 1
+
+    wait_until(mid_job, "a first piece of the big job to be sampled", timeout=60)
 
 
 def _chunked_server(state_dir: Path) -> LocalServer:
@@ -53,6 +72,7 @@ def chunked_server(tmp_path_factory: pytest.TempPathFactory):
 def test_a_small_sample_answers_while_a_big_job_runs(chunked_server: LocalServer) -> None:
     server = chunked_server
     done: dict[str, float] = {}
+    batches_before = len(_stats(server.base_url)["sample_batches"])
     big_id = post(server, "asample", _sample_body(**BIG)).json()["request_id"]
 
     def wait_big() -> None:
@@ -63,11 +83,12 @@ def test_a_small_sample_answers_while_a_big_job_runs(chunked_server: LocalServer
 
     thread = threading.Thread(target=wait_big)
     thread.start()
-    time.sleep(0.5)
+    _wait_until_mid_job(server.base_url, batches_before)
     t0 = time.perf_counter()
     small = wait_future(server, post(server, "asample", _sample_body(1, 4)).json()["request_id"])
     done["small"] = time.perf_counter()
-    thread.join()
+    thread.join(timeout=130)  # wait_big gives up after 120 s
+    assert "big" in done, "the big job did not answer (see the thread's error above)"
     assert len(small["sequences"][0]["tokens"]) == 4
     assert done["small"] - t0 < 5.0, done["small"] - t0
     assert done["small"] < done["big"]
@@ -76,11 +97,16 @@ def test_a_small_sample_answers_while_a_big_job_runs(chunked_server: LocalServer
 @pytest.mark.slow  # loads the model in a server of its own (about 5 s idle, 30 s when busy)
 def test_close_stops_within_10_s_while_a_big_job_runs(tmp_path: Path) -> None:
     server = _chunked_server(tmp_path)
+    assert server.backend is not None
+    batches_before = len(server.backend.batcher.batches)
     post(server, "asample", _sample_body(**BIG)).raise_for_status()
-    time.sleep(0.5)
+    _wait_until_mid_job(server.base_url, batches_before)
     t0 = time.perf_counter()
     server.close()
     assert time.perf_counter() - t0 < 10.0
+    # close stopped the job part-way (it did not wait for the rest of it)
+    pieces = sum(list(server.backend.batcher.batches)[batches_before:])
+    assert pieces < BIG_PIECES, f"all {pieces} pieces of the big job ran before close"
 
 
 def test_a_full_disk_leaves_no_torn_checkpoint(
@@ -117,14 +143,13 @@ def test_sigterm_stops_the_serve_command_within_10_s_during_a_big_job(tmp_path: 
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert "listening on http://127.0.0.1:" in line, proc.stderr.read() if proc.stderr else ""
+        line = read_line(proc, timeout=100)  # it loads the model first
+        assert "listening on http://127.0.0.1:" in line, line
         base_url = line.split("listening on ")[1].split(" ")[0]
-        import httpx
-
+        batches_before = len(_stats(base_url)["sample_batches"])
         r = httpx.post(f"{base_url}/api/v1/asample", json=_sample_body(**BIG), timeout=30)
         r.raise_for_status()
-        time.sleep(1.0)
+        _wait_until_mid_job(base_url, batches_before)
         t0 = time.perf_counter()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
@@ -132,4 +157,4 @@ def test_sigterm_stops_the_serve_command_within_10_s_during_a_big_job(tmp_path: 
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=10)

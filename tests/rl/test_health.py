@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import pytest
 
 from mint_envkit.errors import BackendError
 from mint_envkit.rl.health import Watchdog
+
+T = TypeVar("T")
 
 
 def _dead_url() -> str:
@@ -19,20 +23,41 @@ def _dead_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
+async def _within(seconds: float, what: str, work: Awaitable[T]) -> T:
+    """``await work``, failing the test (not hanging it) when it takes over ``seconds``."""
+    try:
+        return await asyncio.wait_for(work, seconds)
+    except TimeoutError:
+        pytest.fail(f"{what} did not happen within {seconds} s")
+
+
+async def _until(predicate: Callable[[], object], what: str, timeout: float = 10.0) -> None:
+    """Poll ``predicate()`` on the event loop; AssertionError naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
 async def test_work_on_a_dead_backend_is_cancelled_with_url_and_where():
     url = _dead_url()
     cancelled = asyncio.Event()
 
     async def hangs() -> None:
         try:
-            await asyncio.sleep(3600)
+            await asyncio.sleep(60)  # until the watchdog cancels it (_within bounds the test)
         finally:
             cancelled.set()
 
     watchdog = Watchdog(url, api_key=None, lost_after_s=1.0)
     start = time.monotonic()
     with pytest.raises(BackendError, match="during step 4 of 9") as info:
-        await watchdog.run(hangs(), describe=lambda: "step 4 of 9", advice=lambda: "Re-run it.")
+        await _within(
+            10,
+            "the watchdog's loss of a dead backend",
+            watchdog.run(hangs(), describe=lambda: "step 4 of 9", advice=lambda: "Re-run it."),
+        )
     assert time.monotonic() - start < 5
     assert url in str(info.value) and str(info.value).endswith("Re-run it.")
     assert watchdog.lost and cancelled.is_set()
@@ -71,12 +96,20 @@ async def test_a_restarted_backend_is_noticed_at_the_next_probe():
         first_instance = server.backend.instance_id
 
         async def swap_then_hang() -> None:
-            await asyncio.sleep(1.0)  # the watchdog has seen the first instance by now
+            await _until(
+                lambda: watchdog.instance is not None,
+                "the watchdog's first probe to record the server's instance",
+                timeout=5,
+            )
             server.backend.instance_id = "a-new-instance"
-            await asyncio.sleep(3600)
+            await asyncio.sleep(60)  # until the watchdog cancels it (_within bounds the test)
 
         start = time.monotonic()
         with pytest.raises(BackendError, match="it restarted") as info:
-            await watchdog.run(swap_then_hang(), describe=lambda: "step 2 of 5")
+            await _within(
+                10,
+                "the watchdog's notice of the restart",
+                watchdog.run(swap_then_hang(), describe=lambda: "step 2 of 5"),
+            )
     assert watchdog.instance == first_instance and watchdog.restarted
     assert time.monotonic() - start < 5 and server.base_url in str(info.value)

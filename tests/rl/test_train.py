@@ -354,7 +354,9 @@ async def test_off_policy_run_is_deterministic_for_a_fixed_seed(tmp_path):
     """Two k=1 runs with one seed, each on a fresh embedded backend, are identical, bit for
     bit. The prompts have one length: the server batches whatever requests arrive
     together, and on CPU a request's logprobs do not depend on that (the engine runs at
-    least 4 rows, so matrix products never take the 1-3 row kernel)."""
+    least 8 rows, and the suite pins MKL's reproducible path, tests/conftest.py).
+    20 in a row: ``for i in $(seq 20); do python -m pytest -q "tests/rl/test_train.py::
+    test_off_policy_run_is_deterministic_for_a_fixed_seed"; done`` (docs/architecture.md)."""
     from mint_envkit.local.server import LocalServer
 
     results = []
