@@ -29,12 +29,9 @@ from mint_envkit.rl.config import default_model
 from mint_envkit.sweep import Sweep
 
 
-def main() -> int:
-    connection = resolve_connection("auto")
-    backend = connection.backend
-    model = default_model(backend)
-    print(f"backend: {backend} - training {model} on {connection.describe()}", flush=True)
-    builder = DatasetBuilder(
+def dataset_builder(model: str) -> DatasetBuilder:
+    """The main job's problems: 64 to train on, 8 held out, in groups of 4."""
+    return DatasetBuilder(
         env=ArithmeticEnv,
         problems=arithmetic_problems(64, seed=0),
         # Held out (another seed), the same for every config: evaluated before the
@@ -46,7 +43,18 @@ def main() -> int:
         model_name=model,
         renderer_name="qwen3_disable_thinking",
         seed=0,
+        # A reply cut off at max_tokens earns ArithmeticEnv.reward_incorrect (-0.25), no
+        # more than a wrong answer, or RL learns to run out of tokens instead of answering.
+        context_overflow_reward=ArithmeticEnv.reward_incorrect,
     )
+
+
+def main() -> int:
+    connection = resolve_connection("auto")
+    backend = connection.backend
+    model = default_model(backend)
+    print(f"backend: {backend} - training {model} on {connection.describe()}", flush=True)
+    builder = dataset_builder(model)
     config = Config(
         dataset_builder=builder,
         model_name=model,

@@ -162,3 +162,31 @@ def test_bad_judge_settings(kwargs: dict) -> None:
 def test_result_logs() -> None:
     result = JudgeResult(score=0.0, status="unparsed", text="hmm")
     assert result.logs("j") == {"j_text": "hmm", "j_status": "unparsed"}
+
+
+async def test_judged_env_without_a_reference_answer_reports_no_correct() -> None:
+    env = PoliteEnv(question="Say nothing at all.")
+    result = await env.step({"role": "assistant", "content": "None"})
+    assert result.reward == 1.0  # the judge's verdict
+    assert "correct" not in result.metrics  # never "None" == str(None)
+    assert result.logs["answer"] is None
+
+
+async def test_judged_env_with_a_reference_answer_checks_it() -> None:
+    env = PoliteEnv(question="What is 2 + 3?", answer="5")
+    right = await env.step({"role": "assistant", "content": "5"})
+    assert right.metrics["correct"] == 1.0
+    wrong = await PoliteEnv(question="What is 2 + 3?", answer="5").step(
+        {"role": "assistant", "content": "None"}
+    )
+    assert wrong.metrics["correct"] == 0.0
+
+
+def test_judged_env_wrong_answer_reward_is_the_judges_no() -> None:
+    assert PoliteEnv.wrong_answer_reward() == 0.0
+
+    class Mixed(PoliteEnv):
+        def combine(self, result, verdict):
+            return result.reward + verdict.score
+
+    assert Mixed.wrong_answer_reward() is None

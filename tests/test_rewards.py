@@ -7,7 +7,16 @@ import math
 import pytest
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.parsers import STATUSES, Parser, boxed, choice, exact, last_number, xml_tag
+from mint_envkit.parsers import (
+    STATUSES,
+    Parser,
+    ParseResult,
+    boxed,
+    choice,
+    exact,
+    last_number,
+    xml_tag,
+)
 from mint_envkit.rewards import (
     Reward,
     RewardBreakdown,
@@ -125,6 +134,36 @@ def test_correct_default_check() -> None:
     assert default_check("5", "5.0") and not default_check("5", "five")
 
 
+def test_no_reference_answer_is_never_right() -> None:
+    assert not default_check("None", None)
+    assert correct(exact())("None", None).total == 0.0  # type: ignore[arg-type]
+    assert correct(exact())("None", "None").total == 1.0
+
+
+def test_the_breakdown_carries_the_answer_check_verdict() -> None:
+    right = GATED(r"<answer>\boxed{5}</answer>", "5")
+    assert (right.correct, right.parse) == (True, ParseResult.ok("5"))
+    untagged = GATED(r"\boxed{5}", "5")  # the right answer, but the gate failed: not credited
+    assert (untagged.total, untagged.correct, untagged.parse) == (0.0, False, ParseResult.ok("5"))
+    wrong = GATED("<answer>5</answer>", "5")
+    assert (wrong.correct, wrong.parse.status) == (False, "no_match")
+    both = weighted(a=(correct(last_number), 1.0), b=(correct(boxed), 1.0))
+    assert both(r"\boxed{5} or 7", "5").correct is False  # every answer check must pass
+    assert both(r"\boxed{5}", "5").correct is True
+    no_check = weighted(fmt=(valid_format(boxed), 1.0))(r"\boxed{5}", "5")
+    assert (no_check.correct, no_check.parse) == (None, None)
+    assert GATED.checks_answer and not valid_format(boxed).checks_answer
+
+
+def test_bounds_are_known_unless_a_part_is_a_plain_component() -> None:
+    assert correct(boxed).bounds == (0.0, 1.0)
+    assert gated(correct(boxed), gate=valid_format(boxed), otherwise=-1.0).bounds == (-1.0, 1.0)
+    penalty = weighted(ok=(correct(boxed), 1.0), fmt=(valid_format(boxed), -0.5))
+    assert penalty.bounds == (-0.5, 1.0)
+    assert component(lambda c, a: 0.0, name="free").bounds is None
+    assert weighted(ok=(correct(boxed), 1.0), free=(component(len, name="n"), 1.0)).bounds is None
+
+
 def test_correct_custom_check_and_name() -> None:
     reward = correct(
         exact(), check=lambda value, answer: value.lower() == answer.lower(), name="loose"
@@ -155,7 +194,11 @@ def test_named_renames() -> None:
 def test_breakdown_is_a_value() -> None:
     breakdown = correct(last_number)("5", "5")
     assert breakdown == RewardBreakdown(
-        total=1.0, components={"correct": 1.0}, statuses={"correct": "ok"}
+        total=1.0,
+        components={"correct": 1.0},
+        statuses={"correct": "ok"},
+        correct=True,
+        parse=ParseResult.ok("5"),
     )
 
 

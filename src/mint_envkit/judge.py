@@ -347,7 +347,10 @@ class JudgedEnv(SingleTurnEnv):
     answer's reward). Problems need ``question``; ``answer`` is optional and, when given,
     is shown to the judge as the reference. Metrics: the env's own plus
     ``<judge name>/score``, ``/failed``, ``/unparsed``, ``/cached``; logs: the judge's
-    text and status.
+    text and status. The env's own ``correct`` compares the parsed reply with the
+    reference answer; a problem without one has no ``correct`` (the judge's verdict is
+    ``<judge name>/score``). A wrong answer earns a NO verdict's 0.0, so the builders
+    hold replies without an answer to at most 0.0 (unless :meth:`combine` is overridden).
 
     Example::
 
@@ -359,6 +362,20 @@ class JudgedEnv(SingleTurnEnv):
     judge: ClassVar[Judge | None] = None
     required_fields: ClassVar[tuple[str, ...]] = ("question",)
     optional_fields: ClassVar[dict[str, Any]] = {"answer": None}
+
+    @classmethod
+    def wrong_answer_reward(cls) -> float | None:
+        """A NO verdict's 0.0 (the reward is the verdict); None when :meth:`combine` is overridden.
+
+        Example::
+
+            PoliteEnv.wrong_answer_reward()  # 0.0
+        """
+        return 0.0 if cls.combine is JudgedEnv.combine else None
+
+    @classmethod
+    def _wrong_answer_label(cls) -> str:
+        return f"{cls.__name__}'s reward for a NO verdict"
 
     def combine(self, result: MessageStepResult, verdict: JudgeResult) -> float:
         """The episode's reward from the env's own result and the verdict (default: the verdict).

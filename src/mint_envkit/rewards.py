@@ -34,6 +34,7 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import (
     STATUSES,
     Parser,
+    ParseResult,
     Status,
     as_number,
     grade_math,
@@ -59,23 +60,28 @@ _NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 
 @attrs.frozen
 class RewardBreakdown:
-    """The result of a :class:`Reward`: the total and the value of every part.
+    """The result of a :class:`Reward`: the total, the value of every part, the verdict.
 
     ``components`` maps each part's name (the root included) to its value; ``statuses``
     maps the name of each parser-based part (:func:`correct`, :func:`valid_format`) to its
-    parse :data:`~mint_envkit.parsers.Status`.
+    parse :data:`~mint_envkit.parsers.Status`. ``correct`` is the verdict of the reward's
+    answer checks (:func:`correct`, :func:`math_correct`): True when every one passed and
+    no gate above it failed (the reward credited the answer), None when the reward checks
+    no answer. ``parse`` is how the first answer check read the reply (None without one).
 
     Example::
 
         breakdown = RewardBreakdown(
             total=1.0, components={"gated": 1.0, "correct": 1.0}, statuses={"correct": "ok"}
         )
-        assert breakdown.metrics["reward/total"] == 1.0
+        assert breakdown.metrics["reward/total"] == 1.0 and breakdown.correct is None
     """
 
     total: float
     components: dict[str, float]
     statuses: dict[str, Status] = attrs.field(factory=dict)
+    correct: bool | None = None
+    parse: ParseResult | None = None
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -117,6 +123,18 @@ def _as_float(value: object, name: str) -> float:
     )
 
 
+_Verdict = tuple[bool | None, ParseResult | None]
+"""An answer check's verdict and how it read the reply: ``(correct, parse)``."""
+
+
+def _every_check(parts: Sequence[RewardBreakdown]) -> _Verdict:
+    """Right when every answer check of the parts is right; the first one's parse."""
+    checked = [part for part in parts if part.correct is not None]
+    if not checked:
+        return None, None
+    return all(part.correct for part in checked), checked[0].parse
+
+
 @attrs.frozen
 class Reward:
     """A named reward function ``(completion, answer) -> RewardBreakdown``.
@@ -125,22 +143,33 @@ class Reward:
     :func:`gated` or :func:`weighted` rather than directly. Names must be unique within a
     reward (they become metric names); rename with :meth:`named`.
 
+    ``checks_answer`` is True when some part checks the answer (:func:`correct`,
+    :func:`math_correct`), so the breakdown has a ``correct`` verdict. ``bounds`` is the
+    ``(lowest, highest)`` score it can give, or None when a part's range is unknown (a
+    :func:`component`); the builders hold replies with no answer to its lowest score.
+
     Example::
 
         from mint_envkit.parsers import last_number
 
         reward = correct(last_number).named("math")
         assert reward("so 2 + 3 = 5", "5").components == {"math": 1.0}
+        assert reward.checks_answer and reward.bounds == (0.0, 1.0)
     """
 
     name: str = attrs.field(validator=_check_name)
-    _leaf: Callable[[str, str], tuple[float, Status | None]] | None = attrs.field(
+    _leaf: Callable[[str, str], tuple[float, ParseResult | None]] | None = attrs.field(
         alias="leaf", default=None, repr=False
     )
     _children: tuple[Reward, ...] = attrs.field(alias="children", default=(), repr=False)
     _combine: Callable[[Sequence[float]], float] | None = attrs.field(
         alias="combine", default=None, repr=False
     )
+    _verdict: (
+        Callable[[Sequence[RewardBreakdown]], tuple[bool | None, ParseResult | None]] | None
+    ) = attrs.field(alias="verdict", default=None, repr=False)
+    checks_answer: bool = False
+    bounds: tuple[float, float] | None = None
 
     def __attrs_post_init__(self) -> None:
         seen: set[str] = set()
@@ -183,18 +212,20 @@ class Reward:
         components: dict[str, float] = {}
         statuses: dict[str, Status] = {}
         if self._leaf is not None:
-            total, status = self._leaf(completion, answer)
-            if status is not None:
-                statuses[self.name] = status
+            total, read = self._leaf(completion, answer)
+            if read is not None:
+                statuses[self.name] = read.status
             components[self.name] = total
-            return RewardBreakdown(total=total, components=components, statuses=statuses)
+            verdict: _Verdict = (total == 1.0, read) if self.checks_answer else (None, None)
+            return RewardBreakdown(total, components, statuses, *verdict)
         parts = [child(completion, answer) for child in self._children]
         total = self._combine([part.total for part in parts]) if self._combine else 0.0
         components[self.name] = total
         for part in parts:
             components.update(part.components)
             statuses.update(part.statuses)
-        return RewardBreakdown(total=total, components=components, statuses=statuses)
+        verdict = (self._verdict or _every_check)(parts)
+        return RewardBreakdown(total, components, statuses, *verdict)
 
 
 def _require_reward(value: object, role: str) -> Reward:
@@ -226,13 +257,16 @@ def default_check(value: str, answer: object) -> bool:
     When both the parsed ``value`` and ``answer`` are numbers
     (:func:`~mint_envkit.parsers.as_number`), compare them exactly with
     :func:`~mint_envkit.parsers.same_number`; otherwise compare the stripped strings
-    exactly (``answer`` through ``str``).
+    exactly (``answer`` through ``str``). With no reference (``answer`` None) nothing is
+    right: the reply ``"None"`` is not compared with ``str(None)``.
 
     Example::
 
         assert default_check("1,000", "1000") and default_check("Paris", " Paris ")
-        assert not default_check("paris", "Paris")
+        assert not default_check("paris", "Paris") and not default_check("None", None)
     """
+    if answer is None:
+        return False
     if as_number(value) is not None and as_number(answer) is not None:
         return same_number(value, answer)
     return value.strip() == str(answer).strip()
@@ -266,19 +300,19 @@ def correct(
         )
     test = default_check if check is None else check
 
-    def score(completion: str, answer: str) -> tuple[float, Status | None]:
+    def score(completion: str, answer: str) -> tuple[float, ParseResult | None]:
         result = parser(completion)
         if not result:
-            return 0.0, result.status
+            return 0.0, result
         verdict = test(result.value or "", answer)
         if verdict not in (True, False):
             raise ConfigError(
                 f"the check of reward {name!r} returned {verdict!r}; a check must return a "
                 "bool (use component() for partial credit)"
             )
-        return float(verdict), result.status
+        return float(verdict), result
 
-    return Reward(name=name, leaf=score)
+    return Reward(name=name, leaf=score, checks_answer=True, bounds=(0.0, 1.0))
 
 
 def math_correct(*, timeout: float = DEFAULT_MATH_TIMEOUT, name: str = "correct") -> Reward:
@@ -298,15 +332,16 @@ def math_correct(*, timeout: float = DEFAULT_MATH_TIMEOUT, name: str = "correct"
         assert reward("no answer", "0.5").metrics["parse/correct/no_match"] == 1.0
     """
 
-    def score(completion: str, answer: str) -> tuple[float, Status | None]:
+    def score(completion: str, answer: str) -> tuple[float, ParseResult | None]:
         content = strip_thinking(completion)
         if content.status == "unclosed_think":
-            return 0.0, content.status
-        result, equal = grade_math(content.value or "", answer, timeout=timeout)
-        return float(equal), result.status
+            return 0.0, content
+        reference = "" if answer is None else answer  # no reference: nothing is right
+        result, equal = grade_math(content.value or "", reference, timeout=timeout)
+        return float(equal and answer is not None), result
 
     grade_math("", "", timeout=timeout)  # checks timeout now, not at the first rollout
-    return Reward(name=name, leaf=score)
+    return Reward(name=name, leaf=score, checks_answer=True, bounds=(0.0, 1.0))
 
 
 def valid_format(parser: Parser, *, name: str = "format") -> Reward:
@@ -324,11 +359,11 @@ def valid_format(parser: Parser, *, name: str = "format") -> Reward:
     """
     parser = _require_parser(parser, "valid_format()")
 
-    def score(completion: str, answer: str) -> tuple[float, Status | None]:
+    def score(completion: str, answer: str) -> tuple[float, ParseResult | None]:
         result = parser(completion)
-        return (1.0 if result else 0.0), result.status
+        return (1.0 if result else 0.0), result
 
-    return Reward(name=name, leaf=score)
+    return Reward(name=name, leaf=score, bounds=(0.0, 1.0))
 
 
 def component(fn: Callable[[str, str], float], name: str | None = None) -> Reward:
@@ -354,7 +389,7 @@ def component(fn: Callable[[str, str], float], name: str | None = None) -> Rewar
             "'reward/<name>')"
         )
 
-    def score(completion: str, answer: str) -> tuple[float, Status | None]:
+    def score(completion: str, answer: str) -> tuple[float, ParseResult | None]:
         return _as_float(fn(completion, answer), label), None
 
     return Reward(name=label, leaf=score)
@@ -366,7 +401,9 @@ def gated(value: Reward, *, gate: Reward, otherwise: float = 0.0, name: str = "g
     The gate must score exactly 0.0 (fail) or 1.0 (pass); any other score raises
     :class:`~mint_envkit.errors.ConfigError` at call time, because a half-open gate has no
     obvious meaning. Both parts are always evaluated, so both appear in the metrics.
-    ``otherwise`` must be a finite number (e.g. ``-1.0`` to punish bad format).
+    ``otherwise`` must be a finite number (e.g. ``-1.0`` to punish bad format). The
+    verdict (``correct``) is the value's; a failed gate makes it False, since the reply
+    was not credited.
 
     Example::
 
@@ -396,7 +433,24 @@ def gated(value: Reward, *, gate: Reward, otherwise: float = 0.0, name: str = "g
             )
         return value_total if gate_total == 1.0 else fallback
 
-    return Reward(name=name, children=(value, gate), combine=combine)
+    def verdict(parts: Sequence[RewardBreakdown]) -> _Verdict:
+        value_part, gate_part = parts
+        correct = value_part.correct
+        if correct is not None and gate_part.total != 1.0:
+            correct = False
+        return correct, value_part.parse
+
+    bounds = None
+    if value.bounds is not None:
+        bounds = (min(value.bounds[0], fallback), max(value.bounds[1], fallback))
+    return Reward(
+        name=name,
+        children=(value, gate),
+        combine=combine,
+        verdict=verdict,
+        checks_answer=value.checks_answer,
+        bounds=bounds,
+    )
 
 
 def weighted(**parts: tuple[Reward, float]) -> Reward:
@@ -444,4 +498,15 @@ def weighted(**parts: tuple[Reward, float]) -> Reward:
     def combine(totals: Sequence[float]) -> float:
         return math.fsum(weight * total for weight, total in zip(weights, totals, strict=True))
 
-    return Reward(name="weighted", children=tuple(children), combine=combine)
+    known = [child.bounds for child in children if child.bounds is not None]
+    bounds = None
+    if len(known) == len(children):
+        ends = [sorted((w * low, w * high)) for w, (low, high) in zip(weights, known, strict=True)]
+        bounds = (math.fsum(end[0] for end in ends), math.fsum(end[1] for end in ends))
+    return Reward(
+        name="weighted",
+        children=tuple(children),
+        combine=combine,
+        checks_answer=any(child.checks_answer for child in children),
+        bounds=bounds,
+    )

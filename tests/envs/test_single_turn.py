@@ -270,12 +270,10 @@ async def test_reward_fn_gives_the_reward_and_its_metrics_are_merged():
 
     result = await GatedEnv(question="What is 2 + 3?", answer="5").step(reply("5"))
     assert result.reward == 0.0  # right number, wrong format: gated to 0
-    assert result.metrics == {
-        "correct": 1.0,
-        "parsed": 1.0,
-        "reward/format": 0.0,
-        "reward/correct": 0.0,
-    }
+    # a plain-function reward_fn reports no answer check: no `correct` from the parser,
+    # which would say 1.0 for a reply the reward scored 0
+    assert result.metrics == {"reward/format": 0.0, "reward/correct": 0.0}
+    assert result.logs["parse_status"] is None
     result = await GatedEnv(question="What is 2 + 3?", answer="5").step(reply("<answer>5</answer>"))
     assert result.reward == 1.0
     assert result.metrics["reward/format"] == 1.0 and result.metrics["reward/correct"] == 1.0

@@ -8,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 import arithmetic_env as example
+import rl_hyperparameters as main_job
 
 from mint_envkit import DatasetBuilder, ScriptedPolicy, same_number
 
@@ -57,3 +58,12 @@ async def test_generated_problems_are_seeded_and_solvable():
         "parse_error": 0.0,
         "context_overflow": 0.0,
     }
+
+
+def test_the_main_jobs_cut_off_replies_earn_no_more_than_a_wrong_answer():
+    builder = main_job.dataset_builder("mint-envkit/tiny-qwen3")
+    assert builder.env is example.ArithmeticEnv
+    report = ScriptedPolicy(["5"], end_with_stop=False).run_sync(builder, max_batches=1)
+    rewards = [reward for group in report.groups for reward in group.rewards]
+    assert rewards and all(r <= example.ArithmeticEnv.reward_incorrect for r in rewards)
+    assert all(m["truncated"] == 1.0 for g in report.groups for m in g.metrics)

@@ -120,7 +120,9 @@ async def test_function_returning_a_non_string_fails_its_group():
 async def test_end_with_stop_false_looks_truncated():
     report = await ScriptedPolicy(["5"], end_with_stop=False).run(builder(problems=PROBLEMS[:1]))
     group = report.groups[0]
-    assert group.rewards == [-0.1, -0.1, -0.1]  # the default context_overflow_reward
+    # context_overflow_reward unset: its default -0.1 would pay more than a wrong answer
+    # (reward_incorrect -0.25), so it follows the wrong answer
+    assert group.rewards == [-0.25, -0.25, -0.25]
     assert all(m["truncated"] == 1.0 and m["correct"] == 0.0 for m in group.metrics)
 
 

@@ -29,6 +29,7 @@ from mint_envkit.builders.group import (
     _check_renderer,
     _optional_positive_int,
     _positive_int,
+    _resolve_non_answer_rewards,
 )
 from mint_envkit.builders.sources import ProblemSource, is_source_like, problems_from
 from mint_envkit.envs.problem import bind_problem
@@ -121,6 +122,9 @@ class DatasetBuilder:
         drop_last: drop a final partial batch (default False: nothing lost).
         max_trajectory_tokens, max_generation_tokens, failed_parse_reward,
             context_overflow_reward, score_truncated: passed to each group.
+            ``failed_parse_reward`` and ``context_overflow_reward`` may not exceed
+            the env's wrong-answer reward (``ConfigError`` when the builder is
+            made); unset, they are -1.0 / -0.1, or that reward when it is lower.
 
     Raises:
         ProblemError (when called): a problem misses a field the env needs,
@@ -154,12 +158,13 @@ class DatasetBuilder:
     max_generation_tokens: int | None = attrs.field(
         default=None, validator=_optional_positive_int("max_generation_tokens")
     )
-    failed_parse_reward: float = -1.0
-    context_overflow_reward: float = -0.1
+    failed_parse_reward: float | None = None
+    context_overflow_reward: float | None = None
     score_truncated: bool = False
     fields: Any = None
 
     def __attrs_post_init__(self) -> None:
+        _resolve_non_answer_rewards(self)
         if self.fields is not None:
             if not isinstance(self.problems, ProblemSource) or self.problems.fields is not None:
                 raise ConfigError(

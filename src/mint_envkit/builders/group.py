@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.envs.base import Message, MessageEnv
+from mint_envkit.envs.ordering import non_answer_rewards
 from mint_envkit.errors import ConfigError, EnvError
 from mint_envkit.rendering.chat_template import default_renderer_for
 from mint_envkit.rendering.renderer import RENDERERS, Renderer, get_renderer
@@ -79,6 +80,24 @@ def _check_env(_instance: Any, _attribute: Any, value: Any) -> None:
         )
 
 
+def _resolve_non_answer_rewards(builder: Any) -> None:
+    """Fill a builder's unset non-answer rewards from its env; apply the ordering rule.
+
+    An env factory's envs are unknown until made: its unset rewards stay None and each
+    :class:`EnvFromMessageEnv` fills and checks them against the env it runs.
+    """
+    if not isinstance(builder.env, type):
+        return
+    rewards = non_answer_rewards(
+        builder.env,
+        type(builder).__name__,
+        failed_parse_reward=builder.failed_parse_reward,
+        context_overflow_reward=builder.context_overflow_reward,
+    )
+    for name, value in rewards.items():
+        object.__setattr__(builder, name, value)
+
+
 def _describe(messages: Sequence[Message]) -> str:
     text = " | ".join(f"{m.get('role')}: {str(m.get('content'))[:60]}" for m in messages)
     return text[:240]
@@ -102,6 +121,13 @@ class GroupBuilder:
             :class:`~mint_envkit.EnvFromMessageEnv`.
         index: the problem's index in its dataset (for logs).
 
+    ``failed_parse_reward`` (no stop token) and ``context_overflow_reward`` (cut
+    off at the token limit) may not exceed the env's wrong-answer reward
+    (:meth:`~mint_envkit.envs.AnswerScoring.wrong_answer_reward`):
+    :class:`~mint_envkit.errors.ConfigError` when the builder is made. Left
+    unset they are -1.0 and -0.1, or the wrong-answer reward when that is lower
+    (with an env factory they stay None here and each token-level env decides).
+
     Example::
 
         group = GroupBuilder(problem={"question": "2 + 3?", "answer": "5"},
@@ -121,10 +147,13 @@ class GroupBuilder:
     max_generation_tokens: int | None = attrs.field(
         default=None, validator=_optional_positive_int("max_generation_tokens")
     )
-    failed_parse_reward: float = -1.0
-    context_overflow_reward: float = -0.1
+    failed_parse_reward: float | None = None
+    context_overflow_reward: float | None = None
     score_truncated: bool = False
     index: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        _resolve_non_answer_rewards(self)
 
     def renderer(self) -> Renderer:
         """This group's renderer (shared across groups of the same model)."""

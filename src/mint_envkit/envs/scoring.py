@@ -1,9 +1,17 @@
-"""Scoring a final answer: the parser, the check and the rewards an env shares.
+"""Scoring a final answer: one result, the parser, the check and the rewards an env shares.
 
 :class:`AnswerScoring` holds what :class:`~mint_envkit.SingleTurnEnv` and
 :class:`~mint_envkit.ToolEnv` do with a final reply: parse it, check the parsed
-value against the problem's answer, and turn that into a reward and metrics
-(or let a composed ``reward_fn`` give the reward).
+value against the problem's answer, and turn that into an :class:`AnswerScore`
+(or let a composed ``reward_fn`` give the reward). Every way of scoring gives
+that one value, so ``correct`` and ``parsed`` always come from whatever gave
+the reward: the env's parser and ``check``, or the answer check inside
+``reward_fn``; a ``reward_fn`` that checks no answer reports no ``correct``.
+
+When an env class is defined, its ``reward_unparsed`` (and a multi-turn env's
+``max_turns_reward``) must obey the ordering rule of
+:mod:`mint_envkit.envs.ordering`: no outcome without an answer earns more than a
+wrong answer.
 
 Parsers and ``check`` read the reply's ``content``; the renderer keeps the
 thinking apart in ``message["thinking"]``. :func:`with_thinking` gives the
@@ -22,12 +30,62 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import attrs
+
 from mint_envkit.envs.base import Message, MessageStepResult
+from mint_envkit.envs.ordering import check_reward_order
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import Parser, ParseResult, exact, strip_thinking
 from mint_envkit.rewards import default_check
 
-__all__ = ["AnswerScoring", "with_thinking"]
+__all__ = ["AnswerScore", "AnswerScoring", "with_thinking"]
+
+
+@attrs.frozen
+class AnswerScore:
+    """How a final reply was scored: the one result every way of scoring gives.
+
+    Attributes:
+        reward: the reward.
+        correct: True / False from whatever gave the reward (the env's parser and
+            ``check``, or the answer check inside ``reward_fn``); None when nothing
+            checked an answer (a ``reward_fn`` without :func:`~mint_envkit.rewards.correct`
+            or :func:`~mint_envkit.rewards.math_correct`, or a problem with no answer).
+        parse: how that answer check read the reply; None when nothing read an answer.
+        components: the metrics of ``reward_fn`` (``reward/<part>``, ``parse/...``).
+
+    ``metrics`` holds ``correct`` and ``parsed`` only when they are known: an absent
+    value is never reported as a fake 0.
+
+    Example::
+
+        score = AnswerScore(reward=1.0, correct=True, parse=ParseResult.ok("5"))
+        assert score.metrics == {"correct": 1.0, "parsed": 1.0}
+        assert AnswerScore(reward=0.5, correct=None, parse=None).metrics == {}
+    """
+
+    reward: float = attrs.field(converter=float)
+    correct: bool | None
+    parse: ParseResult | None
+    components: dict[str, float] = attrs.field(factory=dict, converter=dict)
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """``correct`` and ``parsed`` (0/1) when known, then ``components``."""
+        out: dict[str, float] = {}
+        if self.correct is not None:
+            out["correct"] = float(self.correct)
+        if self.parse is not None:
+            out["parsed"] = float(bool(self.parse))
+        out.update(self.components)
+        return out
+
+    @property
+    def logs(self) -> dict[str, Any]:
+        """``parse_status`` and ``parsed`` (the value read), None when nothing read one."""
+        if self.parse is None:
+            return {"parse_status": None, "parsed": None}
+        return {"parse_status": self.parse.status, "parsed": self.parse.value}
 
 
 def with_thinking(message: Message) -> str:
@@ -63,7 +121,9 @@ class AnswerScoring:
             reward_incorrect`` raises :class:`~mint_envkit.errors.ConfigError`
             when the class is defined.
         reward_fn: optional composed reward (see :mod:`mint_envkit.rewards`);
-            when set it gives the reward and each part is a metric.
+            when set it gives the reward, its answer check gives ``correct`` and
+            ``parsed`` (absent when it checks no answer; the ``parser`` is then
+            not used), and each part is a metric.
         reward_sees_thinking: when True, ``reward_fn`` reads
             :func:`with_thinking` (the thinking in a ``<think>`` block, then the
             content) instead of the content alone (default False).
@@ -94,8 +154,36 @@ class AnswerScoring:
         """The problem's reference answer."""
         return self.problem.get("answer")
 
+    @classmethod
+    def wrong_answer_reward(cls) -> float | None:
+        """What a wrong answer earns: no reply without an answer may earn more.
+
+        ``reward_incorrect``; with a ``reward_fn``, the lowest score it can give
+        (its ``bounds``), or None when that is unknown (a ``component()`` part).
+
+        Example::
+
+            ArithmeticEnv.wrong_answer_reward()  # -0.25, its reward_incorrect
+        """
+        if cls.reward_fn is None:
+            return cls.reward_incorrect
+        bounds = getattr(cls.reward_fn, "bounds", None)
+        return None if bounds is None else float(bounds[0])
+
+    @classmethod
+    def _wrong_answer_label(cls) -> str:
+        if cls.reward_fn is None:
+            return f"{cls.__name__}.reward_incorrect"
+        return f"the lowest score of {cls.__name__}.reward_fn"
+
+    @classmethod
+    def _checks_answer(cls) -> bool:
+        return cls.reward_fn is None or bool(getattr(cls.reward_fn, "checks_answer", False))
+
     def check(self, parsed: str, answer: Any) -> bool:
         """Is the parsed answer right? Numbers compare by value, text after strip.
+
+        Not called when the problem has no answer (nothing can be right then).
 
         Example::
 
@@ -123,12 +211,47 @@ class AnswerScoring:
             parser = Parser.from_function(parser, name=getattr(parser, "__name__", "parser"))
         return parser(content if isinstance(content, str) else "")
 
-    def score(self, message: Message) -> MessageStepResult:
-        """Score the reply. The default parses, checks, and reports.
+    def score_answer(self, message: Message) -> AnswerScore:
+        """Score the reply into one :class:`AnswerScore`, however the reward is given.
 
-        Metrics: ``correct`` (0/1) and ``parsed`` (0/1), plus every component
-        of ``reward_fn`` when one is set. Logs: ``parse_status``, ``parsed``
-        (the extracted value) and ``answer``.
+        Without ``reward_fn``: the parser and :meth:`check` give ``correct`` and the
+        reward (``reward_correct`` / ``reward_incorrect`` / ``reward_unparsed``).
+        With one: its total is the reward and its answer check gives ``correct``
+        and the parse (None when it checks no answer). A problem with no answer
+        has ``correct`` None (a parsed reply earns ``reward_incorrect``).
+
+        Example::
+
+            env.score_answer({"role": "assistant", "content": "5"}).correct  # True
+        """
+        answer = self.answer
+        reward_fn = type(self).reward_fn
+        if reward_fn is None:
+            read = self.parse(message)
+            correct = None
+            if answer is not None:
+                correct = bool(read) and bool(self.check(read.value or "", answer))
+            if not read:
+                reward = self.reward_unparsed
+            else:
+                reward = self.reward_correct if correct else self.reward_incorrect
+            return AnswerScore(reward=reward, correct=correct, parse=read)
+        if self.reward_sees_thinking:
+            text = with_thinking(message)
+        else:
+            content = message.get("content")
+            text = content if isinstance(content, str) else ""
+        breakdown = reward_fn(text, answer)
+        correct = None if answer is None else getattr(breakdown, "correct", None)
+        parse = getattr(breakdown, "parse", None)
+        return AnswerScore(breakdown.total, correct, parse, breakdown.metrics)
+
+    def score(self, message: Message) -> MessageStepResult:
+        """Score the reply (:meth:`score_answer`) and end the episode.
+
+        Metrics: ``correct`` (0/1) and ``parsed`` (0/1) when known (see
+        :class:`AnswerScore`), plus every component of ``reward_fn`` when one is
+        set. Logs: ``parse_status``, ``parsed`` (the extracted value) and ``answer``.
 
         Example::
 
@@ -136,62 +259,69 @@ class AnswerScoring:
                 result = super().score(message)
                 return attrs.evolve(result, reward=result.reward - 0.01 * len(message["content"]))
         """
-        parsed = self.parse(message)
-        correct = bool(parsed) and self.check(parsed.value or "", self.answer)
-        if not parsed:
-            reward = self.reward_unparsed
-        elif correct:
-            reward = self.reward_correct
-        else:
-            reward = self.reward_incorrect
-        metrics = {"correct": float(correct), "parsed": float(bool(parsed))}
-        reward_fn = type(self).reward_fn
-        if reward_fn is not None:
-            if self.reward_sees_thinking:
-                text = with_thinking(message)
-            else:
-                content = message.get("content")
-                text = content if isinstance(content, str) else ""
-            breakdown = reward_fn(text, self.answer)
-            reward = breakdown.total
-            metrics.update(breakdown.metrics)
-        logs = {
-            "parse_status": parsed.status,
-            "parsed": parsed.value,
-            "answer": None if self.answer is None else str(self.answer),
-        }
-        return MessageStepResult(reward=reward, episode_done=True, metrics=metrics, logs=logs)
+        scored = self.score_answer(message)
+        logs = {**scored.logs, "answer": None if self.answer is None else str(self.answer)}
+        return MessageStepResult(
+            reward=scored.reward, episode_done=True, metrics=scored.metrics, logs=logs
+        )
 
     def unscored_metrics(self) -> dict[str, float]:
         """The metrics of an episode cut off before :meth:`score` ran.
 
         The token-level env uses them when a reply hit the length limit, so
-        ``correct`` and ``parsed`` count such an episode as 0.
+        ``correct`` and ``parsed`` count such an episode as 0, where the env
+        reports them at all.
         """
+        if not self._checks_answer():
+            return {}
+        if self.answer is None:
+            return {"parsed": 0.0}
         return {"correct": 0.0, "parsed": 0.0}
 
 
-_DERIVED_UNPARSED: set[type] = set()
-"""Classes whose ``reward_unparsed`` was set here from ``reward_incorrect``."""
+_DERIVED: dict[type, set[str]] = {}
+"""The rewards each class got here (from ``reward_incorrect``), not from its author."""
+
+
+def _explicit(cls: type, name: str) -> bool:
+    """Did the author of ``cls`` or of a base between it and AnswerScoring set ``name``?"""
+    chain = cls.__mro__[: cls.__mro__.index(AnswerScoring)]
+    return any(name in vars(c) and name not in _DERIVED.get(c, set()) for c in chain)
+
+
+def _derive(cls: type, name: str, value: float) -> None:
+    setattr(cls, name, value)
+    _DERIVED.setdefault(cls, set()).add(name)
+
+
+def _inherited(cls: type, name: str) -> Any:
+    """``name`` as the first class that set it by hand has it (a base's default)."""
+    return next(
+        vars(c)[name] for c in cls.__mro__ if name in vars(c) and name not in _DERIVED.get(c, ())
+    )
 
 
 def _order_rewards(cls: type[AnswerScoring]) -> None:
-    """Default ``reward_unparsed`` to ``reward_incorrect``; refuse an unparsed reply above a wrong one."""
-    chain = cls.__mro__[: cls.__mro__.index(AnswerScoring)]
-    explicit = any("reward_unparsed" in vars(c) and c not in _DERIVED_UNPARSED for c in chain)
-    for name in ("reward_correct", "reward_incorrect", "reward_unparsed"):
+    """Derive unset non-answer rewards; refuse one above a wrong answer (the ordering rule).
+
+    ``reward_unparsed`` follows ``reward_incorrect`` when unset. A multi-turn env's
+    ``max_turns_reward`` (running out of turns gives no answer) follows the wrong-answer
+    reward when unset and that is lower than its default.
+    """
+    names = ["reward_correct", "reward_incorrect", "reward_unparsed"]
+    turns = hasattr(cls, "max_turns_reward")
+    for name in [*names, "max_turns_reward"] if turns else names:
         value = getattr(cls, name)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{cls.__name__}.{name} must be a number, got {value!r}")
-    if not explicit:
-        cls.reward_unparsed = cls.reward_incorrect
-        _DERIVED_UNPARSED.add(cls)
-    if cls.reward_unparsed > cls.reward_incorrect:
-        raise ConfigError(
-            f"{cls.__name__}.reward_unparsed = {cls.reward_unparsed} is above "
-            f"reward_incorrect = {cls.reward_incorrect}: a reply with no answer would earn "
-            f"more than a wrong answer, so RL teaches the model to stop answering (an empty "
-            f"reply is the easiest way). Set reward_unparsed <= reward_incorrect, for example "
-            f"reward_unparsed = {cls.reward_incorrect}, or leave it unset to follow "
-            f"reward_incorrect."
-        )
+    if not _explicit(cls, "reward_unparsed"):
+        _derive(cls, "reward_unparsed", cls.reward_incorrect)
+    incorrect = (f"{cls.__name__}.reward_incorrect", cls.reward_incorrect)
+    check_reward_order(cls.__name__, incorrect, {"reward_unparsed": cls.reward_unparsed})
+    wrong = cls.wrong_answer_reward() if turns else None
+    if wrong is None:
+        return
+    if not _explicit(cls, "max_turns_reward"):
+        _derive(cls, "max_turns_reward", min(_inherited(cls, "max_turns_reward"), wrong))
+    label = (cls._wrong_answer_label(), wrong)
+    check_reward_order(cls.__name__, label, {"max_turns_reward": cls.max_turns_reward})

@@ -16,7 +16,8 @@ Metrics (every turn, counts so far): ``tool_calls`` (every call the model
 wrote, readable or not), ``invalid_tool_calls`` (calls that were not run:
 unreadable, unknown tool, bad arguments, over the limit), ``tool_errors``
 (calls that ran and raised or timed out); ``turns`` at the end; ``correct``
-and ``parsed`` as in ``SingleTurnEnv`` (0 until a final answer is scored).
+and ``parsed`` as in ``SingleTurnEnv`` (0 until a final answer is scored; absent
+when ``reward_fn`` checks no answer).
 
 Example::
 
@@ -106,7 +107,10 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
             reward_sees_thinking: score the final answer, as in
             :class:`~mint_envkit.SingleTurnEnv`.
         max_turns: the most assistant turns (default 10); running out gives
-            ``max_turns_reward`` (default 0.0).
+            ``max_turns_reward`` (default 0.0). Running out of turns gives no
+            answer, so ``max_turns_reward`` may not exceed the wrong-answer
+            reward (:class:`~mint_envkit.errors.ConfigError` when the class is
+            defined); left unset it follows that reward when it is lower.
         max_tool_calls: the most tool calls in one episode (default 10); later
             calls are not run and the model is told to answer.
         tool_timeout_s: seconds one call may take (default 10.0; None: no limit).

@@ -28,6 +28,7 @@ import attrs
 
 from mint_envkit.envs.base import Message, MessageEnv
 from mint_envkit.envs.multi_turn import MultiTurnEnv
+from mint_envkit.envs.ordering import non_answer_rewards
 from mint_envkit.errors import EnvError, RendererError
 
 if TYPE_CHECKING:
@@ -90,6 +91,9 @@ class EnvFromMessageEnv:
             stop token (metric ``parse_error``); the episode ends.
         context_overflow_reward: the reward when the reply hit the length
             limit (metric ``truncated``) or the context overflowed.
+            Neither may exceed the env's wrong-answer reward (a
+            :class:`~mint_envkit.errors.ConfigError`); unset (None), they are
+            -1.0 / -0.1, or that reward when it is lower.
         score_truncated: when True, a reply that hit the length limit is
             still parsed and scored by the env (the ``truncated`` metric is
             reported either way).
@@ -120,16 +124,22 @@ class EnvFromMessageEnv:
         message_env: MessageEnv,
         max_trajectory_tokens: int | None = None,
         max_generation_tokens: int | None = None,
-        failed_parse_reward: float = -1.0,
-        context_overflow_reward: float = -0.1,
+        failed_parse_reward: float | None = None,
+        context_overflow_reward: float | None = None,
         score_truncated: bool = False,
     ) -> None:
         self.renderer = renderer
         self.message_env = message_env
         self.max_trajectory_tokens = max_trajectory_tokens
         self.max_generation_tokens = max_generation_tokens
-        self.failed_parse_reward = float(failed_parse_reward)
-        self.context_overflow_reward = float(context_overflow_reward)
+        rewards = non_answer_rewards(
+            message_env,
+            type(self).__name__,
+            failed_parse_reward=failed_parse_reward,
+            context_overflow_reward=context_overflow_reward,
+        )
+        self.failed_parse_reward = rewards["failed_parse_reward"]
+        self.context_overflow_reward = rewards["context_overflow_reward"]
         self.score_truncated = score_truncated
         self._stop = renderer.get_stop_sequences()
         specs = getattr(message_env, "tool_specs", None)
