@@ -7,7 +7,11 @@ local backend, then prints the learning curve (one row per step: training
 correctness and parse rate at the sampling temperature) and writes it as
 ``curve.png`` and ``curve.json`` under ``--out``. Held-out correctness is
 measured greedily (temperature 1e-3) on 40 problems drawn with another seed and
-never trained on, before the first step and after the last.
+never trained on, before the first step and after the last; each held-out line also
+shows the constant-answer baseline (the correctness of always giving the most common
+reference answer), the number of distinct answers, the most common answer and its
+share, the truncation rate, and a collapse warning when a constant answer explains the
+correctness (see docs/evaluation.md, "Answers").
 
 Settings (from benchmarks/grpo_reference.py, the plain loop this must match):
 calculator system prompt, ``last_number`` parser, reward 1 right / 0 wrong or
@@ -37,6 +41,7 @@ import attrs
 
 from mint_envkit import Config, DatasetBuilder, ParseResult, SingleTurnEnv, last_number
 from mint_envkit.rl import run_training
+from mint_envkit.rl.answers import answer_figures, collapse_note, rollout_answers
 from mint_envkit.rl.backend import local_api_key, local_backend
 from mint_envkit.rl.records import rollout_metrics
 from mint_envkit.rl.sampling import sample_batch
@@ -155,13 +160,41 @@ def build_config(args: argparse.Namespace, model: str, url: str) -> tuple[Config
     return config, eval_builder
 
 
-async def evaluate(config: Config, client: Any, builder: DatasetBuilder) -> dict[str, float]:
-    """Greedy correctness and parse rate of ``client`` on the held-out problems (1 sample each)."""
+async def evaluate(config: Config, client: Any, builder: DatasetBuilder) -> dict[str, Any]:
+    """Greedy correctness and parse rate of ``client`` on the held-out problems (1 sample each).
+
+    Beside them the answer figures (``answers/...``, see ``mint_envkit.rl.answers``): the
+    constant-answer baseline, answer diversity, truncation and the collapse flag.
+    """
     held_out, _ = await builder()
     greedy = attrs.evolve(config, temperature=EVAL_TEMPERATURE)
-    batch = await sample_batch(greedy, client, held_out.groups(), salt=-1)
+    groups = held_out.groups()
+    batch = await sample_batch(greedy, client, groups, salt=-1)
     metrics = rollout_metrics(batch.rollouts, "eval")
-    return {"correct": metrics["eval/all/correct"], "parsed": metrics["eval/all/parsed"]}
+    return {
+        "correct": metrics["eval/all/correct"],
+        "parsed": metrics["eval/all/parsed"],
+        **answer_figures(rollout_answers(batch.rollouts, groups)),
+    }
+
+
+def held_out_line(when: str, n: int, figures: dict[str, Any]) -> str:
+    """One held-out eval: correctness beside the constant-answer baseline, diversity, flag."""
+
+    def rate(key: str) -> str:
+        value = figures.get(key)
+        return "n/a" if value is None else f"{value:.1%}"
+
+    top = figures.get("answers/top")
+    top = "unparsed" if top is None else repr(top[:20])
+    line = (
+        f"held-out greedy (n={n}) {when}: correct {figures['correct']:6.1%}  "
+        f"constant baseline {rate('answers/baseline_correct')}  "
+        f"distinct answers {figures.get('answers/distinct', 'n/a')}  "
+        f"top {top} {rate('answers/top_share')}  truncated {rate('answers/truncated')}"
+    )
+    note = collapse_note(figures, figures["correct"])
+    return line + (f"\n  {note}" if note else "")
 
 
 async def learn(args: argparse.Namespace, model: str) -> dict[str, Any]:
@@ -174,9 +207,7 @@ async def learn(args: argparse.Namespace, model: str) -> dict[str, Any]:
         service = mint.ServiceClient(base_url=url, api_key=local_api_key())
         base = await service.create_sampling_client_async(base_model=model)
         start = await evaluate(config, base, eval_builder)
-        print(
-            f"held-out greedy before: correct {start['correct']:.0%}  parsed {start['parsed']:.0%}"
-        )
+        print(held_out_line("before", args.eval_n, start) + f"  parsed {start['parsed']:.0%}")
         result = await run_training(config)
         trained = await service.create_sampling_client_async(
             model_path=result.final_checkpoint["sampler_path"]
@@ -210,11 +241,11 @@ def table(curve: dict[str, Any]) -> str:
     """The learning curve as a text table, the held-out evals above and below it."""
     held = curve["held_out"]
     rows = [f"{curve['task']} on {curve['model']} (seed {curve['seed']})"]
-    rows.append(f"held-out greedy (n={held['n']}) before: correct {held['before']['correct']:6.1%}")
+    rows.append(held_out_line("before", held["n"], held["before"]))
     rows.append("step  correct  parsed  trained datums")
     for s in curve["steps"]:
         rows.append(f"{s['step']:>4}  {s['correct']:7.1%}  {s['parsed']:6.1%}  {s['datums']:>14}")
-    rows.append(f"held-out greedy (n={held['n']}) after:  correct {held['after']['correct']:6.1%}")
+    rows.append(held_out_line("after ", held["n"], held["after"]))
     rows.append(f"wall {curve['wall_s']:.0f} s")
     return "\n".join(rows)
 

@@ -13,9 +13,9 @@ The class lives in a module (not inside a fixture) so that envs built from it pi
 
 from __future__ import annotations
 
-from mint_envkit import SingleTurnEnv, first_number
+from mint_envkit import SingleTurnEnv, exact, first_number
 
-__all__ = ["ARITHMETIC_PROBLEM", "ArithmeticEnv"]
+__all__ = ["ARITHMETIC_PROBLEM", "ArithmeticEnv", "YesNoEnv", "yes_no_problems"]
 
 ARITHMETIC_PROBLEM = {"question": "What is 2 + 3?", "answer": "5"}
 """One problem for :class:`ArithmeticEnv`; copy it before changing it."""
@@ -33,3 +33,22 @@ class ArithmeticEnv(SingleTurnEnv):
     reward_correct = 1.0
     reward_incorrect = -0.25
     reward_unparsed = -0.5
+
+
+class YesNoEnv(SingleTurnEnv):
+    """A categorical env: "Is a greater than b? Answer yes or no.", the whole reply (``exact``).
+
+    Its problems come from :func:`yes_no_problems`; the answer figures' tests use it.
+    """
+
+    parser = exact()
+
+
+def yes_no_problems(no: int = 23, yes: int = 17) -> list[dict[str, str]]:
+    """``no`` problems answered "no", then ``yes`` answered "yes" (default: 57.5% "no" of 40)."""
+    problems = []
+    for i in range(no + yes):
+        a, b = (10 + i, 60 + i) if i < no else (60 + i, 10 + i)
+        question = f"Is {a} greater than {b}? Answer yes or no."
+        problems.append({"question": question, "answer": "yes" if a > b else "no"})
+    return problems

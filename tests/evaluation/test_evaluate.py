@@ -15,9 +15,11 @@ from mint_envkit import (
     run_training,
 )
 from mint_envkit.errors import ConfigError
-from mint_envkit.evaluation import evaluate_many
+from mint_envkit.evaluation import comparison_table, evaluate_many
+from mint_envkit.rl.answers import ANSWER_KEYS
+from mint_envkit.rl.logs import RunFiles
 from mint_envkit.view import write_report
-from shared_envs import ArithmeticEnv
+from shared_envs import ArithmeticEnv, YesNoEnv, yes_no_problems
 
 pytestmark = pytest.mark.integration
 
@@ -137,3 +139,59 @@ async def test_a_missing_checkpoint_says_how_to_list_them(tiny_local_server):
         await evaluate(
             ArithmeticEnv, problems=PROBLEMS, checkpoint="final", **_options(tiny_local_server)
         )
+
+
+async def test_an_evaluation_reports_the_answer_figures(tmp_path, tiny_local_server):
+    out = tmp_path / "eval"
+    problems = yes_no_problems(no=3, yes=1)  # the always-"no" baseline is 0.75
+    result = await evaluate(
+        YesNoEnv, problems=problems, out_dir=str(out), **_options(tiny_local_server)
+    )
+    summary = result.summary
+    assert {*ANSWER_KEYS, "answers/top"} <= set(summary)
+    assert summary["answers/baseline_correct"] == 0.75
+    assert summary["answers/truncated"] == summary["truncated_rate"]
+    assert 0 <= summary["answers/distinct"] <= 16 and 0.0 <= summary["answers/top_share"] <= 1.0
+    assert summary["answers/entropy"] >= 0.0
+    assert summary["answers/collapse"] in (0.0, 1.0)
+    assert summary["answers/beats_baseline"] == float(summary["correct"] > 0.75)
+    written = json.loads((out / "summary.json").read_text())
+    assert {key: written[key] for key in ANSWER_KEYS} == {key: summary[key] for key in ANSWER_KEYS}
+    line = json.loads((out / "base" / "metrics.jsonl").read_text())
+    assert line["eval/answers/baseline_correct"] == 0.75
+    table = comparison_table([result])
+    for row in ("correct", "baseline correct", "distinct answers", "top answer", "collapse"):
+        assert any(r.startswith(row + " ") for r in table.splitlines()), row
+
+
+async def test_the_loop_evals_report_the_answer_figures(tmp_path, tiny_local_server):
+    """Every eval of the loop: before the first update (step 0) and the final one."""
+    builder = DatasetBuilder(
+        env=YesNoEnv,
+        problems=yes_no_problems(no=2, yes=2),
+        test_problems=yes_no_problems(no=3, yes=1),
+        batch_size=2,
+        group_size=2,
+        model_name=TINY_MODEL_NAME,
+    )
+    run = await run_training(
+        Config(
+            dataset_builder=builder,
+            model_name=TINY_MODEL_NAME,
+            log_path=str(tmp_path / "run"),
+            learning_rate=1e-3,
+            lora_rank=4,
+            max_tokens=4,
+            max_steps=1,
+            eval_every=1,
+            save_every=0,
+            base_url=tiny_local_server.base_url,
+            backend="local",
+        )
+    )
+    (metrics,) = RunFiles(run.log_path).metrics()
+    for split in ("test", "test_final"):
+        assert metrics[f"{split}/env/all/answers/baseline_correct"] == 0.75
+        for key in ANSWER_KEYS:
+            assert isinstance(metrics[f"{split}/env/all/{key}"], int | float), (split, key)
+        assert f"{split}/env/all/answers/top" not in metrics  # strings stay out of metrics

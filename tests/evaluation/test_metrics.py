@@ -148,3 +148,36 @@ def test_per_problem_counts_and_the_table():
     assert "not a significance test" in table
     with pytest.raises(ConfigError, match="pass@3 was not computed"):
         tuned.pass_at(3)
+
+
+def test_the_table_shows_correct_beside_the_baseline_and_flags_a_collapse():
+    answers = {
+        "correct": 0.575,
+        "answers/baseline_correct": 0.575,
+        "answers/distinct": 1,
+        "answers/entropy": 0.0,
+        "answers/top_share": 1.0,
+        "answers/top": "no",
+        "answers/truncated": 0.0,
+        "answers/concentrated": 1.0,
+        "answers/beats_baseline": 0.0,
+        "answers/collapse": 1.0,
+    }
+    base = _eval("base", _results())
+    tuned = EvalResult(
+        summary={**base.summary, **answers, "label": "tuned"}, problems=base.problems
+    )
+    rows = {
+        line.split("  ")[0].strip(): line for line in comparison_table([base, tuned]).splitlines()
+    }
+    assert rows["baseline correct"].split()[-3:] == ["n/a", "0.575", "n/a"]
+    assert rows["distinct answers"].split()[-2:] == ["1", "n/a"]
+    assert rows["top answer"].split()[-2:] == ["n/a", "'no'"]
+    assert rows["collapse"].split()[-2:] == ["n/a", "yes"]
+    table = comparison_table([base, tuned])
+    assert table.splitlines()[-1] == (
+        "tuned: answers collapse: 100% of replies are 'no'; correct 0.575 does not beat the "
+        "constant-answer baseline 0.575"
+    )
+    line = metric_line(tuned.summary)
+    assert line["eval/answers/collapse"] == 1.0 and "eval/answers/top" not in line

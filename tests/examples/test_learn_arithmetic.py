@@ -45,9 +45,12 @@ def test_the_demo_trains_evaluates_and_draws_the_curve(tmp_path, capsys):
     assert demo.main(argv) == 0
     curve = json.loads((out / "curve.json").read_text())
     assert curve["task"] == "SpeakUpEnv" and [s["step"] for s in curve["steps"]] == [1, 2]
-    assert set(curve["held_out"]["before"]) == {"correct", "parsed"}
+    before = curve["held_out"]["before"]
+    assert {"correct", "parsed", "answers/baseline_correct", "answers/collapse"} <= set(before)
+    assert before["answers/baseline_correct"] == 0.0  # no constant reply is "not empty"
     assert curve["held_out"]["n"] == 3
     printed = capsys.readouterr().out
     assert "step  correct  parsed  trained datums" in printed
+    assert "constant baseline 0.0%" in printed and "distinct answers" in printed
     pytest.importorskip("matplotlib")
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

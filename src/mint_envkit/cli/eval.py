@@ -31,8 +31,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="mint-envkit eval",
         description="Sample K completions per problem with a base model or tinker:// "
         "checkpoints (on MinT with MINT_API_KEY, else the embedded local backend); report "
-        "mean reward, pass@k and the parse-failure rate; write results.jsonl, summary.json "
-        "and a viewer page.",
+        "mean reward, pass@k, correctness beside the constant-answer baseline, answer diversity "
+        "and the parse-failure rate; write results.jsonl, summary.json and a viewer page.",
     )
     parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
     parser.add_argument("--model", required=True, help="the base model (of the checkpoints)")

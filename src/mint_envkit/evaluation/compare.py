@@ -13,6 +13,7 @@ from typing import Any
 
 from mint_envkit.evaluation.metrics import ProblemResult
 from mint_envkit.evaluation.run import EvalResult
+from mint_envkit.rl.answers import collapse_note
 
 __all__ = ["BY", "comparison_record", "comparison_table", "per_problem"]
 
@@ -51,26 +52,62 @@ def per_problem(base: EvalResult, other: EvalResult, by: str = "correct") -> dic
     return counts
 
 
-def _rows(result: EvalResult) -> list[tuple[str, float | None]]:
+# kind: "rate" (3 decimals, a difference), "count" (an integer, a difference),
+# "flag" (yes/no), "text" (quoted, shortened; None is unparsed), "unknown" (n/a)
+_ANSWER_ROWS = (
+    ("baseline correct", "answers/baseline_correct", "rate"),
+    ("beats baseline", "answers/beats_baseline", "flag"),
+    ("distinct answers", "answers/distinct", "count"),
+    ("answer entropy", "answers/entropy", "rate"),
+    ("top answer share", "answers/top_share", "rate"),
+    ("top answer", "answers/top", "text"),
+)
+
+
+def _rows(result: EvalResult) -> list[tuple[str, Any, str]]:
     summary = result.summary
-    rows = [("mean reward", summary["mean_reward"])]
-    rows += [(f"pass@{k}", value) for k, value in summary["pass@"].items()]
-    rows.append(("parse failures", summary["parse_failure_rate"]))
-    rows.append(("truncated", summary.get("truncated_rate")))
+    rows = [("mean reward", summary["mean_reward"], "rate")]
+    rows += [(f"pass@{k}", value, "rate") for k, value in summary["pass@"].items()]
+    rows.append(("correct", summary.get("correct"), "rate"))
+    for label, key, kind in _ANSWER_ROWS:
+        # the top answer is None for unparsed replies, and when it was not computed
+        known = kind != "text" or summary.get("answers/top_share") is not None
+        rows.append((label, summary.get(key), kind if known else "unknown"))
+    rows.append(("parse failures", summary["parse_failure_rate"], "rate"))
+    rows.append(("truncated", summary.get("truncated_rate"), "rate"))
+    rows.append(("collapse", summary.get("answers/collapse"), "flag"))
     return rows
 
 
-def _cell(value: float | None, signed: bool = False) -> str:
-    if value is None:
+def _cell(value: Any, kind: str = "rate", signed: bool = False) -> str:
+    if kind == "unknown" or (value is None and kind != "text"):
         return "n/a"
+    if value is None:
+        return "(unparsed)"
+    if kind == "flag":
+        return "yes" if value else "no"
+    if kind == "text":
+        text = " ".join(str(value).split())
+        return repr(text if len(text) <= 16 else text[:13] + "...")
+    if kind == "count":
+        return f"{value:+d}" if signed else str(value)
     return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _difference(value: Any, first: Any, kind: str) -> str:
+    if kind in ("flag", "text", "unknown"):
+        return ""
+    return _cell(None if value is None or first is None else value - first, kind, signed=True)
 
 
 def comparison_table(results: Sequence[EvalResult]) -> str:
     """The figures of ``results`` side by side; with two or more, each one minus the first.
 
-    Below the table, per problem: how many the later ones win, lose and tie
-    against the first (see :func:`per_problem`).
+    Rows: mean reward, pass@k, correct beside the constant-answer baseline and the
+    answer diversity (see :mod:`mint_envkit.rl.answers`), parse failures,
+    truncation, the collapse flag. Below the table, per problem: how many the later
+    ones win, lose and tie against the first (see :func:`per_problem`), then a line
+    per evaluation whose answers collapse.
 
     Example::
 
@@ -81,10 +118,10 @@ def comparison_table(results: Sequence[EvalResult]) -> str:
     header = ["metric", *names, *(f"{n}-{names[0]}" for n in names[1:])]
     body: list[list[str]] = []
     columns = [_rows(r) for r in results]
-    for position, (metric, first) in enumerate(columns[0]):
-        values = [col[position][1] for col in columns]
-        diffs = [None if v is None or first is None else v - first for v in values[1:]]
-        body.append([metric, *(_cell(v) for v in values), *(_cell(d, signed=True) for d in diffs)])
+    for position, (metric, first, kind) in enumerate(columns[0]):
+        cells = [col[position][1:] for col in columns]  # (value, kind) per evaluation
+        diffs = [_difference(v, first, k if k == kind else "unknown") for v, k in cells[1:]]
+        body.append([metric, *(_cell(v, k) for v, k in cells), *diffs])
     errors = [str(r.summary["errors"]) for r in results]
     body.append(["failed problems", *errors, *([""] * (len(results) - 1))])
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
@@ -108,6 +145,10 @@ def comparison_table(results: Sequence[EvalResult]) -> str:
         lines.append(
             "these are plain counts on the same problems and seeds, not a significance test"
         )
+    for name, result in zip(names, results, strict=True):
+        note = collapse_note(result.summary, result.summary.get("correct"))
+        if note:
+            lines.append(f"{name}: {note}")
     return "\n".join(lines)
 
 

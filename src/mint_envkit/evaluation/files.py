@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mint_envkit.evaluation.metrics import ProblemResult, pass_ks
+from mint_envkit.rl.answers import ANSWER_KEYS
 from mint_envkit.rl.logs import append_jsonl, append_jsonl_lines, write_json_atomic
 from mint_envkit.rl.records import rollout_records
 from mint_envkit.rl.types import GroupRollout
@@ -44,13 +45,16 @@ Example::
 def metric_line(summary: Mapping[str, Any]) -> dict[str, Any]:
     """The ``metrics.jsonl`` line of an evaluation (step 0, ``eval/`` keys) for the viewer.
 
+    The figures, pass@k and the numeric answer figures (``eval/answers/...``); a
+    figure that is None is left out.
+
     Example::
 
         metric_line({"mean_reward": 0.5, "pass@": {"1": 0.25}})
         # {'step': 0, 'eval/mean_reward': 0.5, 'eval/pass@1': 0.25}
     """
     line: dict[str, Any] = {"step": 0}
-    for key in ("mean_reward", "correct", "parse_failure_rate", "truncated_rate"):
+    for key in ("mean_reward", "correct", "parse_failure_rate", "truncated_rate", *ANSWER_KEYS):
         if summary.get(key) is not None:
             line[f"eval/{key}"] = summary[key]
     for k, value in (summary.get("pass@") or {}).items():

@@ -33,6 +33,7 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.files import write_results, write_run_folder
 from mint_envkit.evaluation.metrics import ProblemResult, problem_result, summarize
 from mint_envkit.evaluation.spec import eval_groups
+from mint_envkit.rl.answers import answer_figures, rollout_answers
 from mint_envkit.rl.backend import connect, preflight, service_client
 from mint_envkit.rl.config import Config
 from mint_envkit.rl.rollouts import SampleRequest, rollout_group
@@ -50,7 +51,12 @@ class EvalResult:
         summary: what ``summary.json`` holds: ``model``, ``checkpoint``,
             ``backend``, ``split``, ``samples``, ``seed``, ... and the figures
             ``mean_reward``, ``correct``, ``pass@`` (k -> value),
-            ``parse_failure_rate``, ``problems``, ``episodes``, ``errors``.
+            ``parse_failure_rate``, ``truncated_rate``, ``problems``, ``episodes``,
+            ``errors``, and the answer figures ``answers/baseline_correct``,
+            ``answers/distinct``, ``answers/entropy``, ``answers/top_share``,
+            ``answers/top``, ``answers/truncated``, ``answers/concentrated``,
+            ``answers/beats_baseline``, ``answers/collapse`` (see
+            :mod:`mint_envkit.rl.answers`).
         problems: one :class:`~mint_envkit.evaluation.metrics.ProblemResult`
             per problem, in problem order.
         out_dir: where the files were written (None when not asked).
@@ -303,6 +309,7 @@ async def _one(
         "checkpoint": checkpoint,
         "label": name,
         **summarize(per_problem, int(settings["samples"])),
+        **answer_figures(rollout_answers(rollouts, [group for _, group in pairs])),
         "seconds": round(time.monotonic() - t0, 3),
     }
     if folder is not None:
