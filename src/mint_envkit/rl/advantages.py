@@ -95,24 +95,33 @@ def kl_adjusted_advantages(
 
 def batch_advantages(
     groups: Sequence[tuple[Sequence[float], Sequence[Mapping[str, float]]] | None],
+    *,
+    remove_constant: bool = True,
 ) -> tuple[dict[int, list[float]], dict[str, float]]:
-    """Advantages for the groups that teach something, and the by-group accounting.
+    """Advantages for the groups that train, and the by-group accounting.
 
     ``groups`` holds, per group, ``(rewards, metrics per episode)``, or None for
-    a group that failed. Returns the advantages of each mixed group by its
-    position, and the metrics ``env/all/by_group/frac_mixed|frac_all_good|
-    frac_all_bad``, ``dropped`` and ``dropped_<reason>`` (see
-    :func:`constant_reason`) over the groups that ran.
+    a group that failed. Returns the advantages of each group that trains by
+    its position, and the metrics ``env/all/by_group/frac_mixed|frac_all_good|
+    frac_all_bad``, ``dropped``, ``dropped_<reason>`` (see
+    :func:`constant_reason`) and ``kept_constant`` over the groups that ran.
+
+    A group whose rewards are all equal is dropped (``remove_constant``, the
+    default, as tinker-cookbook's ``remove_constant_reward_groups``) or, with
+    ``remove_constant=False``, kept with every advantage exactly 0 and counted
+    in ``kept_constant``, not as dropped. ``frac_all_good`` and ``frac_all_bad``
+    count constant groups either way.
 
     Example::
 
         advantages, metrics = batch_advantages([([1.0, 0.0], [{}, {}]), ([0.0, 0.0], [{}, {}])])
         advantages                                  # {0: [0.5, -0.5]}
         metrics["env/all/by_group/dropped_constant"]  # 1
+        batch_advantages([([0.0, 0.0], [{}, {}])], remove_constant=False)[0]  # {0: [0.0, 0.0]}
     """
     advantages: dict[int, list[float]] = {}
     reasons: dict[str, int] = dict.fromkeys(DROP_REASONS, 0)
-    ran = 0
+    ran = mixed = 0
     for position, group in enumerate(groups):
         if group is None:
             continue
@@ -120,17 +129,22 @@ def batch_advantages(
         rewards, metrics = group
         reason = constant_reason(rewards, metrics)
         if reason is None:
+            mixed += 1
             advantages[position] = group_advantages(rewards)
         else:
             reasons[reason] += 1
-    dropped = sum(reasons.values())
+            if not remove_constant:
+                advantages[position] = [0.0] * len(rewards)
+    constant = sum(reasons.values())
     good = reasons["all_correct"]
+    dropped = constant if remove_constant else 0
     out: dict[str, float] = {
-        "env/all/by_group/frac_mixed": len(advantages) / ran if ran else 0.0,
+        "env/all/by_group/frac_mixed": mixed / ran if ran else 0.0,
         "env/all/by_group/frac_all_good": good / ran if ran else 0.0,
-        "env/all/by_group/frac_all_bad": (dropped - good) / ran if ran else 0.0,
+        "env/all/by_group/frac_all_bad": (constant - good) / ran if ran else 0.0,
         "env/all/by_group/dropped": dropped,
     }
     for reason, count in reasons.items():
-        out[f"env/all/by_group/dropped_{reason}"] = count
+        out[f"env/all/by_group/dropped_{reason}"] = count if remove_constant else 0
+    out["env/all/by_group/kept_constant"] = constant - dropped
     return advantages, out

@@ -233,6 +233,15 @@ class Config:
             sampler that drew it, for the importance ratio and the KL
             penalty (sampled logprobs are of the temperature-scaled
             distribution). None (default): on exactly when ``temperature != 1``.
+        remove_constant_reward_groups: drop the groups whose rewards are all
+            equal from the update (tinker-cookbook's name and default, True);
+            they are counted in ``env/all/by_group/dropped_<reason>``. False
+            keeps them: their advantages are all 0, so they add no policy
+            gradient, but they enter the datums (so the KL penalty applies to
+            them and ``optim/entropy``, ``optim/kl_sample_train_*`` cover
+            them), counted in ``env/all/by_group/kept_constant``. Either way a
+            step that trains nothing still logs those diagnostics, from a
+            ``forward`` pass with no gradient.
         backend_lost_after_s: a backend whose health check has failed for
             this long (15 s; with the probe's own timeout and interval a
             loss is noticed within 25 s) during a run is lost: the run stops with a
@@ -323,6 +332,15 @@ class Config:
         default=0, validator=_non_negative_int("max_steps_off_policy")
     )
     recompute_behavior_logprobs: bool | None = attrs.field(default=None)
+    remove_constant_reward_groups: bool = attrs.field(default=True)
+
+    @remove_constant_reward_groups.validator
+    def _check_remove_constant(self, _attribute: Any, value: Any) -> None:
+        if not isinstance(value, bool):
+            raise ConfigError(
+                f"Config.remove_constant_reward_groups must be True or False "
+                f"(True drops groups whose rewards are all equal), got {value!r}"
+            )
 
     @recompute_behavior_logprobs.validator
     def _check_recompute(self, _attribute: Any, value: Any) -> None:

@@ -4,7 +4,10 @@ Per step the loop logs tinker-cookbook's ``optim/kl_sample_train_v1``
 (mean of ``sampler_lp - learner_lp`` over the action tokens),
 ``optim/kl_sample_train_v2`` (half the mean squared difference) and
 ``optim/entropy`` (``-mean(sampler_lp)``), from the logprobs that
-``forward_backward`` returns, so a sampler/learner mismatch shows at once.
+``forward_backward`` returns, so a sampler/learner mismatch shows at once. A
+step that trains nothing (every group constant) measures every reply with a
+``forward`` instead (no gradient, no optimizer step), so the three are logged
+on every step, collapse included (:func:`learner_metrics`).
 
 Sampled logprobs are those of the temperature-scaled distribution, so with
 ``temperature != 1`` they are not the policy's: the importance ratio is off
@@ -29,10 +32,11 @@ from typing import Any
 
 from mint_envkit.rl.advantages import DROP_REASONS
 from mint_envkit.rl.config import Config
-from mint_envkit.rl.datums import Sample
+from mint_envkit.rl.datums import Sample, plan_datums
 
 __all__ = [
     "learner_logprobs",
+    "learner_metrics",
     "mean_kl",
     "no_update_note",
     "recomputes_behavior_logprobs",
@@ -120,6 +124,25 @@ def learner_logprobs(
             start = len(samples[index].prompt) - 1
             out[index] = [float(v) for v in values[start : start + len(samples[index].reply)]]
     return out
+
+
+def learner_metrics(output: Any, samples: Sequence[Sample]) -> dict[str, float]:
+    """:func:`sample_train_metrics` of ``samples`` against a ``forward(_backward)`` output.
+
+    ``output`` is the ``ForwardBackwardOutput`` of the datums of ``samples``
+    (:func:`~mint_envkit.rl.datums.to_datums`); empty when it carries no
+    ``loss_fn_outputs``. A ``forward`` (no gradient) gives the same learner
+    logprobs as a ``forward_backward`` on the same weights.
+
+    Example::
+
+        learner_metrics(await fb_future, samples)["optim/entropy"]  # 1.83
+    """
+    outputs = getattr(output, "loss_fn_outputs", None)
+    if not outputs:
+        return {}
+    learner = learner_logprobs(outputs, samples, plan_datums(samples))
+    return sample_train_metrics([s.logprobs for s in samples], learner)
 
 
 def sample_train_metrics(

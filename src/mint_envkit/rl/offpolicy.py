@@ -124,6 +124,19 @@ class PreparedBatch:
             reference += self.reference.get(position, [])
         return samples, reference, behaviour
 
+    def every_reply(self) -> list[Sample]:
+        """Every reply of the batch with its behaviour logprobs, each with advantage 0.
+
+        What a step that trains nothing measures instead, with a forward pass
+        (see :func:`~mint_envkit.rl.train.train_on_batch`).
+
+        Example::
+
+            len(prepared.every_reply())  # 8: two groups of four single-turn episodes
+        """
+        zeros = {p: [0.0] * len(self.batch.rollouts[p].trajectories) for p in self.replies}
+        return self.trained(zeros)[0]
+
     def kl_metrics(self) -> dict[str, float]:
         """Which behaviour logprobs the step used, and the policy-vs-base KL over every reply.
 

@@ -32,6 +32,7 @@ import attrs
 
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rl.advantages import batch_advantages, kl_adjusted_advantages
+from mint_envkit.rl.answers import answer_figures, answer_metrics, collapse_note, rollout_answers
 from mint_envkit.rl.backend import (
     Connection,
     connect,
@@ -43,7 +44,7 @@ from mint_envkit.rl.backend import (
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
 from mint_envkit.rl.datums import Sample, datum_metrics, plan_datums, to_datums
-from mint_envkit.rl.diagnostics import learner_logprobs, no_update_note, sample_train_metrics
+from mint_envkit.rl.diagnostics import learner_metrics, no_update_note
 from mint_envkit.rl.health import train_watched
 from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
@@ -100,7 +101,8 @@ class ScoredBatch:
 
     Attributes:
         advantages: a group's position in the batch -> one advantage per
-            episode; groups that do not train (failed, constant reward) are absent.
+            episode; groups that do not train (failed; constant reward unless
+            ``Config.remove_constant_reward_groups`` is False) are absent.
         metrics: ``env/...`` reward, env and ``by_group`` metrics of the step.
 
     Example::
@@ -113,8 +115,15 @@ class ScoredBatch:
     metrics: Mapping[str, Any]
 
 
-def score_batch(step: int, rollouts: Sequence[GroupRollout]) -> ScoredBatch:
+def score_batch(
+    step: int, rollouts: Sequence[GroupRollout], *, remove_constant_reward_groups: bool = True
+) -> ScoredBatch:
     """Score one batch: reward metrics, and advantages within each group that trains.
+
+    Groups whose rewards are all equal do not train unless
+    ``remove_constant_reward_groups`` is False (``Config``'s field): then they
+    train with advantages of 0 (see
+    :func:`~mint_envkit.rl.advantages.batch_advantages`).
 
     Raises:
         MintEnvkitError: every group of the step failed (the first error is
@@ -134,7 +143,8 @@ def score_batch(step: int, rollouts: Sequence[GroupRollout]) -> ScoredBatch:
         [
             None if r.error is not None else (r.rewards, [t.metrics for t in r.trajectories])
             for r in rollouts
-        ]
+        ],
+        remove_constant=remove_constant_reward_groups,
     )
     return ScoredBatch(advantages=advantages, metrics={**metrics, **by_group})
 
@@ -150,16 +160,23 @@ async def train_on_batch(
     token_advantages: Sequence[list[float]],
     *,
     after_submit: Callable[[], None] | None = None,
+    measure: Sequence[Sample] = (),
 ) -> dict[str, Any]:
     """One ``forward_backward`` and one ``optim_step`` on the samples; return their metrics.
 
     Both calls are submitted before either is awaited; ``after_submit`` is
     called right after they are (the loop requests the next weight snapshot
-    there, so the service queues it behind this update). With no samples
-    (every group dropped) nothing is sent and ``after_submit`` is called at once. Besides the service's metrics it
-    reports ``optim/kl_sample_train_v1|v2`` and ``optim/entropy`` from the
-    samples' behaviour logprobs and the learner's (see
-    :func:`~mint_envkit.rl.diagnostics.sample_train_metrics`).
+    there, so the service queues it behind this update). Besides the
+    service's metrics it reports ``optim/kl_sample_train_v1|v2`` and
+    ``optim/entropy`` from the samples' behaviour logprobs and the learner's
+    (see :func:`~mint_envkit.rl.diagnostics.sample_train_metrics`).
+
+    With no samples (every group dropped) nothing trains: the replies in
+    ``measure`` (the loop passes every reply of the step) go through one
+    ``forward`` instead, with no backward and no optimizer step, so the
+    weights stay as they are and the three diagnostics are still reported;
+    with nothing to measure nothing is sent. ``after_submit`` is called right
+    after the ``forward`` is submitted.
 
     Example::
 
@@ -172,9 +189,17 @@ async def train_on_batch(
         "train/tokens": sum(len(s.reply) for s in samples),
         **datum_metrics(samples, plan),
     }
-    if not samples:
+    if not samples:  # nothing trains: measure the replies with a forward pass (no gradient)
+        future = None
+        if measure:
+            zeros = [[0.0] * len(s.reply) for s in measure]
+            future = await training.forward_async(
+                to_datums(measure, zeros), config.loss_fn, config.loss_fn_config
+            )
         if after_submit is not None:
             after_submit()
+        if future is not None:
+            metrics.update(learner_metrics(await future, measure))
         return metrics
     import tinker
 
@@ -192,10 +217,7 @@ async def train_on_batch(
         metrics[f"train/{key}"] = value
     for key, value in ((opt.metrics if opt else None) or {}).items():
         metrics[f"optim/{key}"] = value
-    outputs = getattr(fb, "loss_fn_outputs", None)
-    if outputs:
-        learner = learner_logprobs(outputs, samples, plan)
-        metrics.update(sample_train_metrics([s.logprobs for s in samples], learner))
+    metrics.update(learner_metrics(fb, samples))
     return metrics
 
 
@@ -244,10 +266,16 @@ async def _open(
 
 async def _evaluate(run: _Run, client: Any, step: int, final: bool = False) -> dict[str, Any]:
     salt = -1 if final else -1 - step  # the final eval repeats step 0's draws
-    batch = await sample_batch(run.config, client, run.test_data.groups(), salt=salt)
+    groups = run.test_data.groups()
+    batch = await sample_batch(run.config, client, groups, salt=salt)
     split = "test_final" if final else "test"
     run.files.append_rollouts(rollout_records(step, batch.rollouts, {}, split))
-    return rollout_metrics(batch.rollouts, f"{split}/env")
+    metrics = rollout_metrics(batch.rollouts, f"{split}/env")
+    answers = answer_figures(rollout_answers(batch.rollouts, groups))  # baseline, collapse
+    note = collapse_note(answers, metrics.get(f"{split}/env/all/correct"))
+    if note:
+        _say(f"{split} eval at step {step}: {note}")
+    return {**metrics, **answer_metrics(answers, f"{split}/env")}
 
 
 async def _final_evaluation(run: _Run, step: int) -> dict[str, Any]:
@@ -283,7 +311,9 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any]
     rollouts = prepared.batch.rollouts
 
     try:
-        scored = score_batch(step, rollouts)
+        scored = score_batch(
+            step, rollouts, remove_constant_reward_groups=config.remove_constant_reward_groups
+        )
     except MintEnvkitError as err:
         files.append_rollouts(versioned_records(prepared, {}))
         raise MintEnvkitError(f"{err}. Tracebacks are in {files.rollouts_path}.") from None
@@ -306,6 +336,7 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any]
             samples,
             token_advantages,
             after_submit=lambda: pipeline.request_snapshot(step + 1, run.training),
+            measure=() if samples else prepared.every_reply(),
         )
     )
     metrics["time/train"] = time.monotonic() - t2
