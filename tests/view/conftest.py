@@ -238,3 +238,66 @@ def make_demo_sweep(root: Path, *, steps: int = 12) -> Path:
 @pytest.fixture
 def demo_sweep(tmp_path: Path) -> Path:
     return make_demo_sweep(tmp_path / "runs" / "arithmetic-sweep")
+
+
+COLLAPSED = {
+    "baseline_correct": 0.575,
+    "distinct": 1,
+    "entropy": 0.0,
+    "top_share": 1.0,
+    "truncated": 0.0,
+    "concentrated": 1.0,
+    "beats_baseline": 0.0,
+    "collapse": 1.0,
+}
+HEALTHY = {
+    "baseline_correct": 0.575,
+    "distinct": 2,
+    "entropy": 0.67,
+    "top_share": 0.55,
+    "truncated": 0.025,
+    "concentrated": 0.0,
+    "beats_baseline": 1.0,
+    "collapse": 0.0,
+}
+
+
+FIGURES = {"collapsed": COLLAPSED, "healthy": HEALTHY}
+
+
+def add_evals(
+    run: Path, final: dict | str, *, before: object = 0.475, after: object = 0.575
+) -> Path:
+    """Add held-out evaluations to a run written by make_run (2 steps), as the loop logs them.
+
+    ``final``: the final eval's ``answers/*`` figures, or ``"collapsed"`` / ``"healthy"``
+    (the yes/no run of the issue: 57.5% is the always-"no" baseline). Step 0:
+    ``test/env/all/correct`` = ``before`` with healthy figures and ``final``'s baseline;
+    step 1: a periodic eval and the final one (``test_final/...``), ``after`` and ``final``.
+    """
+    final = FIGURES[final] if isinstance(final, str) else final
+
+    def figures(split: str, values: dict) -> dict:
+        return {f"{split}/env/all/answers/{k}": v for k, v in values.items()}
+
+    start = {**HEALTHY, "baseline_correct": final.get("baseline_correct")}
+    append_jsonl_lines(
+        run / "metrics.jsonl",
+        [
+            {"step": 0, "test/env/all/correct": before, **figures("test", start)},
+            {
+                "step": 1,
+                "test/env/all/correct": after,
+                **figures("test", final),
+                "test_final/env/all/correct": after,
+                **figures("test_final", final),
+            },
+        ],
+    )
+    return run
+
+
+@pytest.fixture
+def evals():
+    """``evals(run_dir, final_figures, before=, after=)``: add held-out evals (see add_evals)."""
+    return add_evals

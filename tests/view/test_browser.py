@@ -143,3 +143,41 @@ def test_a_run_without_rollouts_says_so(tmp_path):
     text = dom(tmp_path, write_report(run))
     assert 'data-metric="env/all/reward/total"' in text
     assert "no rollouts recorded for metrics-only" in text
+
+
+def test_a_collapse_shows_its_banner_answers_and_baseline(tmp_path, sweep_dir, evals):
+    evals(sweep_dir / "kl0p0-g2", "collapsed")  # kl0p02-g2 stays an old run without evals
+    with pytest.warns(UserWarning, match="no steps recorded"):
+        page = write_report(sweep_dir)
+    text = dom(tmp_path, page)
+    banner = re.search(r'<div class="banner collapse" role="alert"[^>]*>(.*?)</div>', text, re.S)
+    assert banner is not None
+    assert "Answer collapse" in banner.group(1) and "kl0p0-g2" in banner.group(1)
+    # The runs table: the held-out columns beside correctness, a dash where a run has none.
+    table = re.search(r'<table class="runs">(.*?)</table>', text, re.S).group(1)
+    headers = re.findall(r"<th>(.*?)</th>", table)
+    at = headers.index("final correct")
+    assert headers[at + 1 : at + 7] == [
+        "held-out correct",
+        "baseline",
+        "distinct",
+        "top share",
+        "truncated",
+        "flag",
+    ]
+    rows = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
+    cells = [
+        [
+            html.unescape(re.sub(r"<[^>]+>", "", c))
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)
+        ]
+        for r in rows
+    ]
+    first, second = (row[at + 1 : at + 7] for row in cells)
+    assert first == ["0.475 → 0.575", "0.575", "1", "1", "0", "COLLAPSE"]
+    assert second == ["– → –", "–", "–", "–", "–", ""]
+    assert '<span class="badge bad">COLLAPSE</span>' in text
+    # The held-out correct chart draws the collapsed run's baseline dashed; answers/* are charts.
+    chart = re.search(r'data-metric="test/env/all/correct".*?</svg>', text, re.S).group(0)
+    assert 'data-baseline="kl0p0-g2"' in chart and 'stroke-dasharray="5 3"' in chart
+    assert 'data-metric="test/env/all/answers/top_share"' in text

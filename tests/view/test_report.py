@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import warnings
@@ -203,3 +204,100 @@ def test_view_is_listed_in_the_help(capsys):
     with pytest.raises(SystemExit):
         cli_main(["--help"])
     assert "view" in capsys.readouterr().out
+
+
+# ------------------------------------------- held-out answers and collapse
+
+
+def banners(page: str) -> list[str]:
+    """The text of the page's collapse banners (written into the markup, not by the script)."""
+    found = re.findall(r'<div class="banner collapse"[^>]*>(.*?)</div>', page, re.S)
+    return [html.unescape(re.sub(r"<[^>]+>", "", text)) for text in found]
+
+
+def test_a_collapsed_run_gets_a_banner_and_its_answers(run_dir, evals, embedded):
+    page = write_report(evals(run_dir, "collapsed")).read_text()
+    assert banners(page) == [
+        "Answer collapse run, the final evaluation: 100% of its replies give one answer, "
+        "1 distinct; held-out correct 0.475 -> 0.575 does not beat the constant-answer "
+        "baseline 0.575 (always giving the most common answer), so the rise is no evidence "
+        "of learning."
+    ]
+    [run] = embedded(page, "mev-index")["runs"]
+    answers = run["answers"]
+    assert answers["flag"] == "COLLAPSE" and answers["known"] is True
+    assert (answers["split"], answers["step"]) == ("test_final", 1)
+    assert (answers["correct_before"], answers["correct_after"]) == (0.475, 0.575)
+    assert (answers["baseline"], answers["distinct"], answers["top_share"]) == (0.575, 1, 1.0)
+    # The answers/* metrics are curves like every other metric.
+    series = run["metrics"]["series"]
+    assert series["test/env/all/answers/top_share"] == [0.55, 1.0]
+    assert series["test_final/env/all/answers/collapse"] == [None, 1.0]
+
+
+def test_a_healthy_run_and_an_old_run_get_no_banner(tmp_path, run_maker, evals, embedded):
+    healthy = evals(run_maker(tmp_path / "healthy"), "healthy", after=0.8)
+    page = write_report(healthy).read_text()
+    assert banners(page) == []
+    answers = embedded(page, "mev-index")["runs"][0]["answers"]
+    assert (answers["flag"], answers["note"], answers["correct_after"]) == ("", None, 0.8)
+
+    old = write_report(run_maker(tmp_path / "old")).read_text()  # no evals, no answers/*
+    assert banners(old) == []
+    answers = embedded(old, "mev-index")["runs"][0]["answers"]
+    assert answers["known"] is False and answers["flag"] == ""
+    assert {answers[k] for k in ("baseline", "distinct", "top_share", "collapse")} == {None}
+
+
+def test_a_sweep_names_the_collapsed_config(sweep_dir, evals, embedded):
+    evals(sweep_dir / "kl0p0-g2", "collapsed")
+    with pytest.warns(UserWarning, match="no steps recorded"):
+        page = write_report(sweep_dir).read_text()
+    [banner] = banners(page)
+    assert banner.startswith("Answer collapse kl0p0-g2, the final evaluation: 100%")
+    runs = embedded(page, "mev-index")["runs"]
+    assert [r["answers"]["flag"] for r in runs] == ["COLLAPSE", ""]
+
+
+def test_many_collapsed_runs_share_one_banner(tmp_path, run_maker, evals):
+    for name in "abcd":
+        evals(run_maker(tmp_path / name), "collapsed")
+    evals(run_maker(tmp_path / "e"), "healthy", after=0.8)
+    [banner] = banners(write_report(tmp_path).read_text())
+    assert banner.startswith(
+        "Answer collapse in 4 of 5 runs: a, b, c, d (see the flag column below). "
+        "The first: a, the final evaluation: 100% of its replies give one answer, 1 distinct; "
+    )
+    one = run_maker(tmp_path / "one")
+    evals(one, "collapsed", before=0.0, after=0.0)  # the tiny model: nothing parses
+    (one / "metrics.jsonl").write_text(
+        (one / "metrics.jsonl").read_text().replace('answers/distinct": 1', 'answers/distinct": 0')
+    )
+    assert banners(write_report(one).read_text()) == [
+        "Answer collapse one, the final evaluation: none of its replies parse to an answer; "
+        "held-out correct 0.000 -> 0.000 does not beat the constant-answer baseline 0.575 "
+        "(always giving the most common answer)."
+    ]
+
+
+@pytest.mark.parametrize("odd", [None, "0.5", "n/a", float("nan"), -1, 2.5, [0.5], {"a": 1}])
+def test_odd_answer_values_are_no_values(run_dir, evals, embedded, odd):
+    figures = {key: odd for key in ("baseline_correct", "distinct", "top_share", "collapse")}
+    page = write_report(evals(run_dir, figures, before=odd, after=odd)).read_text()
+    assert banners(page) == []
+    answers = embedded(page, "mev-index")["runs"][0]["answers"]
+    assert answers["flag"] == "" and answers["note"] is None
+    for key in ("correct_before", "correct_after", "baseline", "distinct", "top_share"):
+        assert answers[key] is None, key
+
+
+def test_the_banner_is_escaped(tmp_path, run_maker, evals):
+    run = run_maker(tmp_path / "run")
+    evals(run, "collapsed")
+    with open(run / "metrics.jsonl", "a") as fh:
+        fh.write(json.dumps({"step": 1, "test_final/env/all/answers/top": "<b>no</b>"}) + "\n")
+    page = write_report(run).read_text()
+    [banner] = banners(page)
+    assert "give one answer ('<b>no</b>'), 1 distinct" in banner
+    head = page.split("<script")[0]
+    assert "&lt;b&gt;no&lt;/b&gt;" in head and "<b>no</b>" not in head

@@ -29,6 +29,7 @@ Example::
     sweep = Sweep.from_env(config, root="runs/arithmetic-sweep")
 """
 
+from mint_envkit.sweep._answers import HeldOutAnswers, held_out_answers
 from mint_envkit.sweep._deprecated import summarize, summary_main
 from mint_envkit.sweep._env import (
     DEFAULT_GRID,
@@ -55,6 +56,7 @@ __all__ = [
     "ENV_VARIABLES",
     "ERROR_FILE",
     "GridPoint",
+    "HeldOutAnswers",
     "RunMetrics",
     "Runner",
     "SummaryRow",
@@ -66,6 +68,7 @@ __all__ = [
     "expand_grid",
     "format_value",
     "grid_from_env",
+    "held_out_answers",
     "load_summary",
     "log_root_from_env",
     "normalize_grid",

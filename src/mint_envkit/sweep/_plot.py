@@ -1,5 +1,9 @@
 """The sweep's figure (``summary.png``): reward before and after each config's updates, per-step curves.
 
+When the runs logged held-out correctness, a second row draws it the same way, with
+the constant-answer baseline (``answers/baseline_correct``) as a dashed line on each
+config's bars and curve, and collapsed configs hatched and labelled in red.
+
 Example::
 
     plot_rewards(load_summary("runs/sweep"), Path("runs/sweep/summary.png"))
@@ -13,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mint_envkit.sweep._answers import HeldOutAnswers
     from mint_envkit.sweep._rows import SummaryRow
     from mint_envkit.sweep._summary import SweepSummary
 
@@ -25,8 +30,10 @@ def plot_rewards(summary: SweepSummary, path: Path) -> Path | None:
     Left: per config, the test reward before the first update and after the
     last (``Eval before`` / ``Eval after``), or the final step's training reward
     when the runs logged no eval. Right, when a run has more than one step: the
-    training reward per step, one line per config. None when matplotlib is
-    missing.
+    training reward per step, one line per config. A second row, when any run
+    logged held-out correctness: the same for ``correct``, with each config's
+    constant-answer baseline dashed and a collapsed config (``answers/collapse``)
+    hatched and labelled ``collapse``. None when matplotlib is missing.
 
     Example::
 
@@ -40,12 +47,22 @@ def plot_rewards(summary: SweepSummary, path: Path) -> Path | None:
         return None
     rows = summary.rows
     curves = any(row.metrics.steps > 1 for row in rows)
+    answers = [row.answers for row in rows]
+    held_out = any(
+        a.correct_before is not None or a.correct_after is not None or a.baseline is not None
+        for a in answers
+    )
     width = max(6.0, 0.8 * len(rows) + 2.5)
-    figure = Figure(figsize=(width * (1.8 if curves else 1.0), 5.0))
+    cols, lines = (2 if curves else 1), (2 if held_out else 1)
+    figure = Figure(figsize=(width * (1.8 if curves else 1.0), 5.0 * lines))
     FigureCanvasAgg(figure)
-    _before_after(figure.add_subplot(1, 2 if curves else 1, 1), summary)
+    _before_after(figure.add_subplot(lines, cols, 1), summary)
     if curves:
-        _step_curves(figure.add_subplot(1, 2, 2), rows)
+        _step_curves(figure.add_subplot(lines, cols, 2), rows)
+    if held_out:
+        _correct_bars(figure.add_subplot(lines, cols, cols + 1), summary, answers)
+        if curves:
+            _correct_curves(figure.add_subplot(lines, cols, cols + 2), rows, answers)
     figure.tight_layout()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
     figure.savefig(tmp, dpi=100)
@@ -123,4 +140,132 @@ def _step_curves(axes: Any, rows: Sequence[SummaryRow]) -> None:
     axes.set_xlabel("step")
     axes.set_ylabel("training reward (before the step's update)")
     axes.set_title("training reward per step")
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+
+_COLLAPSE_RED = "#C44E52"
+
+
+def _correct_bars(axes: Any, summary: SweepSummary, answers: Sequence[HeldOutAnswers]) -> None:
+    """Held-out correct before and after per config; the baseline dashed; collapse hatched."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    rows = summary.rows
+    positions = list(range(len(rows)))
+    series = [
+        ("before update", [a.correct_before for a in answers], -0.2, "#999999"),
+        ("after update", [a.correct_after for a in answers], 0.2, "#4C72B0"),
+    ]
+    for label, values, shift, color in series:
+        bars = axes.bar(
+            [x + shift for x in positions],
+            [0.0 if v is None else v for v in values],
+            width=0.4,
+            color=color,
+            label=label,
+        )
+        axes.bar_label(
+            bars, labels=["-" if v is None else f"{v:.2f}" for v in values], fontsize=7, padding=2
+        )
+        if shift > 0:
+            for bar, a in zip(bars, answers, strict=True):
+                if a.collapse:
+                    bar.set_facecolor("#F2C4C5")
+                    bar.set_edgecolor(_COLLAPSE_RED)
+                    bar.set_hatch("//")
+    for x, a in zip(positions, answers, strict=True):
+        if a.baseline is not None:
+            axes.hlines(a.baseline, x - 0.45, x + 0.45, colors="black", linestyles="--", lw=1.4)
+        if a.flag:
+            axes.text(
+                x,
+                0.93,
+                "collapse" if a.collapse else a.flag,
+                transform=axes.get_xaxis_transform(),
+                ha="center",
+                fontsize=8,
+                fontweight="bold",
+                color=_COLLAPSE_RED if a.collapse else "#B54708",
+            )
+    handles = [Patch(color=color, label=label) for label, _, _, color in series]
+    if any(a.baseline is not None for a in answers):
+        handles.append(
+            Line2D([], [], color="black", linestyle="--", label="constant-answer baseline")
+        )
+    if any(a.collapse for a in answers):
+        handles.append(
+            Patch(facecolor="#F2C4C5", edgecolor=_COLLAPSE_RED, hatch="//", label="collapse")
+        )
+    axes.set_ylim(0.0, 1.12)
+    axes.set_xticks(positions)
+    axes.set_xticklabels([r.name for r in rows], rotation=45, ha="right", fontsize=8)
+    axes.set_ylabel("held-out correct (same problems)")
+    axes.set_title(f"{Path(summary.root).name}: held-out correct per config", pad=36)
+    axes.legend(
+        handles=handles,
+        fontsize=8,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=2,
+        frameon=False,
+    )
+
+
+def _eval_points(history: Sequence[Any], name: str) -> list[tuple[int, float]]:
+    """(updates before the eval, value) of a held-out metric: each eval, then the final one."""
+    from mint_envkit.sweep._answers import _number
+
+    points = []
+    for m in history:
+        step = m.get("step")
+        if not isinstance(step, int) or isinstance(step, bool):
+            continue
+        for split, after in (("test", 0), ("test_final", 1)):
+            value = _number(m.get(f"{split}/env/all/{name}"))
+            if value is not None:
+                points.append((step + after, value))
+    return points
+
+
+def _correct_curves(
+    axes: Any, rows: Sequence[SummaryRow], answers: Sequence[HeldOutAnswers]
+) -> None:
+    """Held-out correct per evaluation, one line per config, its baseline dashed alike."""
+    from matplotlib.ticker import MaxNLocator
+
+    for row, a in zip(rows, answers, strict=True):
+        points = _eval_points(row.metrics.history, "correct")
+        if not points:
+            continue
+        (line,) = axes.plot(
+            [p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, label=row.name
+        )
+        baseline = _eval_points(row.metrics.history, "answers/baseline_correct")
+        if len(baseline) == 1:  # one evaluation logged it: across the config's curve
+            span = (points[0][0], points[-1][0])
+            baseline = [(span[0], baseline[0][1]), (span[1], baseline[0][1])]
+        if baseline:
+            axes.plot(
+                [p[0] for p in baseline],
+                [p[1] for p in baseline],
+                linestyle="--",
+                linewidth=1.2,
+                color=line.get_color(),
+            )
+        if a.collapse:
+            axes.annotate(
+                "collapse",
+                points[-1],
+                xytext=(4, 4),
+                textcoords="offset points",
+                fontsize=8,
+                fontweight="bold",
+                color=_COLLAPSE_RED,
+            )
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_ylim(-0.02, 1.05)
+    axes.set_xlabel("updates before the evaluation")
+    axes.set_ylabel("held-out correct (dashed: constant-answer baseline)")
+    axes.set_title("held-out correct per evaluation")
     axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))

@@ -12,7 +12,6 @@ Example::
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.rl.logs import read_jsonl
+from mint_envkit.sweep._answers import HeldOutAnswers, _number, held_out_answers
 from mint_envkit.sweep._store import METRICS
 
 __all__ = [
@@ -119,12 +119,6 @@ def read_run_metrics(log_path: str | os.PathLike[str]) -> RunMetrics:
     )
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 @attrs.frozen
 class SummaryRow:
     """One config of a sweep, as its files describe it.
@@ -190,6 +184,21 @@ class SummaryRow:
     def eval_after(self) -> float | None:
         """The held-out reward after the last update, on the same problems, or None."""
         return _number(self.metrics.final.get(FINAL_EVAL_KEY))
+
+    @property
+    def answers(self) -> HeldOutAnswers:
+        """Held-out correctness before and after, beside the constant-answer baseline.
+
+        The final evaluation's ``answers/*`` metrics (see
+        :func:`~mint_envkit.sweep.held_out_answers`); every figure is None for a
+        run that did not log it.
+
+        Example::
+
+            row.answers.correct_after, row.answers.baseline, row.answers.flag
+            # (0.575, 0.575, 'COLLAPSE')
+        """
+        return held_out_answers(self.metrics.history)
 
     @property
     def datums(self) -> int:

@@ -26,6 +26,16 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.sweep._answers import _number
+from mint_envkit.sweep._format import (
+    HELD_OUT_HEADERS,
+    HELD_OUT_TITLE,
+    fmt_fixed,
+    fmt_kl,
+    fmt_value,
+    held_out_cells,
+    text_grid,
+)
 from mint_envkit.sweep._rows import (
     CORRECT_KEY,
     EVAL_KEY,
@@ -33,7 +43,6 @@ from mint_envkit.sweep._rows import (
     REWARD_KEY,
     RunMetrics,
     SummaryRow,
-    _number,
     read_run_metrics,
 )
 from mint_envkit.sweep._store import (
@@ -50,6 +59,7 @@ __all__ = [
     "CORRECT_KEY",
     "EVAL_KEY",
     "FINAL_EVAL_KEY",
+    "HELD_OUT_HEADERS",
     "REWARD_KEY",
     "RunMetrics",
     "SummaryRow",
@@ -78,29 +88,6 @@ Example::
 """
 
 _FIXED = ("kl_penalty_coef", "temperature", "group_size")
-
-
-def _fmt_kl(value: Any) -> str:
-    number = _number(value)
-    if number is None:
-        return "-" if value is None else str(value)
-    text = f"{number:.2f}"
-    return text if float(text) == number else f"{number:g}"
-
-
-def _fmt_value(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:g}" if (value != 0 and abs(value) < 1e-3) else repr(value)
-    return str(value)
-
-
-def _fmt_fixed(value: float | None, digits: int) -> str:
-    if value is None:
-        return "-"
-    text = f"{value:.{digits}f}"
-    return text.lstrip("-") if float(text) == 0 else text  # no "-0.000"
 
 
 def _measured(row: SummaryRow) -> list[tuple[Any, int]]:
@@ -144,7 +131,9 @@ class SweepSummary:
         return [*params, *measured, "KL to base", "Status", "Log path"]
 
     def table(self) -> str:
-        """The console table, one row per config.
+        """The console table, one row per config; then the held-out table, when any run has one.
+
+        The held-out table (see :meth:`held_out_table`) follows a blank line.
 
         Example::
 
@@ -156,24 +145,55 @@ class SweepSummary:
         for row in self.rows:
             body.append(
                 [
-                    _fmt_kl(row.settings.get("kl_penalty_coef")),
-                    _fmt_value(row.settings.get("temperature")),
-                    _fmt_value(row.settings.get("group_size")),
-                    *(_fmt_value(row.params.get(key)) for key in self.extra_columns),
+                    fmt_kl(row.settings.get("kl_penalty_coef")),
+                    fmt_value(row.settings.get("temperature")),
+                    fmt_value(row.settings.get("group_size")),
+                    *(fmt_value(row.params.get(key)) for key in self.extra_columns),
                     *(
-                        _fmt_fixed(value, digits) if digits else str(value)
+                        fmt_fixed(value, digits) if digits else str(value)
                         for value, digits in _measured(row)
                     ),
                     row.status,
                     row.log_path,
                 ]
             )
-        headers = self._headers()
-        widths = [max(len(r[i]) for r in [headers, *body]) for i in range(len(headers))]
-        return "\n".join(
-            "  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip()
-            for r in [headers, *body]
-        )
+        main = text_grid([self._headers(), *body])
+        held_out = self.held_out_table()
+        return f"{main}\n\n{held_out}" if held_out else main
+
+    def held_out_table(self) -> str:
+        """Held-out correctness per config beside what a constant answer gets; "" when no run has it.
+
+        One row per config: ``Corr before`` (``test/env/all/correct`` of step 0),
+        ``Corr after`` (``test_final/env/all/correct``), ``Baseline`` (the final
+        eval's ``answers/baseline_correct``), ``Trunc`` (its ``answers/truncated``),
+        ``Distinct`` (its ``answers/distinct``) and ``Flag`` (``COLLAPSE`` or
+        ``<= baseline``, see :attr:`HeldOutAnswers.flag
+        <mint_envkit.sweep.HeldOutAnswers.flag>`); ``-`` where a run did not log it.
+
+        Example::
+
+            print(load_summary("runs/yes-no-sweep").held_out_table())
+            # Held-out correct: before the first update, after the last, vs a constant answer
+            # Config   Corr before  Corr after  Baseline  Trunc  Distinct  Flag
+            # lr1em04  0.475        0.575       0.575     0.00   1         COLLAPSE
+            # lr3em05  0.475        0.800       0.575     0.03   2
+        """
+        answers = [row.answers for row in self.rows]
+        if not any(a.known for a in answers):
+            return ""
+        body = [
+            [
+                row.name,
+                *(
+                    fmt_fixed(v, digits) if digits else fmt_value(v)
+                    for v, digits in held_out_cells(a)
+                ),
+                a.flag,
+            ]
+            for row, a in zip(self.rows, answers, strict=True)
+        ]
+        return f"{HELD_OUT_TITLE}\n{text_grid([['Config', *HELD_OUT_HEADERS], *body])}"
 
     def metric_keys(self) -> list[str]:
         """Every final-step metric key of any config, sorted.
@@ -187,8 +207,10 @@ class SweepSummary:
     def write_csv(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write the table (raw values) plus every final-step metric as CSV.
 
-        Columns: ``Name``, the table's columns, ``Seconds``, ``Error``, then one
-        column per final-step metric key. Default path: ``ROOT/summary.csv``.
+        Columns: ``Name``, the table's columns, the held-out table's columns
+        (``Corr before`` ... ``Flag``, raw values; empty for a run that did not log them),
+        ``Seconds``, ``Error``, then one column per final-step metric key.
+        Default path: ``ROOT/summary.csv``.
 
         Example::
 
@@ -196,12 +218,13 @@ class SweepSummary:
         """
         path = Path(self.root) / SUMMARY_CSV if path is None else Path(path)
         keys = self.metric_keys()
-        header = ["Name", *self._headers(), "Seconds", "Error", *keys]
+        header = ["Name", *self._headers(), *HELD_OUT_HEADERS, "Seconds", "Error", *keys]
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(tmp, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
             writer.writerow(header)
             for row in self.rows:
+                answers = row.answers
                 writer.writerow(
                     [
                         row.name,
@@ -210,6 +233,8 @@ class SweepSummary:
                         *("" if value is None else value for value, _ in _measured(row)),
                         row.status,
                         row.log_path,
+                        *("" if value is None else value for value, _ in held_out_cells(answers)),
+                        answers.flag,
                         "" if row.seconds is None else row.seconds,
                         row.error or "",
                         *(row.metrics.final.get(key, "") for key in keys),

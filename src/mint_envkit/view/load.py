@@ -7,8 +7,10 @@ directory per config (see ``docs/sweep.md``). A directory with neither but
 with run directories inside is read as a sweep of those runs.
 
 The result is one :class:`ReportData`: ``index`` (small: runs, metric
-curves, a summary per step) and ``chunks`` (one list of rollout records per
-run and step), which the page parses only when that step is shown.
+curves, a summary per step, each run's held-out answers beside the
+constant-answer baseline, see :func:`~mint_envkit.sweep.held_out_answers`)
+and ``chunks`` (one list of rollout records per run and step), which the
+page parses only when that step is shown.
 
 Example::
 
@@ -33,6 +35,7 @@ import attrs
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl.logs import read_jsonl
+from mint_envkit.sweep import held_out_answers
 
 __all__ = ["RUN_FILES", "ReportData", "find_runs", "load_report_data"]
 
@@ -155,14 +158,19 @@ def _step_of(record: dict[str, Any]) -> int | None:
     return int(step)
 
 
-def _curves(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Metric lines merged per step (a later line wins), as one series per key."""
+def _by_step(lines: Iterable[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Metric lines merged per step (a later line wins), in step order."""
     by_step: dict[int, dict[str, Any]] = {}
     for line in lines:
         step = _step_of(line)
         if step is not None:
             by_step.setdefault(step, {}).update(line)
-    steps = sorted(by_step)
+    return dict(sorted(by_step.items()))
+
+
+def _curves(by_step: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Merged metric lines (see :func:`_by_step`) as one series per numeric key."""
+    steps = list(by_step)
     keys = sorted({k for row in by_step.values() for k, v in row.items() if _number(v) is not None})
     series = {key: [_number(by_step[s].get(key)) for s in steps] for key in keys if key != "step"}
     derived: dict[str, str] = {}
@@ -285,6 +293,7 @@ def load_report_data(path: str | os.PathLike[str]) -> ReportData:
                 )
             notes.append(f"{name}: no steps recorded (status {result.get('status', 'missing')})")
             continue
+        merged = _by_step(metric_lines)
         summaries, run_chunks = _chunks(len(runs), rollout_lines)
         chunks.update(run_chunks)
         error_file = run_dir / "sweep_error.txt"
@@ -301,7 +310,8 @@ def load_report_data(path: str | os.PathLike[str]) -> ReportData:
                 "seconds": result.get("seconds"),
                 "config": _read_json(run_dir / "config.json"),
                 "checkpoints": _read_lines(run_dir / "checkpoints.jsonl", notes),
-                "metrics": _curves(metric_lines),
+                "metrics": _curves(merged),
+                "answers": held_out_answers(list(merged.values()), latest=True).as_dict(),
                 "steps": summaries,
             }
         )

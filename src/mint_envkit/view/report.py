@@ -1,7 +1,8 @@
 """Writing the viewer: one self-contained HTML file per run or sweep.
 
 The page needs no server and no network: its CSS and JavaScript are inlined
-(from ``assets/`` next to this module), and the data is embedded as JSON in
+(from ``assets/`` next to this module: ``viewer.js``, and ``answers.js`` for the
+held-out answers beside the constant-answer baseline), and the data is embedded as JSON in
 ``<script type="application/json">`` tags: one for the index (runs, curves,
 steps) and one per run and step for the rollouts, parsed only when that step
 is shown. A Content-Security-Policy forbids every network request.
@@ -82,6 +83,34 @@ def _asset(name: str) -> str:
     return resources.files("mint_envkit.view").joinpath("assets", name).read_text("utf-8")
 
 
+_BANNERS_EACH = 3  # more collapsed runs than this share one banner
+
+
+def _banners(runs: Any) -> str:
+    """The collapse banner: one per run whose evaluation flags ``answers/collapse`` (or one for all).
+
+    Written as markup here, its text escaped, so it shows even where the script does not run.
+    """
+    runs = [run for run in runs if isinstance(run, dict)] if isinstance(runs, list) else []
+    named = []
+    for run in runs:
+        answers = run.get("answers")
+        note = answers.get("note") if isinstance(answers, dict) else None
+        if isinstance(note, str) and note:
+            named.append((html.escape(str(run.get("name"))), html.escape(note)))
+    notes = [f"{name}, {note}." for name, note in named]
+    if len(named) > _BANNERS_EACH:
+        names = ", ".join(name for name, _ in named)
+        notes = [
+            f"in {len(named)} of {len(runs)} runs: {names} (see the flag column below). "
+            f"The first: {notes[0]}"
+        ]
+    return "\n".join(
+        f'<div class="banner collapse" role="alert"><b>Answer collapse</b> {note}</div>'
+        for note in notes
+    )
+
+
 def render_html(data: ReportData, *, generated_at: str | None = None) -> str:
     """The report page for ``data`` (see :func:`~mint_envkit.view.load.load_report_data`).
 
@@ -107,9 +136,10 @@ def render_html(data: ReportData, *, generated_at: str | None = None) -> str:
     parts = {
         "TITLE": html.escape(f"{index['title']} - mint-envkit view"),
         "CSS": _asset("viewer.css"),
+        "BANNERS": _banners(index.get("runs")),
         "INDEX": script_json(index),
         "CHUNKS": chunks,
-        "JS": _asset("viewer.js"),
+        "JS": _asset("answers.js") + _asset("viewer.js"),
     }
     return _MARKER.sub(lambda m: parts[m.group(1)], _asset("viewer.html"))
 

@@ -5,13 +5,14 @@
   const scriptStart = performance.now();  // the browser has read the whole file by now
   const INDEX = JSON.parse(document.getElementById("mev-index").textContent);
   const RUNS = INDEX.runs;
+  const ANSWERS = mevAnswers({ RUNS, el, fmt });
   const COLORS = ["#2458d6", "#d92d20", "#039855", "#dc6803", "#7a5af8", "#0e9384", "#c11574",
     "#4e5ba6", "#667085", "#ca8504", "#15b79e", "#e04f16"];
   const PAGE = 40;        // episodes per page
   const CLIP = 6000;      // characters of a message shown before "show all"
   const DEFAULTS = ["env/all/reward/total", "env/all/correct", "env/all/parse_failure_rate",
     "kl_policy_base", /entropy/, "train/tokens", /(^|\/)tokens/, "time/step",
-    "test/env/all/reward/total", "test/env/all/correct"];
+    "test/env/all/reward/total", "test/env/all/correct", "test/env/all/answers/top_share"];
   const $ = (id) => document.getElementById(id);
   const state = { run: 0, step: null, split: "", rmin: null, rmax: null, status: "",
     errors: false, search: "", page: 0, hidden: new Set(), metrics: [] };
@@ -66,8 +67,9 @@
   }
   function renderRuns() {
     const paramKeys = [...new Set(RUNS.flatMap((r) => Object.keys(r.params || {})))];
+    const held = ANSWERS.shown();
     const head = ["", "run", "status", ...paramKeys, "steps", "final reward", "final correct",
-      "episodes", ""];
+      ...(held ? ANSWERS.HEADERS : []), "episodes", ""];
     const rows = RUNS.map((run, i) => {
       const episodes = run.steps.reduce((n, s) => n + s.episodes, 0);
       const cfg = run.config ? el("details", { class: "fold" }, el("summary", { text: "config" }),
@@ -82,6 +84,7 @@
         el("td", { class: "num", text: run.metrics.steps.length }),
         el("td", { class: "num", text: fmt(lastValue(run, "env/all/reward/total")) }),
         el("td", { class: "num", text: fmt(lastValue(run, "env/all/correct")) }),
+        held ? ANSWERS.cells(run) : null,
         el("td", { class: "num", text: episodes }),
         el("td", {}, cfg, err));
     });
@@ -144,22 +147,23 @@
   }
   function chart(key) {
     const W = 340, H = 170, L = 46, R = 8, T = 6, B = 22;
-    const lines = [];
+    const lines = [], baselines = [];  // a correctness chart also draws its baseline, dashed
     RUNS.forEach((run, i) => {
       if (state.hidden.has(i)) return;
-      const ys = run.metrics.series[key];
-      if (!ys) return;
-      const pts = run.metrics.steps.map((s, j) => [s, ys[j]]).filter((p) => p[1] !== null);
+      const pts = ANSWERS.points(run, key);
       if (pts.length) lines.push({ i, pts });
+      const base = ANSWERS.baseline(run, key, pts);
+      if (base.length) baselines.push({ i, pts: base });
     });
     const derived = RUNS.map((r) => (r.metrics.derived || {})[key]).find(Boolean);
     const card = el("div", { class: "chart", "data-metric": key },
-      el("div", { class: "ctitle", text: key, title: derived ? `${key} = ${derived}` : key }));
+      el("div", { class: "ctitle", title: derived ? `${key} = ${derived}` : key }, key,
+        baselines.length ? el("span", { class: "muted", text: " · dashed: constant-answer baseline" }) : null));
     const value = el("div", { class: "cvalue", text: lines.length ? "" : "no values" });
     card.append(value);
     if (!lines.length) return card;
     const xs = lines.flatMap((l) => l.pts.map((p) => p[0]));
-    const ys = lines.flatMap((l) => l.pts.map((p) => p[1]));
+    const ys = [...lines, ...baselines].flatMap((l) => l.pts.map((p) => p[1]));
     let x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(...ys), y1 = Math.max(...ys);
     if (x0 === x1) { x0 -= 1; x1 += 1; }
     if (y0 === y1) { const pad = Math.abs(y0) * 0.1 || 1; y0 -= pad; y1 += pad; }
@@ -181,6 +185,11 @@
     root.append(svg("line", { stroke: "#98a2b3", x1: L, x2: W - R, y1: H - B, y2: H - B }));
     if (typeof state.step === "number" && state.step >= x0 && state.step <= x1) {
       root.append(svg("line", { class: "sel", x1: X(state.step), x2: X(state.step), y1: T, y2: H - B }));
+    }
+    for (const line of baselines) {
+      root.append(svg("polyline", { points: line.pts.map((p) => `${X(p[0]).toFixed(1)},${Y(p[1]).toFixed(1)}`).join(" "),
+        fill: "none", stroke: COLORS[line.i % COLORS.length], "stroke-width": 1.2, "stroke-dasharray": "5 3",
+        "data-baseline": RUNS[line.i].name }));
     }
     for (const line of lines) {
       const color = COLORS[line.i % COLORS.length];

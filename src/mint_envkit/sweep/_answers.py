@@ -1,0 +1,279 @@
+"""What a run's held-out evaluations say about its answers: correctness beside the baseline.
+
+Correctness alone cannot tell learning from majority-class collapse: on a yes/no env
+whose test answers are 57.5% "no", a model that answers "no" to everything is 57.5%
+correct. Each evaluation therefore logs, beside ``test/env/all/correct`` (and
+``test_final/env/all/correct`` after the last update), the ``answers/*`` metrics:
+``baseline_correct`` (the best constant answer's correctness), ``distinct``,
+``entropy``, ``top_share``, ``truncated``, ``concentrated``, ``beats_baseline`` and
+``collapse``. :func:`held_out_answers` reads them from a run's metrics, one
+evaluation's worth; runs written before these metrics existed give None for each.
+
+Example::
+
+    from mint_envkit.sweep import held_out_answers, read_run_metrics
+
+    answers = held_out_answers(read_run_metrics("runs/yes-no").history)
+    answers.correct_after, answers.baseline, answers.flag   # (0.575, 0.575, 'COLLAPSE')
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+__all__ = ["ANSWER_METRICS", "HeldOutAnswers", "held_out_answers"]
+
+ANSWER_METRICS = (
+    "baseline_correct",
+    "distinct",
+    "entropy",
+    "top_share",
+    "truncated",
+    "concentrated",
+    "beats_baseline",
+    "collapse",
+)
+"""The ``answers/*`` metrics of an evaluation, logged as ``<split>/env/all/answers/<name>``.
+
+Example::
+
+    [f"test_final/env/all/answers/{name}" for name in ANSWER_METRICS]
+"""
+
+_SPLITS = ("test_final", "test")
+
+
+def _number(value: Any) -> float | None:
+    """A finite number, else None (strings, nulls, booleans, NaN: an odd value is no value)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _flag(value: Any) -> bool | None:
+    """A 0/1 metric as a bool (True/False are accepted too); None when it is neither."""
+    if isinstance(value, bool):
+        return value
+    number = _number(value)
+    return None if number not in (0.0, 1.0) else number == 1.0
+
+
+def _count(value: Any) -> int | None:
+    number = _number(value)
+    return int(number) if number is not None and number >= 0 and number.is_integer() else None
+
+
+def _non_negative(value: Any) -> float | None:
+    number = _number(value)
+    return number if number is not None and number >= 0 else None
+
+
+def _rate(value: Any) -> float | None:
+    number = _number(value)
+    return number if number is not None and 0.0 <= number <= 1.0 else None
+
+
+def _fixed(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _has_eval(line: Mapping[str, Any], split: str) -> bool:
+    prefix = f"{split}/env/all/"
+    return any(isinstance(key, str) and key.startswith(prefix) for key in line)
+
+
+@attrs.frozen
+class HeldOutAnswers:
+    """Held-out correctness before and after training, beside what a constant answer gets.
+
+    Every figure is None when the run did not log it (an env without ``correct``,
+    no evaluation, or a run older than the ``answers/*`` metrics) or logged an odd
+    value (a string, a null, a number out of range).
+
+    Attributes:
+        split: the evaluation read: ``"test_final"`` (after the last update),
+            ``"test"`` (the latest periodic evaluation, only with ``latest=True``)
+            or None (no evaluation).
+        step: the step whose metrics line holds that evaluation.
+        correct_before: ``test/env/all/correct`` of the first step (before any update).
+        correct_after: ``correct`` of that evaluation.
+        baseline: ``answers/baseline_correct``: the best constant answer's correctness.
+        distinct: ``answers/distinct``: how many distinct parsed answers.
+        entropy: ``answers/entropy``, in nats.
+        top_share: ``answers/top_share``: the share of replies giving the most common answer.
+        truncated: ``answers/truncated`` (else the env's ``truncated`` metric): the
+            share of replies cut off at the token limit.
+        concentrated: ``answers/concentrated``.
+        beats_baseline: ``answers/beats_baseline``.
+        collapse: ``answers/collapse``.
+        top: ``answers/top``, the most common answer, when the run logged it as text.
+
+    Example::
+
+        answers = held_out_answers(read_run_metrics("runs/yes-no").history)
+        answers.collapse, answers.top_share, answers.distinct   # (True, 1.0, 1)
+    """
+
+    split: str | None = None
+    step: int | None = None
+    correct_before: float | None = None
+    correct_after: float | None = None
+    baseline: float | None = None
+    distinct: int | None = None
+    entropy: float | None = None
+    top_share: float | None = None
+    truncated: float | None = None
+    concentrated: bool | None = None
+    beats_baseline: bool | None = None
+    collapse: bool | None = None
+    top: str | None = None
+
+    @property
+    def at_or_below_baseline(self) -> bool:
+        """Whether correctness does not beat the constant-answer baseline.
+
+        ``answers/beats_baseline`` decides when it was logged; else
+        ``correct_after <= baseline``. False when either is unknown.
+
+        Example::
+
+            HeldOutAnswers(correct_after=0.5, baseline=0.575).at_or_below_baseline   # True
+        """
+        if self.beats_baseline is not None:
+            return not self.beats_baseline
+        if self.correct_after is None or self.baseline is None:
+            return False
+        return self.correct_after <= self.baseline
+
+    @property
+    def flag(self) -> str:
+        """``"COLLAPSE"``, ``"<= baseline"`` or ``""``: what the sweep table's Flag column says.
+
+        ``COLLAPSE`` when ``answers/collapse`` is 1; else ``<= baseline`` when
+        correctness does not beat the baseline (see :attr:`at_or_below_baseline`).
+
+        Example::
+
+            HeldOutAnswers(collapse=True).flag                         # 'COLLAPSE'
+            HeldOutAnswers(correct_after=0.6, baseline=0.575).flag     # ''
+        """
+        if self.collapse:
+            return "COLLAPSE"
+        return "<= baseline" if self.at_or_below_baseline else ""
+
+    @property
+    def known(self) -> bool:
+        """Whether any held-out figure was logged (else every display shows ``-``).
+
+        Example::
+
+            held_out_answers([{"step": 0, "env/all/correct": 0.5}]).known   # False
+        """
+        return any(
+            value is not None
+            for value in attrs.astuple(self, filter=lambda a, _: a.name not in ("split", "step"))
+        )
+
+    def collapse_note(self) -> str | None:
+        """Why this evaluation counts as a collapse, in a sentence; None when it does not.
+
+        Example::
+
+            held_out_answers(read_run_metrics("runs/yes-no").history).collapse_note()
+            # 'the final evaluation: 100% of its replies give one answer, 1 distinct; held-out
+            #  correct 0.475 -> 0.575 does not beat the constant-answer baseline 0.575 (always
+            #  giving the most common answer), so the rise is no evidence of learning'
+        """
+        if not self.collapse:
+            return None
+        where = f"evaluation at step {self.step}" if self.split == "test" else "final evaluation"
+        parts = []
+        if self.distinct == 0:
+            parts.append("none of its replies parse to an answer")
+        elif self.top_share is not None:
+            top = "" if self.top is None else f" ({self.top!r})"
+            distinct = "" if self.distinct is None else f", {self.distinct} distinct"
+            parts.append(f"{self.top_share:.0%} of its replies give one answer{top}{distinct}")
+        if self.correct_after is not None and self.at_or_below_baseline:
+            before = "" if self.correct_before is None else f"{self.correct_before:.3f} -> "
+            rise = self.correct_before is not None and self.correct_after > self.correct_before
+            parts.append(
+                f"held-out correct {before}{self.correct_after:.3f} does not beat the "
+                f"constant-answer baseline {_fixed(self.baseline)} (always giving the most "
+                "common answer)" + (", so the rise is no evidence of learning" if rise else "")
+            )
+        return f"the {where}: " + ("; ".join(parts) or "answers/collapse is 1")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures with ``flag``, ``known`` and ``note`` (:meth:`collapse_note`), JSON-ready.
+
+        What the viewer embeds for each run.
+
+        Example::
+
+            HeldOutAnswers(collapse=True).as_dict()["flag"]   # 'COLLAPSE'
+        """
+        extra = {"flag": self.flag, "known": self.known, "note": self.collapse_note()}
+        return {**attrs.asdict(self), **extra}
+
+
+def held_out_answers(
+    history: Sequence[Mapping[str, Any]], *, latest: bool = False
+) -> HeldOutAnswers:
+    """Read the held-out figures from a run's metrics, one merged line per step.
+
+    ``history`` is :attr:`RunMetrics.history <mint_envkit.sweep.RunMetrics>` (or
+    any list of metrics lines). The evaluation read is the final one
+    (``test_final/env/all/...``, after the last update); with ``latest=True`` a run
+    without one (still running, or stopped early) gives its latest periodic
+    evaluation (``test/env/all/...``) instead. ``correct_before`` is always the
+    first line's ``test/env/all/correct``.
+
+    Example::
+
+        history = [
+            {"step": 0, "test/env/all/correct": 0.475},
+            {"step": 9, "test_final/env/all/correct": 0.575,
+             "test_final/env/all/answers/baseline_correct": 0.575,
+             "test_final/env/all/answers/collapse": 1.0},
+        ]
+        held_out_answers(history).flag   # 'COLLAPSE'
+    """
+    lines = [line for line in history if isinstance(line, Mapping)]
+    before = _rate(lines[0].get("test/env/all/correct")) if lines else None
+    found: tuple[str, Mapping[str, Any]] | None = None
+    for split in _SPLITS if latest else _SPLITS[:1]:
+        line = next((m for m in reversed(lines) if _has_eval(m, split)), None)
+        if line is not None:
+            found = (split, line)
+            break
+    if found is None:
+        return HeldOutAnswers(correct_before=before)
+    split, line = found
+    base = f"{split}/env/all/"
+
+    def answer(name: str) -> Any:
+        return line.get(f"{base}answers/{name}")
+
+    truncated = _rate(answer("truncated"))
+    step = line.get("step")
+    top = answer("top")
+    return HeldOutAnswers(
+        split=split,
+        step=step if isinstance(step, int) and not isinstance(step, bool) else None,
+        correct_before=before,
+        correct_after=_rate(line.get(f"{base}correct")),
+        baseline=_rate(answer("baseline_correct")),
+        distinct=_count(answer("distinct")),
+        entropy=_non_negative(answer("entropy")),
+        top_share=_rate(answer("top_share")),
+        truncated=truncated if truncated is not None else _rate(line.get(f"{base}truncated")),
+        concentrated=_flag(answer("concentrated")),
+        beats_baseline=_flag(answer("beats_baseline")),
+        collapse=_flag(answer("collapse")),
+        top=top if isinstance(top, str) else None,
+    )

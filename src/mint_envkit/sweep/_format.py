@@ -1,0 +1,81 @@
+"""How the sweep's text tables write their cells: fixed decimals, ``-`` for no value.
+
+Example::
+
+    text_grid([["KL", "Steps"], [fmt_kl(0.02), fmt_fixed(None, 3)]])
+    # 'KL    Steps\n0.02  -'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mint_envkit.sweep._answers import HeldOutAnswers, _number
+
+__all__ = [
+    "HELD_OUT_HEADERS",
+    "HELD_OUT_TITLE",
+    "fmt_fixed",
+    "fmt_kl",
+    "fmt_value",
+    "held_out_cells",
+    "text_grid",
+]
+
+
+def fmt_kl(value: Any) -> str:
+    """A KL coefficient with 2 decimals, or every digit it needs (``0.005``)."""
+    number = _number(value)
+    if number is None:
+        return "-" if value is None else str(value)
+    text = f"{number:.2f}"
+    return text if float(text) == number else f"{number:g}"
+
+
+def fmt_value(value: Any) -> str:
+    """A grid value as written (a tiny float in short form); ``-`` for None."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:g}" if (value != 0 and abs(value) < 1e-3) else repr(value)
+    return str(value)
+
+
+def fmt_fixed(value: float | None, digits: int) -> str:
+    """``value`` with ``digits`` decimals (never ``-0.000``); ``-`` for None."""
+    if value is None:
+        return "-"
+    text = f"{value:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text  # no "-0.000"
+
+
+def text_grid(rows: Sequence[Sequence[str]]) -> str:
+    """Rows of cells as left-aligned columns two spaces apart, without trailing spaces."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip()
+        for r in rows
+    )
+
+
+HELD_OUT_HEADERS = ("Corr before", "Corr after", "Baseline", "Trunc", "Distinct", "Flag")
+"""Columns of the held-out table (and of ``summary.csv``): the final eval beside its baseline.
+
+Example::
+
+    HELD_OUT_HEADERS[2]  # 'Baseline'
+"""
+
+HELD_OUT_TITLE = "Held-out correct: before the first update, after the last, vs a constant answer"
+
+
+def held_out_cells(answers: HeldOutAnswers) -> list[tuple[Any, int]]:
+    """The held-out cells of a row, each with its decimals (0: an integer), in header order."""
+    return [
+        (answers.correct_before, 3),
+        (answers.correct_after, 3),
+        (answers.baseline, 3),
+        (answers.truncated, 2),
+        (answers.distinct, 0),
+    ]
