@@ -32,6 +32,7 @@ LAYERS = (
     "local",
     "rl",
     "evaluation",
+    "auditing",
     "sweep",
     "view",
     "cli",

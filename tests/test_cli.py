@@ -584,8 +584,18 @@ def test_help_lists_the_subcommands(capsys):
 
     assert code == 0
     assert out.startswith("usage: mint-envkit ")
-    assert "{serve,summary,checkpoints,view,install-model,eval,check}" in out
-    for command in ("serve", "summary", "checkpoints", "view", "install-model", "eval", "check"):
+    assert "{serve,summary,checkpoints,view,install-model,eval,audit,check}" in out
+    commands = (
+        "serve",
+        "summary",
+        "checkpoints",
+        "view",
+        "install-model",
+        "eval",
+        "audit",
+        "check",
+    )
+    for command in commands:
         assert re.search(rf"^\s+{command}\s+\S", out, re.MULTILINE), command
 
 

@@ -27,6 +27,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mint_envkit.auditing import (
+        AuditReport,
+        audit,
+        audit_sync,
+    )
     from mint_envkit.builders import (
         DatasetBuilder,
         GroupBuilder,
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
         problems_from,
     )
     from mint_envkit.envs import (
+        AnswerScore,
         Feedback,
         Message,
         MessageEnv,
@@ -111,6 +117,7 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, str] = {
+    "AnswerScore": "mint_envkit.envs",
     "DatasetBuilder": "mint_envkit.builders",
     "GroupBuilder": "mint_envkit.builders",
     "ProblemDataset": "mint_envkit.builders",
@@ -132,6 +139,9 @@ _EXPORTS: dict[str, str] = {
     "RendererError": "mint_envkit.errors",
     "TokenizerError": "mint_envkit.errors",
     "ToolDefinitionError": "mint_envkit.errors",
+    "AuditReport": "mint_envkit.auditing",
+    "audit": "mint_envkit.auditing",
+    "audit_sync": "mint_envkit.auditing",
     "EvalResult": "mint_envkit.evaluation",
     "evaluate": "mint_envkit.evaluation",
     "evaluate_sync": "mint_envkit.evaluation",
@@ -179,6 +189,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "TINY_MODEL_NAME",
+    "AnswerScore",
+    "AuditReport",
     "BackendError",
     "ChatTemplateRenderer",
     "Config",
@@ -215,6 +227,8 @@ __all__ = [
     "ToolDefinitionError",
     "ToolEnv",
     "__version__",
+    "audit",
+    "audit_sync",
     "boxed",
     "choice",
     "default_renderer_for",

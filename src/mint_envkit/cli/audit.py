@@ -1,0 +1,132 @@
+"""``mint-envkit audit``: the reward audit of an env, offline, before paying for MinT.
+
+Exit status: 0 when no exploit and no collapse was found, 1 when one was (so it can
+gate a CI), 2 for a usage or setup error.
+
+Example::
+
+    mint-envkit audit examples/rl_hyperparameters.py:builder --out runs/audit
+    mint-envkit audit my_envs.py:builder --learn 8 --price-sample 0.6 --price-train 1.8
+    mint-envkit audit my_envs.py:YesNoEnv --problems yes_no.jsonl --model mint-envkit/tiny-qwen3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+
+from mint_envkit.errors import MintEnvkitError
+from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME as SMOLLM2
+
+__all__ = ["audit_main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mint-envkit audit",
+        description="Probe an env's reward with adversarial replies (empty, restated, cut "
+        "off, format only, the most common answer, ...), compare each with a correct and a "
+        "wrong answer and the best constant-answer baseline, sample a real model for parse "
+        "and truncation rates, optionally train a few steps to check for collapse, and "
+        "preview the MinT cost. Exit 1 when an exploit or a collapse is found.",
+    )
+    parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
+    parser.add_argument(
+        "--model", default=None, help="the model whose tokenizer renders prompts (env classes)"
+    )
+    parser.add_argument("--problem", action="append", help="a problem as JSON (env classes)")
+    parser.add_argument("--problems", help="a .jsonl/.csv/.parquet file of problems (env classes)")
+    parser.add_argument("--split", choices=("train", "test", "all"), default="train")
+    parser.add_argument("--limit", type=int, default=20, help="audit the first N problems")
+    parser.add_argument(
+        "--sample-model",
+        default=SMOLLM2,
+        help=f"sample this model for parse and truncation rates (default {SMOLLM2}; "
+        "'none' to skip)",
+    )
+    parser.add_argument("--samples", type=int, default=4, help="samples per problem")
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--learn", type=int, default=0, metavar="N", help="train N steps")
+    parser.add_argument("--learning-rate", type=float, default=None)
+    parser.add_argument("--steps", type=int, default=None, help="planned MinT steps (cost)")
+    for key in ("sample", "prefill", "train"):
+        parser.add_argument(
+            f"--price-{key}", type=float, default=None, help=f"USD per million {key} tokens"
+        )
+    parser.add_argument("--base-url", default=None, help="a running backend")
+    parser.add_argument("--backend", choices=("auto", "local", "mint"), default=None)
+    parser.add_argument("--out", default=None, help="write audit.json (and learn/) here")
+    parser.add_argument("--json", action="store_true", help="print the JSON report")
+    return parser
+
+
+def _problems(args: argparse.Namespace) -> list[dict] | str | None:
+    if args.problem and args.problems:
+        raise MintEnvkitError("give --problem or --problems, not both")
+    if args.problems:
+        return args.problems
+    out = []
+    for text in args.problem or []:
+        try:
+            out.append(json.loads(text))
+        except json.JSONDecodeError as err:
+            raise MintEnvkitError(f"--problem {text!r} is not JSON: {err}") from None
+    return out or None
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from mint_envkit.auditing import audit
+
+    prices = {
+        key: value
+        for key in ("sample", "prefill", "train")
+        if (value := getattr(args, f"price_{key}")) is not None
+    }
+    sample_model = None if args.sample_model in ("", "none") else args.sample_model
+    learn_options = {} if args.learning_rate is None else {"learning_rate": args.learning_rate}
+    report = await audit(
+        args.target,
+        model_name=args.model,
+        problems=_problems(args),
+        limit=args.limit,
+        split=args.split,
+        sample_model=sample_model,
+        samples=args.samples,
+        max_tokens=args.max_tokens,
+        learn_steps=args.learn,
+        learn_options=learn_options,
+        planned_steps=args.steps,
+        prices=prices or None,
+        base_url=args.base_url,
+        backend=args.backend,
+        out_dir=args.out,
+    )
+    print(report.to_json() if args.json else report.table())
+    return 0 if report.ok else 1
+
+
+def audit_main(argv: Sequence[str]) -> int:
+    """``mint-envkit audit ...``; returns the exit code (0 pass, 1 findings, 2 error).
+
+    Example::
+
+        audit_main(["examples/rl_hyperparameters.py:builder", "--sample-model", "none"])
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    for name in ("limit", "samples", "max_tokens"):
+        if getattr(args, name) < 1:
+            parser.print_usage(sys.stderr)
+            print(f"mint-envkit audit: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
+            return 2
+    try:
+        return asyncio.run(_run(args))
+    except MintEnvkitError as err:
+        print(f"mint-envkit audit: {err}", file=sys.stderr)
+        return 2
