@@ -133,4 +133,4 @@ async def test_run_sync_in_a_thread_and_async_with_timeouts():
     assert await slow_async.run({"seconds": 0.0}, timeout_s=5) == "done"
     for t in (slow, slow_async):
         with pytest.raises(TimeoutError):
-            await t.run({"seconds": 2.0}, timeout_s=0.05)
+            await t.run({"seconds": 0.5}, timeout_s=0.05)

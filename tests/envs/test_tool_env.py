@@ -97,7 +97,7 @@ async def test_a_right_call_then_the_answer_scores_max():
         (call("add", {"a": "1", "b": 2}), "invalid_tool_calls", "must be of type integer"),
         (call("divide", {"a": 1, "b": 0}), "tool_errors", "ZeroDivisionError"),
         (call("nap", {"seconds": 5}), "tool_errors", "timed out after 0.2 s"),
-        (call("block", {"seconds": 1}), "tool_errors", "timed out after 0.2 s"),
+        (call("block", {"seconds": 0.6}), "tool_errors", "timed out after 0.2 s"),
     ],
 )
 async def test_failures_are_fed_back_and_counted(bad, kind, text):

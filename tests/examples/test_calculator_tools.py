@@ -103,8 +103,8 @@ async def test_rollout_records_keep_every_message_of_the_conversation(policy):
 
 
 # slow: starts the embedded backend with mint-envkit/tiny-qwen3 (the example's model) and
-# samples up to 4 turns of 24 tokens per episode: 66 s alone on 2 busy cores (the model is
-# built on first use), 22 s inside the suite; each step ~6 s.
+# samples up to 4 turns of 24 tokens per episode: measured 32.5 s alone on 2 shared cores
+# (the model is built on first use), 20.1 s inside the suite; each step ~6 s.
 @pytest.mark.slow
 @pytest.mark.integration
 async def test_the_calculator_env_trains_three_steps_on_the_embedded_backend(tmp_path, monkeypatch):

