@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import random
 
-from mint_envkit import DatasetBuilder, ScriptedPolicy, SingleTurnEnv, first_number
+from mint_envkit import DatasetBuilder, Parser, ScriptedPolicy, SingleTurnEnv
+from mint_envkit.parsers import as_number
+
+only_a_number = Parser.from_function(as_number, name="only_a_number")
+"""The reply is the answer when it is one number and nothing else ("5", "5.", "1,200").
+
+Not ``first_number``: ``mint-envkit audit`` showed that restating the question ("What
+is 7 * 1?") then reads as the answer 7, right on 5% of the main job's problems, so
+echoing the question earned more than a wrong answer (docs/audit.md)."""
 
 
 class ArithmeticEnv(SingleTurnEnv):
-    """Asks for a sum or product; the first number of the reply is the answer."""
+    """Asks for a sum or product; the reply must be the number alone."""
 
     system_prompt = "You are a precise calculator. Reply with only the final number."
-    parser = first_number
+    parser = only_a_number
     reward_correct = 1.0
     reward_incorrect = -0.25
     reward_unparsed = -0.25  # never above reward_incorrect, or RL learns to stop answering

@@ -29,7 +29,8 @@ import json
 import operator
 import random
 
-from mint_envkit import DatasetBuilder, Message, ScriptedPolicy, ToolEnv, first_number, tool
+from mint_envkit import DatasetBuilder, Message, Parser, ScriptedPolicy, ToolEnv, tool
+from mint_envkit.parsers import as_number
 
 MAX_EXPRESSION_CHARS = 200
 MAX_EXPONENT = 64
@@ -94,6 +95,11 @@ def calculate(expression: str) -> str:
     return str(value)
 
 
+only_a_number = Parser.from_function(as_number, name="only_a_number")
+"""The final reply is the answer when it is one number alone (not ``first_number``: the
+audit showed that restating a word problem then scored as an answer, docs/audit.md)."""
+
+
 class CalculatorEnv(ToolEnv):
     """Word problems; the model may call ``calculate``, then replies with the number."""
 
@@ -102,7 +108,7 @@ class CalculatorEnv(ToolEnv):
         "When you know the answer, reply with only the final number."
     )
     tools = [calculate]  # noqa: RUF012 - the API's class attribute
-    parser = first_number
+    parser = only_a_number
     max_turns = 4
     max_tool_calls = 4
     tool_timeout_s = 2.0
@@ -152,6 +158,10 @@ def make_builder(problems: list[dict[str, str]], group_size: int = 2) -> Dataset
         renderer_name="qwen3",
         shuffle=False,
     )
+
+
+builder = make_builder(word_problems(8))
+"""Eight word problems, for ``mint-envkit check`` / ``audit examples/calculator_tools.py:builder``."""
 
 
 def tool_call(name: str, arguments: dict[str, str]) -> str:

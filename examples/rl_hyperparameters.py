@@ -49,6 +49,11 @@ def dataset_builder(model: str) -> DatasetBuilder:
     )
 
 
+builder = dataset_builder(default_model("local"))
+"""The main job's builder for the embedded backend's model (``audit``/``eval`` it by name:
+``examples/rl_hyperparameters.py:builder``)."""
+
+
 def main() -> int:
     connection = resolve_connection("auto")
     backend = connection.backend
