@@ -105,6 +105,10 @@ async def _run(args: argparse.Namespace) -> int:
         out_dir=args.out,
     )
     print(report.to_json() if args.json else report.table())
+    if args.out and report.learn and not args.json:
+        from mint_envkit.view import write_report
+
+        print(f"report: {write_report(args.out)} (the learning run, with the audit above it)")
     return 0 if report.ok else 1
 
 

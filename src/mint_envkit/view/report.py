@@ -29,7 +29,7 @@ from typing import Any
 
 from mint_envkit.view.load import ReportData, load_report_data
 
-__all__ = ["REPORT_NAME", "render_html", "script_json", "write_report"]
+__all__ = ["REPORT_NAME", "audit_section", "render_html", "script_json", "write_report"]
 
 REPORT_NAME = "view.html"
 """The file name a report gets inside the run (or sweep) directory by default.
@@ -111,8 +111,64 @@ def _banners(runs: Any) -> str:
     )
 
 
-def render_html(data: ReportData, *, generated_at: str | None = None) -> str:
+def _cell(value: Any, percent: bool = False) -> str:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        return "-"
+    return f"{100 * value:.1f}%" if percent else f"{value:+.3f}"
+
+
+def audit_section(record: Any) -> str:
+    """The audit's section of the page (``audit.json`` of ``mint-envkit audit --out``), as markup.
+
+    Written here with every text escaped, like the banners; an unreadable record gives "".
+
+    Example::
+
+        audit_section(json.loads(Path("runs/audit/audit.json").read_text()))
+    """
+    if not isinstance(record, dict) or not isinstance(record.get("probes"), list):
+        return ""
+    findings = [f for f in record.get("findings") or [] if isinstance(f, dict)]
+    flagged = {str(f.get("probe")): str(f.get("kind", "")).upper() for f in findings}
+    rows = "".join(
+        f"<tr><td>{html.escape(str(p.get('name')))}</td><td>{html.escape(str(p.get('kind')))}"
+        f"</td><td>{_cell(p.get('mean_reward'))}</td><td>{_cell(p.get('correct_rate'), True)}"
+        f"</td><td>{html.escape(flagged.get(str(p.get('name')), ''))}</td></tr>"
+        for p in record["probes"]
+        if isinstance(p, dict)
+    )
+    items = "".join(
+        f"<li><b>{html.escape(str(f.get('kind', '')).upper())}</b> "
+        f"{html.escape(str(f.get('message', '')))}</li>"
+        for f in findings
+    )
+    verdict = "PASS: no exploit, no collapse" if record.get("ok") is True else "FAIL"
+    kind = "ok" if record.get("ok") is True else "collapse"
+    return (
+        f'<section class="banner audit {kind}" id="audit"><b>Reward audit</b> '
+        f"{html.escape(str(record.get('target', '')))}: {verdict}; constant-answer baseline "
+        f"{_cell(record.get('baseline_correct'), True)} correct"
+        f"<ul>{items}</ul><table><tr><th>probe</th><th>kind</th><th>reward</th>"
+        f"<th>correct</th><th>flag</th></tr>{rows}</table></section>"
+    )
+
+
+def _audit_near(run_dir: Path) -> Any:
+    """The ``audit.json`` in ``run_dir`` or its parent (an audit's ``learn/`` run), or None."""
+    for folder in (run_dir, run_dir.parent):
+        path = folder / "audit.json"
+        if path.is_file():
+            try:
+                return json.loads(path.read_text("utf-8"))
+            except (OSError, ValueError):
+                return None
+    return None
+
+
+def render_html(data: ReportData, *, generated_at: str | None = None, audit: Any = None) -> str:
     """The report page for ``data`` (see :func:`~mint_envkit.view.load.load_report_data`).
+
+    ``audit``: a reward audit's record (``audit.json``), shown above the runs.
 
     Example::
 
@@ -136,7 +192,7 @@ def render_html(data: ReportData, *, generated_at: str | None = None) -> str:
     parts = {
         "TITLE": html.escape(f"{index['title']} - mint-envkit view"),
         "CSS": _asset("viewer.css"),
-        "BANNERS": _banners(index.get("runs")),
+        "BANNERS": audit_section(audit) + _banners(index.get("runs")),
         "INDEX": script_json(index),
         "CHUNKS": chunks,
         "JS": _asset("answers.js") + _asset("viewer.js"),
@@ -152,7 +208,8 @@ def write_report(
     ``run_dir`` is a run's ``log_path`` or a sweep's root. The page shows the
     metric curves per step (all runs of a sweep overlaid) and every episode's
     transcript with its reward, advantage, parse status and metrics, with
-    filters and search; it opens in any browser, offline. ``out`` is the
+    filters and search; it opens in any browser, offline. A reward audit's
+    ``audit.json`` in ``run_dir`` (or its parent) is shown above the runs. ``out`` is the
     file to write (a directory gets ``view.html`` inside); by default
     ``RUN_DIR/view.html``. Lines that cannot be read (a torn last line) are
     skipped with a ``UserWarning``. Raises
@@ -174,7 +231,7 @@ def write_report(
     if target.is_dir():
         target = target / REPORT_NAME
     target.parent.mkdir(parents=True, exist_ok=True)
-    page = render_html(data).encode("utf-8", errors="replace")
+    page = render_html(data, audit=_audit_near(Path(run_dir))).encode("utf-8", errors="replace")
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.write_bytes(page)
     os.replace(tmp, target)
