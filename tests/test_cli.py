@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -387,8 +388,18 @@ def test_check_env_file_named_like_a_loaded_module(tmp_path):
 
 
 def test_check_local_samples_one_group_on_the_embedded_backend(tmp_path, monkeypatch, capsys):
+    import mint
+
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("MINT_ENVKIT_STATE_DIR", str(tmp_path / "state"))
+    made = []
+    real = mint.ServiceClient
+
+    def recording(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(mint, "ServiceClient", recording)
     argv = [
         *("check", ARITHMETIC, "--problem", PROBLEM),
         *("--model", SMALL, "--max-tokens", "4", "--local"),
@@ -396,6 +407,13 @@ def test_check_local_samples_one_group_on_the_embedded_backend(tmp_path, monkeyp
     code, out, err = invoke(argv, capsys)
 
     assert code == 0, out + err
+    # its SDK session is closed: no heartbeat warning every 10 s once the server is gone
+    assert len(made) == 1
+    heartbeat = made[0].holder._session_heartbeat_task  # the SDK's own task (not ours)
+    deadline = time.monotonic() + 5
+    while not heartbeat.done() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert heartbeat.cancelled()
     scripted, marker, local = out.partition(
         f"--- one group through {SMALL} on the embedded backend\n"
     )

@@ -390,6 +390,9 @@ def test_serve_command_runs_until_sigterm(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 _ON_BASE = {"session_id": "s", "sampling_session_seq_id": 0, "base_model": SMALL}

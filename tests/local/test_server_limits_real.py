@@ -158,3 +158,6 @@ def test_sigterm_stops_the_serve_command_within_10_s_during_a_big_job(tmp_path: 
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()

@@ -260,7 +260,7 @@ async def _check_group(
 async def _check_local(group: GroupBuilder, args: argparse.Namespace) -> int:
     import mint
 
-    from mint_envkit.rl.backend import local_api_key, local_backend
+    from mint_envkit.rl.backend import close_session, local_api_key, local_backend
     from mint_envkit.rl.sampling import ClientSampler
 
     print(f"--- one group through {group.model_name} on the embedded backend")
@@ -268,9 +268,12 @@ async def _check_local(group: GroupBuilder, args: argparse.Namespace) -> int:
         service = await asyncio.to_thread(
             mint.ServiceClient, base_url=base_url, api_key=local_api_key()
         )
-        client = await service.create_sampling_client_async(base_model=group.model_name)
-        sampler = ClientSampler(client, max_tokens=args.max_tokens)
-        rollouts = await rollout_groups([group], sampler)
+        try:  # the session's heartbeat would warn every 10 s once the server is gone
+            client = await service.create_sampling_client_async(base_model=group.model_name)
+            sampler = ClientSampler(client, max_tokens=args.max_tokens)
+            rollouts = await rollout_groups([group], sampler)
+        finally:
+            close_session(service)
     report = GroupReport.from_rollout(rollouts[0])
     _print_group(report, group.renderer(), None)
     return 1 if report.error else 0
