@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from mint_envkit.judge import (
         Judge,
         JudgedEnv,
+        judged,
     )
     from mint_envkit.parsers import (
         Parser,
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
     from mint_envkit.rewards import (
         Reward,
         RewardBreakdown,
+        RewardContext,
         gated,
         math_correct,
         valid_format,
@@ -147,6 +149,7 @@ _EXPORTS: dict[str, str] = {
     "evaluate_sync": "mint_envkit.evaluation",
     "Judge": "mint_envkit.judge",
     "JudgedEnv": "mint_envkit.judge",
+    "judged": "mint_envkit.judge",
     "ParseResult": "mint_envkit.parsers",
     "Parser": "mint_envkit.parsers",
     "boxed": "mint_envkit.parsers",
@@ -169,6 +172,7 @@ _EXPORTS: dict[str, str] = {
     "get_tokenizer": "mint_envkit.rendering",
     "Reward": "mint_envkit.rewards",
     "RewardBreakdown": "mint_envkit.rewards",
+    "RewardContext": "mint_envkit.rewards",
     "gated": "mint_envkit.rewards",
     "math_correct": "mint_envkit.rewards",
     "valid_format": "mint_envkit.rewards",
@@ -218,6 +222,7 @@ __all__ = [
     "RendererError",
     "Reward",
     "RewardBreakdown",
+    "RewardContext",
     "ScriptedPolicy",
     "ScriptedReport",
     "SingleTurnEnv",
@@ -239,6 +244,7 @@ __all__ = [
     "gated",
     "get_renderer",
     "get_tokenizer",
+    "judged",
     "last_number",
     "math_answer",
     "math_correct",

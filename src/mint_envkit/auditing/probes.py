@@ -232,11 +232,9 @@ async def _opening(group: GroupBuilder) -> tuple[list[Message], list[Any]]:
     """The problem's opening messages and tool schemas (its envs are closed again)."""
     envs = await group.make_envs()
     messages = await envs[0].initial_messages_async()
-    tools = list(getattr(envs[0], "tools", None) or [])
+    tools = list(envs[0].tools or [])
     for env in envs:
-        hook = getattr(getattr(env, "message_env", None), "abort", None)
-        if callable(hook):
-            await hook()
+        await env.message_env.abort()
     return messages, tools
 
 

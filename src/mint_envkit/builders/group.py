@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from mint_envkit.envs.base import Message, MessageEnv
+from mint_envkit.envs.base import Message, MessageEnv, require_message_env
 from mint_envkit.envs.ordering import non_answer_rewards
 from mint_envkit.errors import ConfigError, EnvError
 from mint_envkit.rendering.chat_template import default_renderer_for
@@ -112,7 +112,8 @@ class GroupBuilder:
     Attributes:
         problem: the problem's fields, passed to ``env(**problem)``.
         env: a :class:`~mint_envkit.MessageEnv` subclass, or a function
-            ``(**problem) -> MessageEnv``.
+            ``(**problem) -> MessageEnv`` (what it makes must be a ``MessageEnv``:
+            a :class:`~mint_envkit.errors.ConfigError` otherwise).
         group_size: how many envs (rollouts) share the problem.
         model_name, renderer_name: pick the tokenizer and chat template
             (``renderer_name`` defaults to the one that fits the model).
@@ -160,8 +161,16 @@ class GroupBuilder:
         return get_renderer(self.renderer_name, self.model_name)
 
     def make_message_env(self) -> MessageEnv:
-        """One fresh message env for this problem."""
-        return self.env(**copy.deepcopy(dict(self.problem)))
+        """One fresh message env for this problem.
+
+        Raises:
+            ConfigError: ``env`` made something that is not a
+                :class:`~mint_envkit.MessageEnv` (see :func:`require_message_env
+                <mint_envkit.envs.base.require_message_env>`).
+        """
+        made = self.env(**copy.deepcopy(dict(self.problem)))
+        name = getattr(self.env, "__qualname__", repr(self.env))
+        return require_message_env(made, f"GroupBuilder(env={name})")
 
     async def make_envs(self) -> list[EnvFromMessageEnv]:
         """``group_size`` independent token-level envs for this one problem.

@@ -64,14 +64,8 @@ async def _reference_reply(group: GroupBuilder) -> str | None:
         result = await env.step([*tokens, stop], extra={"stop_reason": "stop"})
         if result.episode_done and result.metrics.get("correct") == 1.0:
             return text
-        await _abort(env)
+        await env.message_env.abort()
     return None
-
-
-async def _abort(env: Any) -> None:
-    hook = getattr(env.message_env, "abort", None)
-    if callable(hook):
-        await hook()
 
 
 def _script(text: str) -> str | list[str]:
@@ -215,7 +209,7 @@ async def _check_group(
         env_class = type(envs[0].message_env)
         prompt = renderer.render_tokens(await envs[0].initial_messages_async(), envs[0].tools)
         for env in envs:
-            await _abort(env)
+            await env.message_env.abort()
         replies = scripts
         if not replies:
             reference = await _reference_reply(group)

@@ -24,7 +24,9 @@ from typing import Any, TypeAlias
 
 import attrs
 
-__all__ = ["Message", "MessageEnv", "MessageStepResult", "Metrics"]
+from mint_envkit.errors import ConfigError
+
+__all__ = ["Message", "MessageEnv", "MessageStepResult", "Metrics", "require_message_env"]
 
 Message: TypeAlias = dict[str, Any]
 """A chat message: ``{"role": "user", "content": "..."}``.
@@ -79,6 +81,17 @@ class MessageEnv(ABC):
     subclass :class:`~mint_envkit.SingleTurnEnv` or
     :class:`~mint_envkit.MultiTurnEnv` instead, which implement both.
 
+    The optional hooks are declared here with their defaults, and the kit calls
+    them on every env; override the ones that fit:
+
+    - :meth:`abort`: the episode ended without :meth:`step` (default: nothing);
+    - :meth:`unscored_metrics`: the metrics of such an episode (default: none);
+    - :meth:`tool_specs`: the tools listed in the prompt (default: None, no tools);
+    - :meth:`check` and ``answer``: is a parsed answer right, and the reference
+      answer, for the answer figures and the reward audit (default: unknown, None);
+    - :meth:`wrong_answer_reward`: what a wrong answer earns, for the ordering
+      rule (default: unknown, None).
+
     Example::
 
         class EchoEnv(MessageEnv):
@@ -91,6 +104,9 @@ class MessageEnv(ABC):
                 )
     """
 
+    answer: Any = None
+    """The problem's reference answer, or None when the env has none (default)."""
+
     @abstractmethod
     async def initial_observation(self) -> list[Message]:
         """Return the opening conversation (the prompt), as a list of messages."""
@@ -98,3 +114,99 @@ class MessageEnv(ABC):
     @abstractmethod
     async def step(self, message: Message) -> MessageStepResult:
         """Score one assistant message and say what comes next."""
+
+    async def abort(self) -> None:
+        """End the episode from outside; the token-level env calls it when it ends one itself.
+
+        That is a reply cut off at the token limit, one without the stop token, or a
+        context overflow: :meth:`step` is not called. Default: nothing.
+        :class:`~mint_envkit.MultiTurnEnv` runs its ``teardown()``.
+
+        Example::
+
+            async def abort(self):
+                await self.sandbox.close()
+        """
+        return None
+
+    def unscored_metrics(self) -> Metrics:
+        """The metrics of an episode ended before :meth:`step` scored it. Default: none.
+
+        :class:`~mint_envkit.SingleTurnEnv` gives ``correct`` and ``parsed`` at 0, so
+        rates count a cut-off episode as a miss instead of skipping it.
+
+        Example::
+
+            def unscored_metrics(self):
+                return {"solved": 0.0}
+        """
+        return {}
+
+    def tool_specs(self) -> list[dict[str, Any]] | None:
+        """The tools' JSON schemas for the chat template's ``tools=``. Default: None, no tools.
+
+        :class:`~mint_envkit.ToolEnv` lists its ``tools``.
+
+        Example::
+
+            def tool_specs(self):
+                return [{"type": "function", "function": {"name": "add", "parameters": {...}}}]
+        """
+        return None
+
+    def check(self, parsed: str, answer: Any) -> bool | None:
+        """Is the parsed answer right? Default: None, this env does not say.
+
+        The answer figures and the reward audit use it to judge a constant answer;
+        None falls back to comparing the answers' text.
+        :class:`~mint_envkit.SingleTurnEnv` compares numbers by value, text after strip.
+
+        Example::
+
+            def check(self, parsed, answer):
+                return parsed.lower() == str(answer).lower()
+        """
+        return None
+
+    @classmethod
+    def wrong_answer_reward(cls) -> float | None:
+        """What a wrong answer earns; no reply without an answer may earn more.
+
+        Default: None, unknown (the builders then check no ordering). See
+        :meth:`~mint_envkit.envs.AnswerScoring.wrong_answer_reward`.
+
+        Example::
+
+            @classmethod
+            def wrong_answer_reward(cls):
+                return -1.0
+        """
+        return None
+
+    @classmethod
+    def _wrong_answer_label(cls) -> str:
+        """How :meth:`wrong_answer_reward` is named in an error message."""
+        return f"{cls.__name__}.wrong_answer_reward()"
+
+
+def require_message_env(value: object, source: str) -> MessageEnv:
+    """``value`` when it is a :class:`MessageEnv`; else a ConfigError naming ``source`` and the fix.
+
+    Every env the kit runs is a ``MessageEnv``, so its optional hooks have their
+    defaults. An env written for tinker-cookbook takes ``MessageEnv`` as a second base.
+
+    Example::
+
+        require_message_env(EchoEnv(), "GroupBuilder.env")   # the env
+        require_message_env(object(), "GroupBuilder.env")
+        # ConfigError: GroupBuilder.env: object is not a mint_envkit MessageEnv; subclass ...
+    """
+    if isinstance(value, MessageEnv):
+        return value
+    raise ConfigError(
+        f"{source}: {type(value).__qualname__} is not a mint_envkit MessageEnv; "
+        "subclass MessageEnv (or SingleTurnEnv / MultiTurnEnv), so its optional hooks "
+        "(abort, unscored_metrics, tool_specs, check, wrong_answer_reward) have their "
+        "defaults. An env written for tinker-cookbook works with MessageEnv as a second "
+        "base: class MyEnv(CookbookEnv, MessageEnv)"
+    )

@@ -136,6 +136,7 @@ class MultiTurnEnv(MessageEnv):
             type(self).__name__, self.required_fields, self.optional_fields, problem
         )
         self.conversation: list[Message] = []
+        self._prompt: list[Message] = []
         self.turns = 0
         self._started = False
         self._done = False
@@ -168,6 +169,7 @@ class MultiTurnEnv(MessageEnv):
         self._started = True
         await self.setup()
         self.conversation = [dict(m) for m in self.messages()]
+        self._prompt = [dict(m) for m in self.conversation]
         return [dict(m) for m in self.conversation]
 
     async def abort(self) -> None:

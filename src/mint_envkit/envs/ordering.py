@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mint_envkit.envs.base import MessageEnv
 from mint_envkit.errors import ConfigError
 
 __all__ = ["NON_ANSWER_DEFAULTS", "check_reward_order", "non_answer_rewards"]
@@ -72,6 +73,8 @@ def non_answer_rewards(env: Any, owner: str, **given: float | None) -> dict[str,
     with :func:`check_reward_order`. ``env`` is an env class, an env, or a factory
     function; when it has no known wrong-answer reward (a plain ``MessageEnv``, a
     factory, a ``reward_fn`` with a ``component()`` part) the defaults stand unchecked.
+    The wrong-answer reward is the env's
+    :meth:`~mint_envkit.MessageEnv.wrong_answer_reward` hook (declared on the base class).
 
     Example::
 
@@ -79,8 +82,8 @@ def non_answer_rewards(env: Any, owner: str, **given: float | None) -> dict[str,
         # {'context_overflow_reward': -0.25}
     """
     cls = env if isinstance(env, type) else type(env)
-    hook = getattr(cls, "wrong_answer_reward", None)
-    wrong = hook() if callable(hook) else None
+    known = issubclass(cls, MessageEnv)  # else a factory function: its envs are not made yet
+    wrong = cls.wrong_answer_reward() if known else None
     out: dict[str, float] = {}
     for name, value in given.items():
         if value is None:
@@ -91,7 +94,5 @@ def non_answer_rewards(env: Any, owner: str, **given: float | None) -> dict[str,
             raise ConfigError(f"{owner}.{name} must be a number such as -1.0, got {value!r}")
         out[name] = float(value)
     if wrong is not None:
-        label = getattr(cls, "_wrong_answer_label", None)
-        name = label() if callable(label) else f"{cls.__name__}.wrong_answer_reward()"
-        check_reward_order(owner, (name, wrong), out, keyword=True)
+        check_reward_order(owner, (cls._wrong_answer_label(), wrong), out, keyword=True)
     return out

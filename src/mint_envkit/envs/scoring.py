@@ -18,6 +18,11 @@ thinking apart in ``message["thinking"]``. :func:`with_thinking` gives the
 reply text with its thinking, and ``reward_sees_thinking = True`` passes that
 text to ``reward_fn``, so a format reward can ask for think-then-answer.
 
+A :class:`~mint_envkit.rewards.Reward` as ``reward_fn`` also gets a
+:class:`~mint_envkit.rewards.RewardContext` (:meth:`AnswerScoring.reward_context`),
+and one with an async part (a judge) is awaited by the env's ``step()``
+(:meth:`AnswerScoring.score_answer_async`) before :meth:`AnswerScoring.score` runs.
+
 Example::
 
     from mint_envkit import with_thinking
@@ -36,7 +41,7 @@ from mint_envkit.envs.base import Message, MessageStepResult
 from mint_envkit.envs.ordering import check_reward_order
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import Parser, ParseResult, exact, strip_thinking
-from mint_envkit.rewards import default_check
+from mint_envkit.rewards import Reward, RewardContext, default_check
 
 __all__ = ["AnswerScore", "AnswerScoring", "with_thinking"]
 
@@ -53,6 +58,8 @@ class AnswerScore:
             or :func:`~mint_envkit.rewards.math_correct`, or a problem with no answer).
         parse: how that answer check read the reply; None when nothing read an answer.
         components: the metrics of ``reward_fn`` (``reward/<part>``, ``parse/...``).
+        notes: what ``reward_fn``'s parts keep for the episode's logs (a judged
+            part's ``judge/<part>/text``), added to :attr:`logs`.
 
     ``metrics`` holds ``correct`` and ``parsed`` only when they are known: an absent
     value is never reported as a fake 0.
@@ -68,6 +75,7 @@ class AnswerScore:
     correct: bool | None
     parse: ParseResult | None
     components: dict[str, float] = attrs.field(factory=dict, converter=dict)
+    notes: dict[str, Any] = attrs.field(factory=dict, converter=dict)
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -82,10 +90,10 @@ class AnswerScore:
 
     @property
     def logs(self) -> dict[str, Any]:
-        """``parse_status`` and ``parsed`` (the value read), None when nothing read one."""
+        """``parse_status`` and ``parsed`` (the value read, None when nothing read one), ``notes``."""
         if self.parse is None:
-            return {"parse_status": None, "parsed": None}
-        return {"parse_status": self.parse.status, "parsed": self.parse.value}
+            return {"parse_status": None, "parsed": None, **self.notes}
+        return {"parse_status": self.parse.status, "parsed": self.parse.value, **self.notes}
 
 
 def with_thinking(message: Message) -> str:
@@ -123,7 +131,9 @@ class AnswerScoring:
         reward_fn: optional composed reward (see :mod:`mint_envkit.rewards`);
             when set it gives the reward, its answer check gives ``correct`` and
             ``parsed`` (absent when it checks no answer; the ``parser`` is then
-            not used), and each part is a metric.
+            not used), and each part is a metric. Its parts see
+            :meth:`reward_context` (the problem, the prompt, the conversation);
+            an async part (:func:`~mint_envkit.judge.judged`) is awaited by ``step()``.
         reward_sees_thinking: when True, ``reward_fn`` reads
             :func:`with_thinking` (the thinking in a ``<think>`` block, then the
             content) instead of the content alone (default False).
@@ -144,6 +154,7 @@ class AnswerScoring:
     reward_fn: ClassVar[Any] = None
     reward_sees_thinking: ClassVar[bool] = False
     problem: dict[str, Any]
+    _awaited: tuple[Message, AnswerScore] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -211,40 +222,112 @@ class AnswerScoring:
             parser = Parser.from_function(parser, name=getattr(parser, "__name__", "parser"))
         return parser(content if isinstance(content, str) else "")
 
+    def _history(self, message: Message) -> tuple[list[Message], list[Message]]:
+        """The prompt and the conversation ending with ``message`` (the envs fill them in)."""
+        return [], [message]
+
+    def reward_context(self, message: Message) -> RewardContext:
+        """What ``reward_fn``'s parts see when they score ``message``: a :class:`RewardContext`.
+
+        The problem, the prompt, the conversation (ending with the reply), the reply's
+        content and thinking, and the reference answer.
+
+        Example::
+
+            context = env.reward_context({"role": "assistant", "content": "5"})
+            context.problem["question"], context.conversation[-1]["content"]  # ..., '5'
+        """
+        prompt, conversation = self._history(message)
+        content = message.get("content")
+        return RewardContext(
+            problem=self.problem,
+            prompt=prompt,
+            conversation=conversation,
+            completion=content if isinstance(content, str) else "",
+            thinking=message.get("thinking"),
+            answer=self.answer,
+        )
+
+    def _reward_text(self, message: Message) -> str:
+        if self.reward_sees_thinking:
+            return with_thinking(message)
+        content = message.get("content")
+        return content if isinstance(content, str) else ""
+
+    def _from_breakdown(self, breakdown: Any) -> AnswerScore:
+        correct = None if self.answer is None else getattr(breakdown, "correct", None)
+        parse = getattr(breakdown, "parse", None)
+        notes = getattr(breakdown, "logs", {})
+        return AnswerScore(breakdown.total, correct, parse, breakdown.metrics, notes)
+
+    def _by_parser(self, message: Message) -> AnswerScore:
+        answer = self.answer
+        read = self.parse(message)
+        correct = None
+        if answer is not None:
+            correct = bool(read) and bool(self.check(read.value or "", answer))
+        if not read:
+            reward = self.reward_unparsed
+        else:
+            reward = self.reward_correct if correct else self.reward_incorrect
+        return AnswerScore(reward=reward, correct=correct, parse=read)
+
     def score_answer(self, message: Message) -> AnswerScore:
         """Score the reply into one :class:`AnswerScore`, however the reward is given.
 
         Without ``reward_fn``: the parser and :meth:`check` give ``correct`` and the
         reward (``reward_correct`` / ``reward_incorrect`` / ``reward_unparsed``).
         With one: its total is the reward and its answer check gives ``correct``
-        and the parse (None when it checks no answer). A problem with no answer
-        has ``correct`` None (a parsed reply earns ``reward_incorrect``).
+        and the parse (None when it checks no answer); its parts see
+        :meth:`reward_context`. A problem with no answer has ``correct`` None (a
+        parsed reply earns ``reward_incorrect``). A ``reward_fn`` with an async part
+        (a judge) is awaited by ``step()`` before :meth:`score` runs; called for
+        another message, or outside ``step()``, this raises
+        :class:`~mint_envkit.errors.ConfigError`: await :meth:`score_answer_async`.
 
         Example::
 
             env.score_answer({"role": "assistant", "content": "5"}).correct  # True
         """
-        answer = self.answer
+        awaited = self._awaited
+        if awaited is not None and awaited[0] is message:
+            return awaited[1]
         reward_fn = type(self).reward_fn
         if reward_fn is None:
-            read = self.parse(message)
-            correct = None
-            if answer is not None:
-                correct = bool(read) and bool(self.check(read.value or "", answer))
-            if not read:
-                reward = self.reward_unparsed
-            else:
-                reward = self.reward_correct if correct else self.reward_incorrect
-            return AnswerScore(reward=reward, correct=correct, parse=read)
-        if self.reward_sees_thinking:
-            text = with_thinking(message)
-        else:
-            content = message.get("content")
-            text = content if isinstance(content, str) else ""
-        breakdown = reward_fn(text, answer)
-        correct = None if answer is None else getattr(breakdown, "correct", None)
-        parse = getattr(breakdown, "parse", None)
-        return AnswerScore(breakdown.total, correct, parse, breakdown.metrics)
+            return self._by_parser(message)
+        text = self._reward_text(message)
+        if not isinstance(reward_fn, Reward):  # a plain function (completion, answer)
+            return self._from_breakdown(reward_fn(text, self.answer))
+        if reward_fn.is_async:
+            raise ConfigError(
+                f"{type(self).__name__}.reward_fn has an async part (a judge, an async "
+                "component) that score_answer() cannot await; let step() score the reply "
+                "(it awaits the reward, then calls score()), or call "
+                "`await env.score_answer_async(message)`"
+            )
+        return self._from_breakdown(reward_fn(text, self.answer, self.reward_context(message)))
+
+    async def score_answer_async(self, message: Message) -> AnswerScore:
+        """:meth:`score_answer`, awaiting the async parts of ``reward_fn`` (a judge's verdict).
+
+        Example::
+
+            scored = await env.score_answer_async({"role": "assistant", "content": "5"})
+            scored.reward, scored.metrics["reward/polite"]
+        """
+        reward_fn = type(self).reward_fn
+        if not isinstance(reward_fn, Reward):
+            return self.score_answer(message)
+        context = self.reward_context(message)
+        breakdown = await reward_fn.score_async(self._reward_text(message), self.answer, context)
+        return self._from_breakdown(breakdown)
+
+    async def _await_reward(self, message: Message) -> None:
+        """Before :meth:`score`: await an async ``reward_fn`` for ``message`` (its result is
+        what :meth:`score_answer` then gives for this message)."""
+        reward_fn = type(self).reward_fn
+        if isinstance(reward_fn, Reward) and reward_fn.is_async:
+            self._awaited = (message, await self.score_answer_async(message))
 
     def score(self, message: Message) -> MessageStepResult:
         """Score the reply (:meth:`score_answer`) and end the episode.

@@ -97,6 +97,7 @@ class SingleTurnEnv(AnswerScoring, MessageEnv):
                 f"{type(question).__name__} {question!r}"
             )
         self._done = False
+        self._prompt: list[Message] | None = None
 
     @property
     def question(self) -> str:
@@ -122,14 +123,24 @@ class SingleTurnEnv(AnswerScoring, MessageEnv):
 
     async def initial_observation(self) -> list[Message]:
         """The prompt from :meth:`messages`."""
-        return self.messages()
+        self._prompt = self.messages()
+        return [dict(m) for m in self._prompt]
+
+    def _history(self, message: Message) -> tuple[list[Message], list[Message]]:
+        prompt = self._prompt if self._prompt is not None else self.messages()
+        return prompt, [*prompt, message]
 
     async def step(self, message: Message) -> MessageStepResult:
-        """Score the one reply and end the episode (see :meth:`score`)."""
+        """Score the one reply and end the episode (see :meth:`score`).
+
+        A ``reward_fn`` with an async part (a judge) is awaited first, so
+        :meth:`score` (and an override of it) gets its result.
+        """
         if self._done:
             raise EnvError(
                 f"{type(self).__name__} was stepped twice; a single-turn env takes one reply. "
                 "Make a new env for each episode (GroupBuilder.make_envs does)."
             )
         self._done = True
+        await self._await_reward(message)
         return self.score(message)

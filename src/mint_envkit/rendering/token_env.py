@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from mint_envkit.envs.base import Message, MessageEnv
+from mint_envkit.envs.base import Message, MessageEnv, require_message_env
 from mint_envkit.envs.multi_turn import MultiTurnEnv
 from mint_envkit.envs.ordering import non_answer_rewards
 from mint_envkit.errors import EnvError, RendererError
@@ -103,14 +103,16 @@ class EnvFromMessageEnv:
     ``next_messages`` rendered on their own, so each observation extends the
     one before. ``next_messages`` must therefore extend the conversation (the
     earlier messages unchanged, then the assistant message, then the new ones);
-    an env that rewrites history gets an :class:`EnvError`. An env with a
-    ``tool_specs()`` method (:class:`~mint_envkit.ToolEnv`) has its tools
-    listed in the prompt through the chat template's ``tools=``.
+    an env that rewrites history gets an :class:`EnvError`. The env's
+    ``tool_specs()`` (:class:`~mint_envkit.ToolEnv` lists its tools; None for
+    other envs) go into the prompt through the chat template's ``tools=``.
 
-    When an episode ends without the env scoring it, the env's ``abort()``
-    (if it has one) is awaited, so a multi-turn env's teardown still runs, and
-    its ``unscored_metrics()`` (if it has one) fills its metrics, so rates such
-    as ``correct`` count the cut-off episode as 0 instead of skipping it.
+    ``message_env`` must be a :class:`~mint_envkit.MessageEnv` (a
+    :class:`~mint_envkit.errors.ConfigError` otherwise), whose optional hooks
+    are declared with defaults. When an episode ends without the env scoring it,
+    the env's ``abort()`` is awaited, so a multi-turn env's teardown still runs,
+    and its ``unscored_metrics()`` fill its metrics, so rates such as ``correct``
+    count the cut-off episode as 0 instead of skipping it.
 
     Example::
 
@@ -129,7 +131,9 @@ class EnvFromMessageEnv:
         score_truncated: bool = False,
     ) -> None:
         self.renderer = renderer
-        self.message_env = message_env
+        self.message_env = require_message_env(
+            message_env, f"{type(self).__name__}(message_env=...)"
+        )
         self.max_trajectory_tokens = max_trajectory_tokens
         self.max_generation_tokens = max_generation_tokens
         rewards = non_answer_rewards(
@@ -142,8 +146,8 @@ class EnvFromMessageEnv:
         self.context_overflow_reward = rewards["context_overflow_reward"]
         self.score_truncated = score_truncated
         self._stop = renderer.get_stop_sequences()
-        specs = getattr(message_env, "tool_specs", None)
-        self.tools: list[dict[str, Any]] | None = list(specs()) if callable(specs) else None
+        specs = message_env.tool_specs()
+        self.tools: list[dict[str, Any]] | None = None if specs is None else list(specs)
         if isinstance(message_env, MultiTurnEnv) and not renderer.supports_continuation:
             raise RendererError(
                 f"{type(message_env).__name__} is multi-turn, but renderer {renderer.name!r} "
@@ -163,13 +167,10 @@ class EnvFromMessageEnv:
         return length + (self.max_generation_tokens or 0) > self.max_trajectory_tokens
 
     async def _abort(self) -> None:
-        hook = getattr(self.message_env, "abort", None)
-        if callable(hook):
-            await hook()
+        await self.message_env.abort()
 
     def _unscored_metrics(self) -> dict[str, float]:
-        hook = getattr(self.message_env, "unscored_metrics", None)
-        return dict(hook()) if callable(hook) else {}
+        return dict(self.message_env.unscored_metrics())
 
     async def initial_messages_async(self) -> list[Message]:
         """The message env's opening conversation (fetched once, then reused)."""

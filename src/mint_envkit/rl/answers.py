@@ -5,7 +5,8 @@ whose references are 57.5% "no", a model that answers "no" to everything is 57.5
 correct. Beside correctness an evaluation therefore reports, over the same problems:
 
 - ``answers/baseline_correct``: the correctness of always giving the single most common
-  reference answer (checked with the env's own ``check`` where it has one, else by
+  reference answer (checked with the env's own ``check``; where that says nothing,
+  None as :meth:`MessageEnv.check <mint_envkit.MessageEnv.check>` does by default, by
   :func:`answer_key`); among references tied for most common, the best of the first three.
 - ``answers/distinct``, ``answers/entropy`` (nats), ``answers/top_share``: how many
   distinct parsed answers, their entropy, and the share of all replies taken by the
@@ -42,6 +43,7 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.envs.base import MessageEnv
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import as_number
 from mint_envkit.rl.types import GroupRollout, Trajectory
@@ -124,7 +126,7 @@ class AnswerGroup:
         correct: each reply's correctness, or empty when the env reports none.
         truncated: whether each reply was cut off at the token limit (empty: none was).
         check: the env's ``check(parsed, answer) -> bool``, used for the baseline;
-            None compares :func:`answer_key`.
+            None (or a check that returns None) compares :func:`answer_key`.
         reports_parsed: False when the env logs no parsed answers (then
             ``parsed`` is all None and says nothing about diversity); the
             diversity figures are None unless some group reports them.
@@ -307,20 +309,21 @@ def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _message_env(group: Any) -> Any:
-    make = getattr(group, "make_message_env", None)
+def _message_env(group: Any) -> MessageEnv | None:
+    make = getattr(group, "make_message_env", None)  # a builder of another kind has none
     if not callable(make):
         return None
     try:
-        return make()
+        env = make()
     except Exception:  # without an env the baseline compares answer keys
         return None
+    return env if isinstance(env, MessageEnv) else None
 
 
-def _reference(env: Any, group: Any, rollout: GroupRollout) -> Any:
+def _reference(env: MessageEnv | None, group: Any, rollout: GroupRollout) -> Any:
     try:
-        answer = getattr(env, "answer", None) if env is not None else None
-    except Exception:  # a property of a foreign env may fail
+        answer = env.answer if env is not None else None
+    except Exception:  # an env's answer property may fail
         answer = None
     problem = getattr(group, "problem", None)
     if answer is None and isinstance(problem, Mapping):
@@ -373,7 +376,6 @@ def rollout_answers(
             continue
         group = groups[position] if groups is not None and position < len(groups) else None
         env = _message_env(group)
-        check = getattr(env, "check", None)
         replies = [_reply(t) for t in episodes]
         correct = [r[1] for r in replies]
         out.append(
@@ -382,7 +384,7 @@ def rollout_answers(
                 parsed=[r[0] for r in replies],
                 correct=[] if all(flag is None for flag in correct) else correct,
                 truncated=[r[2] for r in replies],
-                check=check if callable(check) else None,
+                check=None if env is None else env.check,
                 # a reply cut off before scoring is unparsed whatever the env logs
                 reports_parsed=any(r[3] for r in replies) or all(r[4] for r in replies),
             )

@@ -1,14 +1,7 @@
-"""Reward composition: correctness gated on format, weighted sums, every part a metric.
+"""The parts of a reward: answer checks, format checks, your own functions, combinators.
 
-A :class:`Reward` is a named function ``(completion, answer) -> RewardBreakdown``. Leaves
-check one thing (:func:`correct`, :func:`valid_format`, or your own :func:`component`);
-:func:`gated` and :func:`weighted` combine them. The breakdown keeps the value of every
-part under its name, and :attr:`RewardBreakdown.metrics` turns it into a flat metrics
-dict, including how each parser fared (so a parse failure is never silently just "0").
-
-Rewards never swallow errors: an exception raised by a parser function, a check or a
-component propagates, so the training loop records it as a rollout error instead of
-scoring a bug as a wrong answer.
+Leaves check one thing (:func:`correct`, :func:`math_correct`, :func:`valid_format`, or
+your own :func:`component`); :func:`gated` and :func:`weighted` combine them.
 
 Example::
 
@@ -16,36 +9,29 @@ Example::
     from mint_envkit.rewards import correct, gated, valid_format
 
     reward = gated(correct(boxed), gate=valid_format(xml_tag("answer")))
-    breakdown = reward(r"<answer>\\boxed{5}</answer>", "5")
-    assert breakdown.total == 1.0
-    assert breakdown.metrics["reward/correct"] == 1.0
-    assert breakdown.metrics["parse/format/ok"] == 1.0
+    assert reward(r"<answer>\\boxed{5}</answer>", "5").total == 1.0
 """
 
 from __future__ import annotations
 
+import inspect
 import math
-import re
 from collections.abc import Callable, Sequence
-
-import attrs
+from typing import Any
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import (
-    STATUSES,
     Parser,
-    ParseResult,
-    Status,
     as_number,
     grade_math,
     same_number,
     strip_thinking,
 )
 from mint_envkit.parsers.math import DEFAULT_MATH_TIMEOUT
+from mint_envkit.rewards.context import RewardContext
+from mint_envkit.rewards.tree import PartScore, Reward, RewardBreakdown, _Verdict
 
 __all__ = [
-    "Reward",
-    "RewardBreakdown",
     "component",
     "correct",
     "default_check",
@@ -55,64 +41,6 @@ __all__ = [
     "weighted",
 ]
 
-_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
-
-
-@attrs.frozen
-class RewardBreakdown:
-    """The result of a :class:`Reward`: the total, the value of every part, the verdict.
-
-    ``components`` maps each part's name (the root included) to its value; ``statuses``
-    maps the name of each parser-based part (:func:`correct`, :func:`valid_format`) to its
-    parse :data:`~mint_envkit.parsers.Status`. ``correct`` is the verdict of the reward's
-    answer checks (:func:`correct`, :func:`math_correct`): True when every one passed and
-    no gate above it failed (the reward credited the answer), None when the reward checks
-    no answer. ``parse`` is how the first answer check read the reply (None without one).
-
-    Example::
-
-        breakdown = RewardBreakdown(
-            total=1.0, components={"gated": 1.0, "correct": 1.0}, statuses={"correct": "ok"}
-        )
-        assert breakdown.metrics["reward/total"] == 1.0 and breakdown.correct is None
-    """
-
-    total: float
-    components: dict[str, float]
-    statuses: dict[str, Status] = attrs.field(factory=dict)
-    correct: bool | None = None
-    parse: ParseResult | None = None
-
-    @property
-    def metrics(self) -> dict[str, float]:
-        """A flat ``dict[str, float]`` for logging.
-
-        ``"reward/total"``; ``"reward/<name>"`` for every part; and for every parser-based
-        part, ``"parse/<name>/<status>"`` for each of the six statuses, 1.0 for the one
-        that happened and 0.0 for the rest (so batch means are rates).
-
-        Example::
-
-            from mint_envkit.parsers import last_number
-
-            metrics = correct(last_number)("no idea", "5").metrics
-            assert metrics["reward/correct"] == 0.0
-            assert metrics["parse/correct/no_match"] == 1.0
-        """
-        metrics = {"reward/total": self.total}
-        metrics.update({f"reward/{name}": value for name, value in self.components.items()})
-        for name, status in self.statuses.items():
-            metrics.update({f"parse/{name}/{s}": float(s == status) for s in STATUSES})
-        return metrics
-
-
-def _check_name(instance: Reward, attribute: attrs.Attribute, name: object) -> None:
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ConfigError(
-            f"reward name {name!r} is not valid; use letters, digits, '_', '.', '-' "
-            "(it becomes the metric 'reward/<name>'), e.g. name='correct'"
-        )
-
 
 def _as_float(value: object, name: str) -> float:
     if isinstance(value, int | float) and math.isfinite(value):
@@ -121,111 +49,6 @@ def _as_float(value: object, name: str) -> float:
         f"reward component {name!r} returned {value!r}; a component must return a finite "
         "number (0.0 or 1.0 for a gate)"
     )
-
-
-_Verdict = tuple[bool | None, ParseResult | None]
-"""An answer check's verdict and how it read the reply: ``(correct, parse)``."""
-
-
-def _every_check(parts: Sequence[RewardBreakdown]) -> _Verdict:
-    """Right when every answer check of the parts is right; the first one's parse."""
-    checked = [part for part in parts if part.correct is not None]
-    if not checked:
-        return None, None
-    return all(part.correct for part in checked), checked[0].parse
-
-
-@attrs.frozen
-class Reward:
-    """A named reward function ``(completion, answer) -> RewardBreakdown``.
-
-    Build one with :func:`correct`, :func:`valid_format`, :func:`component`,
-    :func:`gated` or :func:`weighted` rather than directly. Names must be unique within a
-    reward (they become metric names); rename with :meth:`named`.
-
-    ``checks_answer`` is True when some part checks the answer (:func:`correct`,
-    :func:`math_correct`), so the breakdown has a ``correct`` verdict. ``bounds`` is the
-    ``(lowest, highest)`` score it can give, or None when a part's range is unknown (a
-    :func:`component`); the builders hold replies with no answer to its lowest score.
-
-    Example::
-
-        from mint_envkit.parsers import last_number
-
-        reward = correct(last_number).named("math")
-        assert reward("so 2 + 3 = 5", "5").components == {"math": 1.0}
-        assert reward.checks_answer and reward.bounds == (0.0, 1.0)
-    """
-
-    name: str = attrs.field(validator=_check_name)
-    _leaf: Callable[[str, str], tuple[float, ParseResult | None]] | None = attrs.field(
-        alias="leaf", default=None, repr=False
-    )
-    _children: tuple[Reward, ...] = attrs.field(alias="children", default=(), repr=False)
-    _combine: Callable[[Sequence[float]], float] | None = attrs.field(
-        alias="combine", default=None, repr=False
-    )
-    _verdict: (
-        Callable[[Sequence[RewardBreakdown]], tuple[bool | None, ParseResult | None]] | None
-    ) = attrs.field(alias="verdict", default=None, repr=False)
-    checks_answer: bool = False
-    bounds: tuple[float, float] | None = None
-
-    def __attrs_post_init__(self) -> None:
-        seen: set[str] = set()
-        for name in self._names():
-            if name in seen:
-                raise ConfigError(
-                    f"two parts of reward {self.name!r} are named {name!r}; names become "
-                    "metric names and must be unique, rename one with .named('other')"
-                )
-            seen.add(name)
-
-    def _names(self) -> list[str]:
-        return [self.name, *(name for child in self._children for name in child._names())]
-
-    def named(self, name: str) -> Reward:
-        """The same reward under another name.
-
-        Example::
-
-            from mint_envkit.parsers import boxed
-
-            assert valid_format(boxed).named("boxed_format").name == "boxed_format"
-        """
-        return attrs.evolve(self, name=name)
-
-    def __call__(self, completion: str, answer: str) -> RewardBreakdown:
-        """Score ``completion`` against the reference ``answer``.
-
-        Example::
-
-            from mint_envkit.parsers import boxed
-
-            assert valid_format(boxed)(r"\\boxed{3}", "").total == 1.0
-        """
-        if not isinstance(completion, str):
-            raise TypeError(
-                f"reward {self.name!r} expects the completion as a str, got "
-                f"{type(completion).__name__}; pass the decoded reply text"
-            )
-        components: dict[str, float] = {}
-        statuses: dict[str, Status] = {}
-        if self._leaf is not None:
-            total, read = self._leaf(completion, answer)
-            if read is not None:
-                statuses[self.name] = read.status
-            components[self.name] = total
-            verdict: _Verdict = (total == 1.0, read) if self.checks_answer else (None, None)
-            return RewardBreakdown(total, components, statuses, *verdict)
-        parts = [child(completion, answer) for child in self._children]
-        total = self._combine([part.total for part in parts]) if self._combine else 0.0
-        components[self.name] = total
-        for part in parts:
-            components.update(part.components)
-            statuses.update(part.statuses)
-        verdict = (self._verdict or _every_check)(parts)
-        return RewardBreakdown(total, components, statuses, *verdict)
 
 
 def _require_reward(value: object, role: str) -> Reward:
@@ -300,17 +123,17 @@ def correct(
         )
     test = default_check if check is None else check
 
-    def score(completion: str, answer: str) -> tuple[float, ParseResult | None]:
+    def score(completion: str, answer: Any, context: RewardContext) -> PartScore:
         result = parser(completion)
         if not result:
-            return 0.0, result
+            return PartScore(0.0, result)
         verdict = test(result.value or "", answer)
         if verdict not in (True, False):
             raise ConfigError(
                 f"the check of reward {name!r} returned {verdict!r}; a check must return a "
                 "bool (use component() for partial credit)"
             )
-        return float(verdict), result
+        return PartScore(float(verdict), result)
 
     return Reward(name=name, leaf=score, checks_answer=True, bounds=(0.0, 1.0))
 
@@ -332,13 +155,13 @@ def math_correct(*, timeout: float = DEFAULT_MATH_TIMEOUT, name: str = "correct"
         assert reward("no answer", "0.5").metrics["parse/correct/no_match"] == 1.0
     """
 
-    def score(completion: str, answer: str) -> tuple[float, ParseResult | None]:
+    def score(completion: str, answer: Any, context: RewardContext) -> PartScore:
         content = strip_thinking(completion)
         if content.status == "unclosed_think":
-            return 0.0, content
+            return PartScore(0.0, content)
         reference = "" if answer is None else answer  # no reference: nothing is right
         result, equal = grade_math(content.value or "", reference, timeout=timeout)
-        return float(equal and answer is not None), result
+        return PartScore(float(equal and answer is not None), result)
 
     grade_math("", "", timeout=timeout)  # checks timeout now, not at the first rollout
     return Reward(name=name, leaf=score, checks_answer=True, bounds=(0.0, 1.0))
@@ -359,15 +182,51 @@ def valid_format(parser: Parser, *, name: str = "format") -> Reward:
     """
     parser = _require_parser(parser, "valid_format()")
 
-    def score(completion: str, answer: str) -> tuple[float, ParseResult | None]:
+    def score(completion: str, answer: Any, context: RewardContext) -> PartScore:
         result = parser(completion)
-        return (1.0 if result else 0.0), result
+        return PartScore(1.0 if result else 0.0, result)
 
     return Reward(name=name, leaf=score, bounds=(0.0, 1.0))
 
 
-def component(fn: Callable[[str, str], float], name: str | None = None) -> Reward:
-    """Turn a plain function ``(completion, answer) -> float`` into a :class:`Reward`.
+def _takes_context(fn: Callable[..., Any]) -> bool:
+    """Is ``fn`` called as ``fn(context)`` (one parameter, named ``context`` or annotated
+    ``RewardContext``) rather than ``fn(completion, answer)``?"""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: (completion, answer)
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if len(parameters) != 1 or parameters[0].kind not in positional:
+        return False
+    only = parameters[0]
+    annotation = only.annotation
+    return (
+        only.name == "context"
+        or annotation is RewardContext
+        or (isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "RewardContext")
+    )
+
+
+def _value(value: object, name: str) -> float:
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()
+        raise ConfigError(
+            f"reward component {name!r} returned an awaitable; define the function with "
+            "'async def' so component() knows to await it"
+        )
+    return _as_float(value, name)
+
+
+def component(fn: Callable[..., Any], name: str | None = None) -> Reward:
+    """Turn a function ``(completion, answer) -> float`` or ``(context) -> float`` into a :class:`Reward`.
+
+    A function of one parameter named ``context`` (or annotated
+    :class:`RewardContext`) gets the :class:`RewardContext` (the problem, the prompt,
+    the conversation, the reply and its thinking, the answer); any other is called
+    with ``(completion, answer)``. An ``async def`` function is awaited: the reward is
+    then async (``is_async``), scored by an env's ``step()`` or :meth:`Reward.score_async`.
 
     ``name`` defaults to the function's ``__name__``. The function must return a finite
     number (``bool`` is fine); anything else raises
@@ -378,19 +237,38 @@ def component(fn: Callable[[str, str], float], name: str | None = None) -> Rewar
         def short(completion: str, answer: str) -> float:
             return 1.0 if len(completion) < 200 else 0.0
 
+        def in_the_unit(context: RewardContext) -> float:
+            return float(context.completion.endswith(context.problem["unit"]))
+
         assert component(short)("5", "5").components == {"short": 1.0}
+        context = RewardContext(problem={"unit": "cm"}, completion="5 cm")
+        assert component(in_the_unit)("5 cm", "5", context).total == 1.0
     """
     if not callable(fn):
-        raise ConfigError(f"component() needs a callable (completion, answer) -> float, got {fn!r}")
+        raise ConfigError(
+            f"component() needs a callable (completion, answer) -> float or (context) -> "
+            f"float, got {fn!r}"
+        )
     label = getattr(fn, "__name__", None) if name is None else name
     if label is None or label == "<lambda>":
         raise ConfigError(
             f"component({fn!r}) needs a name; pass name='...' (it becomes the metric "
             "'reward/<name>')"
         )
+    with_context = _takes_context(fn)
 
-    def score(completion: str, answer: str) -> tuple[float, ParseResult | None]:
-        return _as_float(fn(completion, answer), label), None
+    def call(completion: str, answer: Any, context: RewardContext) -> Any:
+        return fn(context) if with_context else fn(completion, answer)
+
+    if inspect.iscoroutinefunction(fn):
+
+        async def score_async(completion: str, answer: Any, context: RewardContext) -> PartScore:
+            return PartScore(_as_float(await call(completion, answer, context), label))
+
+        return Reward(name=label, leaf=score_async)
+
+    def score(completion: str, answer: Any, context: RewardContext) -> PartScore:
+        return PartScore(_value(call(completion, answer, context), label))
 
     return Reward(name=label, leaf=score)
 

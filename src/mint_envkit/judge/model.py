@@ -1,33 +1,14 @@
-"""LLM-as-judge rewards: ask a judge model a rubric question about a reply, read its verdict.
-
-A :class:`Judge` sends the rubric, the question, the reply (and the reference answer when
-there is one) to a judge model and reads its verdict (by default ``<verdict>YES</verdict>``
-or ``<verdict>NO</verdict>``, scored 1.0 / 0.0). The judge is any async function
-``complete(messages) -> str``; :meth:`Judge.from_sampling_client` builds one from a
-``mint``/tinker ``SamplingClient`` and a renderer, so the judge can be any model the
-backend serves (the embedded local backend or MinT). This module imports neither torch
-nor the SDK.
-
-Judge calls are concurrency-limited (``max_concurrency`` at once per event loop), cached
-per (rubric, question, reply, answer) (identical requests in flight share one call), and
-never crash a rollout: a call that raises or takes over ``timeout`` seconds gives the
-``on_failure`` score with status ``"failed"``, and a verdict that cannot be read gives it
-with status ``"unparsed"``; both are counted (:attr:`Judge.counts`) and reported as
-metrics. The judge's text goes into the episode's logs.
+"""The judge model: :class:`Judge` asks it a rubric question about a reply, reads its verdict.
 
 Example::
 
-    from mint_envkit.judge import Judge, JudgedEnv
+    from mint_envkit.judge import Judge
 
     async def complete(messages):          # your judge model; here, a fixed verdict
-        return "The reply is polite. <verdict>YES</verdict>"
+        return "<verdict>YES</verdict>"
 
-    class PoliteEnv(JudgedEnv):
-        judge = Judge(complete, rubric="Is the reply polite?")
-
-    env = PoliteEnv(question="Ask me for a pen.")
-    result = await env.step({"role": "assistant", "content": "Could I borrow a pen, please?"})
-    result.reward, result.logs["judge_text"]   # 1.0, 'The reply is polite. <verdict>YES</verdict>'
+    result = await Judge(complete, rubric="Is the reply polite?")("Ask for a pen.", "Pen, please?")
+    result.score, result.status   # 1.0, 'ok'
 """
 
 from __future__ import annotations
@@ -37,16 +18,15 @@ import math
 import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import attrs
 
-from mint_envkit.envs.base import Message, MessageStepResult
-from mint_envkit.envs.single_turn import SingleTurnEnv
+from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import Parser, as_number, xml_tag
 
-__all__ = ["Judge", "JudgeComplete", "JudgeResult", "JudgedEnv", "judge_messages"]
+__all__ = ["Judge", "JudgeComplete", "JudgeResult", "judge_messages"]
 
 JudgeComplete = Callable[[list[Message]], Awaitable[str]]
 """The judge model: an async function from chat messages to the judge's reply text.
@@ -143,6 +123,26 @@ def _verdict_score(value: str) -> float | None:
     return score if math.isfinite(score) else None
 
 
+def _number(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _check_scale(scale: object) -> tuple[float, float] | None:
+    if scale is None:
+        return None
+    if (
+        isinstance(scale, tuple | list)
+        and len(scale) == 2
+        and all(_number(end) for end in scale)
+        and scale[0] < scale[1]
+    ):
+        return float(scale[0]), float(scale[1])
+    raise ConfigError(
+        f"Judge scale must be (lowest, highest) with lowest < highest, or None for any "
+        f"number, got {scale!r}; e.g. scale=(0.0, 1.0), or scale=(1, 10) for a 1-10 rubric"
+    )
+
+
 def _positive(name: str, value: object, *, integer: bool = False) -> None:
     kinds = int if integer else int | float
     if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0:
@@ -159,6 +159,9 @@ class Judge:
         verdict: reads the verdict out of the judge's text (default: the last
             ``<verdict>...</verdict>``); ``YES``/``PASS``/``TRUE`` score 1.0,
             ``NO``/``FAIL``/``FALSE`` 0.0, a number scores itself.
+        scale: ``(lowest, highest)`` a verdict may score (default ``(0.0, 1.0)``); a
+            verdict outside it is unreadable (status ``"unparsed"``). None allows any
+            number (then :attr:`bounds` is unknown).
         messages: builds the judge's prompt from (rubric, question, reply, answer);
             default :func:`judge_messages`.
         max_concurrency: judge calls at once (per event loop).
@@ -168,6 +171,8 @@ class Judge:
         name: the prefix of its metrics and logs.
 
     :attr:`counts` counts ``requests``, ``cached``, ``calls``, ``failed``, ``unparsed``.
+    :attr:`bounds` is the lowest and highest score it gives: ``scale`` widened to
+    ``on_failure``, or None when ``scale`` is None.
 
     Example::
 
@@ -189,6 +194,7 @@ class Judge:
         max_concurrency: int = 8,
         timeout: float = 120.0,
         on_failure: float = 0.0,
+        scale: tuple[float, float] | None = (0.0, 1.0),
         cache_size: int = 10_000,
         name: str = "judge",
     ) -> None:
@@ -200,8 +206,8 @@ class Judge:
         _positive("timeout", timeout)
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ConfigError(f"Judge cache_size must be an integer >= 0, got {cache_size!r}")
-        if isinstance(on_failure, bool) or not isinstance(on_failure, int | float):
-            raise ConfigError(f"Judge on_failure must be a number, got {on_failure!r}")
+        if not _number(on_failure):
+            raise ConfigError(f"Judge on_failure must be a finite number, got {on_failure!r}")
         self.complete = complete
         self.rubric = rubric
         self.verdict = xml_tag("verdict") if verdict is None else verdict
@@ -209,6 +215,7 @@ class Judge:
         self.max_concurrency = max_concurrency
         self.timeout = float(timeout)
         self.on_failure = float(on_failure)
+        self.scale = _check_scale(scale)
         self.cache_size = cache_size
         self.name = name
         self.counts: Counter[str] = Counter()
@@ -217,6 +224,20 @@ class Judge:
         self._limits: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """The lowest and highest score a verdict gets: ``scale`` and ``on_failure``; None
+        when ``scale`` is None (any number).
+
+        Example::
+
+            Judge(complete, rubric="Polite?").bounds                    # (0.0, 1.0)
+            Judge(complete, rubric="Polite?", on_failure=-1.0).bounds   # (-1.0, 1.0)
+        """
+        if self.scale is None:
+            return None
+        return min(self.scale[0], self.on_failure), max(self.scale[1], self.on_failure)
 
     @classmethod
     def from_sampling_client(
@@ -334,75 +355,7 @@ class Judge:
             )
         parsed = self.verdict(text)
         score = _verdict_score(parsed.value) if parsed else None
-        if score is None:
+        if score is None or (self.scale and not self.scale[0] <= score <= self.scale[1]):
             self.counts["unparsed"] += 1
             return JudgeResult(self.on_failure, "unparsed", text)
         return JudgeResult(score, "ok", text)
-
-
-class JudgedEnv(SingleTurnEnv):
-    """A single-turn env scored by a :class:`Judge` (set the class attribute ``judge``).
-
-    The reward is the judge's score (override :meth:`combine` to mix it with the parsed
-    answer's reward). Problems need ``question``; ``answer`` is optional and, when given,
-    is shown to the judge as the reference. Metrics: the env's own plus
-    ``<judge name>/score``, ``/failed``, ``/unparsed``, ``/cached``; logs: the judge's
-    text and status. The env's own ``correct`` compares the parsed reply with the
-    reference answer; a problem without one has no ``correct`` (the judge's verdict is
-    ``<judge name>/score``). A wrong answer earns a NO verdict's 0.0, so the builders
-    hold replies without an answer to at most 0.0 (unless :meth:`combine` is overridden).
-
-    Example::
-
-        class HelpfulEnv(JudgedEnv):
-            system_prompt = "Answer helpfully."
-            judge = Judge(complete, rubric="Does the reply answer the question?")
-    """
-
-    judge: ClassVar[Judge | None] = None
-    required_fields: ClassVar[tuple[str, ...]] = ("question",)
-    optional_fields: ClassVar[dict[str, Any]] = {"answer": None}
-
-    @classmethod
-    def wrong_answer_reward(cls) -> float | None:
-        """A NO verdict's 0.0 (the reward is the verdict); None when :meth:`combine` is overridden.
-
-        Example::
-
-            PoliteEnv.wrong_answer_reward()  # 0.0
-        """
-        return 0.0 if cls.combine is JudgedEnv.combine else None
-
-    @classmethod
-    def _wrong_answer_label(cls) -> str:
-        return f"{cls.__name__}'s reward for a NO verdict"
-
-    def combine(self, result: MessageStepResult, verdict: JudgeResult) -> float:
-        """The episode's reward from the env's own result and the verdict (default: the verdict).
-
-        Example::
-
-            def combine(self, result, verdict):
-                return 0.5 * result.reward + 0.5 * verdict.score
-        """
-        return verdict.score
-
-    async def step(self, message: Message) -> MessageStepResult:
-        """Score the reply with the env's parser and the judge, and end the episode."""
-        judge = type(self).judge
-        if not isinstance(judge, Judge):
-            raise ConfigError(
-                f"{type(self).__name__}.judge must be a Judge, got {judge!r}; set "
-                "judge = Judge(complete, rubric='...') on the class"
-            )
-        result = await super().step(message)
-        content = message.get("content")
-        verdict = await judge(
-            self.question, content if isinstance(content, str) else "", self.answer
-        )
-        return attrs.evolve(
-            result,
-            reward=self.combine(result, verdict),
-            metrics={**result.metrics, **verdict.metrics(judge.name)},
-            logs={**result.logs, **verdict.logs(judge.name)},
-        )
