@@ -10,7 +10,13 @@ reply without a tool call is the final answer: it is parsed and scored like a
 Nothing a model does crashes the episode: an unknown tool, arguments that are
 not JSON or do not fit the schema, a call over ``max_tool_calls``, a tool that
 raises, a tool over ``tool_timeout_s`` all come back to the model as a tool
-message saying what went wrong, and are counted.
+message saying what went wrong, and are counted. So do calls of any odd shape:
+JSON nested deeper than :data:`~mint_envkit.tools.MAX_JSON_DEPTH` levels or
+longer than :data:`~mint_envkit.tools.MAX_ARGUMENT_CHARS`, arguments that are not
+an object, a call that is not a dict. Each call runs in a daemon thread of the
+class's own :class:`~mint_envkit.tools.ToolThreads` (``max_tool_threads``), so a
+timeout really ends the wait; a result longer than ``max_tool_result_chars`` is
+cut, with a marker. ``docs/tools.md`` tells how tools run.
 
 Metrics (every turn, counts so far): ``tool_calls`` (every call the model
 wrote, readable or not), ``invalid_tool_calls`` (calls that were not run:
@@ -47,12 +53,20 @@ from typing import Any, ClassVar
 from mint_envkit.envs.base import Message
 from mint_envkit.envs.multi_turn import Feedback, MultiTurnEnv
 from mint_envkit.envs.scoring import AnswerScoring
-from mint_envkit.errors import ConfigError, ToolDefinitionError
-from mint_envkit.tools import Tool, as_tool, validate_arguments
+from mint_envkit.errors import ConfigError, EnvError, ToolDefinitionError
+from mint_envkit.tools import (
+    DEFAULT_TOOL_THREADS,
+    Tool,
+    ToolThreads,
+    as_tool,
+    load_json,
+    validate_arguments,
+)
 
 __all__ = ["ToolEnv"]
 
 _COUNTS = ("tool_calls", "invalid_tool_calls", "tool_errors")
+_NAME_CHARS = 100
 
 
 def _tool_map(cls: type) -> dict[str, Tool]:
@@ -85,6 +99,18 @@ def _check_limits(cls: type) -> None:
             f"{cls.__name__}.tool_timeout_s must be a number of seconds > 0 (or None for "
             f"no limit), got {timeout!r}"
         )
+    cap = cls.max_tool_result_chars
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise ConfigError(
+            f"{cls.__name__}.max_tool_result_chars must be an integer >= 1 (or None to keep "
+            f"whole results), got {cap!r}"
+        )
+    threads = cls.max_tool_threads
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ConfigError(
+            f"{cls.__name__}.max_tool_threads must be an integer >= 1 (how many tool calls "
+            f"may run or hang at once), got {threads!r}"
+        )
 
 
 def _result_text(value: Any) -> str:
@@ -92,8 +118,48 @@ def _result_text(value: Any) -> str:
         return value
     try:
         return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(value)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return str(value)
+        except Exception as err:
+            return f"<a {type(value).__name__} that cannot be shown: {type(err).__name__}>"
+
+
+def _capped(text: str, cap: int | None) -> str:
+    """``text`` cut to ``cap`` chars, with a marker saying how much was cut."""
+    if cap is None or len(text) <= cap:
+        return text
+    return (
+        f"{text[:cap]}\n[{len(text) - cap} of {len(text)} chars cut: a tool result is "
+        f"capped at {cap} chars]"
+    )
+
+
+def _short(name: Any) -> str:
+    """A called name for a message: text, at most a hundred chars."""
+    text = name if isinstance(name, str) else _result_text(name)
+    return text if len(text) <= _NAME_CHARS else text[:_NAME_CHARS] + "..."
+
+
+def _error_text(err: BaseException) -> str:
+    try:
+        return str(err)
+    except Exception:
+        return "(its message cannot be shown)"
+
+
+def _unreadable(error: str) -> str:
+    return (
+        f"Error: a tool call could not be read: {error}. Write each call as "
+        '<tool_call>{"name": ..., "arguments": {...}}</tool_call>.'
+    )
+
+
+def _as_list(value: Any) -> list[Any]:
+    """A message's calls as a list; a lone call of another shape is one (bad) call."""
+    if not value:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
 
 
 class ToolEnv(AnswerScoring, MultiTurnEnv):
@@ -114,6 +180,10 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
         max_tool_calls: the most tool calls in one episode (default 10); later
             calls are not run and the model is told to answer.
         tool_timeout_s: seconds one call may take (default 10.0; None: no limit).
+        max_tool_result_chars: the longest tool message (default 65536); a longer
+            result or error is cut, with a marker saying how much (None: no cap).
+        max_tool_threads: how many of this class's calls may run or hang at once
+            (default 256); past it a call is a tool error at once, not a wait.
         required_fields: default ``("question", "answer")``.
 
     Hooks: ``messages()``, ``check(parsed, answer)``, ``score(message)``,
@@ -134,13 +204,17 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
     tools: ClassVar[list[Any]] = []
     max_tool_calls: ClassVar[int] = 10
     tool_timeout_s: ClassVar[float | None] = 10.0
+    max_tool_result_chars: ClassVar[int | None] = 65_536
+    max_tool_threads: ClassVar[int] = DEFAULT_TOOL_THREADS
     required_fields: ClassVar[tuple[str, ...]] = ("question", "answer")
     _tools_by_name: ClassVar[dict[str, Tool]] = {}
+    _tool_threads: ClassVar[ToolThreads | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._tools_by_name = _tool_map(cls)
         _check_limits(cls)
+        cls._tool_threads = ToolThreads(cls.max_tool_threads)
 
     def __init__(self, **problem: Any) -> None:
         super().__init__(**problem)
@@ -154,6 +228,12 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
     def tool_specs(self) -> list[dict[str, Any]]:
         """The tools' JSON schemas, for the chat template's ``tools=``."""
         return [t.schema for t in self._tools_by_name.values()]
+
+    def _history(self, message: Message) -> tuple[list[Message], list[Message]]:
+        conversation = list(self.conversation)
+        if not conversation or conversation[-1] != message:
+            conversation.append(message)
+        return list(self._prompt), conversation
 
     def tool_message(self, call_id: str | None, name: str, content: str) -> Message:
         """The ``tool`` message that answers one call. Override to change its shape."""
@@ -169,10 +249,13 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
         """``correct`` and ``parsed`` at 0 and the tool counts so far (episode cut off)."""
         return {**super().unscored_metrics(), **self._metrics(), "turns": float(self.turns)}
 
-    async def _run_call(self, call: dict[str, Any]) -> tuple[str, str, str]:
+    async def _run_call(self, call: Any) -> tuple[str, str, str]:
         """Run one call; return (name, status, text for the model)."""
+        if not isinstance(call, dict):
+            return "", "invalid", _unreadable(f"a call must be an object, got {_short(call)}")
         function = call.get("function") if isinstance(call.get("function"), dict) else call
-        name = str(function.get("name", ""))
+        raw_name = function.get("name", "")
+        name = _short(raw_name)
         if self.counts["tool_calls"] > self.max_tool_calls:
             return (
                 name,
@@ -182,53 +265,55 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
                     "Give your final answer without calling a tool."
                 ),
             )
-        tool = self._tools_by_name.get(name)
+        tool = self._tools_by_name.get(raw_name) if isinstance(raw_name, str) else None
         if tool is None:
             known = ", ".join(self._tools_by_name) or "none"
             return name, "invalid", f"Error: unknown tool {name!r}; the tools are: {known}."
         arguments = function.get("arguments", {})
         if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as err:
-                return name, "invalid", f"Error: the arguments of {name} are not JSON: {err}."
+            arguments, why = load_json(arguments) if arguments.strip() else ({}, None)
+            if why is not None:
+                return name, "invalid", f"Error: the arguments of {name} are {why}."
         problem = validate_arguments(tool, arguments)
         if problem:
             return name, "invalid", f"Error: bad arguments for {name}: {problem}."
+        threads = self._tool_threads
         try:
-            value = await tool.run(arguments, timeout_s=self.tool_timeout_s)
+            value = await tool.run(arguments, timeout_s=self.tool_timeout_s, threads=threads)
         except TimeoutError:
             return name, "error", f"Error: {name} timed out after {self.tool_timeout_s:g} s."
+        except EnvError as err:  # every tool thread is busy: not run
+            return name, "error", f"Error: {err}."
         except Exception as err:
-            return name, "error", f"Error: {name} raised {type(err).__name__}: {err}"
+            return name, "error", f"Error: {name} raised {type(err).__name__}: {_error_text(err)}"
         return name, "ok", _result_text(value)
 
     async def respond(self, message: Message) -> Feedback:
         """Run the turn's tool calls, or score the final answer when there are none."""
-        calls = list(message.get("tool_calls") or [])
-        unparsed = list(message.get("unparsed_tool_calls") or [])
+        calls = _as_list(message.get("tool_calls"))
+        unparsed = _as_list(message.get("unparsed_tool_calls"))
         if not calls and not unparsed:
+            await self._await_reward(message)
             result = self.score(message)
             metrics = {**result.metrics, **self._metrics()}
             return Feedback(reward=result.reward, done=True, metrics=metrics, logs=result.logs)
         replies: list[Message] = []
         log: list[dict[str, str]] = []
+        cap = self.max_tool_result_chars
         for call in calls:
             self.counts["tool_calls"] += 1
             name, status, text = await self._run_call(call)
             if status != "ok":
                 self.counts["invalid_tool_calls" if status == "invalid" else "tool_errors"] += 1
-            replies.append(self.tool_message(call.get("id"), name, text))
+            call_id = call.get("id") if isinstance(call, dict) else None
+            call_id = call_id if isinstance(call_id, str) else None
+            replies.append(self.tool_message(call_id, name, _capped(text, cap)))
             log.append({"name": name, "status": status})
         for bad in unparsed:
             self.counts["tool_calls"] += 1
             self.counts["invalid_tool_calls"] += 1
             error = bad.get("error", "unreadable") if isinstance(bad, dict) else "unreadable"
-            text = (
-                f"Error: a tool call could not be read: {error}. Write each call as "
-                '<tool_call>{"name": ..., "arguments": {...}}</tool_call>.'
-            )
-            replies.append(self.tool_message(None, "", text))
+            replies.append(self.tool_message(None, "", _capped(_unreadable(_short(error)), cap)))
             log.append({"name": "", "status": "invalid"})
         metrics = {**super().unscored_metrics(), **self._metrics()}
         return Feedback(reply=replies, metrics=metrics, logs={"tool_calls": log})

@@ -28,6 +28,8 @@ import json
 import re
 from typing import Any
 
+from mint_envkit.tools.arguments import load_json
+
 __all__ = ["parse_hermes_tool_calls"]
 
 _OPEN = "<tool_call>"
@@ -36,10 +38,10 @@ _BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 
 
 def _read_call(body: str, index: int) -> tuple[dict[str, Any] | None, str | None]:
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError as err:
-        return None, f"the tool call is not JSON ({err.msg} at position {err.pos})"
+    # no size cap here (a reply is as long as its token limit); the env caps the arguments
+    value, why = load_json(body, max_chars=None)
+    if why is not None:
+        return None, f"the tool call is {why}"
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
         return None, 'a tool call must be a JSON object {"name": ..., "arguments": {...}}'
     arguments = value.get("arguments", {})
@@ -57,7 +59,9 @@ def parse_hermes_tool_calls(
     A ``<tool_call>`` that is never closed is a call not read (the reply was
     probably cut off). Arguments keep the model's JSON text (``"arguments"`` is
     a string, as in OpenAI's format); a non-string ``arguments`` value is
-    written back as JSON.
+    written back as JSON. A block nested deeper than
+    :data:`~mint_envkit.tools.MAX_JSON_DEPTH` levels is a call not read; it never
+    raises ``RecursionError``.
 
     Example::
 

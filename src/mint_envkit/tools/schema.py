@@ -1,41 +1,20 @@
-"""Tools: plain Python functions a model can call, with a JSON schema read from their signature.
+"""Tools from plain functions: :class:`Tool`, :func:`tool`, the JSON schema of a signature.
 
-A tool is a function (sync or async) with a type hint on every parameter and a
-docstring. :func:`tool` reads its name, its description (the docstring's first
-part) and its parameters (types from the hints, descriptions from the
-docstring's ``Args:`` or numpy ``Parameters`` section, ``required`` from the
-parameters without a default) into a :class:`Tool`. A signature no schema can
-say (a parameter without a type hint, ``*args``, ``**kwargs``, a positional-only
-parameter, an unsupported type) raises :class:`~mint_envkit.errors.ToolDefinitionError`
-naming the parameter, when the tool is made.
-
-Supported types: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``,
-``list[T]``, ``tuple[T, ...]``, ``dict[str, T]``, ``Literal[...]`` of strings,
-numbers or booleans, ``Optional[T]`` / ``T | None`` and unions of these.
+See :mod:`mint_envkit.tools` for the supported types and an example.
 
 Example::
 
-    from mint_envkit import tool
+    from mint_envkit.tools.schema import tool
 
     @tool
-    def calculate(expression: str) -> str:
-        \"\"\"Evaluate an arithmetic expression.
-
-        Args:
-            expression: the expression, e.g. "2 * (3 + 4)".
-        \"\"\"
-        ...
-
-    calculate.schema["function"]["parameters"]
-    # {'type': 'object', 'properties': {'expression': {'type': 'string',
-    #   'description': 'the expression, e.g. "2 * (3 + 4)".'}}, 'required': ['expression']}
+    def add(a: int, b: int = 0) -> int:
+        \"\"\"Add two numbers.\"\"\"
+        return a + b
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import json
 import re
 import types
 import typing
@@ -43,8 +22,9 @@ from collections.abc import Callable
 from typing import Any, Literal, Union, overload
 
 from mint_envkit.errors import ToolDefinitionError
+from mint_envkit.tools.threads import ToolThreads, default_threads
 
-__all__ = ["Tool", "as_tool", "tool", "validate_arguments"]
+__all__ = ["Tool", "as_tool", "tool"]
 
 _PRIMITIVES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _ARGS_HEADERS = ("args:", "arguments:", "parameters:", "params:")
@@ -251,20 +231,28 @@ class Tool:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
-    async def run(self, arguments: dict[str, Any], *, timeout_s: float | None) -> Any:
+    async def run(
+        self,
+        arguments: dict[str, Any],
+        *,
+        timeout_s: float | None,
+        threads: ToolThreads | None = None,
+    ) -> Any:
         """Call the tool with ``arguments``, within ``timeout_s`` seconds.
 
-        An async tool is cancelled at the timeout; a sync tool runs in a worker
-        thread (``asyncio.to_thread``), so the event loop never blocks, and is
-        abandoned at the timeout (a thread cannot be stopped; its result is dropped).
+        The call runs in a daemon thread of ``threads`` (a process-wide
+        :class:`ToolThreads` by default), an async tool on an event loop of its own
+        in that thread, so neither a blocking sync tool nor an async tool that
+        blocks its loop can hold the caller past ``timeout_s``. At the timeout an
+        async tool is cancelled and a sync one abandoned (its result is dropped).
 
         Raises:
             TimeoutError: the tool ran over ``timeout_s``.
+            EnvError: every thread of ``threads`` is busy; the tool was not run.
             Exception: whatever the tool raised.
         """
-        if self.is_async:
-            return await asyncio.wait_for(self.fn(**arguments), timeout_s)
-        return await asyncio.wait_for(asyncio.to_thread(self.fn, **arguments), timeout_s)
+        pool = threads if threads is not None else default_threads()
+        return await pool.call(self, arguments, timeout_s=timeout_s)
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r})"
@@ -314,67 +302,3 @@ def as_tool(value: Any) -> Tool:
         as_tool(calculate).name  # 'calculate'
     """
     return value if isinstance(value, Tool) else Tool(value)
-
-
-def _matches(value: Any, schema: dict[str, Any], path: str) -> str | None:
-    if "anyOf" in schema:
-        errors = [_matches(value, s, path) for s in schema["anyOf"]]
-        return None if None in errors else errors[0]
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{path} must be one of {json.dumps(schema['enum'])}, got {json.dumps(value)}"
-    kind = schema.get("type")
-    if kind is None:
-        return None
-    kinds = kind if isinstance(kind, list) else [kind]
-    checks = {
-        "string": lambda v: isinstance(v, str),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-        "boolean": lambda v: isinstance(v, bool),
-        "null": lambda v: v is None,
-        "array": lambda v: isinstance(v, list),
-        "object": lambda v: isinstance(v, dict),
-    }
-    if not any(checks[k](value) for k in kinds):
-        return f"{path} must be of type {' or '.join(kinds)}, got {json.dumps(value)}"
-    if isinstance(value, list) and "items" in schema:
-        for index, item in enumerate(value):
-            error = _matches(item, schema["items"], f"{path}[{index}]")
-            if error:
-                return error
-    if isinstance(value, dict) and "additionalProperties" in schema:
-        for key, item in value.items():
-            error = _matches(item, schema["additionalProperties"], f"{path}[{key!r}]")
-            if error:
-                return error
-    return None
-
-
-def validate_arguments(tool_: Tool, arguments: Any) -> str | None:
-    """Why ``arguments`` do not fit the tool's schema, or None when they do.
-
-    Checks: a JSON object, every required parameter present, no unknown
-    parameter, and every value of its declared type.
-
-    Example::
-
-        validate_arguments(calculate, {"expression": 2})
-        # "argument 'expression' must be of type string, got 2"
-    """
-    if not isinstance(arguments, dict):
-        return f"arguments must be a JSON object, got {json.dumps(arguments)}"
-    properties = tool_.parameters["properties"]
-    missing = [p for p in tool_.parameters["required"] if p not in arguments]
-    if missing:
-        return f"missing required argument(s) {', '.join(map(repr, missing))}"
-    unknown = [k for k in arguments if k not in properties]
-    if unknown:
-        return (
-            f"unknown argument(s) {', '.join(map(repr, unknown))}; "
-            f"{tool_.name} takes {', '.join(map(repr, properties)) or 'no arguments'}"
-        )
-    for key, value in arguments.items():
-        error = _matches(value, properties[key], f"argument {key!r}")
-        if error:
-            return error
-    return None
