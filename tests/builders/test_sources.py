@@ -82,22 +82,22 @@ async def test_lazy_batches_equal_the_list_batches(tmp_path: Path, kwargs, setti
         assert snapshot(lazy_test) == snapshot(test)
 
 
-async def test_rows_are_read_only_when_their_batch_is_asked_for() -> None:
+async def test_rows_are_checked_once_then_read_when_their_batch_is_asked_for() -> None:
     rows = CountingRows([{"question": r["problem"], "answer": r["solution"]} for r in ROWS])
     train, _ = await builder(ProblemSource(rows=rows, description="counting"))()
-    assert rows.reads == [0]  # row 0 only, to check the field mapping early
+    assert rows.reads == list(range(23))  # every row checked once, before the first step
     batch = train.get_batch(2)
-    assert len(rows.reads) == 1 + 4
-    assert [g.index for g in batch] == rows.reads[1:]
+    assert len(rows.reads) == 23 + 4
+    assert [g.index for g in batch] == rows.reads[23:]
 
 
-async def test_a_bad_row_names_its_index(tmp_path: Path) -> None:
+async def test_a_bad_row_fails_when_the_builder_is_called_naming_its_line(
+    tmp_path: Path,
+) -> None:
     rows = [*ROWS[:5], {"problem": "no solution here"}, *ROWS[6:]]
-    train, _ = await builder(
-        write_jsonl(tmp_path / "t.jsonl", rows), fields=FIELDS, shuffle=False
-    )()
-    with pytest.raises(ProblemError, match=r"row 5 has no column\(s\) 'solution'"):
-        train.get_batch(1)
+    path = write_jsonl(tmp_path / "t.jsonl", rows)
+    with pytest.raises(ProblemError, match=r"line 11 \(row 5\): no column\(s\) 'solution'"):
+        await builder(path, fields=FIELDS, shuffle=False)()
 
 
 async def test_a_wrong_mapping_fails_at_build_time(tmp_path: Path) -> None:
@@ -175,6 +175,5 @@ def test_bad_sources(tmp_path: Path, problems, kwargs, match) -> None:
 async def test_invalid_json_row(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text('{"question": "a", "answer": "1"}\n{oops\n')
-    train, _ = await builder(path, shuffle=False, batch_size=1)()
-    with pytest.raises(ProblemError, match="row 1 is not valid JSON"):
-        train.get_batch(1)
+    with pytest.raises(ProblemError, match="line 2 \\(row 1\\): not valid JSON"):
+        await builder(path, shuffle=False, batch_size=1)()

@@ -2,8 +2,9 @@
 
 :class:`~mint_envkit.DatasetBuilder` uses this when its problems come from a file or a
 Hugging Face dataset: only the seeded order of row indices is kept in memory, and
-:meth:`LazyProblemDataset.get_batch` reads and checks the rows of one batch when it is
-called. The order, the train/test split and the batches are the same as for the same
+:meth:`LazyProblemDataset.get_batch` reads the rows of one batch when it is called.
+Every row is read and checked once, streaming, when the builder is called, so a bad row
+fails before the first training step, naming its file and line. The order, the train/test split and the batches are the same as for the same
 problems given as a list.
 
 Example::
@@ -19,17 +20,19 @@ from __future__ import annotations
 import math
 import random
 from array import array
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
+from mint_envkit.builders.datafiles import is_empty
 from mint_envkit.builders.dataset import DatasetBuilder, ProblemDataset
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.builders.sources import ProblemSource
 from mint_envkit.envs.problem import bind_problem
 from mint_envkit.errors import ConfigError, ProblemError
 
-__all__ = ["LazyProblemDataset", "build_lazy"]
+__all__ = ["LazyProblemDataset", "build_lazy", "check_source"]
 
 
 @attrs.frozen
@@ -94,15 +97,59 @@ class LazyProblemDataset(ProblemDataset):
 
 def _problem(builder: DatasetBuilder, source: ProblemSource, row: int, split: str) -> dict:
     problem = source[row]
+    _check(builder, problem, lambda: f"{split}problem {row}, {source.where(row)}")
+    return problem
+
+
+def _check(
+    builder: DatasetBuilder,
+    problem: dict,
+    where: str | Callable[[], str],
+    fitting: set[tuple[str, ...]] | None = None,
+) -> None:
+    """``problem`` fits the env: its fields are there and the required ones are not empty.
+
+    ``where`` (or ``where()``, called only on an error) names the row in the message;
+    ``fitting`` remembers the field names already found to fit (a file's rows share them).
+    """
     required = getattr(builder.env, "required_fields", None)
-    if required is not None:
-        name = getattr(builder.env, "__name__", "env")
+    if required is None:
+        return
+    name = getattr(builder.env, "__name__", "env")
+    keys = tuple(problem)
+    if fitting is None or keys not in fitting:
         optional = getattr(builder.env, "optional_fields", {})
         try:
             bind_problem(name, tuple(required), optional, problem)
         except ProblemError as err:
-            raise ProblemError(f"{split}problem {row} of {source.description}: {err}") from None
-    return problem
+            raise ProblemError(f"{_where(where)}: {err}") from None
+        if fitting is not None and len(fitting) < 64:
+            fitting.add(keys)
+    empty = [field for field in required if is_empty(problem[field])]
+    if empty:
+        raise ProblemError(
+            f"{_where(where)}: {name} needs field(s) {', '.join(map(repr, empty))}, which are empty "
+            "(null, NaN or an empty csv cell); fill them in or drop the row"
+        )
+
+
+def _where(where: str | Callable[[], str]) -> str:
+    return where if isinstance(where, str) else where()
+
+
+def check_source(builder: DatasetBuilder, source: ProblemSource) -> int:
+    """Read and check every row of ``source`` once, streaming; the number of rows.
+
+    Example::
+
+        n = check_source(builder, builder.problems)
+    """
+    n = 0
+    fitting: set[tuple[str, ...]] = set()
+    for _index, where, problem in source.scan():
+        _check(builder, problem, where, fitting)
+        n += 1
+    return n
 
 
 def _ordered(builder: DatasetBuilder, rows: array) -> array:
@@ -120,8 +167,9 @@ def _ordered(builder: DatasetBuilder, rows: array) -> array:
 def build_lazy(builder: DatasetBuilder) -> tuple[ProblemDataset, ProblemDataset | None]:
     """``(train, test)`` for a builder whose ``problems`` is a :class:`ProblemSource`.
 
-    Reads only row 0 (to fail fast on a wrong field mapping); batches read their rows
-    when asked for. A ``test_problems`` list is built as usual; a ``test_fraction`` split
+    Reads and checks every row once, streaming (a bad row fails here, before the first
+    training step, naming its file and line); batches read their rows again when asked
+    for. A ``test_problems`` list is built as usual; a ``test_fraction`` split
     stays lazy.
 
     Example::
@@ -129,10 +177,9 @@ def build_lazy(builder: DatasetBuilder) -> tuple[ProblemDataset, ProblemDataset 
         train, test = build_lazy(builder)
     """
     source = builder.problems
-    n = len(source)
+    n = check_source(builder, source)
     if n == 0:
         raise ProblemError(f"{source.description} has no rows; give at least one problem")
-    _problem(builder, source, 0, "")
     rows = array("q", range(n))
     test: ProblemDataset | None = None
     if builder.test_fraction:

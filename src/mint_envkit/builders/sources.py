@@ -9,8 +9,14 @@ or is a function ``row -> problem``; without it every column is a field.
 
 - ``.jsonl``: read directly (one JSON object per line, blank lines skipped); the first
   use scans the file once and keeps the byte offset of each line.
-- ``.csv`` and ``.parquet``: converted once by ``datasets`` into a memory-mapped Arrow
-  file under the mint_envkit cache (``MINT_ENVKIT_CACHE``, else ``~/.cache/mint_envkit``).
+- ``.csv`` and ``.parquet``: checked (csv line by line, parquet its footer), then converted
+  once by ``datasets`` into a memory-mapped Arrow file under the mint_envkit cache
+  (``MINT_ENVKIT_CACHE``, else ``~/.cache/mint_envkit``).
+
+Files are read in :mod:`~mint_envkit.builders.datafiles`, streaming, with lines bounded by
+``MAX_LINE_BYTES``; an error names the file and the line as an editor counts it.
+:meth:`ProblemSource.scan` reads every row once, in order (the builder checks them all
+before the first training step).
 - a ``datasets.Dataset``: rows are read with ``dataset[i]`` (memory-mapped when it was
   loaded from disk or the Hub). A streaming ``IterableDataset`` has no random access and
   is refused.
@@ -27,39 +33,26 @@ Example::
     source = problems_from("gsm8k_train.jsonl", fields={"question": "question", "answer": "answer"})
     builder = DatasetBuilder(env=MathEnv, problems=source, batch_size=8, group_size=4,
                              model_name="mint-envkit/tiny-qwen3")
-    train, test = await builder()   # reads one row now, then each batch's rows when asked
+    train, test = await builder()   # checks every row now, then reads each batch's rows
 """
 
 from __future__ import annotations
 
-import json
 import os
-from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from mint_envkit.errors import ConfigError, MissingExtraError, ProblemError
+from mint_envkit.builders.datafiles import ArrowFile, JsonlRows
+from mint_envkit.errors import ConfigError, ProblemError
 
 __all__ = ["ProblemSource", "is_source_like", "problems_from"]
 
 Fields = Mapping[str, str] | Callable[[dict[str, Any]], Mapping[str, Any]] | None
 
-_INSTALL = "pip install 'mint-envkit[datasets]' (or: pip install datasets)"
 _SUFFIXES = (".jsonl", ".csv", ".parquet")
-
-
-def _import_datasets() -> Any:
-    try:
-        import datasets
-    except ImportError as err:
-        raise MissingExtraError(
-            f"reading csv, parquet or Hugging Face datasets needs the datasets package "
-            f"({err}); run {_INSTALL}"
-        ) from None
-    return datasets
 
 
 def _check_fields(fields: object) -> Fields:
@@ -76,74 +69,6 @@ def _check_fields(fields: object) -> Fields:
         f"{{'question': 'problem', 'answer': 'solution'}}, or be a function row -> problem; "
         f"got {fields!r}"
     )
-
-
-class _JsonlRows:
-    """Random access to the lines of a jsonl file through a byte-offset index."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._offsets: array[int] | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "_offsets": None}  # the index is rebuilt where used
-
-    def _index(self) -> array[int]:
-        if self._offsets is None:
-            offsets: array[int] = array("q")
-            position = 0
-            with open(self.path, "rb") as file:
-                for line in file:
-                    if line.strip():
-                        offsets.append(position)
-                    position += len(line)
-            self._offsets = offsets
-        return self._offsets
-
-    def __len__(self) -> int:
-        return len(self._index())
-
-    def __getitem__(self, index: int) -> dict[str, Any]:
-        with open(self.path, "rb") as file:
-            file.seek(self._index()[index])
-            line = file.readline()
-        try:
-            row = json.loads(line)
-        except ValueError as err:
-            raise ProblemError(f"{self.path}: row {index} is not valid JSON ({err})") from None
-        if not isinstance(row, dict):
-            raise ProblemError(
-                f"{self.path}: row {index} must be a JSON object of fields, got "
-                f"{type(row).__name__}"
-            )
-        return row
-
-
-class _ArrowFile:
-    """A csv or parquet file, converted by ``datasets`` to a memory-mapped Arrow dataset."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._dataset: Any = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "_dataset": None}  # reopened (from the cache) where used
-
-    def _open(self) -> Any:
-        if self._dataset is None:
-            datasets = _import_datasets()
-            from mint_envkit.rendering.tokenizer import cache_dir
-
-            read = datasets.Dataset.from_csv if self.path.suffix == ".csv" else None
-            read = read or datasets.Dataset.from_parquet
-            self._dataset = read(str(self.path), cache_dir=str(cache_dir() / "datasets"))
-        return self._dataset
-
-    def __len__(self) -> int:
-        return len(self._open())
-
-    def __getitem__(self, index: int) -> dict[str, Any]:
-        return dict(self._open()[index])
 
 
 def _is_hf_dataset(value: object) -> bool:
@@ -172,7 +97,7 @@ def _rows(source: object) -> tuple[Any, str]:
             )
         if not path.is_file():
             raise ConfigError(f"problem file {str(path)!r} does not exist")
-        rows = _JsonlRows(path) if path.suffix == ".jsonl" else _ArrowFile(path)
+        rows = JsonlRows(path) if path.suffix == ".jsonl" else ArrowFile(path)
         return rows, str(path)
     kind = type(source)
     if _is_hf_dataset(source) and kind.__name__ == "IterableDataset":
@@ -218,25 +143,80 @@ class ProblemSource:
         """
         if not 0 <= index < len(self):
             raise IndexError(f"row {index} is outside {self.description} (0..{len(self) - 1})")
-        row = dict(self.rows[index])
+        return self.problem(dict(self.rows[index]), index)
+
+    def where(self, index: int) -> str:
+        """Where row ``index`` is: the file and line (1-based, as an editor counts), or the row.
+
+        Example::
+
+            source.where(5)   # 'train.jsonl, line 11 (row 5)'
+        """
+        where = getattr(self.rows, "where", None)
+        return where(index) if where is not None else f"{self.description} row {index}"
+
+    def problem(self, row: Mapping[str, Any], index: int, where: str | None = None) -> dict:
+        """``row`` mapped through ``fields``; a :class:`ProblemError` names ``where``.
+
+        Example::
+
+            source.problem({"problem": "1+1?", "solution": "2"}, 0)
+        """
         if self.fields is None:
-            return row
+            return dict(row)
         if callable(self.fields):
-            problem = self.fields(row)
+            try:
+                problem = self.fields(dict(row))
+            except Exception as err:  # the user's function, named with the row
+                raise ProblemError(
+                    f"{where or self.where(index)}: the fields function raised "
+                    f"{type(err).__name__}: {err}; its columns are {sorted(row)}"
+                ) from err
             if not isinstance(problem, Mapping):
                 raise ProblemError(
-                    f"{self.description} row {index}: the fields function returned "
+                    f"{where or self.where(index)}: the fields function returned "
                     f"{type(problem).__name__}; it must return a dict of fields"
                 )
             return dict(problem)
         missing = [column for column in self.fields.values() if column not in row]
         if missing:
             raise ProblemError(
-                f"{self.description} row {index} has no column(s) "
+                f"{where or self.where(index)}: no column(s) "
                 f"{', '.join(map(repr, missing))}; its columns are {sorted(row)}. Fix "
                 "fields={env field: column}"
             )
         return {name: row[column] for name, column in self.fields.items()}
+
+    def scan(self) -> Iterator[tuple[int, str, dict[str, Any]]]:
+        """Every row once, in order, as ``(index, where, problem)``: streamed, so a huge file
+        is read in bounded memory (a file source prints progress on stderr when it is big).
+
+        Example::
+
+            for index, where, problem in source.scan(): ...
+        """
+        scan = getattr(self.rows, "scan", None)
+        if scan is not None:
+            rows: Iterator[tuple[int, str, Any]] = scan()
+        elif _is_hf_dataset(self.rows) and hasattr(self.rows, "iter"):
+            rows = _dataset_rows(self.rows, self.description)
+        else:
+            rows = ((i, self.where(i), self.rows[i]) for i in range(len(self.rows)))
+        for index, where, row in rows:
+            if not isinstance(row, Mapping):
+                raise ProblemError(
+                    f"{where}: must be a dict of fields, got {type(row).__name__} {row!r:.80}"
+                )
+            yield index, where, self.problem(row, index, where)
+
+
+def _dataset_rows(dataset: Any, description: str) -> Iterator[tuple[int, str, dict]]:
+    index = 0
+    for batch in dataset.iter(batch_size=1000):
+        columns = list(batch)
+        for values in zip(*(batch[c] for c in columns), strict=True):
+            yield index, f"{description} row {index}", dict(zip(columns, values, strict=True))
+            index += 1
 
 
 def problems_from(source: object, fields: Fields = None) -> ProblemSource:
