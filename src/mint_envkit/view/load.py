@@ -125,15 +125,37 @@ def find_runs(path: str | os.PathLike[str]) -> tuple[str, list[Path]]:
 
 
 def _read_json(path: Path) -> Any:
+    """The JSON in ``path``, or None: missing, a folder, not UTF-8, not JSON, nested too deep."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+    except (OSError, ValueError, RecursionError):
         return None
+
+
+def _tolerant_jsonl(path: Path, unreadable: list[str]) -> list[dict[str, Any]]:
+    """``read_jsonl``, line by line, for a file with a line json itself cannot take."""
+    lines = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):  # not JSON, 5,000 digits, 100,000 brackets
+            obj = None
+        if isinstance(obj, dict):
+            lines.append(obj)
+        else:
+            unreadable.append(line)
+    return lines
 
 
 def _read_lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
     unreadable: list[str] = []
-    lines = read_jsonl(path, unreadable=unreadable)
+    try:
+        lines = read_jsonl(path, unreadable=unreadable)
+    except (ValueError, RecursionError):
+        unreadable = []
+        lines = _tolerant_jsonl(path, unreadable)
     bad = len(unreadable)
     if bad:
         notes.append(
@@ -144,16 +166,19 @@ def _read_lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return value
-    return None
+    """A finite number as a float; None for text, NaN, infinities and ints too big for a float."""
+    if not isinstance(value, (bool, int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # JSON allows 10**400
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _step_of(record: dict[str, Any]) -> int | None:
     step = record.get("step")
-    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step):
+    if isinstance(step, bool) or _number(step) is None:
         return None
     return int(step)
 
@@ -191,7 +216,7 @@ def _status(record: dict[str, Any]) -> str:
 
 
 def _step_summary(step: int, chunk_id: str, records: list[dict[str, Any]]) -> dict[str, Any]:
-    rewards = [r["reward"] for r in records if _number(r.get("reward")) is not None]
+    rewards = [n for n in (_number(r.get("reward")) for r in records) if n is not None]
     statuses: dict[str, int] = {}
     for record in records:
         status = _status(record)
@@ -200,7 +225,7 @@ def _step_summary(step: int, chunk_id: str, records: list[dict[str, Any]]) -> di
         "step": step,
         "chunk": chunk_id,
         "episodes": sum(1 for r in records if r.get("error") is None),
-        "groups": len({(r.get("split"), r.get("group")) for r in records}),
+        "groups": len({repr((r.get("split"), r.get("group"))) for r in records}),  # may be lists
         "errors": statuses.get("error", 0),
         "splits": sorted({str(r.get("split") or "train") for r in records}),
         "mean_reward": sum(rewards) / len(rewards) if rewards else None,
@@ -250,6 +275,15 @@ def _chunks(
         chunks[chunk_id] = {"msgs": msgs, "records": records}
         summaries.append(_step_summary(step, chunk_id, records))
     return summaries, chunks
+
+
+def _answers(merged: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The run's held-out answers; values no float can hold (10**400) are left out first."""
+    lines = [
+        {k: v for k, v in line.items() if not isinstance(v, int) or _number(v) is not None}
+        for line in merged.values()
+    ]
+    return held_out_answers(lines, latest=True).as_dict()
 
 
 def _latest_results(root: Path, notes: list[str]) -> dict[str, dict[str, Any]]:
@@ -311,7 +345,7 @@ def load_report_data(path: str | os.PathLike[str]) -> ReportData:
                 "config": _read_json(run_dir / "config.json"),
                 "checkpoints": _read_lines(run_dir / "checkpoints.jsonl", notes),
                 "metrics": _curves(merged),
-                "answers": held_out_answers(list(merged.values()), latest=True).as_dict(),
+                "answers": _answers(merged),
                 "steps": summaries,
             }
         )

@@ -1,8 +1,10 @@
 """Writing the viewer: one self-contained HTML file per run or sweep.
 
 The page needs no server and no network: its CSS and JavaScript are inlined
-(from ``assets/`` next to this module: ``viewer.js``, and ``answers.js`` for the
-held-out answers beside the constant-answer baseline), and the data is embedded as JSON in
+(from ``assets/`` next to this module: ``viewer.js``, ``answers.js`` for the
+held-out answers beside the constant-answer baseline, and ``charts.js`` for the curves:
+bounded ticks, long curves downsampled, and an error note in place of whatever fails to
+draw), and the data is embedded as JSON in
 ``<script type="application/json">`` tags: one for the index (runs, curves,
 steps) and one per run and step for the rollouts, parsed only when that step
 is shown. A Content-Security-Policy forbids every network request.
@@ -195,7 +197,7 @@ def render_html(data: ReportData, *, generated_at: str | None = None, audit: Any
         "BANNERS": audit_section(audit) + _banners(index.get("runs")),
         "INDEX": script_json(index),
         "CHUNKS": chunks,
-        "JS": _asset("answers.js") + _asset("viewer.js"),
+        "JS": _asset("answers.js") + _asset("charts.js") + _asset("viewer.js"),
     }
     return _MARKER.sub(lambda m: parts[m.group(1)], _asset("viewer.html"))
 

@@ -21,9 +21,17 @@ function mevAnswers(deps) {
       el("td", {}, flag),
     ];
   }
+  // [step, value] of each finite value; a curve whose steps or values are not lists has none.
   function points(run, key) {
-    const ys = (run.metrics.series || {})[key] || [];
-    return run.metrics.steps.map((s, j) => [s, ys[j]]).filter((p) => num(p[1]) !== null);
+    const metrics = run && typeof run.metrics === "object" && run.metrics ? run.metrics : {};
+    const series = metrics.series && typeof metrics.series === "object" ? metrics.series : {};
+    const ys = Object.hasOwn(series, key) && Array.isArray(series[key]) ? series[key] : [];
+    const steps = Array.isArray(metrics.steps) ? metrics.steps : [];
+    const out = [];
+    for (let j = 0; j < steps.length; j++) {
+      if (num(steps[j]) !== null && num(ys[j]) !== null) out.push([steps[j], ys[j]]);
+    }
+    return out;
   }
   // The dashed baseline of a `.../correct` chart: its evaluation's answers/baseline_correct;
   // logged once, it spans the run's correctness curve.

@@ -4,7 +4,7 @@
   "use strict";
   const scriptStart = performance.now();  // the browser has read the whole file by now
   const INDEX = JSON.parse(document.getElementById("mev-index").textContent);
-  const RUNS = INDEX.runs;
+  const RUNS = (Array.isArray(INDEX.runs) ? INDEX.runs : []).filter((r) => r && typeof r === "object");
   const ANSWERS = mevAnswers({ RUNS, el, fmt });
   const COLORS = ["#2458d6", "#d92d20", "#039855", "#dc6803", "#7a5af8", "#0e9384", "#c11574",
     "#4e5ba6", "#667085", "#ca8504", "#15b79e", "#e04f16"];
@@ -17,6 +17,7 @@
   const state = { run: 0, step: null, split: "", rmin: null, rmax: null, status: "",
     errors: false, search: "", page: 0, hidden: new Set(), metrics: [] };
   const chunkCache = new Map();
+  const CHARTS = mevCharts({ RUNS, ANSWERS, COLORS, state, el, svg, fmt, selectStep });
   const textCache = new WeakMap();
 
   function el(tag, attrs, ...children) {
@@ -52,6 +53,13 @@
     if (a !== 0 && (a < 1e-3 || a >= 1e5)) return v.toExponential(2);
     return String(Number(v.toPrecision(4)));
   }
+  const isObj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+  const asText = (v) => (typeof v === "string" ? v : JSON.stringify(v) ?? String(v));
+  // A list where a list is expected; one value (a string of replies) as a list of one.
+  const asList = (v) => (Array.isArray(v) ? v : v === null || v === undefined ? [] : [v]);
+  const curvesOf = (run) => (isObj(run.metrics) ? run.metrics : {});
+  const seriesOf = (run) => (isObj(curvesOf(run).series) ? curvesOf(run).series : {});
+  const stepsOf = (run) => (Array.isArray(run.steps) ? run.steps.filter(isObj) : []);
   function signed(v) { return typeof v === "number" ? (v > 0 ? "+" : "") + fmt(v) : fmt(v); }
 
   // ------------------------------------------------------------------ header
@@ -62,39 +70,41 @@
     for (const note of INDEX.notes || []) $("notes").append(el("div", { class: "note", text: note }));
   }
   function lastValue(run, key) {
-    const values = (run.metrics.series[key] || []).filter((v) => v !== null);
+    const values = asList(seriesOf(run)[key]).filter((v) => typeof v === "number");
     return values.length ? values[values.length - 1] : null;
   }
   function renderRuns() {
-    const paramKeys = [...new Set(RUNS.flatMap((r) => Object.keys(r.params || {})))];
+    const paramKeys = [...new Set(RUNS.flatMap((r) => Object.keys(isObj(r.params) ? r.params : {})))];
     const held = ANSWERS.shown();
     const head = ["", "run", "status", ...paramKeys, "steps", "final reward", "final correct",
       ...(held ? ANSWERS.HEADERS : []), "episodes", ""];
-    const rows = RUNS.map((run, i) => {
-      const episodes = run.steps.reduce((n, s) => n + s.episodes, 0);
+    const rows = RUNS.map((run, i) => { try {
+      const episodes = stepsOf(run).reduce((n, s) => n + (Number(s.episodes) || 0), 0);
       const cfg = run.config ? el("details", { class: "fold" }, el("summary", { text: "config" }),
         el("pre", { text: JSON.stringify(run.config, null, 2) })) : null;
       const err = run.error ? el("details", { class: "fold error" },
-        el("summary", { text: run.error }), run.traceback ? el("pre", { text: run.traceback }) : null) : null;
+        el("summary", { text: asText(run.error) }), run.traceback ? el("pre", { text: asText(run.traceback) }) : null) : null;
       return el("tr", {},
         el("td", {}, el("span", { class: "swatch", style: `background:${COLORS[i % COLORS.length]}` })),
         el("td", {}, el("b", { text: run.name }), el("div", { class: "muted", text: run.path })),
         el("td", { text: run.status || "" }),
         paramKeys.map((k) => el("td", { class: "num", text: fmt((run.params || {})[k]) })),
-        el("td", { class: "num", text: run.metrics.steps.length }),
+        el("td", { class: "num", text: asList(curvesOf(run).steps).length }),
         el("td", { class: "num", text: fmt(lastValue(run, "env/all/reward/total")) }),
         el("td", { class: "num", text: fmt(lastValue(run, "env/all/correct")) }),
         held ? ANSWERS.cells(run) : null,
         el("td", { class: "num", text: episodes }),
         el("td", {}, cfg, err));
-    });
+    } catch (e) {
+      return el("tr", {}, el("td", { colspan: head.length }, mevFailed(`run ${i}: could not show this run`, e)));
+    } });
     $("runs").append(el("table", { class: "runs" },
       el("thead", {}, el("tr", {}, head.map((h) => el("th", { text: h })))), el("tbody", {}, rows)));
   }
 
   // ------------------------------------------------------------------ curves
   function allKeys() {
-    return [...new Set(RUNS.flatMap((r) => Object.keys(r.metrics.series)))].sort();
+    return [...new Set(RUNS.flatMap((r) => Object.keys(seriesOf(r))))].sort();
   }
   function defaultKeys(keys) {
     const chosen = [];
@@ -128,103 +138,17 @@
       list.append(el("label", { title: key }, box, " ", key));
     }
   }
-  function niceTicks(lo, hi, count) {
-    const span = hi - lo;
-    const raw = span / Math.max(1, count);
-    const mag = Math.pow(10, Math.floor(Math.log10(raw)));
-    const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => span / s <= count) || mag * 10;
-    const digits = Math.max(0, 1 - Math.floor(Math.log10(step)));
-    const out = [];
-    for (let k = Math.ceil(lo / step); k * step <= hi + step * 1e-9; k++) {
-      out.push(Number((k * step).toFixed(Math.min(20, digits))));
-    }
-    return out;
-  }
   function renderCharts() {
     const box = $("charts");
     box.textContent = "";
-    for (const key of state.metrics) box.append(chart(key));
+    for (const key of state.metrics) box.append(CHARTS.chart(key));
   }
-  function chart(key) {
-    const W = 340, H = 170, L = 46, R = 8, T = 6, B = 22;
-    const lines = [], baselines = [];  // a correctness chart also draws its baseline, dashed
-    RUNS.forEach((run, i) => {
-      if (state.hidden.has(i)) return;
-      const pts = ANSWERS.points(run, key);
-      if (pts.length) lines.push({ i, pts });
-      const base = ANSWERS.baseline(run, key, pts);
-      if (base.length) baselines.push({ i, pts: base });
-    });
-    const derived = RUNS.map((r) => (r.metrics.derived || {})[key]).find(Boolean);
-    const card = el("div", { class: "chart", "data-metric": key },
-      el("div", { class: "ctitle", title: derived ? `${key} = ${derived}` : key }, key,
-        baselines.length ? el("span", { class: "muted", text: " · dashed: constant-answer baseline" }) : null));
-    const value = el("div", { class: "cvalue", text: lines.length ? "" : "no values" });
-    card.append(value);
-    if (!lines.length) return card;
-    const xs = lines.flatMap((l) => l.pts.map((p) => p[0]));
-    const ys = [...lines, ...baselines].flatMap((l) => l.pts.map((p) => p[1]));
-    let x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(...ys), y1 = Math.max(...ys);
-    if (x0 === x1) { x0 -= 1; x1 += 1; }
-    if (y0 === y1) { const pad = Math.abs(y0) * 0.1 || 1; y0 -= pad; y1 += pad; }
-    const X = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
-    const Y = (y) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
-    const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": key });
-    for (const t of niceTicks(y0, y1, 4)) {
-      root.append(svg("line", { class: "grid", x1: L, x2: W - R, y1: Y(t), y2: Y(t) }));
-      const label = svg("text", { x: L - 4, y: Y(t) + 3, "text-anchor": "end" });
-      label.textContent = fmt(t);
-      root.append(label);
-    }
-    for (const t of niceTicks(x0, x1, 5).filter(Number.isInteger)) {
-      const label = svg("text", { x: X(t), y: H - 6, "text-anchor": "middle" });
-      label.textContent = String(t);
-      root.append(label);
-    }
-    root.append(svg("line", { stroke: "#98a2b3", x1: L, x2: L, y1: T, y2: H - B }));
-    root.append(svg("line", { stroke: "#98a2b3", x1: L, x2: W - R, y1: H - B, y2: H - B }));
-    if (typeof state.step === "number" && state.step >= x0 && state.step <= x1) {
-      root.append(svg("line", { class: "sel", x1: X(state.step), x2: X(state.step), y1: T, y2: H - B }));
-    }
-    for (const line of baselines) {
-      root.append(svg("polyline", { points: line.pts.map((p) => `${X(p[0]).toFixed(1)},${Y(p[1]).toFixed(1)}`).join(" "),
-        fill: "none", stroke: COLORS[line.i % COLORS.length], "stroke-width": 1.2, "stroke-dasharray": "5 3",
-        "data-baseline": RUNS[line.i].name }));
-    }
-    for (const line of lines) {
-      const color = COLORS[line.i % COLORS.length];
-      const d = line.pts.map((p) => `${X(p[0]).toFixed(1)},${Y(p[1]).toFixed(1)}`).join(" ");
-      root.append(svg("polyline", { points: d, fill: "none", stroke: color, "stroke-width": 1.6,
-        "data-run": RUNS[line.i].name }));
-      if (line.pts.length <= 60) {
-        for (const p of line.pts) root.append(svg("circle", { cx: X(p[0]), cy: Y(p[1]), r: 2.2, fill: color }));
-      }
-    }
-    const nearest = (evt) => {
-      const box = root.getBoundingClientRect();
-      const x = x0 + ((((evt.clientX - box.left) / box.width) * W - L) / (W - L - R)) * (x1 - x0);
-      let best = null;
-      for (const s of xs) if (best === null || Math.abs(s - x) < Math.abs(best - x)) best = s;
-      return best;
-    };
-    root.addEventListener("mousemove", (evt) => {
-      const s = nearest(evt);
-      const parts = lines.map((l) => { const p = l.pts.find((q) => q[0] === s);
-        return p ? `${RUNS.length > 1 ? RUNS[l.i].name + " " : ""}${fmt(p[1])}` : null; }).filter(Boolean);
-      value.textContent = `step ${s}: ${parts.join(" · ")}`;
-    });
-    root.addEventListener("mouseleave", () => { value.textContent = ""; });
-    root.addEventListener("click", (evt) => selectStep(nearest(evt)));
-    card.append(root);
-    return card;
-  }
-
   // ---------------------------------------------------------------- rollouts
   function chunk(id) {
     if (!chunkCache.has(id)) chunkCache.set(id, JSON.parse($("mev-" + id).textContent));
     return chunkCache.get(id);
   }
-  function runSteps() { return RUNS[state.run].steps; }
+  function runSteps() { return stepsOf(RUNS[state.run] || {}); }
   function selectStep(step) {
     const steps = runSteps();
     if (!steps.length) return;
@@ -248,7 +172,7 @@
       const bits = [`step ${s.step}`, `${s.episodes} ep`];
       if (s.mean_reward !== null) bits.push(`reward ${fmt(s.mean_reward)}`);
       if (s.errors) bits.push(`${s.errors} errors`);
-      if (s.splits.some((x) => x !== "train")) bits.push(s.splits.join("+"));
+      if (asList(s.splits).some((x) => x !== "train")) bits.push(asList(s.splits).join("+"));
       stepSel.append(el("option", { value: s.step, text: bits.join(" · ") }));
     }
     stepSel.append(el("option", { value: "all", text: "all steps" }));
@@ -256,8 +180,8 @@
       state.step = steps.length ? steps[0].step : "all";
     }
     stepSel.value = String(state.step);
-    const splits = [...new Set(steps.flatMap((s) => s.splits))].sort();
-    const statuses = [...new Set(steps.flatMap((s) => Object.keys(s.statuses)))].sort();
+    const splits = [...new Set(steps.flatMap((s) => asList(s.splits).map(String)))].sort();
+    const statuses = [...new Set(steps.flatMap((s) => Object.keys(isObj(s.statuses) ? s.statuses : {})))].sort();
     resetOptions($("f-split"), "all", splits, state.split);
     resetOptions($("f-status"), "any", statuses, state.status);
   }
@@ -277,13 +201,16 @@
     state.search = $("f-search").value.trim().toLowerCase();
     state.page = 0;
   }
+  // A record's messages. load.py turned lists of messages into indices into the step's msgs;
+  // a field that is not a list (messages or prompt as text) is shown as one message of text.
   function messagesOf(rec, msgs) {
-    const resolve = (list) => (Array.isArray(list) ? list.map((i) => msgs[i]) : []);
+    const resolve = (list, role) => (Array.isArray(list) ? list.map((i) => msgs[i])
+      : list === null || list === undefined ? [] : [{ role, content: asText(list) }]);
     if (Array.isArray(rec.messages)) return resolve(rec.messages);
-    const out = resolve(rec.prompt);
-    (rec.replies || []).forEach((content, t) => {
-      out.push({ role: "assistant", content, thinking: (rec.thinking || [])[t],
-        stop_reason: (rec.stop_reasons || [])[t] });
+    const out = resolve(rec.messages, "messages").concat(resolve(rec.prompt, "prompt"));
+    const thinking = asList(rec.thinking), stops = asList(rec.stop_reasons);
+    asList(rec.replies).forEach((content, t) => {
+      out.push({ role: "assistant", content, thinking: thinking[t], stop_reason: stops[t] });
     });
     return out;
   }
@@ -299,16 +226,16 @@
   function searchText(item) {
     if (!textCache.has(item.rec)) {
       const rec = item.rec;
-      const parts = messagesOf(rec, item.msgs).map((m) => [contentText(m.content), m.thinking || "",
-        m.tool_calls ? JSON.stringify(m.tool_calls) : ""].join("\n"));
-      parts.push(rec.error || "", rec.logs ? JSON.stringify(rec.logs) : "");
+      const parts = messagesOf(rec, item.msgs).map((m) => (isObj(m) ? [contentText(m.content),
+        asText(m.thinking ?? ""), m.tool_calls ? JSON.stringify(m.tool_calls) : ""].join("\n") : asText(m)));
+      parts.push(asText(rec.error ?? ""), rec.logs ? JSON.stringify(rec.logs) : "");
       textCache.set(rec, parts.join("\n").toLowerCase());
     }
     return textCache.get(item.rec);
   }
   function keep(item) {
     const rec = item.rec;
-    if (state.split && (rec.split || "train") !== state.split) return false;
+    if (state.split && String(rec.split || "train") !== state.split) return false;
     if (state.errors && (rec.error === null || rec.error === undefined)) return false;
     if (state.status && rec.status !== state.status) return false;
     if (state.rmin !== null || state.rmax !== null) {
@@ -323,8 +250,17 @@
     const steps = state.step === "all" ? runSteps() : runSteps().filter((s) => s.step === state.step);
     const out = [];
     for (const s of steps) {
-      const c = chunk(s.chunk);
-      for (const rec of c.records) out.push({ rec, msgs: c.msgs, step: s.step });
+      let c;
+      try {
+        c = chunk(s.chunk);
+      } catch (err) {  // a step whose data is missing or unreadable: a note, the other steps drawn
+        out.push({ rec: { status: "none" }, msgs: [], step: s.step, failed: err });
+        continue;
+      }
+      const msgs = Array.isArray(c && c.msgs) ? c.msgs : [];
+      for (const rec of asList(c && c.records)) {
+        out.push({ rec: isObj(rec) ? rec : { status: "none", messages: [rec] }, msgs, step: s.step });
+      }
     }
     return out;
   }
@@ -354,15 +290,27 @@
       members.get(key).push(it);
     }
     let current = null, body = null;
-    for (const it of page) {
+    for (const it of page) {  // one record or step that cannot be drawn: a note in its place
+      if (it.failed) {
+        box.append(mevFailed(`step ${it.step}: its rollouts could not be read`, it.failed));
+        current = null;
+        continue;
+      }
       const key = groupKey(it);
       if (key !== current) {
         current = key;
-        const group = renderGroup(members.get(key));
-        box.append(group.node);
-        body = group;
+        try {
+          body = renderGroup(members.get(key));
+        } catch (err) {
+          body = { node: el("div", { class: "group" }, mevFailed("could not show this group", err)), prefix: [] };
+        }
+        box.append(body.node);
       }
-      body.node.append(renderEpisode(it, body.prefix));
+      try {
+        body.node.append(renderEpisode(it, body.prefix));
+      } catch (err) {
+        body.node.append(mevFailed("could not show this episode", err));
+      }
     }
     const params = new URLSearchParams({ run: state.run, step: state.step });
     if (state.search) params.set("q", state.search);
@@ -423,24 +371,26 @@
     const node = el("div", { class: "episode", "data-status": rec.status });
     if (rec.error !== null && rec.error !== undefined) {
       node.append(el("div", { class: "ehead" }, el("span", { class: "badge bad", text: "group error" })),
-        el("pre", { class: "error", text: rec.error }),
+        el("pre", { class: "error", text: asText(rec.error) }),
         rec.traceback ? el("details", { class: "fold" }, el("summary", { text: "traceback" }),
-          el("pre", { text: rec.traceback })) : null);
+          el("pre", { text: asText(rec.traceback) })) : null);
       return node;
     }
-    const logs = rec.logs || {};
+    const logs = isObj(rec.logs) ? rec.logs : rec.logs === null || rec.logs === undefined ? {} : { logs: rec.logs };
+    const metrics = isObj(rec.metrics) ? rec.metrics : {};
     const parsed = logs.parsed;
     const status = rec.status;
     const rewardClass = typeof rec.reward === "number" ? (rec.reward > 0 ? "pos" : rec.reward < 0 ? "neg" : "") : "";
     node.append(el("div", { class: "ehead" },
-      el("b", { text: `#${rec.member ?? "?"}` }),
+      el("b", { text: `#${asText(rec.member ?? "?")}` }),
       el("span", {}, "reward ", el("span", { class: `reward ${rewardClass}`, text: signed(rec.reward) })),
       el("span", { text: `advantage ${signed(rec.advantage)}` }),
       el("span", {}, "parse ", el("span", { class: `badge ${status === "ok" ? "ok" : status === "none" ? "none" : "bad"}`,
-        text: status }), parsed !== undefined && parsed !== null ? [" ", el("span", { class: "parsed", title: "parsed value", text: String(parsed) })] : null),
-      Array.isArray(rec.messages) && rec.stop_reasons ? el("span", { class: "muted", text: `stop: ${rec.stop_reasons.join(", ")}` }) : null));
+        text: String(status) }), parsed !== undefined && parsed !== null ? [" ", el("span", { class: "parsed", title: "parsed value", text: asText(parsed) })] : null),
+      Array.isArray(rec.messages) && rec.stop_reasons ? el("span", { class: "muted", text: `stop: ${asList(rec.stop_reasons).map(asText).join(", ")}` }) : null));
     const chips = [];
-    for (const [k, v] of Object.entries(rec.metrics || {})) chips.push(el("span", { text: `${k} ${fmt(v)}` }));
+    if (rec.metrics !== undefined && rec.metrics !== null && !isObj(rec.metrics)) chips.push(el("span", { text: `metrics: ${asText(rec.metrics)}` }));
+    for (const [k, v] of Object.entries(metrics)) chips.push(el("span", { text: `${k} ${fmt(v)}` }));
     for (const [k, v] of Object.entries(logs)) {
       if (k === "parsed" || k === "parse_status") continue;
       chips.push(el("span", { text: `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}` }));
@@ -448,23 +398,23 @@
     if (chips.length) node.append(el("div", { class: "chips" }, chips));
     const messages = messagesOf(rec, it.msgs).slice(prefix.length);
     const lastAssistant = messages.map((m) => m && m.role).lastIndexOf("assistant");
-    const correct = (rec.metrics || {}).correct;
+    const correct = metrics.correct;
     const verdict = correct === 1 ? "answer right" : correct === 0 ? "answer wrong" : "answer";
     messages.forEach((m, i) => node.append(renderMessage(m,
-      i === lastAssistant && parsed !== null && parsed !== undefined ? { text: String(parsed), cls: verdict } : null)));
-    if (!Array.isArray(rec.messages) && (rec.replies || []).length > 1) {
+      i === lastAssistant && parsed !== null && parsed !== undefined ? { text: asText(parsed), cls: verdict } : null)));
+    if (!Array.isArray(rec.messages) && asList(rec.replies).length > 1) {
       node.append(el("div", { class: "muted", text: "(this run's rollouts.jsonl does not record the env's messages between turns)" }));
     }
     return node;
   }
   function renderMessage(m, answer) {
-    if (!m || typeof m !== "object") return el("pre", { text: JSON.stringify(m) });
+    if (!isObj(m)) return el("pre", { class: "content", text: asText(m) });
     const role = String(m.role || "message");
     let content = contentText(m.content);
     const thoughts = [];
     if (typeof m.thinking === "string" && m.thinking) thoughts.push(m.thinking);
     content = content.replace(/<think>([\s\S]*?)(<\/think>|$)/g, (_, inner) => { thoughts.push(inner); return ""; });
-    const extra = [m.name, m.tool_call_id ? `call ${m.tool_call_id}` : null, m.stop_reason && m.stop_reason !== "stop" ? `stop: ${m.stop_reason}` : null]
+    const extra = [m.name, m.tool_call_id ? `call ${asText(m.tool_call_id)}` : null, m.stop_reason && m.stop_reason !== "stop" ? `stop: ${asText(m.stop_reason)}` : null]
       .filter(Boolean).join(" · ");
     const node = el("div", { class: `msg ${role}` }, el("div", { class: "role", text: extra ? `${role} · ${extra}` : role }));
     for (const t of thoughts) {
@@ -527,23 +477,25 @@
     selectStep(next.step);
   }
   function init() {
-    renderHeader();
-    renderRuns();
+    // Each part of the page drawn on its own: one that fails shows a note, the others are drawn.
+    const guarded = (fn, where) => { try { fn(); } catch (err) { $(where).append(mevFailed("could not draw this part", err)); } };
+    guarded(renderHeader, "notes");
+    guarded(renderRuns, "runs");
     state.metrics = defaultKeys(allKeys());
     const params = new URLSearchParams(location.hash.slice(1));
     const run = Number(params.get("run"));
     if (Number.isInteger(run) && run >= 0 && run < RUNS.length) state.run = run;
-    const firstWithSteps = RUNS.findIndex((r) => r.steps.length);
+    const firstWithSteps = RUNS.findIndex((r) => stepsOf(r).length);
     if (!runSteps().length && firstWithSteps >= 0) state.run = firstWithSteps;
     const step = params.get("step");
     state.step = step === "all" ? "all" : step !== null && step !== "" ? Number(step) : null;
     $("f-search").value = params.get("q") || "";
     readFilters();
-    renderLegend();
-    renderMetricList();
-    fillFilters();
-    renderCharts();
-    renderRollouts();
+    guarded(renderLegend, "legend");
+    guarded(renderMetricList, "metric-list");
+    guarded(fillFilters, "count");
+    guarded(renderCharts, "charts");
+    guarded(renderRollouts, "groups");
     $("metric-filter").addEventListener("input", renderMetricList);
     $("f-run").addEventListener("change", (e) => { state.run = Number(e.target.value); state.step = null;
       state.page = 0; fillFilters(); renderCharts(); renderRollouts(); });
