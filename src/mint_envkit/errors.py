@@ -69,7 +69,7 @@ class ConfigError(MintEnvkitError, ValueError):
     Example::
 
         Config(..., temperature=0)
-        # ConfigError: Config.temperature must be a number > 0, got 0; ...
+        # ConfigError: Config.temperature must be > 0, a finite number >= 0.001 ...
     """
 
 

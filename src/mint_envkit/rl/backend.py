@@ -138,8 +138,9 @@ def resolve_connection(backend: str, base_url: str | None = None) -> Connection:
 
     MinT: the key is ``MINT_API_KEY`` (or ``TINKER_API_KEY``); the endpoint
     ``base_url``, else ``MINT_BASE_URL``, else the SDK's default. Local:
-    ``base_url`` when given, else the server a :func:`shared_local_backend`
-    block started, else None (the run starts its own).
+    ``base_url`` when given (with the key ``MINT_API_KEY`` / ``TINKER_API_KEY``
+    when set, for a server started with ``--api-key``), else the server a
+    :func:`shared_local_backend` block started, else None (the run starts its own).
 
     Example::
 
@@ -155,9 +156,11 @@ def resolve_connection(backend: str, base_url: str | None = None) -> Connection:
 
             url = os.environ.get("TINKER_BASE_URL")
         return Connection(backend=chosen, base_url=url, api_key=api_key)
-    return Connection(
-        backend=chosen, base_url=base_url or _SHARED_LOCAL_URL.get(), api_key=local_api_key()
-    )
+    if base_url:
+        # a server started by hand (`mint-envkit serve --api-key`): its 401 says to set MINT_API_KEY
+        key = os.environ.get("MINT_API_KEY") or os.environ.get("TINKER_API_KEY")
+        return Connection(backend=chosen, base_url=base_url, api_key=key or local_api_key())
+    return Connection(backend=chosen, base_url=_SHARED_LOCAL_URL.get(), api_key=local_api_key())
 
 
 def models_to_preload(configs: Iterable[Config]) -> list[str]:

@@ -28,6 +28,7 @@ from typing import Any, Literal
 import attrs
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.local.bounds import temperature_problem
 from mint_envkit.rl.agreement import check_model_and_renderer
 from mint_envkit.rl.backend import resolve_backend
 
@@ -378,16 +379,10 @@ class Config:
 
     @temperature.validator
     def _check_temperature(self, _attribute: Any, value: Any) -> None:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-            or value <= 0
-        ):
-            raise ConfigError(
-                f"Config.temperature must be a number > 0, got {value!r}; "
-                "for near-greedy sampling use a small value such as 0.05"
-            )
+        # the server's own bound (local/bounds.py): one rule for both sides
+        problem = temperature_problem(value, field="Config.temperature")
+        if problem is not None:
+            raise ConfigError(problem)
 
     def __attrs_post_init__(self) -> None:
         if uses_kl_reference(self.kl_penalty_coef) and self.kl_reference_config is None:
@@ -460,7 +455,7 @@ def validate_field(owner: type, name: str, value: Any) -> None:
     Example::
 
         validate_field(Config, "temperature", 0.0)
-        # ConfigError: Config.temperature must be a number > 0, got 0.0; ...
+        # ConfigError: Config.temperature must be > 0, a finite number >= 0.001 ...
     """
     field = attrs.fields_dict(owner)[name]
     if field.validator is not None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -38,6 +40,29 @@ CHECKPOINT_TYPES = {"weights": "training", "sampler_weights": "sampler"}
 """Checkpoint folder -> the ``checkpoint_type`` listings report."""
 FORMAT_VERSION = 1
 """The ``format`` entry of ``meta.json``."""
+
+
+_OS_ERROR_RE = re.compile(r"os error (\d+)|code: (\d+)")
+
+
+def _save_file(tensors: dict[str, torch.Tensor], filename: str) -> None:
+    """safetensors' ``save_file``, its I/O failures raised as ``OSError`` (with errno and file).
+
+    safetensors reports a full disk as ``SafetensorError(... (os error 28))``; an
+    ``OSError`` lets the server name the directory and call it the user's to fix.
+    """
+    from safetensors.torch import save_file
+
+    try:
+        save_file(tensors, filename)
+    except OSError:
+        raise
+    except Exception as err:
+        found = _OS_ERROR_RE.search(str(err))
+        if found is None:
+            raise
+        code = int(found.group(1) or found.group(2))
+        raise OSError(code, os.strerror(code), filename) from err
 
 
 def _dir_size(path: Path) -> int:
@@ -132,8 +157,6 @@ class CheckpointStore:
 
             store.write(trainer, "sampler_weights", "step-1", None, with_optimizer=False)
         """
-        from safetensors.torch import save_file
-
         path = f"tinker://{trainer.model_id}/{kind}/{name}"
         target = self.dir(path)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -141,7 +164,7 @@ class CheckpointStore:
             tensors = {k: p.detach() for k, p in trainer.params.items()}
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
         try:
-            save_file(
+            _save_file(
                 {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in tensors.items()},
                 str(tmp / "adapter_model.safetensors"),
             )
@@ -157,7 +180,7 @@ class CheckpointStore:
                 "has_optimizer": with_optimizer,
             }
             if with_optimizer:
-                save_file(_optimizer_tensors(trainer), str(tmp / "optimizer.safetensors"))
+                _save_file(_optimizer_tensors(trainer), str(tmp / "optimizer.safetensors"))
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
             if target.exists():
                 trash = Path(tempfile.mkdtemp(prefix=".old-", dir=target.parent))

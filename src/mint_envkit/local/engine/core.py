@@ -266,6 +266,8 @@ class Engine:
         loss_fn_config: dict[str, Any] | None,
         *,
         backward: bool,
+        between: Callable[[], None] | None = None,
+        piece_tokens: int | None = None,
     ) -> ForwardOutput:
         """Compute the learner's logprobs and the loss; with ``backward`` add its gradient.
 
@@ -277,7 +279,9 @@ class Engine:
           sampler_logp)``, ``low``/``high`` from ``loss_fn_config`` keys
           ``clip_low_threshold`` / ``clip_high_threshold`` (defaults 0.8 / 1.2).
 
-        Gradients accumulate across calls until :meth:`optim_step`.
+        Gradients accumulate across calls until :meth:`optim_step`. ``piece_tokens``
+        caps a micro-batch's padded tokens; ``between()`` runs between micro-batches
+        (the server runs waiting sample requests there; see ``training.forward``).
 
         Example::
 
@@ -289,7 +293,15 @@ class Engine:
         """
         base, trainer = self.registry.trainer(model_id)
         return training.forward(
-            base, trainer, data, loss_fn, loss_fn_config, backward=backward, control=self._control
+            base,
+            trainer,
+            data,
+            loss_fn,
+            loss_fn_config,
+            backward=backward,
+            control=self._control,
+            between=between,
+            piece_tokens=piece_tokens,
         )
 
     @_locked

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -203,13 +203,18 @@ def forward(
     *,
     backward: bool,
     control: Control,
+    between: Callable[[], None] | None = None,
+    piece_tokens: int | None = None,
 ) -> ForwardOutput:
     """The learner's logprobs and the loss of ``data``; with ``backward`` add its gradient.
 
     ``loss_fn`` must be one of ``SUPPORTED_LOSSES`` (the protocol checks it). The
     datums run in micro-batches of at most ``control.max_tokens_per_pass`` padded
-    tokens (and the logits budget); gradients accumulate across them. A cancel
-    between micro-batches puts the gradient back as it was before the call.
+    tokens (and the logits budget, and ``piece_tokens`` when given); gradients
+    accumulate across them. A cancel between micro-batches puts the gradient back
+    as it was before the call. ``between()``, when given, runs after every
+    micro-batch but the last (the server runs waiting sample requests there); the
+    trainer's adapter is made active again after it.
 
     Example::
 
@@ -226,13 +231,19 @@ def forward(
     per_batch = min(
         control.max_tokens_per_pass, max(1, LOGIT_BUDGET // max(1, base.loaded.vocab_size))
     )
+    if piece_tokens is not None:
+        per_batch = max(1, min(per_batch, piece_tokens))
     grads = {}
     if backward:  # to undo this call's part of the gradient if it is cancelled or fails
         grads = {k: p.grad.clone() for k, p in trainer.params.items() if p.grad is not None}
     try:
-        for chunk in micro_batches(items, per_batch):
+        chunks = micro_batches(items, per_batch)
+        for index, chunk in enumerate(chunks):
             control.check()
             total += _run_chunk(model, chunk, loss_fn, clip, dev, backward, results)
+            if between is not None and index + 1 < len(chunks):
+                between()
+                activate(base, trainer.adapter)
     except BaseException:
         if backward:  # a cancelled or failed call leaves no partial gradient behind
             for key, p in trainer.params.items():

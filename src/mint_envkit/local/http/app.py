@@ -5,7 +5,8 @@ takes a JSON body); :func:`build_app` binds them to a
 :class:`~mint_envkit.local.http.state.Backend`. Each endpoint counts its
 request, lets the backend's :class:`~mint_envkit.local.http.guard.Guard`
 refuse what a browser or a client without the key sends, reads the body
-(413 past the limit), calls its handler and turns a
+(413 past the route's limit, before reading it when Content-Length says so;
+big bodies are decoded in a worker thread), calls its handler and turns a
 :class:`~mint_envkit.local.http.requests.ProtocolError` into its 4xx answer.
 
 Example::
@@ -18,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -120,26 +122,46 @@ ROUTES: tuple[RouteSpec, ...] = (
 _UNCOUNTED = frozenset({"stats"})
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+_THREAD_PARSE_BYTES = 64 << 10
+"""Bodies bigger than this are decoded in a worker thread, so the event loop keeps answering."""
+
+
+def _too_big(size: int, limit: int, route: str) -> ProtocolError:
+    return ProtocolError(
+        413,
+        f"{route} request body of {'over ' if size > limit else ''}{size} bytes is over this "
+        f"server's limit of {limit} bytes for {route} (set by mint-envkit serve --max-body-mb "
+        "and, for forward, forward_backward and asample, by --max-request-tokens / "
+        "--max-sample-tokens); send smaller batches",
+    )
+
+
+async def _read_body(request: Request, limit: int, route: str) -> bytes:
+    """The body, at most ``limit`` bytes.
+
+    A larger declared Content-Length is refused before anything is read, and a
+    chunked body as soon as it passes the limit (the 413 closes the connection).
+    """
     declared = request.headers.get("content-length")
-    too_big = declared is not None and declared.isdigit() and int(declared) > limit
+    if declared is not None:
+        if not (declared.isascii() and declared.isdigit()) or len(declared) > 20:
+            raise ProtocolError(400, f"Content-Length {declared[:40]!r} is not a byte count")
+        if int(declared) > limit:
+            raise _too_big(int(declared), limit, route)
     chunks: list[bytes] = []
     total = 0
     async for chunk in request.stream():
         total += len(chunk)
         if total > limit:
-            too_big = True
-        if not too_big:
-            chunks.append(chunk)
-        # past the limit the rest is read and dropped, so the client gets the 413
-    if too_big:
-        size = int(declared) if declared and declared.isdigit() else total
-        raise ProtocolError(
-            413,
-            f"request body of {size} bytes is over this server's limit of {limit} bytes "
-            "(mint-envkit serve --max-body-mb); send smaller batches",
-        )
+            raise _too_big(limit, limit, route)  # stop reading: the connection is closed
+        chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _parse(raw: bytes) -> dict[str, Any]:
+    if len(raw) > _THREAD_PARSE_BYTES:
+        return await asyncio.to_thread(parse_json_body, raw)
+    return parse_json_body(raw)
 
 
 def _endpoint(backend: Backend, spec: RouteSpec) -> Callable[[Request], Awaitable[Response]]:
@@ -151,9 +173,10 @@ def _endpoint(backend: Backend, spec: RouteSpec) -> Callable[[Request], Awaitabl
             backend.reaper.ensure_running()
             parsed: dict[str, Any] | None = None
             if request.method in ("POST", "PUT"):
-                raw = await _read_body(request, backend.max_body_bytes)
+                limit = backend.limits.body_bytes(spec.name, backend.max_body_bytes)
+                raw = await _read_body(request, limit, spec.name)
                 if spec.body:
-                    parsed = parse_json_body(raw)
+                    parsed = await _parse(raw)
             result = await spec.handler(backend, request, parsed)
             if isinstance(result, Response):
                 return result
@@ -161,6 +184,8 @@ def _endpoint(backend: Backend, spec: RouteSpec) -> Callable[[Request], Awaitabl
         except ProtocolError as err:
             if err.status >= 500:
                 return error_response(err.status, err.message, **{"x-should-retry": "false"})
+            if err.status == 413:  # the rest of the body is not read: close the connection
+                return error_response(err.status, err.message, connection="close")
             return error_response(err.status, err.message)
         except Exception as err:
             logger.exception("%s %s failed", request.method, request.url.path)

@@ -153,7 +153,7 @@ def _tensor_list(name: str, tensor: _TensorData, where: str) -> list[float] | li
 
 
 def _check_loss_fn(loss_fn: Any) -> None:
-    if loss_fn not in LOSS_FN_REQUIRED_INPUTS:
+    if not isinstance(loss_fn, str) or loss_fn not in LOSS_FN_REQUIRED_INPUTS:
         raise ProtocolError(
             422,
             f"unsupported loss_fn {loss_fn!r}; the local backend supports "

@@ -64,6 +64,11 @@ def loopback_hosts(port: int) -> frozenset[str]:
     return frozenset(f"{name}:{port}" for name in _LOOPBACK_NAMES)
 
 
+def _raw(text: str) -> bytes:
+    """``text`` as bytes for a constant-time compare; any character (a header is latin-1) works."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
@@ -115,7 +120,7 @@ class Guard:
         parts = token.split(".")
         if len(parts) != 3:
             return False
-        return hmac.compare_digest(self._sign(parts[0], parts[1]), parts[2])
+        return hmac.compare_digest(self._sign(parts[0], parts[1]).encode(), _raw(parts[2]))
 
     def key_ok(self, sent: str | None) -> bool:
         """True when no key is required, or ``sent`` is the key (constant-time compare).
@@ -126,7 +131,7 @@ class Guard:
         """
         if self.api_key is None:
             return True
-        return sent is not None and hmac.compare_digest(sent.encode(), self.api_key.encode())
+        return sent is not None and hmac.compare_digest(_raw(sent), _raw(self.api_key))
 
     def check(self, method: str, headers: Mapping[str, str], *, route: str, body: bool) -> None:
         """Raise ProtocolError (403/415/401) for a request a local SDK client would not send.

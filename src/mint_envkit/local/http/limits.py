@@ -14,7 +14,10 @@ raises it. An allowed sample request that costs more than
 samples longer than ``sample_segment_tokens`` are drawn in segments
 (:mod:`~mint_envkit.local.http.splitting`); the batcher runs the pieces round
 by round, so a small request that arrives meanwhile waits for one piece, not
-for the whole job.
+for the whole job. A ``forward`` / ``forward_backward`` costing more than
+``train_chunk_tokens`` runs in micro-batches of that size, and the sample
+requests waiting meanwhile run between them (the gradient is the same sum,
+in another order).
 
 Example::
 
@@ -33,12 +36,15 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.local.http.requests import ProtocolError
 
 __all__ = [
+    "BODY_BYTES_PER_TOKEN",
     "DEFAULT_IDLE_TIMEOUT_S",
     "DEFAULT_MAX_REQUEST_TOKENS",
     "DEFAULT_MAX_SAMPLE_TOKENS",
     "DEFAULT_SAMPLE_CHUNK_TOKENS",
     "DEFAULT_SAMPLE_SEGMENT_TOKENS",
+    "DEFAULT_TRAIN_CHUNK_TOKENS",
     "ENGINE_DEFAULT_MAX_TOKENS",
+    "SMALL_BODY_BYTES",
     "Limits",
     "split_seed",
 ]
@@ -53,11 +59,22 @@ DEFAULT_SAMPLE_CHUNK_TOKENS = 4096
 """A sample request costing more is split into sub-requests of about this many tokens
 (the engine's default budget per pass, so splitting costs no throughput)."""
 
+DEFAULT_TRAIN_CHUNK_TOKENS = 1024
+"""A forward/forward_backward costing more runs in micro-batches of about this many padded
+tokens, with waiting sample requests run between them (the gradient is the same sum)."""
+
 DEFAULT_SAMPLE_SEGMENT_TOKENS = 64
 """Samples longer than this are drawn in segments of this many decode steps."""
 
 DEFAULT_IDLE_TIMEOUT_S = 30 * 60.0
 """Training clients and sessions idle this long are released."""
+
+BODY_BYTES_PER_TOKEN = 128
+"""Bytes of JSON a forward/forward_backward body may spend per token it may hold (the SDK
+sends about 55 for an importance_sampling datum); ``asample`` gets half of this per token."""
+
+SMALL_BODY_BYTES = 1 << 20
+"""The body limit of every route but forward, forward_backward and asample (they send ids)."""
 
 ENGINE_DEFAULT_MAX_TOKENS = 16
 """The ``max_tokens`` the engine uses when a sample request names none (priced as such)."""
@@ -89,6 +106,7 @@ class Limits:
     max_sample_tokens: int = DEFAULT_MAX_SAMPLE_TOKENS
     sample_chunk_tokens: int = DEFAULT_SAMPLE_CHUNK_TOKENS
     sample_segment_tokens: int = DEFAULT_SAMPLE_SEGMENT_TOKENS
+    train_chunk_tokens: int = DEFAULT_TRAIN_CHUNK_TOKENS
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
 
     def __attrs_post_init__(self) -> None:
@@ -97,6 +115,7 @@ class Limits:
             "max_sample_tokens",
             "sample_chunk_tokens",
             "sample_segment_tokens",
+            "train_chunk_tokens",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -155,6 +174,20 @@ class Limits:
                 f"{self.max_request_tokens} (mint-envkit serve --max-request-tokens, "
                 "LocalServer(max_request_tokens=...))",
             )
+
+    def body_bytes(self, route: str, max_body_bytes: int) -> int:
+        """The most bytes the body of ``route`` may have: a request bigger than that costs
+        more tokens than these limits allow, so it is refused (413) before it is read.
+
+        Example::
+
+            Limits(max_request_tokens=1000).body_bytes("forward_backward", 1 << 26)  # 128000
+        """
+        if route in ("forward", "forward_backward"):
+            return min(max_body_bytes, self.max_request_tokens * BODY_BYTES_PER_TOKEN)
+        if route == "asample":
+            return min(max_body_bytes, self.max_sample_tokens * BODY_BYTES_PER_TOKEN // 2)
+        return min(max_body_bytes, SMALL_BODY_BYTES)
 
     def sample_chunks(self, *, num_samples: int, per_sample: int) -> list[int]:
         """How many samples each sub-request of a sample request gets (one item: not split).

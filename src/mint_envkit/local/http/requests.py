@@ -35,6 +35,7 @@ import pydantic
 from tinker import types as tt
 
 from mint_envkit.errors import MintEnvkitError
+from mint_envkit.local.bounds import learning_rate_problem
 
 __all__ = [
     "MAX_LORA_RANK",
@@ -356,7 +357,10 @@ def parse_optim_step(body: Mapping[str, Any]) -> tt.OptimStepRequest:
     req = validate_body(tt.OptimStepRequest, body, "optim_step")
     p = req.adam_params
     problems = []
-    for name in ("learning_rate", "eps", "weight_decay", "grad_clip_norm"):
+    lr_problem = learning_rate_problem(p.learning_rate)
+    if lr_problem is not None:
+        problems.append(lr_problem)
+    for name in ("eps", "weight_decay", "grad_clip_norm"):
         value = getattr(p, name)
         if not (math.isfinite(value) and value >= 0):
             off = " (0 turns clipping off)" if name == "grad_clip_norm" else ""

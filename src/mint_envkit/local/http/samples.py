@@ -21,13 +21,13 @@ Example::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 from tinker import types as tt
 
+from mint_envkit.local.bounds import temperature_problem
 from mint_envkit.local.http.requests import (
     ProtocolError,
     check_tinker_path,
@@ -89,12 +89,9 @@ def _check_sampling_params(sp: Any) -> None:
         raise ProtocolError(
             422, f"max_tokens must be a positive number of tokens, got {sp.max_tokens}"
         )
-    if not (math.isfinite(sp.temperature) and sp.temperature > 0):
-        raise ProtocolError(
-            422,
-            f"temperature must be > 0, got {sp.temperature} "
-            "(use a small value such as 1e-3 for near-greedy decoding)",
-        )
+    problem = temperature_problem(sp.temperature, field="sampling_params.temperature")
+    if problem is not None:
+        raise ProtocolError(422, problem)
     if not (0.0 < sp.top_p <= 1.0):
         raise ProtocolError(422, f"top_p must be in (0, 1], got {sp.top_p}")
     if sp.top_k == 0 or sp.top_k < -1:

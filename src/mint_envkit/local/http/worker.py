@@ -232,6 +232,25 @@ class SampleBatcher:
             self._batch_queued = bool(self._queue)
         if self._batch_queued:
             self._queue_batch()
+        self._run_jobs(engine, jobs)
+
+    def run_pending(self, engine: Any) -> None:
+        """Run one batch of the queued jobs now, on the worker thread, inside a long call.
+
+        A split training job calls this between its pieces, so a sample request that
+        arrives meanwhile waits for one piece, not for the whole job. The batch the
+        queue asked the worker for still runs later (and takes what is left).
+
+        Example::
+
+            engine.forward(..., between=lambda: batcher.run_pending(engine))
+        """
+        with self._lock:
+            jobs = self._take()
+        if jobs:
+            self._run_jobs(engine, jobs)
+
+    def _run_jobs(self, engine: Any, jobs: list[SampleJob]) -> None:
         # A job whose sampler is still being created (queued behind this batch)
         # waits for the next batch instead of blocking the worker.
         later = [j for j in jobs if j.ready is not None and not j.ready.done()]

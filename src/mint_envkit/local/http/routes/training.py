@@ -13,6 +13,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from typing import Any
@@ -22,6 +23,7 @@ from starlette.requests import Request
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.local.http.datums import ForwardOp, parse_forward
 from mint_envkit.local.http.requests import (
+    ProtocolError,
     parse_create_model,
     parse_load_weights,
     parse_model_id_request,
@@ -136,10 +138,35 @@ async def unload_model(b: Backend, request: Request, body: dict) -> dict:
     return {"request_id": request_id, "model_id": model_id}
 
 
-async def _forward_like(b: Backend, body: dict, *, backward: bool) -> dict:
+_THREAD_PARSE_BYTES = 64 << 10
+"""A forward body bigger than this (or of unknown size) is validated in a worker thread."""
+
+
+def _big_body(request: Request) -> bool:
+    declared = request.headers.get("content-length", "")
+    return not declared.isdigit() or int(declared) > _THREAD_PARSE_BYTES
+
+
+async def _forward_like(b: Backend, request: Request, body: dict, *, backward: bool) -> dict:
     def build(op: ForwardOp) -> tuple[Any, Any, None]:
+        piece = b.limits.train_chunk_tokens
+        split = b.limits.check_forward([d["model_input"] for d in op.data]) > piece
+
         def fn(e: Any) -> Any:
-            return e.forward(op.model_id, op.data, op.loss_fn, op.loss_fn_config, backward=backward)
+            if not split:
+                return e.forward(
+                    op.model_id, op.data, op.loss_fn, op.loss_fn_config, backward=backward
+                )
+            # a big job runs in pieces; sample requests that wait meanwhile run between them
+            return e.forward(
+                op.model_id,
+                op.data,
+                op.loss_fn,
+                op.loss_fn_config,
+                backward=backward,
+                between=lambda: b.batcher.run_pending(e),
+                piece_tokens=piece,
+            )
 
         return fn, lambda out: forward_output_json(out.logprobs, out.metrics), None
 
@@ -149,7 +176,21 @@ async def _forward_like(b: Backend, body: dict, *, backward: bool) -> dict:
         return op
 
     kind = "forward_backward" if backward else "forward"
-    return b.submit_training(kind, body, parse, build)
+    if not _big_body(request):
+        return b.submit_training(kind, body, parse, build)
+    # a big batch is validated in a worker thread (it takes a while), then queued on the loop
+    b.require_model(body.get("model_id"))
+    try:
+        parsed: ForwardOp | ProtocolError | ValueError = await asyncio.to_thread(parse, body)
+    except (ProtocolError, ValueError) as err:
+        parsed = err
+
+    def checked(_bd: dict) -> ForwardOp:
+        if isinstance(parsed, ProtocolError | ValueError):
+            raise parsed
+        return parsed
+
+    return b.submit_training(kind, body, checked, build)
 
 
 async def forward(b: Backend, request: Request, body: dict) -> dict:
@@ -159,7 +200,7 @@ async def forward(b: Backend, request: Request, body: dict) -> dict:
 
         await forward(backend, request, {"model_id": mid, "seq_id": 1, "forward_input": fwd})
     """
-    return await _forward_like(b, body, backward=False)
+    return await _forward_like(b, request, body, backward=False)
 
 
 async def forward_backward(b: Backend, request: Request, body: dict) -> dict:
@@ -170,7 +211,7 @@ async def forward_backward(b: Backend, request: Request, body: dict) -> dict:
         await forward_backward(backend, request, {"model_id": mid, "seq_id": 1,
                                                   "forward_backward_input": fwd})
     """
-    return await _forward_like(b, body, backward=True)
+    return await _forward_like(b, request, body, backward=True)
 
 
 async def optim_step(b: Backend, request: Request, body: dict) -> dict:
