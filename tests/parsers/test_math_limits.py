@@ -313,3 +313,20 @@ def test_slow_calls_do_not_hold_a_lane(default_workers: None) -> None:
     for thread in hard:
         thread.join(timeout=100)
     assert equal and elapsed < 5.0, elapsed  # a further worker started beside the slow ones
+
+
+def test_a_parent_with_a_big_peak_memory_still_grades():
+    """Linux keeps ``ru_maxrss`` across exec: a worker started by a process whose peak
+    memory passed the worker's cap (a training process with a model loaded) read that
+    peak as its own and answered every call "out of memory" (every grade a timeout)."""
+    script = (
+        "big = bytearray(1100 * 1024 * 1024); big[::4096] = b'x' * len(big[::4096]); del big\n"
+        "import resource\n"
+        "assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 1024 * 1024\n"
+        "from mint_envkit.parsers import math_answer, math_equal\n"
+        "print(math_equal('0.5', '1/2'), math_answer('x = \\\\frac{1}{2}').status)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=90, check=True
+    )
+    assert done.stdout.split() == ["True", "ok"], done.stdout + done.stderr

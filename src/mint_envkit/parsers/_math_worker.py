@@ -118,6 +118,19 @@ class _MemoryErrors(logging.Handler):
 
 
 def _peak_rss_bytes():
+    """This process's own peak resident memory.
+
+    Linux keeps ``ru_maxrss`` across ``execve``: a worker started from a big parent (a
+    training process with a model loaded) would report the parent's peak and look out of
+    memory on every call. ``VmHWM`` belongs to the worker's own address space.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
