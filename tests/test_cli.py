@@ -18,13 +18,13 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from mint_envkit.cli import main
 from mint_envkit.sweep import Sweep
+from sdk_sessions import heartbeat_stopped, record_service_clients
 
 REPO = Path(__file__).resolve().parents[1]
 ARITHMETIC = "examples/arithmetic_env.py:ArithmeticEnv"
@@ -388,18 +388,9 @@ def test_check_env_file_named_like_a_loaded_module(tmp_path):
 
 
 def test_check_local_samples_one_group_on_the_embedded_backend(tmp_path, monkeypatch, capsys):
-    import mint
-
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("MINT_ENVKIT_STATE_DIR", str(tmp_path / "state"))
-    made = []
-    real = mint.ServiceClient
-
-    def recording(*args, **kwargs):
-        made.append(real(*args, **kwargs))
-        return made[-1]
-
-    monkeypatch.setattr(mint, "ServiceClient", recording)
+    made = record_service_clients(monkeypatch)
     argv = [
         *("check", ARITHMETIC, "--problem", PROBLEM),
         *("--model", SMALL, "--max-tokens", "4", "--local"),
@@ -408,12 +399,7 @@ def test_check_local_samples_one_group_on_the_embedded_backend(tmp_path, monkeyp
 
     assert code == 0, out + err
     # its SDK session is closed: no heartbeat warning every 10 s once the server is gone
-    assert len(made) == 1
-    heartbeat = made[0].holder._session_heartbeat_task  # the SDK's own task (not ours)
-    deadline = time.monotonic() + 5
-    while not heartbeat.done() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert heartbeat.cancelled()
+    assert len(made) == 1 and heartbeat_stopped(made[0])
     scripted, marker, local = out.partition(
         f"--- one group through {SMALL} on the embedded backend\n"
     )

@@ -13,6 +13,7 @@ from mint_envkit import Config, DatasetBuilder, KLReferenceConfig, SingleTurnEnv
 from mint_envkit.errors import BackendError, MintEnvkitError
 from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.train import main, preflight
+from sdk_sessions import heartbeat_stopped, record_service_clients
 
 pytestmark = pytest.mark.integration
 
@@ -120,23 +121,9 @@ async def test_one_sample_request_per_group(tmp_path, server):
 async def test_a_finished_run_stops_its_sdk_session_heartbeat(tmp_path, server, monkeypatch):
     """Otherwise a process that lives on (a notebook, a sweep) warns every 10 s once the
     embedded server is gone: the SDK heartbeats its session for the life of the process."""
-    import mint
-
-    made = []
-    real = mint.ServiceClient
-
-    def recording(*args, **kwargs):
-        made.append(real(*args, **kwargs))
-        return made[-1]
-
-    monkeypatch.setattr(mint, "ServiceClient", recording)
+    made = record_service_clients(monkeypatch)
     await main(_config(tmp_path, server))
-    assert len(made) == 1
-    heartbeat = made[0].holder._session_heartbeat_task  # the SDK's own task (not ours)
-    deadline = time.monotonic() + 5
-    while not heartbeat.done() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert heartbeat.cancelled()
+    assert len(made) == 1 and heartbeat_stopped(made[0])
 
 
 async def test_env_error_fails_only_its_group(tmp_path, server):

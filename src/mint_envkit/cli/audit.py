@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from collections.abc import Sequence
 
+from mint_envkit.cli.problems import add_problem_options, problems_from_args
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME as SMOLLM2
 
@@ -37,8 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--model", default=None, help="the model whose tokenizer renders prompts (env classes)"
     )
-    parser.add_argument("--problem", action="append", help="a problem as JSON (env classes)")
-    parser.add_argument("--problems", help="a .jsonl/.csv/.parquet file of problems (env classes)")
+    add_problem_options(parser)
     parser.add_argument("--split", choices=("train", "test", "all"), default="train")
     parser.add_argument("--limit", type=int, default=20, help="audit the first N problems")
     parser.add_argument(
@@ -63,20 +62,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _problems(args: argparse.Namespace) -> list[dict] | str | None:
-    if args.problem and args.problems:
-        raise MintEnvkitError("give --problem or --problems, not both")
-    if args.problems:
-        return args.problems
-    out = []
-    for text in args.problem or []:
-        try:
-            out.append(json.loads(text))
-        except json.JSONDecodeError as err:
-            raise MintEnvkitError(f"--problem {text!r} is not JSON: {err}") from None
-    return out or None
-
-
 async def _run(args: argparse.Namespace) -> int:
     from mint_envkit.auditing import audit
 
@@ -90,7 +75,7 @@ async def _run(args: argparse.Namespace) -> int:
     report = await audit(
         args.target,
         model_name=args.model,
-        problems=_problems(args),
+        problems=problems_from_args(args),
         limit=args.limit,
         split=args.split,
         sample_model=sample_model,

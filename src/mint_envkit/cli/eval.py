@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from mint_envkit.cli.problems import add_problem_options, problems_from_args
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.compare import comparison_table
 from mint_envkit.evaluation.run import evaluate_many
@@ -46,8 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--compare", action="store_true", help="also evaluate the base model")
     parser.add_argument("--samples", type=int, default=4, help="completions per problem (K)")
     parser.add_argument("--split", choices=SPLITS, default=None, help="default: test if any")
-    parser.add_argument("--problem", action="append", help="a problem as JSON (env classes)")
-    parser.add_argument("--problems", help="a .jsonl/.csv/.parquet file of problems (env classes)")
+    add_problem_options(parser)
     parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--max-tokens", type=int, default=256)
@@ -60,20 +59,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--progress-every", type=int, default=None, help="a line per N problems")
     parser.add_argument("--no-report", action="store_true", help="skip the viewer page")
     return parser
-
-
-def _problems(args: argparse.Namespace) -> list[dict] | str | None:
-    if args.problem and args.problems:
-        raise MintEnvkitError("give --problem or --problems, not both")
-    if args.problems:
-        return args.problems
-    out = []
-    for text in args.problem or []:
-        try:
-            out.append(json.loads(text))
-        except json.JSONDecodeError as err:
-            raise MintEnvkitError(f"--problem {text!r} is not JSON: {err}") from None
-    return out or None
 
 
 def _checkpoints(args: argparse.Namespace) -> list[str | None]:
@@ -93,7 +78,7 @@ async def _run(args: argparse.Namespace) -> int:
         checkpoints=_checkpoints(args),
         samples=args.samples,
         split=args.split,
-        problems=_problems(args),
+        problems=problems_from_args(args),
         temperature=args.temperature,
         max_tokens=args.max_tokens,
         seed=args.seed,

@@ -1,0 +1,51 @@
+"""The ``--problem`` / ``--problems`` options that ``eval`` and ``audit`` share.
+
+Example::
+
+    add_problem_options(parser)
+    problems = problems_from_args(parser.parse_args(["--problem", '{"question": "2+3?"}']))
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from mint_envkit.errors import MintEnvkitError
+
+__all__ = ["add_problem_options", "problems_from_args"]
+
+
+def add_problem_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--problem JSON`` (repeatable) and ``--problems FILE`` (for env classes).
+
+    Example::
+
+        add_problem_options(argparse.ArgumentParser())
+    """
+    parser.add_argument("--problem", action="append", help="a problem as JSON (env classes)")
+    parser.add_argument("--problems", help="a .jsonl/.csv/.parquet file of problems (env classes)")
+
+
+def problems_from_args(args: argparse.Namespace) -> list[dict[str, Any]] | str | None:
+    """The problems the options name: a file path, a list of dicts, or None.
+
+    Raises:
+        MintEnvkitError: both options given, or a ``--problem`` that is not JSON.
+
+    Example::
+
+        problems_from_args(argparse.Namespace(problem=None, problems="test.jsonl"))  # 'test.jsonl'
+    """
+    if args.problem and args.problems:
+        raise MintEnvkitError("give --problem or --problems, not both")
+    if args.problems:
+        return args.problems
+    out = []
+    for text in args.problem or []:
+        try:
+            out.append(json.loads(text))
+        except json.JSONDecodeError as err:
+            raise MintEnvkitError(f"--problem {text!r} is not JSON: {err}") from None
+    return out or None
