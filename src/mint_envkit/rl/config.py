@@ -227,13 +227,20 @@ class Config:
             on-policy, each step samples with its own weights, then trains.
             ``k >= 1``: sampling for the next ``k`` steps runs while the
             current step trains; samples are at most ``k`` weight versions
-            old and the importance-sampling loss uses the sampler's own
-            logprobs, so the correction is exact.
+            old and the importance-sampling loss uses the logprobs of the
+            weights that drew each reply, so the staleness is corrected; the
+            correction is exact when the sampler draws from the policy's own
+            distribution (``temperature == 1``, no ``top_k`` / ``top_p``) or
+            the behaviour logprobs are recomputed.
         recompute_behavior_logprobs: recompute the behaviour logprobs of
-            every reply at temperature 1 with ``compute_logprobs`` on the
-            sampler that drew it, for the importance ratio and the KL
-            penalty (sampled logprobs are of the temperature-scaled
-            distribution). None (default): on exactly when ``temperature != 1``.
+            every reply as the policy's own (``compute_logprobs`` on the
+            sampler that drew it: temperature 1, no truncation), for the
+            importance ratio and the KL penalty (sampled logprobs are those
+            of the temperature-scaled, ``top_k`` / ``top_p``-truncated and
+            renormalised distribution). None (default): on exactly when the
+            sampling distribution is not the policy's (``temperature != 1``,
+            ``top_k != -1`` or ``top_p < 1``; see
+            :func:`~mint_envkit.rl.diagnostics.recomputes_behavior_logprobs`).
         remove_constant_reward_groups: drop the groups whose rewards are all
             equal from the update (tinker-cookbook's name and default, True);
             they are counted in ``env/all/by_group/dropped_<reason>``. False
@@ -348,7 +355,7 @@ class Config:
         if value is not None and not isinstance(value, bool):
             raise ConfigError(
                 f"Config.recompute_behavior_logprobs must be True, False or None "
-                f"(None: on when temperature != 1), got {value!r}"
+                f"(None: on when temperature != 1, top_k != -1 or top_p < 1), got {value!r}"
             )
 
     backend_lost_after_s: float = attrs.field(

@@ -1,19 +1,25 @@
 """Honest RL diagnostics: sampler vs learner logprobs, behaviour logprobs, steps that train nothing.
 
 Per step the loop logs tinker-cookbook's ``optim/kl_sample_train_v1``
-(mean of ``sampler_lp - learner_lp`` over the action tokens),
+(mean of ``behaviour_lp - learner_lp`` over the action tokens),
 ``optim/kl_sample_train_v2`` (half the mean squared difference) and
-``optim/entropy`` (``-mean(sampler_lp)``), from the logprobs that
-``forward_backward`` returns, so a sampler/learner mismatch shows at once. A
-step that trains nothing (every group constant) measures every reply with a
-``forward`` instead (no gradient, no optimizer step), so the three are logged
-on every step, collapse included (:func:`learner_metrics`).
+``optim/entropy`` (``-mean(sampled_lp)``: the sampling distribution's entropy
+H(q), estimated on its own draws), from the logprobs that ``forward_backward``
+returns, so a sampler/learner mismatch shows at once. When the behaviour
+logprobs were recomputed it also logs ``optim/cross_entropy_policy``
+(``-mean(recomputed_lp)``: E_q[-log pi], the policy's cross-entropy on the
+sampler's draws, which is >= H(q)). A step that trains nothing (every group
+constant) measures every reply with a ``forward`` instead (no gradient, no
+optimizer step), so these are logged on every step, collapse included
+(:func:`learner_metrics`).
 
-Sampled logprobs are those of the temperature-scaled distribution, so with
-``temperature != 1`` they are not the policy's: the importance ratio is off
-on-policy and the KL against the base model is not ~0 before any update.
-:func:`recomputes_behavior_logprobs` says when the loop asks the step's
-sampler for the logprobs at temperature 1 instead (:func:`reply_logprobs`).
+Sampled logprobs are those of the distribution the sampler draws from: the
+temperature-scaled one, truncated to ``top_k`` / ``top_p`` and renormalised.
+Unless ``temperature == 1``, ``top_k == -1`` and ``top_p == 1`` they are not
+the policy's: the importance ratio is off on-policy and the KL against the
+base model is not ~0 before any update. :func:`recomputes_behavior_logprobs`
+says when the loop asks the step's sampler for the policy's own logprobs
+(temperature 1, no truncation) instead (:func:`reply_logprobs`).
 
 Example::
 
@@ -22,6 +28,8 @@ Example::
     sample_train_metrics(behaviour, learner)
     # {'optim/kl_sample_train_v1': -0.1, 'optim/kl_sample_train_v2': 0.01,
     #  'optim/entropy': 0.75}
+    sample_train_metrics(behaviour, learner, sampled=[[-0.3, -0.9]])["optim/cross_entropy_policy"]
+    # 0.75 (and 'optim/entropy': 0.6)
 """
 
 from __future__ import annotations
@@ -42,29 +50,52 @@ __all__ = [
     "recomputes_behavior_logprobs",
     "reply_logprobs",
     "sample_train_metrics",
+    "samples_from_policy",
 ]
 
 
+def samples_from_policy(config: Config) -> bool:
+    """Whether ``config``'s sampler draws from the policy's own distribution.
+
+    True exactly when no sampling setting changes the distribution:
+    ``temperature == 1``, ``top_k`` off (``-1``; ``0`` and None are read as
+    off too) and ``top_p == 1``. Otherwise the sampled logprobs are those of
+    the scaled, truncated and renormalised distribution, not the policy's.
+
+    Example::
+
+        samples_from_policy(attrs.evolve(config, top_k=5))  # False
+    """
+    top_k = config.top_k
+    top_k_off = top_k is None or top_k in (-1, 0)
+    return config.temperature == 1.0 and top_k_off and config.top_p >= 1.0
+
+
 def recomputes_behavior_logprobs(config: Config) -> bool:
-    """Whether the loop recomputes the behaviour logprobs at temperature 1.
+    """Whether the loop recomputes the behaviour logprobs as the policy's own.
 
     ``Config.recompute_behavior_logprobs`` when set; when None (the default),
-    on exactly when ``Config.temperature != 1``.
+    on exactly when the sampling distribution is not the policy's
+    (``not`` :func:`samples_from_policy`: ``temperature != 1``, ``top_k`` set
+    or ``top_p < 1``). Recomputed logprobs come from ``compute_logprobs``
+    (temperature 1, no truncation).
 
     Example::
 
         recomputes_behavior_logprobs(attrs.evolve(config, temperature=0.7))  # True
+        recomputes_behavior_logprobs(attrs.evolve(config, top_p=0.8))  # True
     """
     if config.recompute_behavior_logprobs is not None:
         return config.recompute_behavior_logprobs
-    return config.temperature != 1.0
+    return not samples_from_policy(config)
 
 
 async def reply_logprobs(client: Any, samples: Sequence[Sample]) -> list[list[float]]:
     """The logprobs ``client`` gives each sample's reply tokens, all requested at once.
 
     ``client`` is a ``mint`` sampling client (a step's sampler, or the KL
-    reference model); its ``compute_logprobs`` is at temperature 1.
+    reference model); its ``compute_logprobs`` is the model's own distribution
+    (temperature 1, no ``top_k`` / ``top_p`` truncation).
 
     Example::
 
@@ -126,13 +157,20 @@ def learner_logprobs(
     return out
 
 
-def learner_metrics(output: Any, samples: Sequence[Sample]) -> dict[str, float]:
+def learner_metrics(
+    output: Any,
+    samples: Sequence[Sample],
+    sampled: Sequence[Sequence[float]] | None = None,
+) -> dict[str, float]:
     """:func:`sample_train_metrics` of ``samples`` against a ``forward(_backward)`` output.
 
     ``output`` is the ``ForwardBackwardOutput`` of the datums of ``samples``
     (:func:`~mint_envkit.rl.datums.to_datums`); empty when it carries no
     ``loss_fn_outputs``. A ``forward`` (no gradient) gives the same learner
-    logprobs as a ``forward_backward`` on the same weights.
+    logprobs as a ``forward_backward`` on the same weights. ``sampled``: the
+    sampler's own logprobs of the samples' replies when their behaviour
+    logprobs (``Sample.logprobs``) were recomputed; None when they are the
+    sampled ones.
 
     Example::
 
@@ -142,17 +180,23 @@ def learner_metrics(output: Any, samples: Sequence[Sample]) -> dict[str, float]:
     if not outputs:
         return {}
     learner = learner_logprobs(outputs, samples, plan_datums(samples))
-    return sample_train_metrics([s.logprobs for s in samples], learner)
+    return sample_train_metrics([s.logprobs for s in samples], learner, sampled)
 
 
 def sample_train_metrics(
-    behaviour: Sequence[Sequence[float]], learner: Sequence[Sequence[float]]
+    behaviour: Sequence[Sequence[float]],
+    learner: Sequence[Sequence[float]],
+    sampled: Sequence[Sequence[float]] | None = None,
 ) -> dict[str, float]:
     """tinker-cookbook's sampler-vs-learner metrics over every action token.
 
     ``optim/kl_sample_train_v1`` = mean(behaviour - learner),
     ``optim/kl_sample_train_v2`` = 0.5 * mean((behaviour - learner)^2),
-    ``optim/entropy`` = -mean(behaviour). Empty with no tokens.
+    ``optim/entropy`` = -mean(sampled): the sampling distribution's entropy
+    H(q). ``sampled`` is the sampler's own logprobs, given when the behaviour
+    logprobs were recomputed (then also ``optim/cross_entropy_policy`` =
+    -mean(behaviour): E_q[-log pi]); None means the behaviour logprobs are
+    the sampled ones. Empty with no tokens.
 
     Example::
 
@@ -166,11 +210,17 @@ def sample_train_metrics(
     if not pairs:
         return {}
     n = len(pairs)
-    return {
+    own = [b for b, _ in pairs] if sampled is None else [v for row in sampled for v in row]
+    if len(own) != n:
+        raise ValueError(f"sampled logprobs cover {len(own)} tokens, behaviour {n}")
+    metrics = {
         "optim/kl_sample_train_v1": sum(b - t for b, t in pairs) / n,
         "optim/kl_sample_train_v2": 0.5 * sum((b - t) ** 2 for b, t in pairs) / n,
-        "optim/entropy": -sum(b for b, _ in pairs) / n,
+        "optim/entropy": -sum(own) / n,
     }
+    if sampled is not None:
+        metrics["optim/cross_entropy_policy"] = -sum(b for b, _ in pairs) / n
+    return metrics
 
 
 def no_update_note(metrics: Mapping[str, Any], groups: int) -> str | None:

@@ -10,10 +10,21 @@ the on-policy loop: each step samples with its own weights, then trains.
 
 A prepared batch carries, besides its rollouts, the logprobs the step needs
 for every reply: the KL reference model's (when the run has a KL penalty)
-and, when behaviour logprobs are recomputed, the sampler's own at
-temperature 1; both are requested at once (``asyncio.gather``), as soon as
-the batch is sampled. The importance-sampling loss uses the logprobs of the
-sampler that drew each reply, so the off-policy correction is exact.
+and, when behaviour logprobs are recomputed, the sampler's weights' own
+(``compute_logprobs``: temperature 1, no ``top_k`` / ``top_p``); both are
+requested at once (``asyncio.gather``), as soon as the batch is sampled.
+
+What the importance-sampling correction corrects: the loss weighs each token
+by ``pi_learner / pi_behaviour``, where ``pi_behaviour`` is the logprob the
+step's behaviour logprobs give it, taken from the weights that drew the reply
+(so staleness is accounted for). The correction is exact only when those are
+the logprobs of the distribution the reply was really drawn from, i.e. when
+the sampler draws from the policy's own distribution (``temperature == 1``,
+no ``top_k`` / ``top_p``). With recomputed behaviour logprobs the ratio is
+the policy's (learner's weights vs sampler's weights, both untruncated at
+temperature 1): exact for the weight staleness, while the gap between the
+sampling distribution and the policy's is left uncorrected (on-policy the
+ratio is 1, as the policy-gradient update intends).
 
 Example::
 
@@ -27,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -70,8 +81,9 @@ class PreparedBatch:
             :func:`~mint_envkit.rl.datums.training_samples` order, advantage 0).
         reference: position -> the KL reference model's logprobs of those
             replies (empty without a KL penalty).
-        recomputed: position -> the sampler's own temperature-1 logprobs of
-            those replies (empty when behaviour logprobs are not recomputed).
+        recomputed: position -> the sampler's weights' own logprobs of those
+            replies (temperature 1, no truncation; empty when behaviour
+            logprobs are not recomputed).
         sample_s, logprobs_s: seconds spent sampling, and on the logprobs.
 
     Example::
@@ -99,6 +111,21 @@ class PreparedBatch:
         if position in self.recomputed:
             return self.recomputed[position]
         return [s.logprobs for s in self.replies[position]]
+
+    def sampled(self, positions: Iterable[int]) -> list[list[float]] | None:
+        """The sampled logprobs of the replies of ``positions``, when they were recomputed.
+
+        In :meth:`trained` order; None when the behaviour logprobs are the
+        sampled ones (nothing was recomputed). The entropy of the sampling
+        distribution (``optim/entropy``) is measured on these.
+
+        Example::
+
+            prepared.sampled(scored.advantages)  # [[-0.3, -0.9], ...] or None
+        """
+        if not self.recomputed:
+            return None
+        return [s.logprobs for p in positions for s in self.replies[p]]
 
     def trained(
         self, advantages: Mapping[int, Sequence[float]]
@@ -218,7 +245,8 @@ async def prepare_batch(
     """Sample ``groups`` with ``client``; then ask for the replies' logprobs, all at once.
 
     ``reference`` is the KL reference model's sampling client (None: no KL
-    penalty). The sampler's own logprobs are recomputed when
+    penalty). The sampler's weights' own logprobs (temperature 1, no
+    truncation) are recomputed when
     :func:`~mint_envkit.rl.diagnostics.recomputes_behavior_logprobs` says so.
 
     Example::

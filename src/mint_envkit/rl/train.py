@@ -161,15 +161,20 @@ async def train_on_batch(
     *,
     after_submit: Callable[[], None] | None = None,
     measure: Sequence[Sample] = (),
+    sampled: Sequence[Sequence[float]] | None = None,
 ) -> dict[str, Any]:
     """One ``forward_backward`` and one ``optim_step`` on the samples; return their metrics.
 
     Both calls are submitted before either is awaited; ``after_submit`` is
     called right after they are (the loop requests the next weight snapshot
     there, so the service queues it behind this update). Besides the
-    service's metrics it reports ``optim/kl_sample_train_v1|v2`` and
-    ``optim/entropy`` from the samples' behaviour logprobs and the learner's
-    (see :func:`~mint_envkit.rl.diagnostics.sample_train_metrics`).
+    service's metrics it reports ``optim/kl_sample_train_v1|v2`` from the
+    samples' behaviour logprobs and the learner's, and ``optim/entropy`` (the
+    sampling entropy) from the sampled logprobs: ``sampled`` (the sampler's
+    own logprobs of the replies measured, given when the samples carry
+    recomputed behaviour logprobs; then ``optim/cross_entropy_policy`` is
+    reported too), else the samples' own (see
+    :func:`~mint_envkit.rl.diagnostics.sample_train_metrics`).
 
     With no samples (every group dropped) nothing trains: the replies in
     ``measure`` (the loop passes every reply of the step) go through one
@@ -199,7 +204,7 @@ async def train_on_batch(
         if after_submit is not None:
             after_submit()
         if future is not None:
-            metrics.update(learner_metrics(await future, measure))
+            metrics.update(learner_metrics(await future, measure, sampled))
         return metrics
     import tinker
 
@@ -217,7 +222,7 @@ async def train_on_batch(
         metrics[f"train/{key}"] = value
     for key, value in ((opt.metrics if opt else None) or {}).items():
         metrics[f"optim/{key}"] = value
-    metrics.update(learner_metrics(fb, samples))
+    metrics.update(learner_metrics(fb, samples, sampled))
     return metrics
 
 
@@ -337,6 +342,7 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any]
             token_advantages,
             after_submit=lambda: pipeline.request_snapshot(step + 1, run.training),
             measure=() if samples else prepared.every_reply(),
+            sampled=prepared.sampled(scored.advantages if samples else prepared.replies),
         )
     )
     metrics["time/train"] = time.monotonic() - t2
