@@ -291,6 +291,8 @@ def wait_future(server: LocalServer, request_id: str, timeout: float = 30.0) -> 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         r = post(server, "retrieve_future", {"request_id": request_id})
+        if r.status_code == 408 and r.json().get("type") == "try_again":
+            continue  # not ready within the server's wait window: poll again, as the SDK does
         r.raise_for_status()
         body = r.json()
         if body.get("type") != "try_again":

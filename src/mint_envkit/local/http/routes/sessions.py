@@ -18,7 +18,7 @@ from typing import Any
 from starlette.requests import Request
 
 from mint_envkit.local.http.requests import ProtocolError, parse_paging, parse_retrieve_future
-from mint_envkit.local.http.responses import error_response
+from mint_envkit.local.http.responses import JSONResponse, error_response
 from mint_envkit.local.http.state import Backend
 
 __all__ = [
@@ -140,6 +140,13 @@ async def stats(b: Backend, request: Request, body: Any) -> dict:
 async def retrieve_future(b: Backend, request: Request, body: dict) -> Any:
     """``POST /retrieve_future``: the result, or try_again after a long poll.
 
+    "Try again" is an HTTP 408 with the ``{"type": "try_again", ...}`` body:
+    the SDK re-polls a 408 at once and quietly, whereas a 200 try_again body
+    makes it log ``Retrying request ... because of try_again`` at WARNING on
+    every poll (``tinker/lib/api_future_impl.py``, ``_fetch_via_rest`` and
+    ``_rest_status_error_to_transport_error``). The long poll (30 s) stays
+    under the SDK's 45 s read timeout.
+
     Example::
 
         await retrieve_future(backend, request, {"request_id": rid})   # the operation's body
@@ -154,7 +161,8 @@ async def retrieve_future(b: Backend, request: Request, body: dict) -> Any:
             "restarted since",
         )
     if payload is None:
-        return {"type": "try_again", "request_id": request_id, "queue_state": "active"}
+        body = {"type": "try_again", "request_id": request_id, "queue_state": "active"}
+        return JSONResponse(body, status_code=408)
     return payload
 
 
