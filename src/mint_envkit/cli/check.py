@@ -120,6 +120,15 @@ def _print_group(report: GroupReport, renderer: Any, prompt_tokens: list[int] | 
     if prompt_tokens is not None:
         print("rendered prompt:")
         print("  " + renderer.tokenizer.decode(prompt_tokens).replace("\n", "\n  "))
+        model = getattr(renderer.tokenizer, "name_or_path", "?")
+        where = (
+            "tools go to the template's tools slot"
+            if renderer.tools_in_template
+            else "the template has no tools slot: the renderer writes tools into the system message"
+        )
+        print(
+            f"  (rendered by renderer {renderer.name!r} with the chat template of {model!r}; {where})"
+        )
     if report.error:
         print(f"ERROR: {report.error}")
         return
@@ -204,6 +213,7 @@ async def _check_group(
 ) -> int:
     renderer = group.renderer()
     reference = None
+    env_class = None
     try:
         envs = await group.make_envs()
         env_class = type(envs[0].message_env)
@@ -217,7 +227,8 @@ async def _check_group(
             replies = [*([reference] if reference else []), wrong, "I am not sure."]
     except Exception as err:  # the user's env: report it, check the other groups
         kind = "" if isinstance(err, MintEnvkitError) else f"{type(err).__name__}: "
-        print(f"--- group {group.index}\nERROR: {kind}{err}")
+        env = f"env {env_class.__name__}, " if env_class else ""
+        print(f"--- group {group.index}\nERROR: {kind}{err} ({env}renderer {renderer_name!r})")
         return 1
     rollout = (await rollout_groups([group], ScriptedPolicy(replies)))[0]
     report = GroupReport.from_rollout(rollout)
@@ -244,7 +255,7 @@ async def _check_group(
     for index, ok, count in prefix_report(rollout):
         verdict = "ok" if ok else "FAILED"
         print(
-            f"  prefix check [{renderer_name}] env {index}: {verdict} "
+            f"  prefix check [{renderer.name}] env {index}: {verdict} "
             f"({count} observation(s), each extends the previous + its sampled tokens)"
         )
         bad += not ok

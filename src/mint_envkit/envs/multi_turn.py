@@ -97,6 +97,10 @@ class MultiTurnEnv(MessageEnv):
 
     Class attributes:
         system_prompt: used by the default :meth:`messages`.
+        few_shot: example messages placed between the system prompt and the
+            question by the default :meth:`messages` (default none). Tool-call
+            turns may be examples: an assistant message with ``tool_calls`` (and
+            ``content`` a string, ``""`` allowed), then ``role: "tool"`` messages.
         max_turns: the most assistant turns in one episode (default 10).
         max_turns_reward: the reward of a turn that reaches ``max_turns``
             without finishing (default 0.0; it replaces that turn's reward).
@@ -122,6 +126,7 @@ class MultiTurnEnv(MessageEnv):
     """
 
     system_prompt: ClassVar[str | None] = None
+    few_shot: ClassVar[list[Message]] = []
     max_turns: ClassVar[int] = 10
     max_turns_reward: ClassVar[float] = 0.0
     required_fields: ClassVar[tuple[str, ...]] = ("question",)
@@ -148,10 +153,11 @@ class MultiTurnEnv(MessageEnv):
         """Runs once when the episode ends (also after an error). Override to clean up."""
 
     def messages(self) -> list[Message]:
-        """The opening conversation: the system prompt and ``problem["question"]``."""
+        """The opening conversation: the system prompt, ``few_shot``, then ``problem["question"]``."""
         out: list[Message] = []
         if self.system_prompt:
             out.append({"role": "system", "content": self.system_prompt})
+        out.extend(dict(m) for m in self.few_shot)
         out.append({"role": "user", "content": str(self.problem.get("question", ""))})
         return out
 

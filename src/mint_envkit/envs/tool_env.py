@@ -1,7 +1,9 @@
 """Tool-calling environments: the model calls Python functions, then answers.
 
 A :class:`ToolEnv` lists its tools in the prompt (through the chat template's
-``tools=``, so the model sees them the way it was trained to), runs every tool
+``tools=``, so the model sees them the way it was trained to; a template with no
+tools slot gets a ``# Tools`` block written into the system message by the
+renderer, see ``docs/tools.md``), runs every tool
 call of an assistant turn and answers with one ``tool`` message per call. A
 reply without a tool call is the final answer: it is parsed and scored like a
 :class:`~mint_envkit.SingleTurnEnv` reply (same ``parser``, ``check``,
@@ -169,6 +171,9 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
         tools: the tools, as functions or :class:`~mint_envkit.Tool` objects
             (see :func:`~mint_envkit.tool`); checked when the class is defined.
         system_prompt: the system message (the chat template adds the tools).
+        few_shot: example messages between the system prompt and the question;
+            tool-call turns (assistant ``tool_calls``, ``role: "tool"`` results)
+            allowed.
         parser, reward_correct, reward_incorrect, reward_unparsed, reward_fn,
             reward_sees_thinking: score the final answer, as in
             :class:`~mint_envkit.SingleTurnEnv`.

@@ -25,7 +25,11 @@ from typing import TYPE_CHECKING, Any
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import RendererError
 from mint_envkit.rendering.tokenizer import get_tokenizer
-from mint_envkit.rendering.tool_calls import parse_hermes_tool_calls
+from mint_envkit.rendering.tool_calls import (
+    format_tool_calls,
+    parse_hermes_tool_calls,
+    tools_system_block,
+)
 
 if TYPE_CHECKING:
     import tinker
@@ -59,6 +63,34 @@ _TEMPLATE_FIELDS = (
 # exactly what the template writes for the new messages.
 _PROBE_USER = "mint-envkit continuation probe"
 _SENTINEL = "mint-envkit-sentinel-3f9c1a"
+_PROBE_TOOL = "mint_envkit_probe_tool_3f9c1a"
+_PROBE_CALL = {
+    "type": "function",
+    "id": "call_0",
+    "function": {"name": _PROBE_TOOL, "arguments": "{}"},
+}
+_PROBE_SCHEMA = {
+    "type": "function",
+    "function": {"name": _PROBE_TOOL, "parameters": {"type": "object", "properties": {}}},
+}
+_PROBES: dict[str, tuple[list[Message], list[dict] | None]] = {
+    "tools": ([{"role": "user", "content": "x"}], [_PROBE_SCHEMA]),
+    "tool_calls": (
+        [
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "content": "", "tool_calls": [_PROBE_CALL]},
+        ],
+        None,
+    ),
+    "tool_results": (
+        [
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "content": "", "tool_calls": [_PROBE_CALL]},
+            {"role": "tool", "name": "f", "tool_call_id": "call_0", "content": _PROBE_TOOL},
+        ],
+        None,
+    ),
+}
 
 
 def _message_key(messages: Sequence[Message], tools: Sequence[dict] | None) -> str:
@@ -112,6 +144,7 @@ class Renderer:
         self._render_cached = functools.lru_cache(maxsize=4096)(self._render_uncached)
         self._continuation_cached = functools.lru_cache(maxsize=4096)(self._continuation_uncached)
         self._continuation_error: Any = _UNKNOWN
+        self._shows: dict[str, bool] = {}
 
     def _find_stop_token(self) -> int:
         vocab = self.tokenizer.get_vocab()
@@ -125,19 +158,90 @@ class Renderer:
             )
         return int(eos)
 
+    def _template_shows(self, what: str) -> bool:
+        """Whether the chat template writes ``what`` (tools, tool_calls, tool_results)."""
+        if what not in self._shows:
+            messages, tools = _PROBES[what]
+            options: dict[str, Any] = {"enable_thinking": self.enable_thinking}
+            if tools:
+                options["tools"] = tools
+            try:
+                text = self.tokenizer.apply_chat_template(
+                    messages, tokenize=False, add_generation_prompt=True, **options
+                )
+                self._shows[what] = _PROBE_TOOL in text
+            except Exception:
+                self._shows[what] = False
+        return self._shows[what]
+
+    @property
+    def tools_in_template(self) -> bool:
+        """True when the chat template lists tools itself (it has a ``tools`` slot).
+
+        When False, the renderer writes the schemas into the system message
+        (:func:`~mint_envkit.rendering.tool_calls.tools_system_block`) and reads
+        replies' ``<tool_call>`` JSON back, so tools are never dropped.
+
+        Example::
+
+            get_renderer("chat_template", "mint-envkit/smollm2-135m-instruct").tools_in_template
+            # False: SmolLM2's template has no tools slot
+        """
+        return self._template_shows("tools")
+
+    def _template_messages(
+        self, messages: list[Message], tools: list[dict] | None
+    ) -> list[Message]:
+        """``messages`` as the template can show them: what it would drop goes into text."""
+        out = [dict(m) for m in messages]
+        if tools and not self._template_shows("tools"):
+            block = tools_system_block(tools)
+            if out and out[0]["role"] == "system":
+                out[0]["content"] = f"{out[0]['content']}\n\n{block}".lstrip()
+            else:
+                out.insert(0, {"role": "system", "content": block})
+        calls = any(m.get("tool_calls") for m in out)
+        if calls and not self._template_shows("tool_calls"):
+            for m in out:
+                if m.get("tool_calls"):
+                    written = format_tool_calls(list(m.pop("tool_calls")))
+                    m["content"] = f"{m['content']}\n{written}".lstrip()
+        results = any(m["role"] == "tool" for m in out)
+        if results and not self._template_shows("tool_results"):
+            for m in out:
+                if m["role"] == "tool":
+                    text = m["content"]
+                    m.clear()
+                    m.update(role="user", content=f"<tool_response>\n{text}\n</tool_response>")
+        return out
+
     def _template(
         self, messages: list[Message], tools: list[dict] | None, *, generation_prompt: bool
     ) -> str:
         options: dict[str, Any] = {"enable_thinking": self.enable_thinking}
-        if tools:
+        if tools and self._template_shows("tools"):
             options["tools"] = tools
         return self.tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=generation_prompt, **options
+            self._template_messages(messages, tools),
+            tokenize=False,
+            add_generation_prompt=generation_prompt,
+            **options,
         )
 
     def _render_uncached(self, key: str) -> tuple[int, ...]:
         messages, tools = json.loads(key)
         text = self._template(messages, tools, generation_prompt=True)
+        missing = [
+            name
+            for t in tools or []
+            if (name := str(t.get("function", t).get("name", ""))) and name not in text
+        ]
+        if missing:
+            raise RendererError(
+                f"renderer {self.name!r}: the tools {missing} are not in the rendered prompt "
+                "(the chat template drops both its tools= and the system message the renderer "
+                "writes them into); use a model whose template shows a system message"
+            )
         return tuple(self.tokenizer.encode(text, add_special_tokens=False))
 
     def render_tokens(
@@ -147,11 +251,16 @@ class Renderer:
 
         ``tools`` (tool schemas, :attr:`mint_envkit.Tool.schema`) go to the chat
         template's ``tools=``, which lists them the model family's way (Qwen3: a
-        ``# Tools`` block with ``<tools></tools>`` in the system message).
+        ``# Tools`` block with ``<tools></tools>`` in the system message). A
+        template with no tools slot (SmolLM2, Llama 3 base templates; see
+        :attr:`tools_in_template`) gets the same ``# Tools`` block written into
+        the system message, and assistant ``tool_calls`` it would drop written as
+        ``<tool_call>`` JSON in the content.
 
         Raises:
             RendererError: a message is not a dict with a string ``role`` and
-                string ``content``.
+                string ``content``; or a tool's name is not in the rendered
+                prompt (the template drops even the system message).
         """
         _check_messages(messages)
         return list(self._render_cached(_message_key(messages, tools)))

@@ -30,8 +30,17 @@ from typing import Any
 
 from mint_envkit.tools.arguments import load_json
 
-__all__ = ["parse_hermes_tool_calls"]
+__all__ = ["format_tool_calls", "parse_hermes_tool_calls", "tools_system_block"]
 
+_TOOLS_INTRO = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+)
+_TOOLS_OUTRO = (
+    "</tools>\n\nFor each function call, return a json object with function name and "
+    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+)
 _OPEN = "<tool_call>"
 _CLOSE = "</tool_call>"
 _BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
@@ -90,3 +99,46 @@ def parse_hermes_tool_calls(
         )
         rest = rest[:cut]
     return rest.strip(), calls, unparsed
+
+
+def tools_system_block(tools: list[dict[str, Any]]) -> str:
+    """The ``# Tools`` block a renderer writes into the system message (Qwen3's wording).
+
+    Used when a chat template has no tools slot: each schema is one JSON line
+    inside ``<tools></tools>``, then the instruction to reply with
+    ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``, the format
+    :func:`parse_hermes_tool_calls` reads back.
+
+    Example::
+
+        tools_system_block([{"type": "function", "function": {"name": "add"}}])
+        # '# Tools\\n\\nYou may call ... <tools>\\n{"type": "function", ...}\\n</tools> ...'
+    """
+    lines = [json.dumps(t, ensure_ascii=False) for t in tools]
+    return "\n".join([_TOOLS_INTRO, *lines, _TOOLS_OUTRO])
+
+
+def format_tool_calls(calls: list[Any]) -> str:
+    """Assistant ``tool_calls`` written as ``<tool_call>`` JSON blocks, one per call.
+
+    For a chat template that does not render ``tool_calls``: a few-shot example
+    with calls then shows them as the model is asked to write them. Arguments
+    given as JSON text are written as the object they hold.
+
+    Example::
+
+        format_tool_calls([{"function": {"name": "add", "arguments": '{"a": 2}'}}])
+        # '<tool_call>\\n{"name": "add", "arguments": {"a": 2}}\\n</tool_call>'
+    """
+    blocks = []
+    for call in calls:
+        function = call.get("function", call) if isinstance(call, dict) else {}
+        arguments = function.get("arguments", {})
+        if isinstance(arguments, str):
+            value, why = load_json(arguments, max_chars=None)
+            arguments = arguments if why is not None else value
+        body = json.dumps(
+            {"name": function.get("name"), "arguments": arguments}, ensure_ascii=False
+        )
+        blocks.append(f"{_OPEN}\n{body}\n{_CLOSE}")
+    return "\n".join(blocks)
