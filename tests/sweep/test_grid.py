@@ -323,7 +323,11 @@ def test_defaults_argument_replaces_builtin_defaults():
             "0.7,0",
             "MINT_RL_TEMPS='0.7,0': '0' is invalid: Config.temperature must be > 0, a finite number >= 0.001",
         ),
-        ("MINT_RL_TEMPS", "-1", "'-1' is invalid: Config.temperature must be > 0, a finite number >= 0.001"),
+        (
+            "MINT_RL_TEMPS",
+            "-1",
+            "'-1' is invalid: Config.temperature must be > 0, a finite number >= 0.001",
+        ),
         ("MINT_RL_TEMPS", "nan", "'nan' is not a number"),
         ("MINT_RL_TEMPS", "inf", "'inf' is not a number"),
         ("MINT_RL_TEMPS", "", "MINT_RL_TEMPS='': empty"),
