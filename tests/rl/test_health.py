@@ -73,6 +73,35 @@ async def test_an_sdk_error_on_a_dead_backend_becomes_a_backend_error():
     assert isinstance(info.value.__cause__, ConnectionError)
 
 
+async def test_the_servers_shutting_down_error_is_a_loss_while_it_still_answers():
+    """The embedded server fails a request it drops while closing with its own message, and
+    may answer health checks for a few seconds more while it drains (seen in CI: the raw
+    SDK error escaped instead of the BackendError naming URL, step and resume point)."""
+    import sys
+    from pathlib import Path
+
+    from mint_envkit.local.messages import SERVER_SHUTTING_DOWN
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "local"))
+    from server_helpers import fake_server
+
+    async def dropped() -> None:
+        raise RuntimeError(f"Request failed: {SERVER_SHUTTING_DOWN}")
+
+    async def other() -> None:
+        raise RuntimeError("a request failed for its own reasons")
+
+    with fake_server() as (server, _engine):
+        watchdog = Watchdog(server.base_url, api_key=None, lost_after_s=30.0)
+        with pytest.raises(BackendError, match=SERVER_SHUTTING_DOWN) as info:
+            await _within(10, "the loss", watchdog.run(dropped(), describe=lambda: "step 2 of 4"))
+        assert "during step 2 of 4" in str(info.value) and watchdog.lost
+        # any other error of work on a live backend passes through unchanged
+        live = Watchdog(server.base_url, api_key=None, lost_after_s=30.0)
+        with pytest.raises(RuntimeError, match="its own reasons"):
+            await _within(10, "the error", live.run(other(), describe=lambda: "step 1"))
+
+
 async def test_work_that_finishes_first_returns_its_value():
     async def quick() -> int:
         return 7

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from mint_envkit.errors import BackendError, MintEnvkitError
+from mint_envkit.local.messages import SERVER_SHUTTING_DOWN
 from mint_envkit.rl.backend import Connection
 from mint_envkit.rl.config import Config
 from mint_envkit.rl.logs import RunFiles
@@ -133,7 +134,7 @@ class Watchdog:
         ``describe()`` says where the run was (``"step 3 of 10"``) and
         ``advice()`` how to resume, both read when the loss is found. Errors
         of ``work`` itself pass through, unless it was an SDK error and the
-        backend no longer answers.
+        backend no longer answers, or the embedded server said it is shutting down.
 
         Example::
 
@@ -149,8 +150,13 @@ class Watchdog:
                 except MintEnvkitError:
                     raise
                 except Exception as err:
-                    if await self._still_answers():
+                    # The embedded server's own word that it is closing settles it; its
+                    # health check may answer for a few seconds more while it drains.
+                    closing = SERVER_SHUTTING_DOWN in str(err)
+                    if not closing and await self._still_answers():
                         raise
+                    if closing:
+                        self.last_error = SERVER_SHUTTING_DOWN
                     raise self._lost_error(describe(), advice()) from err
             raise self._lost_error(describe(), advice())
         finally:

@@ -36,6 +36,7 @@ from mint_envkit.local.http.requests import ProtocolError, run_id_of
 from mint_envkit.local.http.responses import describe_error
 from mint_envkit.local.http.samplers import SamplerTable
 from mint_envkit.local.http.worker import EngineFactory, EngineWorker, SampleBatcher
+from mint_envkit.local.messages import SERVER_SHUTTING_DOWN
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -360,7 +361,7 @@ class Backend:
                 on_success(result)
         except BaseException as err:
             if isinstance(err, asyncio.CancelledError | concurrent.futures.CancelledError):
-                message, category = "the local server is shutting down", "server"
+                message, category = SERVER_SHUTTING_DOWN, "server"
             else:
                 message, category = describe_error(err)
             await self.delay()

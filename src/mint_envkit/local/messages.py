@@ -1,0 +1,17 @@
+"""Messages of the embedded server that its clients act on (light: no torch, no web server).
+
+Example::
+
+    from mint_envkit.local.messages import SERVER_SHUTTING_DOWN
+
+    if SERVER_SHUTTING_DOWN in str(error):
+        ...  # the backend is going away: not a failure of this request alone
+"""
+
+from __future__ import annotations
+
+__all__ = ["SERVER_SHUTTING_DOWN"]
+
+SERVER_SHUTTING_DOWN = "the local server is shutting down"
+"""The error of a request the server dropped because it is closing (its engine work was
+cancelled): the backend is gone, whatever its health check still answers meanwhile."""
