@@ -21,7 +21,23 @@ import torch
 from server_helpers import SMALL
 
 from mint_envkit.local.server import LocalServer
+from sdk_sessions import record_service_clients
 from tiny_llama import tiny_llama
+
+
+@pytest.fixture(autouse=True)
+def _close_sdk_sessions(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Close the SDK sessions a server test opened and left open, when the test ends.
+
+    The SDK heartbeats each ``ServiceClient``'s session for the life of the process, so a
+    test that drives a server it then stops made the suite warn "Session heartbeat failed"
+    minutes later. Product code closes its own sessions (tested in tests/rl and tests/cli);
+    here the tests' own clients are closed for them.
+    """
+    made = record_service_clients(monkeypatch)
+    yield
+    for client in made:
+        client.holder.close()
 
 
 @pytest.fixture(scope="module")
