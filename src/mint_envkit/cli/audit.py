@@ -13,12 +13,10 @@ Example::
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
 from collections.abc import Sequence
 
+from mint_envkit.cli.command import run_command
 from mint_envkit.cli.problems import add_problem_options, problems_from_args
-from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME as SMOLLM2
 
 __all__ = ["audit_main"]
@@ -104,18 +102,6 @@ def audit_main(argv: Sequence[str]) -> int:
 
         audit_main(["examples/rl_hyperparameters.py:builder", "--sample-model", "none"])
     """
-    parser = _parser()
-    try:
-        args = parser.parse_args(list(argv))
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
-    for name in ("limit", "samples", "max_tokens"):
-        if getattr(args, name) < 1:
-            parser.print_usage(sys.stderr)
-            print(f"mint-envkit audit: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
-            return 2
-    try:
-        return asyncio.run(_run(args))
-    except MintEnvkitError as err:
-        print(f"mint-envkit audit: {err}", file=sys.stderr)
-        return 2
+    return run_command(
+        "mint-envkit audit", _parser(), argv, positive=("limit", "samples", "max_tokens"), run=_run
+    )

@@ -11,14 +11,12 @@ Example::
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from mint_envkit.cli.command import run_command
 from mint_envkit.cli.problems import add_problem_options, problems_from_args
-from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.compare import comparison_table
 from mint_envkit.evaluation.run import evaluate_many
 from mint_envkit.evaluation.spec import SPLITS
@@ -112,18 +110,10 @@ def eval_main(argv: Sequence[str]) -> int:
         eval_main(["examples/rl_hyperparameters.py:builder", "--model",
                    "mint-envkit/tiny-qwen3", "--samples", "4", "--limit", "8"])
     """
-    parser = _parser()
-    try:
-        args = parser.parse_args(list(argv))
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
-    for name in ("samples", "max_tokens", "concurrency"):
-        if getattr(args, name) < 1:
-            parser.print_usage(sys.stderr)
-            print(f"mint-envkit eval: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
-            return 2
-    try:
-        return asyncio.run(_run(args))
-    except MintEnvkitError as err:
-        print(f"mint-envkit eval: {err}", file=sys.stderr)
-        return 2
+    return run_command(
+        "mint-envkit eval",
+        _parser(),
+        argv,
+        positive=("samples", "max_tokens", "concurrency"),
+        run=_run,
+    )
