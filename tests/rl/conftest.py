@@ -69,3 +69,22 @@ def phase_config(tmp_path) -> Config:
         learning_rate=1e-3,
         save_every=2,
     )
+
+
+SMALL_MODEL = "mint-envkit/tiny-qwen3-small"
+"""The model of the loop tests that train through the embedded backend."""
+
+
+@pytest.fixture(scope="module")
+def server():
+    """An embedded server on the small tiny model, one per test module (the loop tests).
+
+    Example::
+
+        async def test_x(tmp_path, server):
+            await main(Config(..., base_url=server.base_url, backend="local"))
+    """
+    from mint_envkit.local.server import LocalServer
+
+    with LocalServer(models=[SMALL_MODEL]) as running:
+        yield running

@@ -57,14 +57,6 @@ def _config(tmp_path: Path, server, **overrides) -> Config:
     return Config(**fields)
 
 
-@pytest.fixture(scope="module")
-def server():
-    from mint_envkit.local.server import LocalServer
-
-    with LocalServer(models=[MODEL]) as running:
-        yield running
-
-
 async def _logprobs_of_final_and_base(server, result) -> tuple[list[float], list[float]]:
     """Logprobs of a fixed token sequence under the run's final weights and under the base model.
 

@@ -71,14 +71,6 @@ class HashRewardEnv(SingleTurnEnv):
         return MessageStepResult(reward=reward, episode_done=True, metrics={})
 
 
-@pytest.fixture(scope="module")
-def server():
-    from mint_envkit.local.server import LocalServer
-
-    with LocalServer(models=[MODEL]) as running:
-        yield running
-
-
 def _config(tmp_path: Path, server, **overrides) -> Config:
     builder = DatasetBuilder(
         env=HashRewardEnv,

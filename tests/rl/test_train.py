@@ -94,14 +94,6 @@ def _config(tmp_path: Path, server, env=AddEnv, problems=None, **overrides) -> C
     return Config(**fields)
 
 
-@pytest.fixture(scope="module")
-def server():
-    from mint_envkit.local.server import LocalServer
-
-    with LocalServer(models=[MODEL]) as running:
-        yield running
-
-
 async def test_one_sample_request_per_group(tmp_path, server):
     server.reset_counts()
     result = await main(_config(tmp_path, server, group_size=4, batch_size=2))
