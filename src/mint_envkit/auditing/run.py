@@ -25,7 +25,6 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import json
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -40,7 +39,7 @@ from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.spec import eval_groups, load_target
 
-__all__ = ["PRICE_KEYS", "audit", "audit_sync", "read_report"]
+__all__ = ["PRICE_KEYS", "audit", "audit_sync"]
 
 PRICE_KEYS = ("sample", "prefill", "train")
 """The keys of ``prices``: US dollars per million sampled, prompt and trained tokens.
@@ -307,13 +306,3 @@ def audit_sync(target: Any, **kwargs: Any) -> AuditReport:
         report = audit_sync("examples/rl_hyperparameters.py:builder")
     """
     return asyncio.run(audit(target, **kwargs))
-
-
-def read_report(path: str | Path) -> dict[str, Any]:
-    """An ``audit.json`` written by :func:`audit`, as a dict (for the viewer).
-
-    Example::
-
-        read_report("runs/audit/audit.json")["ok"]
-    """
-    return json.loads(Path(path).read_text())
