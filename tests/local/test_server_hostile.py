@@ -111,7 +111,7 @@ def test_a_declared_body_over_the_limit_is_refused_before_it_is_read() -> None:
             t0 = time.monotonic()
             raw = _read_response(sock, t0 + 5)
         assert raw, "no answer within 5 s: the server waited for the body"
-        assert _status_of(raw) == 413 and time.monotonic() - t0 < 2.0
+        assert _status_of(raw) == 413
         assert b"forward_backward" in raw and b"limit" in raw
 
 
@@ -134,7 +134,24 @@ def test_a_chunked_body_stops_being_read_at_the_limit() -> None:
             assert _status_of(raw) == 413
 
 
-def test_healthz_answers_within_2_s_while_a_big_body_is_parsed() -> None:
+def test_healthz_answers_while_a_big_body_is_still_being_parsed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Structural, not timed: the big body's JSON parse is held inside its worker
+    # thread until healthz has answered. A parse on the event loop would block
+    # healthz until the parse ends, which (held) never happens: healthz times out.
+    from mint_envkit.local.http import app as app_module
+
+    parsing, release = threading.Event(), threading.Event()
+    real_parse = app_module.parse_json_body
+
+    def held_parse(raw: bytes) -> Any:
+        if len(raw) > app_module._THREAD_PARSE_BYTES:
+            parsing.set()
+            release.wait(60)
+        return real_parse(raw)
+
+    monkeypatch.setattr(app_module, "parse_json_body", held_parse)
     limits = Limits(max_request_tokens=1 << 22)
     with fake_server(limits=limits, max_body_bytes=256 << 20) as (server, _engine):
         model_id = create_model(server)
@@ -147,36 +164,30 @@ def test_healthz_answers_within_2_s_while_a_big_body_is_parsed() -> None:
             )
             for _ in range(3000)
         ]
-        # 18 MB: measured 2.1 s to decode and 2.0 s to validate on this machine
-        body = json.dumps(_fb_body(model_id, data)).encode()
-        done = threading.Event()
+        body = json.dumps(_fb_body(model_id, data)).encode()  # 18 MB
         result: list[Any] = []
 
         def send() -> None:
-            try:
-                result.append(
-                    httpx.post(
-                        f"{server.base_url}/api/v1/forward_backward",
-                        content=body,
-                        headers={"content-type": "application/json"},
-                        timeout=100,
-                    )
+            result.append(
+                httpx.post(
+                    f"{server.base_url}/api/v1/forward_backward",
+                    content=body,
+                    headers={"content-type": "application/json"},
+                    timeout=100,
                 )
-            finally:
-                done.set()
+            )
 
         sender = threading.Thread(target=send)
         sender.start()
-        worst = 0.0
-        with httpx.Client(timeout=30) as client:
-            while not done.is_set():
-                t0 = time.monotonic()
-                assert client.get(f"{server.base_url}/api/v1/healthz").status_code == 200
-                worst = max(worst, time.monotonic() - t0)
-                done.wait(0.1)  # poll ten times a second
-        sender.join(timeout=60)
+        try:
+            assert parsing.wait(60), "the big body never reached the threaded parse"
+            health = httpx.get(f"{server.base_url}/api/v1/healthz", timeout=20)
+            assert health.status_code == 200
+            assert not release.is_set()  # answered while the parse was still held
+        finally:
+            release.set()
+            sender.join(timeout=100)
         assert result and result[0].status_code == 200, result
-        assert worst < 2.0, f"healthz took {worst:.2f} s while the body was parsed"
 
 
 # --------------------------------------------------------------------------- malformed values
@@ -365,25 +376,36 @@ def _big_batch(n: int, length: int, seed: int = 0) -> list[dict[str, Any]]:
     return out
 
 
-def test_a_small_sample_is_answered_within_2_s_during_a_big_forward_backward(
-    real_server: LocalServer,
+def test_a_small_sample_is_served_between_the_pieces_of_a_big_forward_backward(
+    real_server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Structural, not timed: the sample must be run by the batcher's ``run_pending``
+    # hook, which a split training job calls between its pieces.
     server = real_server
     assert server.backend is not None
+    batcher = server.backend.batcher
     session = _sampling_session(server)
     wait_future(server, post(server, "asample", _sample_body(session)).json()["request_id"])
+    served_between: list[int] = []
+    real_run_pending = batcher.run_pending
+
+    def recording_run_pending(engine: Any) -> None:
+        before = len(batcher.batches)
+        real_run_pending(engine)
+        served_between.append(len(batcher.batches) - before)
+
+    monkeypatch.setattr(batcher, "run_pending", recording_run_pending)
     model_id = create_model(server)
     big = post(server, "forward_backward", _fb_body(model_id, _big_batch(8, 2000)))
     big.raise_for_status()
-    t0 = time.monotonic()
     small = post(server, "asample", _sample_body(session))
     small.raise_for_status()
     result = wait_future(server, small.json()["request_id"], timeout=60)
-    waited = time.monotonic() - t0
     assert len(result["sequences"][0]["tokens"]) == 4
     fb = wait_future(server, big.json()["request_id"], timeout=100)
     assert "error" not in fb, fb
-    assert waited < 2.0, f"a 4-token sample waited {waited:.2f} s behind forward_backward"
+    assert served_between, "the big forward_backward was not split into pieces"
+    assert sum(served_between) == 1, f"the sample was not run between pieces: {served_between}"
 
 
 def test_a_split_forward_backward_has_the_gradient_of_the_unsplit_job(
