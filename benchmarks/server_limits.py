@@ -67,11 +67,14 @@ def main() -> None:
     p.add_argument("--src", default=str(Path(__file__).resolve().parents[1] / "src"))
     p.add_argument("--num-samples", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--segment-tokens", type=int, help="serve --sample-segment-tokens (0: off)")
     args = p.parse_args()
     env = {**os.environ, "PYTHONPATH": args.src, "TINKER_TELEMETRY": "0"}
     state = tempfile.mkdtemp(prefix="bench-state-")
-    command = [sys.executable, "-m", "mint_envkit.local.server", "--port", "0"]
+    command = [sys.executable, "-m", "mint_envkit.cli", "serve", "--port", "0"]
     command += ["--model", SMALL, "--state-dir", state]
+    if args.segment_tokens is not None:
+        command += ["--sample-segment-tokens", str(args.segment_tokens)]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
@@ -106,6 +109,7 @@ def main() -> None:
                 {
                     "src": args.src,
                     "big_job": f"{args.num_samples} x (4 + {args.max_tokens})",
+                    "segment_tokens": args.segment_tokens,
                     "small_sample_s": round(small_s, 2),
                     "big_job_s": round(big_s[0], 2) if big_s else None,
                     "peak_rss_mb": round(peak),

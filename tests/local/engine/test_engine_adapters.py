@@ -114,3 +114,29 @@ def test_sampled_logprobs_equal_the_learner_on_tied_and_untied_models(
         assert s.logprobs == pytest.approx(learner_lps[len(PROMPT) - 1 :], abs=1e-4)
         assert engine.compute_logprobs(sampler, tokens)[1:] == pytest.approx(learner_lps, abs=1e-4)
     engine.unload(model_id)
+
+
+def test_the_merged_copy_owns_only_the_layers_a_snapshot_adapts(engine):
+    """Memory: the copy shares every other weight with the base model, which never changes."""
+    import torch
+
+    attn = engine.create_lora(SMALL, rank=2, seed=0, train_mlp=False, train_unembed=False)
+    for _ in range(2):
+        engine.forward(attn, ce_data(), "cross_entropy", None, backward=True)
+        engine.optim_step(attn, learning_rate=1e-2)
+    sampler, _ = engine.save_for_sampler(attn, None)
+    base, _ = engine.registry.sampler(sampler)
+    before = {k: v.clone() for k, v in base.loaded.model.state_dict().items() if "lora" not in k}
+    engine.sample(sampler, PROMPT, num_samples=2, max_tokens=4, seed=0)
+    own = {
+        name
+        for name, p in base.merged.named_parameters()
+        if all(p is not q for q in base.loaded.model.parameters())
+    }
+    assert own and all("self_attn" in name for name in own)
+    ref = engine.create_sampler(base_model=SMALL)
+    engine.sample(ref, PROMPT, num_samples=2, max_tokens=4, seed=0)
+    assert not base.merged_originals  # back to sharing every weight
+    after = base.loaded.model.state_dict()
+    assert all(torch.equal(v, after[k]) for k, v in before.items())
+    engine.unload(attn)

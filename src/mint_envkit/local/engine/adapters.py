@@ -2,9 +2,17 @@
 
 Every training client is a named peft adapter on its base model's one peft
 wrapper (``set_adapter`` switches between them). To sample a snapshot, a small
-base model (up to ``MERGED_COPY_MAX_PARAMS``) keeps a plain merged copy whose
-adapted layers hold ``W + scale * B @ A``; a larger one copies the snapshot into
-a scratch adapter ("slot") of the same LoRA shape.
+float32 base model (up to ``MERGED_COPY_MAX_PARAMS``) keeps a plain merged copy
+whose adapted layers hold ``W + scale * B @ A``; any other one copies the snapshot
+into a scratch adapter ("slot") of the same LoRA shape and samples through peft.
+
+Why float32 only: a merged bf16 weight cannot hold ``W + B @ A`` when the update is
+under half a bf16 rounding step of ``W`` (most LoRA updates, early in training), so
+a merged bf16 copy silently drops part of every update while the learner (peft, the
+delta in fp32 beside the bf16 base) keeps it: on SmolLM2-135M the sampler's
+logprobs fell 0.30 nats/token behind the learner's after 5 SFT steps (issue 21).
+Sampling through peft computes exactly what the learner computes, by construction.
+In float32 the merge rounds at ~1e-7 relative, far below the 1e-4 promise.
 
 Tied embeddings: peft adds an ``lm_head`` delta to the output only, the input
 embedding stays the base one. The merged copy therefore unties its output layer
@@ -41,13 +49,19 @@ __all__ = [
     "adapter_params",
     "drop_trainer",
     "lora_spec",
+    "merges_exactly",
     "new_trainer",
     "use_sampler",
     "use_snapshot",
 ]
 
-MERGED_COPY_MAX_PARAMS = 200_000_000
-"""Base models up to this size keep a merged plain copy for sampling (about 3x faster)."""
+MERGED_COPY_MAX_PARAMS = 100_000_000
+"""Base float32 models up to this size keep a merged plain copy for sampling.
+
+The copy shares the base weights except the layers a snapshot adapts, which need
+their own (about 0.8x the model's size when every linear layer is adapted). It pays
+where peft's per-layer overhead dominates (the tiny models: sampling about 3x faster);
+SmolLM2-135M samples through peft (issue 21: the demo's peak RSS; docs/benchmarks.md)."""
 
 
 def lora_spec(
@@ -108,44 +122,63 @@ def _add_adapter(base: BaseModelState, adapter: str, spec: LoraSpec, seed: int) 
 
 
 def _make_merged_copy(base: BaseModelState) -> None:
-    """Keep a plain copy of a small base model for fast sampling (``BaseModelState.merged``)."""
+    """Keep a plain copy of a small float32 base model for fast sampling (``base.merged``).
+
+    The copy shares every parameter with the base model (no memory) until a snapshot
+    adapts a layer: that layer then gets its own weight, ``W + scale * B @ A``
+    (:func:`_merge_into_copy`), and gives it back when a snapshot leaves it alone.
+    """
     model = base.loaded.model
+    if not merges_exactly(model):
+        return  # bf16 / fp16: a merged weight would drop small updates; sample through peft
     n_params = sum(p.numel() for p in model.parameters())
     if n_params > MERGED_COPY_MAX_PARAMS:
         return  # a large model samples through peft rather than double its memory
-    merged = copy.deepcopy(model).eval()
-    _untie_output(merged)
-    for p in merged.parameters():
-        p.requires_grad_(False)
+    shared: dict[int, Any] = {id(t): t for t in [*model.parameters(), *model.buffers()]}
+    merged = copy.deepcopy(model, memo=shared).eval()
     base.merged = merged
     base.merged_content = "base"
 
 
-def _untie_output(model: Any) -> None:
-    """Give a tied output layer its own weight, so a merged ``lm_head`` delta leaves the input."""
-    out, inp = model.get_output_embeddings(), model.get_input_embeddings()
-    if out is not None and inp is not None and out.weight is inp.weight:
-        out.weight = torch.nn.Parameter(inp.weight.detach().clone(), requires_grad=False)
+def merges_exactly(model: Any) -> bool:
+    """Whether a merged copy of ``model`` keeps every LoRA update (float32 weights only).
+
+    Example::
+
+        merges_exactly(model.to(torch.bfloat16))  # False: sample through peft
+    """
+    return all(p.dtype == torch.float32 for p in model.parameters())
+
+
+def _base_weight(base: BaseModelState, path: str) -> torch.nn.Parameter:
+    """The base model's own weight of layer ``path`` (under peft: its ``base_layer``)."""
+    layer = base.loaded.model.get_submodule(path)
+    return getattr(layer, "base_layer", layer).weight
 
 
 def _merge_into_copy(base: BaseModelState, snap: Snapshot) -> None:
     modules = dict(base.merged.named_modules())
-    with torch.no_grad():
-        for path, original in base.merged_originals.items():
-            modules[path].weight.copy_(original)  # back to the base weights, no drift
-        if snap.tensors is None or snap.spec is None:
-            return
+    deltas: dict[str, tuple[torch.Tensor, torch.Tensor, float]] = {}
+    if snap.tensors is not None and snap.spec is not None:
         scale = LORA_ALPHA / snap.spec.rank
         for key, a in snap.tensors.items():
             if ".lora_A." not in key and not key.endswith(".lora_A.weight"):
                 continue
             path = key.removeprefix("base_model.model.").removesuffix(".lora_A.weight")
-            b = snap.tensors[key.replace("lora_A", "lora_B")]
-            layer = modules[path]
-            if path not in base.merged_originals:
-                base.merged_originals[path] = layer.weight.detach().clone()
-            delta = (b.to(layer.weight.dtype) @ a.to(layer.weight.dtype)) * scale
-            layer.weight.add_(delta)
+            deltas[path] = (snap.tensors[key.replace("lora_A", "lora_B")], a, scale)
+    with torch.no_grad():
+        for path in list(base.merged_originals):
+            if path not in deltas:  # back to the shared base weight: no copy, no drift
+                modules[path].weight = _base_weight(base, path)
+                del base.merged_originals[path]
+        for path, (b, a, scale) in deltas.items():
+            layer, weight = modules[path], _base_weight(base, path)
+            delta = (b.to(weight.dtype) @ a.to(weight.dtype)) * scale
+            if path in base.merged_originals:  # its own weight already: W + delta into it
+                torch.add(weight, delta, out=layer.weight)
+            else:  # a tied output layer is untied here: the input embedding stays the base's
+                layer.weight = torch.nn.Parameter(weight + delta, requires_grad=False)
+                base.merged_originals[path] = weight
 
 
 def activate(base: BaseModelState, adapter: str) -> None:

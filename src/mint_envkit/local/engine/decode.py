@@ -119,6 +119,11 @@ def draw(
     return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
 
 
+def _is_plain(spec: SampleSpec) -> bool:
+    """Whether ``spec`` draws from the model's own distribution (T=1, no truncation)."""
+    return spec.temperature == 1.0 and spec.top_p >= 1.0 and spec.top_k <= 0
+
+
 def _host_stop(spec: SampleSpec, seq: list[int], start: int, tokenizer: Any) -> int | None:
     """The first length >= ``start`` + 1 at which ``seq`` ends in a stop sequence or string."""
     window = 4 * max((len(x) for x in spec.stop_strs), default=0) + 4
@@ -149,6 +154,29 @@ class _Rows:
         table = [sorted(specs[r].stop_ids) + [-1] * width for r, _ in self.rows]
         self.stop_ids = torch.tensor([t[:width] for t in table], dtype=torch.long, device=dev)
         self.checked = [0] * n  # host: tokens already checked for host-side stops
+        self.plain: torch.Tensor | None = None  # T=1 untruncated logprob of each token
+        self.after: torch.Tensor | None = None  # logits after each row's last token
+        self.followed = torch.zeros(n, dtype=torch.bool, device=dev)
+
+    def follow(self, specs: Sequence[SampleSpec], vocab: int) -> None:
+        """Also keep each row's T=1 logprobs and the logits after its last token."""
+        n, steps = self.tokens.shape
+        dev = self.tokens.device
+        self.plain = torch.zeros((n, steps), dtype=torch.float32, device=dev)
+        self.after = torch.zeros((n, vocab), dtype=torch.float32, device=dev)
+        # a host-side stop cuts a row behind the decode step: no logits after its cut
+        self.followable = torch.tensor(
+            [not (specs[r].stop_seqs or specs[r].stop_strs) for r, _ in self.rows], device=dev
+        )
+
+    def capture(self, live: torch.Tensor, t: int, logits: torch.Tensor) -> None:
+        """Keep ``logits`` (of the live rows, after token ``t``) of rows whose last token is ``t``."""
+        if self.after is None:
+            return
+        just = self.finished[live] & (self.length[live] == t + 1) & self.followable[live]
+        kept = torch.where(just[:, None], logits.float(), self.after.index_select(0, live))
+        self.after.index_copy_(0, live, kept)
+        self.followed.index_copy_(0, live, self.followed[live] | just)
 
     def record(self, live: torch.Tensor, t: int, tok: torch.Tensor, lp: torch.Tensor) -> None:
         self.tokens[live, t] = tok
@@ -174,6 +202,17 @@ class _Rows:
             self.checked[i] = upto
             if cut is not None:
                 self.length[i], self.stopped[i], self.finished[i] = cut, True, True
+
+    def followups(self) -> dict[tuple[int, int], tuple[list[float], torch.Tensor]]:
+        """Per row ``(request, sample)`` that has them: its T=1 logprobs and next logits."""
+        if self.plain is None or self.after is None:
+            return {}
+        out = {}
+        plain = self.plain.tolist()
+        for i, (n, ok) in enumerate(zip(self.length.tolist(), self.followed.tolist(), strict=True)):
+            if ok:
+                out[self.rows[i]] = (plain[i][:n], self.after[i].clone())
+        return out
 
     def results(self, specs: Sequence[SampleSpec]) -> list[list[SampledSequence]]:
         out: list[list[SampledSequence]] = [[] for _ in specs]
@@ -227,6 +266,12 @@ class _Layout:
             for opts, at in options.items()
         ]
 
+    def plain(self, logits: torch.Tensor, tok: torch.Tensor, lp: torch.Tensor) -> torch.Tensor:
+        """The T=1 untruncated logprob of each drawn token (``lp`` when that is what was drawn)."""
+        if all(_is_plain(spec) for spec, _ in self.draws):
+            return lp
+        return torch.log_softmax(logits, dim=-1).gather(-1, tok[:, None]).squeeze(-1)
+
     def sample(
         self, logits: torch.Tensor, specs: Sequence[SampleSpec], gens: list[torch.Generator]
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -253,11 +298,18 @@ def decode(
     policy: DecodePolicy,
     tokenizer: Any,
     check: Callable[[], None] | None = None,
+    prompt_logprobs: dict[int, list[float]] | None = None,
+    followups: dict[tuple[int, int], tuple[list[float], torch.Tensor]] | None = None,
 ) -> list[list[SampledSequence]]:
     """Sample every spec in one batch on ``model``; one list of sequences per spec.
 
     ``tokenizer`` is needed only when a spec has stop strings; ``check`` (the engine's
-    cancellation check) runs before every decode step and may raise.
+    cancellation check) runs before every decode step and may raise. Given a dict,
+    ``prompt_logprobs`` receives, per spec index, the logprobs of its prompt tokens
+    after the first, from the prefill pass (when the backend computes them). Given a
+    dict, ``followups`` receives per row ``(spec index, sample)`` its tokens' T=1
+    untruncated logprobs and the fp32 logits after its last token (a row that stops at
+    step t stays in the batch for that one more step; at the end, one more step runs).
 
     Example::
 
@@ -278,21 +330,35 @@ def decode(
         if len(specs) < fill:
             rows = _padded(torch.arange(len(specs), device=dev), fill)
             ids, mask, positions = ids[rows], mask[rows], positions[rows]
-        logits = backend.prefill(ids, mask, positions, length=width + steps)
+        want = prompt_logprobs is not None
+        logits = backend.prefill(ids, mask, positions, length=width + steps, prompt_logprobs=want)
+        if prompt_logprobs is not None and backend.prompt_logprobs is not None:
+            table = backend.prompt_logprobs.tolist()
+            for r, spec in enumerate(specs):
+                n = len(spec.prompt) - 1
+                prompt_logprobs[r] = table[r][len(table[r]) - n :] if n else []
         prompt_of = torch.tensor([r for r, _ in state.rows], device=dev)
         backend.expand(_padded(prompt_of, fill))
         logits, next_pos = logits[prompt_of], mask.sum(-1)[prompt_of]
         layout = _Layout(specs, state, live_rows)
+        if followups is not None:
+            state.follow(specs, logits.shape[-1])
+        t = 0
         for t in range(steps):
             if check is not None:
                 check()
             tok, lp = layout.sample(logits, specs, gens)
             state.record(layout.live, t, tok, lp)
+            if state.plain is not None:
+                state.plain[layout.live, t] = layout.plain(logits, tok, lp)
             if t + 1 == steps:
                 break
             if (t + 1) % policy.sync_every == 0:
                 state.host_stops(specs, tokenizer, t)
                 done = state.finished[layout.live].tolist()
+                if state.after is not None:  # a row that just stopped gets one more step
+                    ended = state.length[layout.live].tolist()
+                    done = [d and n != t + 1 for d, n in zip(done, ended, strict=True)]
                 keep = [p for p, d in enumerate(done) if not d]
                 if not keep:
                     break
@@ -304,12 +370,21 @@ def decode(
                     tok, next_pos = tok[index], next_pos[index]
                     live_rows = [live_rows[p] for p in keep]
                     layout = _Layout(specs, state, live_rows)
-            live = len(live_rows)
-            if live < fill:
-                pad = _padded(torch.arange(live, device=dev), fill)
-                logits = backend.step(tok[pad], next_pos[pad], column=width + t)[:live]
-            else:
-                logits = backend.step(tok, next_pos, column=width + t)
+            logits = _step(backend, tok, next_pos, width + t, fill)
+            state.capture(layout.live, t, logits)
             next_pos = next_pos + 1
+        if state.after is not None and t + 1 == steps:  # the logits after the last tokens
+            state.capture(layout.live, t, _step(backend, tok, next_pos, width + t, fill))
     state.host_stops(specs, tokenizer, steps - 1)
+    if followups is not None:
+        followups.update(state.followups())
     return state.results(specs)
+
+
+def _step(backend: Any, tok: torch.Tensor, pos: torch.Tensor, column: int, fill: int):
+    """One decode step of the live rows (padded to ``fill`` rows with copies of the first)."""
+    live = tok.shape[0]
+    if live < fill:
+        pad = _padded(torch.arange(live, device=tok.device), fill)
+        return backend.step(tok[pad], pos[pad], column=column)[:live]
+    return backend.step(tok, pos, column=column)

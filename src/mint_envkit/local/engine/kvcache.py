@@ -43,6 +43,24 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+_HEAD_CHUNK_TOKENS = 256
+"""Prompt positions per fp32 head pass (bounds the (tokens, vocab) logits in memory)."""
+
+
+def _next_token_logprobs(head: Any, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """log_softmax(head(hidden)) at ``targets``, (rows, width) fp32, a few positions at a time."""
+    rows, width = targets.shape
+    out = torch.zeros((rows, width), dtype=torch.float32, device=hidden.device)
+    flat_h, flat_t = hidden.reshape(rows * width, -1), targets.reshape(-1)
+    flat_out = out.view(-1)
+    for start in range(0, rows * width, _HEAD_CHUNK_TOKENS):
+        end = start + _HEAD_CHUNK_TOKENS
+        logits = head_logits(head, flat_h[start:end])
+        picked = logits.gather(-1, flat_t[start:end, None]).squeeze(-1)
+        flat_out[start:end] = picked - torch.logsumexp(logits, dim=-1)
+    return out
+
+
 class StaticBackend:
     """Own attention over a preallocated KV cache (Qwen3 / Qwen2 / Llama bodies).
 
@@ -59,6 +77,7 @@ class StaticBackend:
         self.values: list[torch.Tensor] = []
         self.filled = torch.zeros(0)
         self.columns = torch.zeros(0)
+        self.prompt_logprobs: torch.Tensor | None = None
         self._step = self._decode
         if compile_step:
             self._step = torch.compile(self._decode, mode="reduce-overhead", dynamic=False)
@@ -115,19 +134,39 @@ class StaticBackend:
             out = F.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask, scale=scale)
         return attn.o_proj(out.transpose(1, 2).reshape(rows, width, -1))
 
-    def _forward(self, ids: torch.Tensor, positions: torch.Tensor, cols: torch.Tensor, mask: Any):
+    def _forward(
+        self,
+        ids: torch.Tensor,
+        positions: torch.Tensor,
+        cols: torch.Tensor,
+        mask: Any,
+        every: bool = False,
+    ):
         body = self.body
         h = body.embed_tokens(ids)
         rope = body.rotary_emb(h, positions)
         for index, layer in enumerate(body.layers):
             h = h + self._attend(layer, index, layer.input_layernorm(h), rope, cols, mask)
             h = h + layer.mlp(layer.post_attention_layernorm(h))
+        if every:  # the logprob of every next prompt token too (fp32 head, in chunks)
+            normed = body.norm(h)
+            self.prompt_logprobs = _next_token_logprobs(self.head, normed[:, :-1], ids[:, 1:])
+            return head_logits(self.head, normed[:, -1])
         return head_logits(self.head, body.norm(h[:, -1]))
 
     def prefill(
-        self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, length: int
+        self,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        positions: torch.Tensor,
+        length: int,
+        prompt_logprobs: bool = False,
     ) -> torch.Tensor:
         """Allocate the cache (``length`` columns), run the left-padded prompts; last logits.
+
+        With ``prompt_logprobs`` it also leaves in ``self.prompt_logprobs`` the (rows,
+        width - 1) fp32 logprob of each prompt token after the first (left padding:
+        a row's own tokens are its last ones), from the same pass.
 
         Example::
 
@@ -150,7 +189,7 @@ class StaticBackend:
         allowed = (causal[None] & self.filled[:, None, :width]) | torch.eye(
             width, dtype=torch.bool, device=ids.device
         )
-        return self._forward(ids, positions, cols, allowed[:, None])
+        return self._forward(ids, positions, cols, allowed[:, None], every=prompt_logprobs)
 
     def expand(self, index: torch.Tensor) -> None:
         """Keep rows ``index`` of the cache, in that order (repeats allowed).
@@ -211,6 +250,7 @@ class CacheBackend:
         self.cache: Any = None
         self.mask = torch.zeros(0)
         self.padded = False
+        self.prompt_logprobs: torch.Tensor | None = None
 
     def _run(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         kwargs = {
@@ -232,9 +272,16 @@ class CacheBackend:
         return logits
 
     def prefill(
-        self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, length: int
+        self,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        positions: torch.Tensor,
+        length: int,
+        prompt_logprobs: bool = False,
     ) -> torch.Tensor:
         """Run the left-padded prompts; their last logits (``length`` is not needed here).
+
+        ``prompt_logprobs`` is ignored: this backend leaves ``self.prompt_logprobs`` None.
 
         Example::
 

@@ -24,6 +24,7 @@ import torch
 from mint_envkit.errors import MintEnvkitError
 
 from ..models import LoadedModel
+from .lpcache import FollowupCache, PromptLogprobCache
 
 __all__ = [
     "LORA_ALPHA",
@@ -190,6 +191,10 @@ class BaseModelState:
     merged: Any = None
     merged_originals: dict[str, torch.Tensor] = attrs.field(factory=dict)
     merged_content: Any = None  # key of the merged snapshot; "base" for none
+    # Prompt logprobs from one-token samples' prefill passes, for compute_logprobs.
+    prompt_logprobs: PromptLogprobCache = attrs.field(factory=PromptLogprobCache)
+    # Per sampled sequence its T=1 logprobs and next logits (engine/lpcache.py).
+    followups: FollowupCache = attrs.field(factory=FollowupCache)
 
 
 @attrs.define(eq=False)

@@ -30,9 +30,10 @@ import torch
 
 from .adapters import use_sampler
 from .budget import RELEASE_AFTER_TOKENS, Control, release_memory
-from .decode import decode, policy_for
+from .decode import decode, draw, policy_for
 from .hf_compat import cache_of, with_cache
 from .inputs import int_list, is_int, token_ids
+from .lpcache import Followup
 from .records import (
     BaseModelState,
     EngineError,
@@ -234,21 +235,91 @@ def generate(
     """
     tokenizer = _tokenizer(base) if any(s.stop_strs for s in specs) else None
     policy = policy_for(base.loaded.device)
-    out: list[list[SampledSequence]] = [[] for _ in specs]
+    out: list[list[SampledSequence] | None] = [None] * len(specs)
+    for r, spec in enumerate(specs):  # one-token continuations of sequences just sampled
+        out[r] = continue_sampled(base, snap, spec, control.max_tokens_per_pass)
+    left = [r for r, seqs in enumerate(out) if seqs is None]
     try:
         with torch.no_grad(), use_sampler(base, snap) as model:
-            for group in _length_groups(specs, control.batch_invariant):
-                part = [specs[r] for r in group]
+            for group in _length_groups([specs[r] for r in left], control.batch_invariant):
+                part = [specs[left[r]] for r in group]
                 for rows in plan_rows(part, control.max_tokens_per_pass):
                     control.check()
-                    requests = list(dict.fromkeys(group[r] for r, _ in rows))
-                    done = decode(model, _sub_specs(part, rows), policy, tokenizer, control.check)
+                    requests = list(dict.fromkeys(left[group[r]] for r, _ in rows))
+                    sub = _sub_specs(part, rows)
+                    done = _decode_and_keep(base, snap, model, sub, policy, tokenizer, control)
                     for r, seqs in zip(requests, done, strict=True):
-                        out[r].extend(seqs)
+                        out[r] = [*(out[r] or []), *seqs]
     finally:
         if sum(len(s.prompt) + s.max_tokens * s.num_samples for s in specs) > RELEASE_AFTER_TOKENS:
             release_memory(base.loaded.device)
-    return out
+    return [seqs or [] for seqs in out]
+
+
+def _decode_and_keep(
+    base: BaseModelState,
+    snap: Snapshot,
+    model: Any,
+    sub: list[SampleSpec],
+    policy: Any,
+    tokenizer: Any,
+    control: Control,
+) -> list[list[SampledSequence]]:
+    """Decode one sub-batch; keep what ``compute_logprobs`` of its results will need.
+
+    One-token samples are how the SDK asks for a prompt's logprobs: their prefill
+    scores the prompt too. Longer samples keep each sequence's T=1 logprobs and next
+    logits (:class:`.lpcache.FollowupCache`) when they fit the cache.
+    """
+    scored: dict[int, list[float]] | None = {} if any(s.max_tokens == 1 for s in sub) else None
+    rows = sum(s.num_samples for s in sub)
+    longer = any(s.max_tokens > 1 for s in sub)
+    fits = rows * base.loaded.vocab_size <= base.followups.max_floats
+    follow: dict[tuple[int, int], tuple[list[float], torch.Tensor]] | None = (
+        {} if longer and fits else None
+    )
+    done = decode(model, sub, policy, tokenizer, control.check, scored, follow)
+    for i, lps in (scored or {}).items():
+        if sub[i].max_tokens == 1:
+            base.prompt_logprobs.put(snap.key, sub[i].prompt, lps)
+    for (i, k), (plain, logits) in (follow or {}).items():
+        seq = done[i][k]
+        followup = Followup(len(sub[i].prompt), plain, logits)
+        base.followups.put(snap.key, [*sub[i].prompt, *seq.tokens], followup)
+    return done
+
+
+def continue_sampled(
+    base: BaseModelState, snap: Snapshot, spec: SampleSpec, budget: int
+) -> list[SampledSequence] | None:
+    """A one-token sample of a sequence this snapshot just sampled, from its kept next logits.
+
+    Draws as the decode loop's first step does (the request's seed, the exponential race
+    over the same logits to ~1e-6); None when there are none kept, or the request asks
+    for more than one token, for stop strings or sequences, or more than one pass.
+
+    Example::
+
+        continue_sampled(state, snap, spec, 4096)  # [SampledSequence(tokens=[17], ...)] or None
+    """
+    if spec.max_tokens != 1 or spec.stop_seqs or spec.stop_strs:
+        return None
+    if spec.num_samples * (len(spec.prompt) + 1) > budget:
+        return None  # the decode loop would cut it into parts with seeds of their own
+    kept = base.followups.get(snap.key, spec.prompt)
+    if kept is None:
+        return None
+    logits = kept.next_logits
+    gen = torch.Generator(device=logits.device).manual_seed(spec.seed)
+    noise = torch.empty((spec.num_samples, logits.shape[-1]), device=logits.device)
+    noise.exponential_(generator=gen)
+    tokens, lps = draw(logits.expand(spec.num_samples, -1), spec, noise)
+    return [
+        SampledSequence(
+            tokens=[tok], logprobs=[lp], stop_reason="stop" if tok in spec.stop_ids else "length"
+        )
+        for tok, lp in zip(tokens.tolist(), lps.tolist(), strict=True)
+    ]
 
 
 def sample_many(
@@ -297,7 +368,12 @@ def compute_logprobs(
 ) -> list[float | None]:
     """Per-token logprobs of ``prompt`` under the snapshot's weights; the first is ``None``.
 
-    A prompt longer than the token budget runs in chunks through the KV cache.
+    A prompt longer than the token budget runs in chunks through the KV cache. When a
+    one-token sample of exactly these tokens on this snapshot just ran, its prefill
+    already scored them (:mod:`.lpcache`): no model pass (the SDK's ``compute_logprobs``).
+    When these tokens are a sequence this snapshot just sampled, the reply's logprobs are
+    the ones the sampler computed (T=1, untruncated) and only the prompt runs (once per
+    prompt). Either way the values agree with a fresh pass to ~1e-6 in fp32.
 
     Example::
 
@@ -306,7 +382,19 @@ def compute_logprobs(
     tokens = token_ids(prompt, base.loaded.vocab_size)
     if len(tokens) == 1:
         return [None]
+    kept = base.prompt_logprobs.take(snap.key, tokens)
+    if kept is not None:  # the one-token sample of these tokens just scored them
+        return kept
     budget = control.max_tokens_per_pass
+    followup = base.followups.take(snap.key, tokens)
+    if followup is not None and 1 < followup.reply_start <= budget + 1:
+        prompt = tokens[: followup.reply_start]
+        scored = base.prompt_logprobs.get(snap.key, prompt)
+        if scored is None:  # once per prompt: the group's other samples share it
+            with torch.no_grad(), use_sampler(base, snap) as model:
+                scored = logprobs_batch(model, [prompt[:-1]], [prompt[1:]])[0].cpu().tolist()
+            base.prompt_logprobs.put(snap.key, prompt, scored)
+        return [None, *scored, *followup.reply_logprobs]
     with torch.no_grad(), use_sampler(base, snap) as model:
         if len(tokens) - 1 <= budget:
             return [None, *logprobs_batch(model, [tokens[:-1]], [tokens[1:]])[0].cpu().tolist()]

@@ -38,8 +38,12 @@ __all__ = [
     "optim_step",
 ]
 
-LOGIT_BUDGET = 1 << 26
-"""Logits of one micro-batch hold at most this many floats (256 MB in fp32)."""
+LOGIT_BUDGET = 1 << 23
+"""Logits of one micro-batch hold at most this many floats (32 MB in fp32).
+
+It also bounds the activations kept for the backward pass, which grow with the
+micro-batch's tokens: on SmolLM2-135M (vocab 49,152) a micro-batch is at most 170
+tokens (at 1 << 26: 1,365, cut to the server's 1,024; issue 21, docs/benchmarks.md)."""
 
 REQUIRED_INPUTS = {
     "cross_entropy": ("target_tokens",),

@@ -3,17 +3,25 @@
 A sample request is cut two ways (see :class:`~mint_envkit.local.http.limits.Limits`):
 
 - **by rows**: sub-requests of a few samples (``sample_chunk_tokens`` of KV cache each);
-- **by decode steps**: a sample longer than ``sample_segment_tokens`` is drawn in
-  segments; each next segment continues from the prompt plus what was drawn so far
-  (the same distribution; logprobs are those of the drawn tokens). Requests with
-  stop *strings* are not segmented (a string could span two segments).
+- **by decode steps** (off by default: ``sample_segment_tokens`` 0): a sample longer
+  than ``sample_segment_tokens`` is drawn in segments; each next segment continues
+  from the prompt plus what was drawn so far (the same distribution; logprobs are
+  those of the drawn tokens), with its own derived seed. Requests with stop
+  *strings* are not segmented (a string could span two segments).
 
 Each piece is one :class:`~mint_envkit.local.http.worker.SampleJob`; a piece's
 ``rank`` grows with its place in the request, and the batcher runs the lowest
 ranks first, so a request that arrives meanwhile waits for one piece, not for
-the whole job. Pieces after the first use seeds derived from the request's seed
-(:func:`~mint_envkit.local.http.limits.split_seed`): results stay reproducible,
-and a request that needs no cutting is sampled exactly as before.
+the whole job.
+
+Seeds: a request cut by rows only draws exactly what the engine draws for it in one
+call (when ``sample_chunk_tokens`` equals the engine's ``max_tokens_per_pass``, as by
+default): the engine cuts an over-budget request into the same sub-batches and seeds
+each part as the chunk here is seeded (``split_seed(seed, first sample + 1)``), and
+each part draws its noise from its own generator. Segments cannot keep that promise
+(a continuation re-reads the prompt and draws with a seed of its own), so a seeded
+sample drawn in segments differs from the unsegmented draw: that is why segmenting is
+off unless asked for (``mint-envkit serve --sample-segment-tokens N``).
 
 Example::
 
@@ -55,7 +63,9 @@ class _Request:
         self.max_tokens = int(kwargs.get("max_tokens") or ENGINE_DEFAULT_MAX_TOKENS)
         stop = kwargs.get("stop")
         segmentable = not (stop and isinstance(stop[0], str))
-        self.segment = limits.sample_segment_tokens if segmentable else self.max_tokens
+        segment = limits.sample_segment_tokens
+        self.segment = segment if segmentable and segment > 0 else self.max_tokens
+        self.split_rows = False
         self.slots: list[Any] = []
         self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self.prompt_lp: Any = None
@@ -69,6 +79,7 @@ class _Request:
         )
         self.slots = [None] * sum(sizes)
         self._open = len(sizes)
+        self.split_rows = len(sizes) > 1
         first = 0
         for i, n in enumerate(sizes):
             slots = list(range(first, first + n))
@@ -79,8 +90,12 @@ class _Request:
         self, slots: list[int], prompt: list[int], drawn: int, *, rank: int, logprobs: bool
     ) -> None:
         steps = min(self.segment, self.max_tokens - drawn)
-        # a seed index unique to the piece, whatever order the pieces run in
-        piece = rank if drawn == 0 else len(self.slots) + slots[0] * (self.max_tokens + 1) + drawn
+        # a seed index unique to the piece, whatever order the pieces run in; a row chunk
+        # gets the seed the engine gives the part of a request it cuts at that sample
+        if drawn == 0:
+            piece = slots[0] + 1 if self.split_rows else 0
+        else:
+            piece = len(self.slots) + slots[0] * (self.max_tokens + 1) + drawn
         job = SampleJob(
             resolve=self.resolve,
             prompt=prompt,

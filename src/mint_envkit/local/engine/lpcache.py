@@ -1,0 +1,182 @@
+"""Prompt logprobs the sampler already computed, kept for the ``compute_logprobs`` that follows.
+
+The SDK computes a prompt's logprobs by sampling one token of it with
+``prompt_logprobs`` set: the server samples (one prefill pass over the prompt) and
+then scores the prompt (a second full pass). For a one-token sample the prefill
+pass also computes every prompt position's logprob (:mod:`.kvcache`) and leaves them
+here, keyed by the snapshot and the exact tokens; the ``compute_logprobs`` call for
+those tokens on that snapshot takes them (once) instead of running the model again.
+Values agree with a fresh pass to the rounding of a batched prefill (~1e-6 in fp32).
+
+Example::
+
+    cache = PromptLogprobCache()
+    cache.put("snap-key", [5, 6, 7], [-1.0, -2.0])
+    cache.take("snap-key", [5, 6, 7])  # [None, -1.0, -2.0]; a second take gives None
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+
+import attrs
+import torch
+
+__all__ = [
+    "MAX_CACHED_TOKENS",
+    "MAX_FOLLOWUP_FLOATS",
+    "Followup",
+    "FollowupCache",
+    "PromptLogprobCache",
+]
+
+MAX_CACHED_TOKENS = 1 << 18
+"""Prompt tokens kept at most (oldest entries dropped first): a few MB of floats."""
+
+
+class PromptLogprobCache:
+    """Per ``(snapshot key, tokens)`` the logprobs of the tokens after the first (LRU, bounded).
+
+    Example::
+
+        cache = PromptLogprobCache(max_tokens=1000)
+        cache.put("k", [1, 2], [-0.5])
+        cache.take("k", [1, 2])  # [None, -0.5]
+    """
+
+    def __init__(self, max_tokens: int = MAX_CACHED_TOKENS) -> None:
+        self.max_tokens = max_tokens
+        self._entries: collections.OrderedDict[tuple[str, tuple[int, ...]], list[float]] = (
+            collections.OrderedDict()
+        )
+        self._tokens = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, snap_key: str, tokens: Sequence[int], logprobs: Sequence[float]) -> None:
+        """Keep ``logprobs`` (one per token after the first) of ``tokens`` on ``snap_key``.
+
+        Example::
+
+            cache.put(snap.key, prompt, lps)
+        """
+        if len(logprobs) != len(tokens) - 1 or len(tokens) > self.max_tokens:
+            return
+        key = (snap_key, tuple(tokens))
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._tokens -= len(old)
+        self._entries[key] = list(logprobs)
+        self._tokens += len(logprobs)
+        while self._tokens > self.max_tokens:
+            _, dropped = self._entries.popitem(last=False)
+            self._tokens -= len(dropped)
+
+    def get(self, snap_key: str, tokens: Sequence[int]) -> list[float] | None:
+        """The logprobs of ``tokens[1:]`` on ``snap_key`` (kept), or None.
+
+        Example::
+
+            cache.get(snap.key, prompt)  # [-7.6, ...] or None
+        """
+        found = self._entries.get((snap_key, tuple(tokens)))
+        if found is not None:
+            self._entries.move_to_end((snap_key, tuple(tokens)))
+        return found
+
+    def take(self, snap_key: str, tokens: Sequence[int]) -> list[float | None] | None:
+        """The ``compute_logprobs`` answer for ``tokens`` on ``snap_key`` (removed), or None.
+
+        Example::
+
+            cache.take(snap.key, prompt)  # [None, -7.6, ...] or None
+        """
+        found = self._entries.pop((snap_key, tuple(tokens)), None)
+        if found is None:
+            return None
+        self._tokens -= len(found)
+        return [None, *found]
+
+
+MAX_FOLLOWUP_FLOATS = 1 << 24
+"""Floats of next-token logits kept at most (64 MB), oldest sequences dropped first."""
+
+
+@attrs.frozen
+class Followup:
+    """What the sampler computed for one sampled sequence: enough to score it and continue it.
+
+    Example::
+
+        Followup(reply_start=12, reply_logprobs=[-0.5, -1.2], next_logits=torch.zeros(2048))
+    """
+
+    reply_start: int  # tokens before the reply (the prompt)
+    reply_logprobs: list[float]  # T=1, untruncated: the model's own distribution
+    next_logits: torch.Tensor  # fp32 logits after the last token
+
+
+class FollowupCache:
+    """Per ``(snapshot key, prompt + reply)`` its :class:`Followup` (LRU, bounded in floats).
+
+    The RL loop recomputes each reply's logprobs (``compute_logprobs``, which the SDK
+    asks as a one-token sample of prompt + reply) right after sampling it: the
+    one-token draw then comes from ``next_logits`` and the reply's logprobs from
+    ``reply_logprobs``, with no model pass over the sequence.
+
+    Example::
+
+        cache = FollowupCache()
+        cache.put("k", [1, 2, 3], Followup(2, [-0.5], torch.zeros(8)))
+        cache.get("k", [1, 2, 3]).reply_start  # 2
+    """
+
+    def __init__(self, max_floats: int = MAX_FOLLOWUP_FLOATS) -> None:
+        self.max_floats = max_floats
+        self._entries: collections.OrderedDict[tuple[str, tuple[int, ...]], Followup] = (
+            collections.OrderedDict()
+        )
+        self._floats = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, snap_key: str, tokens: Sequence[int], followup: Followup) -> None:
+        """Keep ``followup`` of the sequence ``tokens`` (prompt + reply) on ``snap_key``.
+
+        Example::
+
+            cache.put(snap.key, prompt + seq.tokens, Followup(len(prompt), lps, logits))
+        """
+        size = int(followup.next_logits.numel())
+        if size > self.max_floats:
+            return
+        self.take(snap_key, tokens)
+        self._entries[(snap_key, tuple(tokens))] = followup
+        self._floats += size
+        while self._floats > self.max_floats:
+            _, dropped = self._entries.popitem(last=False)
+            self._floats -= int(dropped.next_logits.numel())
+
+    def get(self, snap_key: str, tokens: Sequence[int]) -> Followup | None:
+        """The follow-up of ``tokens`` on ``snap_key`` (kept), or None.
+
+        Example::
+
+            cache.get(snap.key, tokens)
+        """
+        return self._entries.get((snap_key, tuple(tokens)))
+
+    def take(self, snap_key: str, tokens: Sequence[int]) -> Followup | None:
+        """The follow-up of ``tokens`` on ``snap_key`` (removed), or None.
+
+        Example::
+
+            cache.take(snap.key, tokens)
+        """
+        found = self._entries.pop((snap_key, tuple(tokens)), None)
+        if found is not None:
+            self._floats -= int(found.next_logits.numel())
+        return found
