@@ -27,10 +27,12 @@ Example::
 
     # or from the MINT_RL_* variables (8 configs by default):
     sweep = Sweep.from_env(config, root="runs/arithmetic-sweep")
+
+:func:`interpolation_sweep` mixes checkpoints on a grid of coefficients (MinT's
+``interpolate_checkpoints``) and evaluates each mix, resumable the same way.
 """
 
 from mint_envkit.sweep._answers import HeldOutAnswers, held_out_answers
-from mint_envkit.sweep._deprecated import summarize, summary_main
 from mint_envkit.sweep._env import (
     DEFAULT_GRID,
     DEFAULT_OVERRIDES,
@@ -39,6 +41,8 @@ from mint_envkit.sweep._env import (
     log_root_from_env,
 )
 from mint_envkit.sweep._grid import GridPoint, apply_fields, expand_grid, normalize_grid
+from mint_envkit.sweep._interpolation import interpolation_grid, interpolation_sweep
+from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
 from mint_envkit.sweep._names import ABBREVIATIONS, config_name, format_value
 from mint_envkit.sweep._runner import ERROR_FILE, Runner, Sweep, SweepResult
 from mint_envkit.sweep._summary import (
@@ -57,6 +61,8 @@ __all__ = [
     "ERROR_FILE",
     "GridPoint",
     "HeldOutAnswers",
+    "InterpolationPoint",
+    "InterpolationSweep",
     "RunMetrics",
     "Runner",
     "SummaryRow",
@@ -69,10 +75,10 @@ __all__ = [
     "format_value",
     "grid_from_env",
     "held_out_answers",
+    "interpolation_grid",
+    "interpolation_sweep",
     "load_summary",
     "log_root_from_env",
     "normalize_grid",
     "read_run_metrics",
-    "summarize",
-    "summary_main",
 ]

@@ -32,7 +32,7 @@ from starlette.routing import Route
 
 from mint_envkit.local.http.requests import ProtocolError, parse_json_body
 from mint_envkit.local.http.responses import JSONResponse, error_response
-from mint_envkit.local.http.routes import rest, sampling, sessions, training
+from mint_envkit.local.http.routes import mint, rest, sampling, sessions, training
 from mint_envkit.local.http.state import Backend
 
 __all__ = ["ROUTES", "RouteSpec", "build_app"]
@@ -92,6 +92,13 @@ ROUTES: tuple[RouteSpec, ...] = (
     _post("save_weights_for_sampler", training.save_weights_for_sampler),
     _post("load_weights", training.load_weights),
     _post("weights_info", training.weights_info),
+    # MinT's own endpoints (mint.mint in the SDK)
+    _post(
+        "forward_backward_reverse_kl",
+        mint.forward_backward_reverse_kl,
+        "mint/forward_backward_reverse_kl",
+    ),
+    _post("interpolate_checkpoints", mint.interpolate, "mint/checkpoints/interpolate"),
     # sampling and futures
     _post("create_sampling_session", sampling.create_sampling_session),
     _post("asample", sampling.asample),

@@ -141,7 +141,7 @@ class FutureStore:
         Example::
 
             payload = await store.wait(rid, 30.0)
-            body = payload if payload is not None else {"type": "try_again", ...}
+            body = payload if payload is not None else {"type": "try_again", "request_id": rid}
         """
         entry = self._entries[request_id]
         if not entry.future.done() and timeout > 0 and not self._closed.is_set():

@@ -11,7 +11,8 @@ A request over its limit can never run and is refused with a 413 that names
 the limit and the ``mint-envkit serve`` flag / ``LocalServer`` parameter that
 raises it. An allowed sample request that costs more than
 ``sample_chunk_tokens`` is split into sub-requests of a few samples each, and
-samples longer than ``sample_segment_tokens`` are drawn in segments
+(when ``sample_segment_tokens`` > 0; off by default) samples longer than
+``sample_segment_tokens`` are drawn in segments
 (:mod:`~mint_envkit.local.http.splitting`); the batcher runs the pieces round
 by round, so a small request that arrives meanwhile waits for one piece, not
 for the whole job. A ``forward`` / ``forward_backward`` costing more than
@@ -63,8 +64,11 @@ DEFAULT_TRAIN_CHUNK_TOKENS = 1024
 """A forward/forward_backward costing more runs in micro-batches of about this many padded
 tokens, with waiting sample requests run between them (the gradient is the same sum)."""
 
-DEFAULT_SAMPLE_SEGMENT_TOKENS = 64
-"""Samples longer than this are drawn in segments of this many decode steps."""
+DEFAULT_SAMPLE_SEGMENT_TOKENS = 0
+"""Samples longer than this are drawn in segments of this many decode steps; 0: never.
+
+Off by default: a seeded sample drawn in segments is not what one unsegmented request
+draws for that seed (docs/local-backend.md, "Big jobs")."""
 
 DEFAULT_IDLE_TIMEOUT_S = 30 * 60.0
 """Training clients and sessions idle this long are released."""
@@ -81,7 +85,11 @@ ENGINE_DEFAULT_MAX_TOKENS = 16
 
 
 def split_seed(seed: int | None, index: int) -> int | None:
-    """The seed of sub-request ``index`` of a split sample request (0 keeps the request's own).
+    """The seed of piece ``index`` of a split sample request (0 keeps the request's own).
+
+    A row chunk starting at sample ``k`` is piece ``k + 1``: the seed the engine gives
+    the part of a request it cuts there (``engine.sampling``), so a request cut by rows
+    draws what one engine call draws.
 
     Example::
 
@@ -118,8 +126,12 @@ class Limits:
             "train_chunk_tokens",
         ):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+            least = 0 if name == "sample_segment_tokens" else 1  # 0: no segments
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ConfigError(
+                    f"{name} must be an integer >= {least}, got {value!r}"
+                    + (" (0 turns segmenting off)" if least == 0 else "")
+                )
         if not self.idle_timeout_s > 0:
             raise ConfigError(f"idle_timeout_s must be > 0 seconds, got {self.idle_timeout_s!r}")
 
@@ -183,7 +195,7 @@ class Limits:
 
             Limits(max_request_tokens=1000).body_bytes("forward_backward", 1 << 26)  # 128000
         """
-        if route in ("forward", "forward_backward"):
+        if route in ("forward", "forward_backward", "forward_backward_reverse_kl"):
             return min(max_body_bytes, self.max_request_tokens * BODY_BYTES_PER_TOKEN)
         if route == "asample":
             return min(max_body_bytes, self.max_sample_tokens * BODY_BYTES_PER_TOKEN // 2)

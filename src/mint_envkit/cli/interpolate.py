@@ -1,0 +1,131 @@
+"""``mint-envkit interpolate``: mix checkpoints on a grid of coefficients and evaluate each mix.
+
+Example (shell)::
+
+    mint-envkit interpolate examples/arithmetic_env.py:ArithmeticEnv \\
+        --model mint-envkit/tiny-qwen3 --checkpoint tinker://a/sampler_weights/final \\
+        --checkpoint tinker://b/sampler_weights/final --grid 0,0.25,0.5,0.75,1 --out runs/soup
+    mint-envkit interpolate ... --checkpoint A --checkpoint B --checkpoint C \\
+        --point 0.5,0.5,0 --point 0.34,0.33,0.33
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from mint_envkit.cli.command import run_command
+from mint_envkit.cli.problems import add_problem_options, problems_from_args
+from mint_envkit.errors import MintEnvkitError
+from mint_envkit.evaluation.spec import SPLITS
+from mint_envkit.sweep import interpolation_sweep
+
+__all__ = ["configure", "run"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the command's options to ``parser``.
+
+    Example::
+
+        configure(argparse.ArgumentParser(prog="mint-envkit interpolate"))
+    """
+    parser.description = (
+        "Write the linear combination of two or more checkpoints at each grid point "
+        "(MinT's interpolate_checkpoints; on the embedded backend without MINT_API_KEY) and "
+        "evaluate each: mean reward, correctness beside the constant-answer baseline, pass@k. "
+        "Re-running with the same --out skips the finished points."
+    )
+    parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
+    parser.add_argument("--model", required=True, help="the checkpoints' base model")
+    parser.add_argument(
+        "--checkpoint",
+        action="append",
+        default=[],
+        required=True,
+        help="a tinker:// checkpoint (or a base model name: the base model); repeat it",
+    )
+    parser.add_argument(
+        "--grid",
+        default=None,
+        help="two checkpoints: comma-separated a values, each the mix (1 - a, a) "
+        "(default 0,0.25,0.5,0.75,1)",
+    )
+    parser.add_argument(
+        "--point",
+        action="append",
+        default=[],
+        help="one mix as comma-separated coefficients, one per checkpoint; repeat it",
+    )
+    parser.add_argument("--out", required=True, help="the sweep folder (resumable)")
+    parser.add_argument("--samples", type=int, default=4, help="completions per problem (K)")
+    parser.add_argument("--split", choices=SPLITS, default=None, help="default: test if any")
+    add_problem_options(parser)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--base-url", default=None, help="a running backend (else as training)")
+    parser.add_argument("--backend", choices=("auto", "local", "mint"), default="auto")
+
+
+def _numbers(text: str, option: str) -> list[float]:
+    try:
+        return [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise MintEnvkitError(f"{option} {text!r} must be comma-separated numbers") from None
+
+
+def grid_from_args(args: argparse.Namespace) -> list[Any]:
+    """The grid the options name: ``--point`` tuples, else ``--grid`` numbers (two checkpoints).
+
+    Example::
+
+        grid_from_args(argparse.Namespace(point=[], grid="0,0.5,1"))   # [0.0, 0.5, 1.0]
+    """
+    if args.point and args.grid:
+        raise MintEnvkitError("give --grid (two checkpoints) or --point, not both")
+    if args.point:
+        return [tuple(_numbers(p, "--point")) for p in args.point]
+    return _numbers(args.grid or "0,0.25,0.5,0.75,1", "--grid")
+
+
+async def _run(args: argparse.Namespace) -> int:
+    result = await interpolation_sweep(
+        args.target,
+        model_name=args.model,
+        checkpoints=args.checkpoint,
+        grid=grid_from_args(args),
+        root=args.out,
+        samples=args.samples,
+        split=args.split,
+        problems=problems_from_args(args),
+        limit=args.limit,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+        base_url=args.base_url,
+        backend=args.backend,
+    )
+    print(result.table())
+    out = Path(args.out)
+    print(f"table: {out / 'interpolation.csv'}  figure: {out / 'interpolation.png'}")
+    return 0 if all(p.status == "ok" for p in result.points) else 1
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``mint-envkit interpolate ...``; exit 1 when a point failed, 2 for a usage error.
+
+    Example::
+
+        main(["interpolate", "examples/arithmetic_env.py:ArithmeticEnv", "--model",
+              "mint-envkit/tiny-qwen3", "--checkpoint", a, "--checkpoint", b, "--out", "runs/x"])
+    """
+    return run_command(
+        "mint-envkit interpolate",
+        parser,
+        args,
+        positive=("samples", "max_tokens"),
+        run=_run,
+    )

@@ -1,0 +1,189 @@
+"""Checkpoint interpolation: a linear combination of LoRA checkpoints, stored exactly as LoRA.
+
+MinT's ``interpolate_checkpoints``. Every source is a LoRA checkpoint on one base
+model ``W0`` (or the base model itself, whose delta is zero); source ``k`` adapts a
+layer by ``D_k = s_k * B_k @ A_k`` (``s_k = alpha / r_k``). The result adapts it by
+
+    D = sum_k c_k * D_k
+
+so with coefficients that sum to 1 its weights are ``sum_k c_k * (W0 + D_k)``, the
+linear combination of the checkpoints' full weights (other sums scale the deltas
+only: task arithmetic on the base model, e.g. ``(1.5, -0.5)`` extrapolates).
+
+Interpolating ``A`` and ``B`` separately would give ``(sum c_k B_k)(sum c_k A_k)``,
+which is not a combination of the deltas. The deltas are combined exactly by
+concatenating the factors: ``A = [A_1; A_2; ...]`` (rows) and ``B = [c_1 s_1 / s
+B_1, c_2 s_2 / s B_2, ...]`` (columns), a LoRA of rank ``r = sum_k r_k`` over the
+sources with a non-zero coefficient, ``s = alpha / r``; then ``s * B @ A = D``.
+A layer that a source does not adapt gets zero factors from it. The result is
+a sampler checkpoint of that rank (and the union of the sources' adapted layers).
+
+Example::
+
+    from mint_envkit.local.engine import interpolate
+
+    path = interpolate.interpolate_checkpoints(
+        engine, ["tinker://a/sampler_weights/s", "tinker://b/sampler_weights/s"],
+        [0.5, 0.5], output="tinker://a/sampler_weights/soup")
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, cast
+
+import torch
+
+from ..models import resolve_model_name
+from .core import Engine, _locked
+from .records import LORA_ALPHA, EngineError, LoraSpec, Trainer
+
+__all__ = ["MAX_RANK", "combine", "interpolate_checkpoints"]
+
+MAX_RANK = 4096
+"""The largest LoRA rank a combination may have (the sum of the sources' ranks)."""
+
+_A, _B = ".lora_A.weight", ".lora_B.weight"
+
+
+def _check_coefficients(coefficients: Any, count: int) -> list[float]:
+    if not isinstance(coefficients, Sequence) or len(coefficients) != count:
+        got = len(coefficients) if isinstance(coefficients, Sequence) else coefficients
+        raise EngineError(
+            f"coefficients has {got!r} entries but source_paths has {count}; give one "
+            "coefficient per source"
+        )
+    out = []
+    for i, c in enumerate(coefficients):
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c):
+            raise EngineError(f"coefficients[{i}] must be a finite number, got {c!r}")
+        out.append(float(c))
+    return out
+
+
+def combine(
+    sources: Sequence[tuple[LoraSpec, dict[str, torch.Tensor]]], coefficients: Sequence[float]
+) -> tuple[LoraSpec, dict[str, torch.Tensor]]:
+    """The LoRA (spec, tensors) whose delta is ``sum_k c_k * delta_k`` exactly (float32).
+
+    Sources with a zero coefficient are left out; when all are, the result is the
+    first source's shape with ``B = 0`` (the base model).
+
+    Example::
+
+        spec, tensors = combine([(spec_a, tensors_a), (spec_b, tensors_b)], [0.5, 0.5])
+        spec.rank  # spec_a.rank + spec_b.rank
+    """
+    if not sources:
+        raise EngineError("source_paths must name at least one LoRA checkpoint")
+    used = [(s, t, c) for (s, t), c in zip(sources, coefficients, strict=True) if c != 0.0]
+    zero = not used
+    if zero:
+        used = [(sources[0][0], sources[0][1], 0.0)]
+    rank = sum(s.rank for s, _, _ in used)
+    if rank > MAX_RANK:
+        raise EngineError(
+            f"the combination has LoRA rank {rank} (the sum of the sources' ranks), over "
+            f"{MAX_RANK}; combine fewer checkpoints at once"
+        )
+    spec = LoraSpec(
+        rank=rank,
+        train_mlp=any(s.train_mlp for s, _, _ in used),
+        train_attn=any(s.train_attn for s, _, _ in used),
+        train_unembed=any(s.train_unembed for s, _, _ in used),
+    )
+    scale = LORA_ALPHA / rank
+    layers: dict[str, tuple[int, int]] = {}  # layer key -> (out, in)
+    for _, tensors, _ in used:
+        for key, a in tensors.items():
+            if key.endswith(_A):
+                b = tensors[key[: -len(_A)] + _B]
+                layers[key[: -len(_A)]] = (int(b.shape[0]), int(a.shape[1]))
+            elif not key.endswith(_B):
+                raise EngineError(f"checkpoint tensor {key!r} is not a LoRA factor", "server")
+    out: dict[str, torch.Tensor] = {}
+    for layer, (n_out, n_in) in layers.items():
+        a_parts, b_parts = [], []
+        for s, tensors, c in used:
+            a = tensors.get(layer + _A)
+            if a is None:
+                a_parts.append(torch.zeros(s.rank, n_in))
+                b_parts.append(torch.zeros(n_out, s.rank))
+                continue
+            b = tensors[layer + _B].float().cpu()
+            a_parts.append(a.float().cpu())
+            b_parts.append(b * (c * (LORA_ALPHA / s.rank) / scale))
+        out[layer + _A] = torch.cat(a_parts, dim=0).contiguous()
+        out[layer + _B] = (
+            torch.zeros(n_out, rank) if zero else torch.cat(b_parts, dim=1).contiguous()
+        )
+    return spec, out
+
+
+@_locked
+def interpolate_checkpoints(
+    engine: Engine,
+    source_paths: Sequence[str],
+    coefficients: Sequence[float],
+    *,
+    output: str,
+) -> str:
+    """Write the combination of ``source_paths`` (see the module docstring) to ``output``.
+
+    ``source_paths`` are ``tinker://`` checkpoints (sampler or state) or base model
+    names, all on one base model, with at least one checkpoint among them;
+    ``output`` is ``tinker://<run>/sampler_weights/<name>`` (replaced if it exists).
+
+    Raises:
+        EngineError: (user) an unknown path (``no checkpoint at ...``), sources on
+            different base models, a coefficient count that differs or a coefficient
+            that is not finite; each message names the field.
+
+    Example::
+
+        interpolate_checkpoints(engine, [path_a, "mint-envkit/tiny-qwen3"], [0.5, 0.5],
+                                output="tinker://a/sampler_weights/half")
+    """
+    if not isinstance(source_paths, Sequence) or isinstance(source_paths, str) or not source_paths:
+        raise EngineError("source_paths must be a non-empty list of checkpoint paths")
+    coefs = _check_coefficients(coefficients, len(source_paths))
+    run, kind, name = engine._checkpoints.parse(output)
+    if kind != "sampler_weights":
+        raise EngineError(f"output_path {output!r} must be a sampler_weights path")
+    loras: list[tuple[LoraSpec, dict[str, torch.Tensor]]] = []
+    lora_coefs: list[float] = []
+    bases: list[str] = []
+    for i, path in enumerate(source_paths):
+        if not isinstance(path, str):
+            raise EngineError(f"source_paths[{i}] must be a string, got {path!r}")
+        try:
+            if path.startswith("tinker://"):
+                meta, tensors, _ = engine._checkpoints.read(path, with_optimizer=False)
+                loras.append((LoraSpec.from_json(meta["lora"]), tensors))
+                lora_coefs.append(coefs[i])
+                bases.append(resolve_model_name(meta["base_model"]))
+            else:
+                bases.append(resolve_model_name(engine.registry.base(path).loaded.name))
+        except EngineError as err:
+            raise EngineError(f"source_paths[{i}]: {err.message}", err.category) from err
+    if len(set(bases)) > 1:
+        raise EngineError(
+            f"source_paths are on different base models ({sorted(set(bases))}); interpolate "
+            "checkpoints of one base model"
+        )
+    if not loras:
+        raise EngineError(
+            "source_paths name only base models; their combination is the base model "
+            "itself (sample it by name)"
+        )
+    spec, tensors = combine(loras, lora_coefs)
+    holder = Trainer(
+        model_id=run,
+        base=bases[0],
+        spec=spec,
+        adapter="",
+        params={},
+        optimizer=cast(Any, None),
+    )
+    return engine._checkpoints.write(holder, "sampler_weights", name, tensors, False)

@@ -1,0 +1,201 @@
+"""Route handlers: MinT's own endpoints, reverse-KL distillation and checkpoint interpolation.
+
+- ``POST /api/v1/mint/forward_backward_reverse_kl``: a training request (ordered by
+  ``seq_id`` like ``forward_backward``) that adds the gradient of the reverse KL of
+  the student against a reference (engine: :mod:`mint_envkit.local.engine.distill`);
+- ``POST /api/v1/mint/checkpoints/interpolate``: a sampler checkpoint that is a linear
+  combination of checkpoints (engine: :mod:`mint_envkit.local.engine.interpolate`).
+
+Both answer with a future. What can be checked before queuing is: bad shapes,
+lengths, counts and numbers (422), unknown models and paths (404), a reference or
+sources on another base model (422); each message names the field. A request is
+priced like ``forward_backward`` (all its student and reference tokens) and
+refused past ``--max-request-tokens`` (413).
+
+Example::
+
+    await interpolate(backend, request, {"source_paths": [a, b], "coefficients": [0.5, 0.5]})
+    # {'request_id': 'req-...'}
+"""
+
+from __future__ import annotations
+
+import uuid
+import weakref
+from typing import Any
+
+from starlette.requests import Request
+
+from mint_envkit.local.http.mint_requests import (
+    ReverseKLOp,
+    parse_interpolate,
+    parse_reverse_kl,
+)
+from mint_envkit.local.http.requests import (
+    ProtocolError,
+    _check_name,
+    check_tinker_path,
+    run_id_of,
+)
+from mint_envkit.local.http.responses import describe_error, sanitize_metrics
+from mint_envkit.local.http.state import Backend
+
+__all__ = ["forward_backward_reverse_kl", "interpolate"]
+
+_KNOWN_BASES: weakref.WeakKeyDictionary[Backend, dict[str, str]] = weakref.WeakKeyDictionary()
+"""Per server: checkpoint path -> its served base model (checked once, then remembered)."""
+
+_NOT_FOUND = ("no checkpoint", "unknown", "not found", "does not exist")
+
+
+async def _path_base(b: Backend, path: str, field: str) -> str:
+    """The served base model of a base model name or a ``tinker://`` path, or 404/422 on ``field``."""
+    if not path.startswith("tinker://"):
+        try:
+            return b.require_base_model(path)
+        except ProtocolError as err:
+            raise ProtocolError(err.status, f"{field}: {err.message}") from None
+    check_tinker_path(path, field)
+    known = _KNOWN_BASES.setdefault(b, {})
+    if path in known:
+        return known[path]
+    try:
+        base = str(await b.worker.call(lambda e: b.checkpoint_base_model(e, path)))
+    except Exception as err:
+        message, _ = describe_error(err)
+        status = 404 if any(s in message.lower() for s in _NOT_FOUND) else 422
+        raise ProtocolError(status, f"{field}: {message}") from None
+    known[path] = base
+    return base
+
+
+def _served(b: Backend, name: str) -> str:
+    """The served name of a base model (a directory model is also known by its path)."""
+    try:
+        return b.require_base_model(name)
+    except ProtocolError:
+        return name
+
+
+def _reverse_kl_json(out: Any) -> dict[str, Any]:
+    return {
+        "type": "mint_forward_backward_reverse_kl",
+        "outputs": [
+            {"loss": {"data": [float(v)], "shape": [1], "dtype": "float32"}} for v in out.losses
+        ],
+        "metrics": sanitize_metrics(out.metrics),
+    }
+
+
+async def forward_backward_reverse_kl(b: Backend, request: Request, body: dict) -> dict:
+    """``POST /mint/forward_backward_reverse_kl``: add the reverse-KL gradient (a future).
+
+    Example::
+
+        await forward_backward_reverse_kl(backend, request, {"model_id": mid, "seq_id": 1,
+            "reference_model_path": "tinker://run/sampler_weights/teacher", "data": [...]})
+    """
+    info = b.require_model(body.get("model_id"))
+    raw_seq = body.get("seq_id")
+    seq_id = raw_seq if isinstance(raw_seq, int) and not isinstance(raw_seq, bool) else None
+    try:
+        op = parse_reverse_kl(body)
+        b.limits.check_forward(
+            [d["student_input"] for d in op.data] + [d["reference_input"] for d in op.data]
+        )
+        ref_base = await _path_base(b, op.reference_model_path, "reference_model_path")
+        student_base = _served(b, str(info.get("base_model")))
+        if ref_base != student_base:
+            raise ProtocolError(
+                422,
+                f"reference_model_path {op.reference_model_path!r} is on base model "
+                f"{ref_base!r} but model_id {op.model_id} trains {student_base!r}; "
+                "the reference must share the student's base model (and tokenizer)",
+            )
+    except ProtocolError:
+        b.sequencer(str(body.get("model_id"))).skip(seq_id)  # later seq_ids go on
+        raise
+
+    def build(op: ReverseKLOp) -> tuple[Any, Any, None]:
+        from mint_envkit.local.engine import distill
+
+        def fn(e: Any) -> Any:
+            return distill.forward_backward_reverse_kl(
+                e, op.model_id, op.reference_model_path, op.data, temperature=op.temperature
+            )
+
+        return fn, _reverse_kl_json, None
+
+    return b.submit_training("forward_backward_reverse_kl", body, lambda _bd: op, build)
+
+
+def _output_path(output: str | None, run: str) -> str:
+    if output is None:
+        return f"tinker://{run}/sampler_weights/interp-{uuid.uuid4().hex[:12]}"
+    if output.startswith("tinker://"):
+        path = check_tinker_path(output, "output_path")
+        if path.split("/")[3] != "sampler_weights":
+            raise ProtocolError(
+                422,
+                f"output_path {output!r} must be a sampler_weights path (the interpolation "
+                "is a sampler checkpoint)",
+            )
+        return path
+    _check_name(output, "output_path")
+    return f"tinker://{run}/sampler_weights/{output}"
+
+
+async def interpolate(b: Backend, request: Request, body: dict) -> dict:
+    """``POST /mint/checkpoints/interpolate``: a sampler checkpoint, a linear combination (a future).
+
+    ``output_path`` is a name (written beside the first ``tinker://`` source, in its
+    run), a full ``tinker://<run>/sampler_weights/<name>`` path, or null (a new name).
+
+    Example::
+
+        await interpolate(backend, request, {"source_paths": [a, b],
+                                             "coefficients": [0.5, 0.5], "output_path": "soup"})
+    """
+    op = parse_interpolate(body)
+    bases = [
+        await _path_base(b, path, f"source_paths[{i}]") for i, path in enumerate(op.source_paths)
+    ]
+    if len(set(bases)) > 1:
+        raise ProtocolError(
+            422,
+            f"source_paths are on different base models ({bases}); interpolate checkpoints "
+            "of one base model",
+        )
+    runs = [run_id_of(p) for p in op.source_paths if p.startswith("tinker://")]
+    if not runs:
+        raise ProtocolError(
+            422,
+            "source_paths name only base models; their combination is the base model itself "
+            "(sample it by name); name at least one tinker:// checkpoint",
+        )
+    output = _output_path(op.output_path, runs[0])
+
+    def fn(e: Any) -> str:
+        from mint_envkit.local.engine import interpolate as interp
+
+        return str(
+            interp.interpolate_checkpoints(e, op.source_paths, op.coefficients, output=output)
+        )
+
+    def convert(path: str) -> dict[str, Any]:
+        return {
+            "type": "mint_interpolate_checkpoints",
+            "path": path,
+            "checkpoint_type": "sampler",
+            "source_paths": op.source_paths,
+            "coefficients": op.coefficients,
+            "has_rank_shards": False,
+        }
+
+    def on_success(path: str) -> None:
+        b.known_runs.add(run_id_of(path))
+        _KNOWN_BASES.setdefault(b, {})[path] = bases[0]
+
+    request_id = b.futures.create("interpolate_checkpoints")
+    b.start_op(request_id, fn, convert, on_success)
+    return {"request_id": request_id}

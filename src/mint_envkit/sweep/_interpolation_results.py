@@ -1,0 +1,195 @@
+"""The records of an interpolation sweep: one point, the whole sweep, its table and CSV.
+
+Example::
+
+    from mint_envkit.sweep._interpolation_results import InterpolationPoint
+
+    InterpolationPoint.from_record(json.loads(line)).figures["mean_reward"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from mint_envkit.rl.logs import write_text_atomic
+from mint_envkit.sweep._store import utc_now
+
+__all__ = [
+    "FIGURES",
+    "INTERPOLATION_CSV",
+    "INTERPOLATION_MANIFEST",
+    "INTERPOLATION_PNG",
+    "InterpolationPoint",
+    "InterpolationSweep",
+]
+
+INTERPOLATION_MANIFEST = "interpolation.json"
+"""The manifest of an interpolation sweep root.
+
+Example::
+
+    json.loads((Path(root) / INTERPOLATION_MANIFEST).read_text())["checkpoints"]
+"""
+INTERPOLATION_CSV = "interpolation.csv"
+"""The table of an interpolation sweep root.
+
+Example::
+
+    Path(root) / INTERPOLATION_CSV
+"""
+INTERPOLATION_PNG = "interpolation.png"
+"""The figure of an interpolation sweep root (written when matplotlib is installed).
+
+Example::
+
+    Path(root) / INTERPOLATION_PNG
+"""
+
+FIGURES = ("mean_reward", "correct", "answers/baseline_correct", "parse_failure_rate")
+"""The figures of every point, besides ``pass@k`` for each k the evaluation reports."""
+
+
+@attrs.frozen
+class InterpolationPoint:
+    """One grid point: its coefficients, its checkpoint and its evaluation figures.
+
+    Attributes:
+        name: the point's name (``c`` and the coefficients, e.g. ``c0p5-0p5``).
+        coefficients: one per sweep checkpoint.
+        path: the interpolated sampler checkpoint (None when interpolation failed).
+        status: ``"ok"`` or ``"error"`` (then ``error`` says why).
+        figures: ``mean_reward``, ``correct``, ``answers/baseline_correct``,
+            ``parse_failure_rate`` and ``pass@k`` for each reported k (None when
+            the env reports no such figure).
+
+    Example::
+
+        point.figures["mean_reward"], point.figures["pass@1"]
+    """
+
+    name: str
+    coefficients: tuple[float, ...]
+    path: str | None
+    status: str
+    figures: dict[str, float | None] = attrs.field(factory=dict)
+    error: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The point as a ``results.jsonl`` line.
+
+        Example::
+
+            point.record()["coefficients"]   # [0.5, 0.5]
+        """
+        return {
+            "name": self.name,
+            "coefficients": list(self.coefficients),
+            "path": self.path,
+            "status": self.status,
+            "figures": self.figures,
+            "error": self.error,
+            "time": utc_now(),
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> InterpolationPoint:
+        """Inverse of :meth:`record`.
+
+        Example::
+
+            InterpolationPoint.from_record(json.loads(line)).status   # 'ok'
+        """
+        return cls(
+            name=str(record["name"]),
+            coefficients=tuple(float(c) for c in record["coefficients"]),
+            path=record.get("path"),
+            status=str(record.get("status", "error")),
+            figures=dict(record.get("figures") or {}),
+            error=record.get("error"),
+        )
+
+
+@attrs.frozen
+class InterpolationSweep:
+    """A finished (or resumed) interpolation sweep: its checkpoints and its points in grid order.
+
+    Example::
+
+        result = await interpolation_sweep(...)
+        print(result.table())
+        result.best("correct").coefficients
+    """
+
+    root: str
+    checkpoints: tuple[str, ...]
+    points: tuple[InterpolationPoint, ...]
+
+    def columns(self) -> list[str]:
+        """The figure columns of the table: the fixed ones, then every ``pass@k`` reported.
+
+        Example::
+
+            result.columns()   # ['mean_reward', 'correct', ..., 'pass@1', 'pass@4']
+        """
+        ks = sorted(
+            {k for p in self.points for k in p.figures if k.startswith("pass@")},
+            key=lambda k: int(k.split("@")[1]),
+        )
+        return [*FIGURES, *ks]
+
+    def table(self) -> str:
+        """The points as an aligned text table, one row per point.
+
+        Example::
+
+            print(result.table())
+        """
+        head = ["point", "coefficients", *self.columns(), "status"]
+        rows = [head]
+        for p in self.points:
+            cells = [_cell(p.figures.get(c)) for c in self.columns()]
+            coefs = ", ".join(f"{c:g}" for c in p.coefficients)
+            rows.append([p.name, coefs, *cells, p.status if p.error is None else "error"])
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        return "\n".join(
+            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows
+        )
+
+    def best(self, figure: str = "mean_reward") -> InterpolationPoint | None:
+        """The finished point with the highest ``figure`` (None when no point has it).
+
+        Example::
+
+            result.best("correct").path
+        """
+        scored = [p for p in self.points if isinstance(p.figures.get(figure), (int, float))]
+        return max(scored, key=lambda p: float(p.figures[figure] or 0.0), default=None)
+
+    def write_csv(self) -> Path:
+        """Write ``ROOT/interpolation.csv`` (one row per point) and return its path.
+
+        Example::
+
+            result.write_csv()   # PosixPath('runs/soup/interpolation.csv')
+        """
+        head = ["point", *[f"c{i}" for i in range(len(self.checkpoints))], *self.columns()]
+        lines = [",".join([*head, "path", "status"])]
+        for p in self.points:
+            values = [_csv(p.figures.get(c)) for c in self.columns()]
+            coefs = [repr(c) for c in p.coefficients]
+            lines.append(",".join([p.name, *coefs, *values, p.path or "", p.status]))
+        path = Path(self.root) / INTERPOLATION_CSV
+        write_text_atomic(path, "\n".join(lines) + "\n")
+        return path
+
+
+def _cell(value: Any) -> str:
+    return "-" if not isinstance(value, (int, float)) else f"{float(value):.3f}"
+
+
+def _csv(value: Any) -> str:
+    return "" if not isinstance(value, (int, float)) else repr(float(value))
