@@ -93,6 +93,22 @@ def _optional_positive_int(name: str):
     return check
 
 
+def _positive_int(name: str, why: str):
+    def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"Config.{name} must be an integer >= 1 ({why}), got {value!r}")
+
+    return check
+
+
+def _boolean(name: str, why: str):
+    def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        if not isinstance(value, bool):
+            raise ConfigError(f"Config.{name} must be True or False ({why}), got {value!r}")
+
+    return check
+
+
 def _non_negative_int(name: str):
     def check(_instance: Any, _attribute: Any, value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -194,6 +210,23 @@ class Config:
             model; > 0 needs ``kl_reference_config``.
         loss_fn: ``"importance_sampling"`` or ``"ppo"``;
             ``loss_fn_config`` passes e.g. PPO clip thresholds.
+        num_substeps: optimizer steps per batch (tinker-cookbook's): the
+            datums are split in order into ``min(num_substeps, datums)``
+            contiguous minibatches (sizes differ by at most one), each one
+            ``forward_backward`` + ``optim_step`` at ``learning_rate``; later
+            ones train on weights the earlier ones moved, which gives PPO's
+            clip something to clip (:mod:`mint_envkit.rl.update`). Default 1.
+        compute_post_kl: log tinker-cookbook's ``kl_pre_post_v1|v2``: mean
+            (behaviour - updated logprob) and half its mean square, over the
+            trained tokens, from one ``forward`` after the update. Under
+            ``max_steps_off_policy >= 1`` it includes the samples' staleness
+            (``optim/kl_sample_train_*`` is the same before the update).
+        mask_parse_failures: zero the advantages (the datums' weights) of
+            replies whose parse failed (a ``parse_status`` other than ``"ok"``,
+            or the renderer's ``parse_error``), after the KL penalty; counted
+            in ``train/masked_parse_failures`` and ``train/masked_tokens``.
+            Default False: an unparsed reply's low reward, as a negative
+            advantage, is what teaches the format.
         max_steps: stop after this many steps (None: one pass over the data).
         save_every: checkpoint every N steps (0: only the final checkpoint).
         keep_checkpoints: keep the newest N periodic checkpoints and every
@@ -256,6 +289,11 @@ class Config:
             :class:`~mint_envkit.errors.BackendError` naming the URL, the step
             and how to resume (an embedded server the run started is
             restarted once instead, and the run resumes from its last checkpoint).
+        load_checkpoint_path: a ``tinker://`` training state (tinker-cookbook's
+            name) whose weights a fresh run starts from, with a fresh optimizer,
+            e.g. :func:`~mint_envkit.rl.fine_tune_on_rollouts`'s ``state_path``
+            (a warm start); the LoRA shape is the checkpoint's. None: a new
+            adapter. A run that resumes from its own checkpoint ignores it.
 
     Example::
 
@@ -290,6 +328,16 @@ class Config:
     kl_reference_config: KLReferenceConfig | None = None
     loss_fn: str = attrs.field(default="importance_sampling", validator=_check_loss)
     loss_fn_config: dict[str, float] | None = None
+    num_substeps: int = attrs.field(
+        default=1, validator=_positive_int("num_substeps", "1: one optimizer step per batch")
+    )
+    compute_post_kl: bool = attrs.field(
+        default=False, validator=_boolean("compute_post_kl", "True logs kl_pre_post_v1/v2")
+    )
+    mask_parse_failures: bool = attrs.field(
+        default=False,
+        validator=_boolean("mask_parse_failures", "True zeroes the weights of unparsed replies"),
+    )
     max_steps: int | None = attrs.field(default=None, validator=_optional_positive_int("max_steps"))
     save_every: int = attrs.field(default=20, validator=_non_negative_int("save_every"))
     keep_checkpoints: int | None = attrs.field(default=3, validator=_check_keep)
@@ -364,6 +412,17 @@ class Config:
             "backend_lost_after_s", 1, 600, low_open=False, high_open=False, why="seconds"
         ),
     )
+
+    # Warm start (issue 19: fine-tuning on good rollouts, then RL).
+    load_checkpoint_path: str | None = attrs.field(default=None)
+
+    @load_checkpoint_path.validator
+    def _check_load(self, _attribute: Any, value: Any) -> None:
+        if value is not None and (not isinstance(value, str) or not value.startswith("tinker://")):
+            raise ConfigError(
+                f"Config.load_checkpoint_path must be a tinker:// state path or None, got "
+                f"{value!r}; e.g. the state_path of fine_tune_on_rollouts or checkpoints.jsonl"
+            )
 
     @rollout_timeout_s.validator
     def _check_timeout(self, _attribute: Any, value: Any) -> None:

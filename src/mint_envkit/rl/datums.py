@@ -29,7 +29,9 @@ from mint_envkit.rl.types import GroupRollout
 __all__ = [
     "Sample",
     "datum_metrics",
+    "mask_parse_failures",
     "plan_datums",
+    "reply_parse_failed",
     "to_datum",
     "to_datums",
     "training_samples",
@@ -52,6 +54,8 @@ class Sample:
     advantage: float
     episode: int | None = attrs.field(default=None, eq=False)
     """Which episode of the batch the reply belongs to (None: train it alone)."""
+    parse_failed: bool = attrs.field(default=False, eq=False)
+    """Whether the reply failed to parse (see :func:`reply_parse_failed`)."""
 
     def token_advantages(self) -> list[float]:
         """The advantage repeated once per reply token.
@@ -83,9 +87,63 @@ def training_samples(
                 tokens = transition.ac.tokens
                 if tokens:
                     logprobs = list(transition.ac.logprobs or [0.0] * len(tokens))
-                    out.append(Sample(transition.ob, tokens, logprobs, value, episode=episode))
+                    failed = reply_parse_failed(transition.metrics, transition.logs)
+                    sample = Sample(transition.ob, tokens, logprobs, value, episode, failed)
+                    out.append(sample)
             episode += 1
     return out
+
+
+def reply_parse_failed(metrics: Mapping[str, Any], logs: Mapping[str, Any]) -> bool:
+    """Whether a step's reply failed to parse, from the step's metrics and logs.
+
+    True when the env's answer parser logged a ``parse_status`` other than
+    ``"ok"`` (a :data:`~mint_envkit.parsers.Status` such as ``"no_match"`` or
+    ``"truncated"``), or the renderer could not parse the reply (the
+    ``parse_error`` metric of the token-level env, e.g. no stop token). A
+    step that logs neither (no answer was read) did not fail.
+
+    Example::
+
+        reply_parse_failed({}, {"parse_status": "no_match"})  # True
+        reply_parse_failed({"parse_error": 0.0}, {"parse_status": "ok"})  # False
+    """
+    status = logs.get("parse_status")
+    return (status is not None and status != "ok") or bool(metrics.get("parse_error", 0.0))
+
+
+def mask_parse_failures(
+    samples: Sequence[Sample], token_advantages: Sequence[list[float]]
+) -> tuple[list[list[float]], dict[str, float]]:
+    """Zero the token advantages of the samples whose reply failed to parse; count them.
+
+    The advantages are the datums' weights (both losses multiply each token's
+    term by its advantage), so a zeroed reply adds no gradient; it still goes
+    into its datum (a multi-turn episode's other turns keep theirs). Returns
+    the new advantages and ``train/masked_parse_failures`` (replies masked)
+    and ``train/masked_tokens`` (their tokens).
+
+    Example::
+
+        samples = [Sample([1], [2, 3], [-0.1, -0.2], 1.0, parse_failed=True),
+                   Sample([1], [4], [-0.3], -1.0)]
+        mask_parse_failures(samples, [[1.0, 1.0], [-1.0]])
+        # ([[0.0, 0.0], [-1.0]], {'train/masked_parse_failures': 1, 'train/masked_tokens': 2})
+    """
+    if len(samples) != len(token_advantages):
+        raise MintEnvkitError(
+            f"{len(samples)} samples but {len(token_advantages)} lists of token advantages"
+        )
+    out: list[list[float]] = []
+    replies = tokens = 0
+    for sample, values in zip(samples, token_advantages, strict=True):
+        if sample.parse_failed:
+            replies += 1
+            tokens += len(values)
+            out.append([0.0] * len(values))
+        else:
+            out.append(list(values))
+    return out, {"train/masked_parse_failures": replies, "train/masked_tokens": tokens}
 
 
 def _extends(before: Sample, after: Sample) -> bool:

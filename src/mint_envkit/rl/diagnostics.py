@@ -11,7 +11,9 @@ logprobs were recomputed it also logs ``optim/cross_entropy_policy``
 sampler's draws, which is >= H(q)). A step that trains nothing (every group
 constant) measures every reply with a ``forward`` instead (no gradient, no
 optimizer step), so these are logged on every step, collapse included
-(:func:`learner_metrics`).
+(:func:`learner_metrics`). With ``Config.compute_post_kl`` the same
+difference is measured once more after the update, against the updated
+weights: tinker-cookbook's ``kl_pre_post_v1|v2`` (:func:`post_kl_metrics`).
 
 Sampled logprobs are those of the distribution the sampler draws from: the
 temperature-scaled one, truncated to ``top_k`` / ``top_p`` and renormalised.
@@ -47,6 +49,7 @@ __all__ = [
     "learner_metrics",
     "mean_kl",
     "no_update_note",
+    "post_kl_metrics",
     "recomputes_behavior_logprobs",
     "reply_logprobs",
     "sample_train_metrics",
@@ -221,6 +224,36 @@ def sample_train_metrics(
     if sampled is not None:
         metrics["optim/cross_entropy_policy"] = -sum(b for b, _ in pairs) / n
     return metrics
+
+
+def post_kl_metrics(
+    behaviour: Sequence[Sequence[float]], updated: Sequence[Sequence[float]]
+) -> dict[str, float]:
+    """tinker-cookbook's post-update KL over every action token (``Config.compute_post_kl``).
+
+    ``kl_pre_post_v1`` = mean(behaviour - updated) (the k1 estimate of
+    KL(sampler || updated) on the sampler's draws), ``kl_pre_post_v2`` =
+    0.5 * mean((behaviour - updated)^2). ``behaviour`` is the logprobs the
+    loss used, ``updated`` the updated weights' logprobs of the same tokens.
+    Empty with no tokens.
+
+    Example::
+
+        post_kl_metrics([[-0.5, -1.0]], [[-0.7, -0.6]])
+        # {'kl_pre_post_v1': -0.1, 'kl_pre_post_v2': 0.05}
+    """
+    diffs = [
+        b - u
+        for brow, urow in zip(behaviour, updated, strict=True)
+        for b, u in zip(brow, urow, strict=True)
+    ]
+    if not diffs:
+        return {}
+    n = len(diffs)
+    return {
+        "kl_pre_post_v1": sum(diffs) / n,
+        "kl_pre_post_v2": 0.5 * sum(d * d for d in diffs) / n,
+    }
 
 
 def no_update_note(metrics: Mapping[str, Any], groups: int) -> str | None:

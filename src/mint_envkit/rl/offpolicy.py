@@ -26,6 +26,17 @@ temperature 1): exact for the weight staleness, while the gap between the
 sampling distribution and the policy's is left uncorrected (on-policy the
 ratio is 1, as the policy-gradient update intends).
 
+With ``Config.num_substeps > 1`` a weight version is still one step: the
+snapshot of version ``s + 1`` is requested after every substep of step ``s``
+is submitted, so it holds the weights after the whole update, and a sample
+``k`` versions old is ``k * num_substeps`` optimizer steps old (plus the
+substeps before its own minibatch, which the ratio corrects the same way).
+``Config.compute_post_kl``'s ``kl_pre_post_*`` compares the behaviour
+logprobs (the sampler's weights, version ``s - k``) with the weights after
+step ``s``: under overlap it is the drift over up to ``k + 1`` updates,
+staleness included, not the last update alone (``optim/kl_sample_train_*``
+is the same figure before the update).
+
 Example::
 
     pipeline = BatchPipeline(config, train_data, reference, start=0, total=10)

@@ -43,7 +43,13 @@ from mint_envkit.rl.backend import (
 )
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
-from mint_envkit.rl.datums import Sample, datum_metrics, plan_datums, to_datums
+from mint_envkit.rl.datums import (
+    Sample,
+    datum_metrics,
+    mask_parse_failures,
+    plan_datums,
+    to_datums,
+)
 from mint_envkit.rl.diagnostics import learner_metrics, no_update_note
 from mint_envkit.rl.health import train_watched
 from mint_envkit.rl.logs import RunFiles
@@ -51,6 +57,7 @@ from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned
 from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
 from mint_envkit.rl.sampling import ClientSampler, sample_batch, sampler_snapshot
 from mint_envkit.rl.types import GroupRollout
+from mint_envkit.rl.update import run_update
 
 __all__ = [
     "ClientSampler",
@@ -163,11 +170,17 @@ async def train_on_batch(
     measure: Sequence[Sample] = (),
     sampled: Sequence[Sequence[float]] | None = None,
 ) -> dict[str, Any]:
-    """One ``forward_backward`` and one ``optim_step`` on the samples; return their metrics.
+    """``Config.num_substeps`` ``forward_backward`` + ``optim_step`` pairs on the samples.
 
-    Both calls are submitted before either is awaited; ``after_submit`` is
-    called right after they are (the loop requests the next weight snapshot
-    there, so the service queues it behind this update). Besides the
+    The datums are split into ``num_substeps`` minibatches (one pair each, 1
+    by default; see :mod:`mint_envkit.rl.update`). Every call is submitted
+    before any is awaited; ``after_submit`` is called right after they are
+    (the loop requests the next weight snapshot there, so the service queues
+    it behind the whole update). With ``Config.mask_parse_failures`` the
+    replies that failed to parse get advantages of 0 first
+    (:func:`~mint_envkit.rl.datums.mask_parse_failures`); with
+    ``Config.compute_post_kl`` ``kl_pre_post_v1|v2`` are measured after the
+    update. Besides the
     service's metrics it reports ``optim/kl_sample_train_v1|v2`` from the
     samples' behaviour logprobs and the learner's, and ``optim/entropy`` (the
     sampling entropy) from the sampled logprobs: ``sampled`` (the sampler's
@@ -206,24 +219,13 @@ async def train_on_batch(
         if future is not None:
             metrics.update(learner_metrics(await future, measure, sampled))
         return metrics
-    import tinker
-
-    fb_future = await training.forward_backward_async(
-        to_datums(samples, token_advantages), config.loss_fn, config.loss_fn_config
+    if config.mask_parse_failures:
+        token_advantages, masked = mask_parse_failures(samples, token_advantages)
+        metrics.update(masked)
+    update = await run_update(
+        training, config, samples, token_advantages, after_submit=after_submit, sampled=sampled
     )
-    adam = _fields(
-        config, "learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm"
-    )
-    opt_future = await training.optim_step_async(tinker.AdamParams(**adam))
-    if after_submit is not None:
-        after_submit()
-    fb, opt = await fb_future, await opt_future
-    for key, value in (fb.metrics or {}).items():
-        metrics[f"train/{key}"] = value
-    for key, value in ((opt.metrics if opt else None) or {}).items():
-        metrics[f"optim/{key}"] = value
-    metrics.update(learner_metrics(fb, samples, sampled))
-    return metrics
+    return {**metrics, **update}
 
 
 def _say(message: str) -> None:
@@ -253,6 +255,12 @@ async def _open(
         files.forget_after(int(checkpoint["step"]))
         training = await service.create_training_client_from_state_with_optimizer_async(
             checkpoint["state_path"]
+        )
+    elif config.load_checkpoint_path:  # a warm start: its weights, a fresh optimizer
+        files.forget_after(0)
+        _say(f"starting from the weights of {config.load_checkpoint_path}")
+        training = await service.create_training_client_from_state_async(
+            config.load_checkpoint_path
         )
     else:
         files.forget_after(0)
