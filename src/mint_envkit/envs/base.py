@@ -90,7 +90,9 @@ class MessageEnv(ABC):
     - :meth:`check` and ``answer``: is a parsed answer right, and the reference
       answer, for the answer figures and the reward audit (default: unknown, None);
     - :meth:`wrong_answer_reward`: what a wrong answer earns, for the ordering
-      rule (default: unknown, None).
+      rule (default: unknown, None);
+    - :meth:`teacher_messages`: the conversation a distillation teacher sees
+      (default: the student's own messages).
 
     Example::
 
@@ -183,6 +185,24 @@ class MessageEnv(ABC):
         """
         return None
 
+    def teacher_messages(self, messages: list[Message]) -> list[Message]:
+        """The teacher's view of the conversation a reply answers. Default: the student's own.
+
+        On-policy distillation (:func:`~mint_envkit.rl.run_distillation`) scores
+        each sampled reply with a teacher: the teacher reads the prompt rendered
+        from what this returns, followed by the student's exact reply tokens.
+        Override it to give the teacher privileged context the student lacks
+        (the reference answer, a worked solution); ``messages`` is the
+        conversation the reply answered (a copy: change it freely).
+
+        Example::
+
+            def teacher_messages(self, messages):
+                hint = {"role": "system", "content": f"The answer is {self.answer}."}
+                return [hint, *messages]
+        """
+        return [dict(m) for m in messages]
+
     @classmethod
     def _wrong_answer_label(cls) -> str:
         """How :meth:`wrong_answer_reward` is named in an error message."""
@@ -197,6 +217,7 @@ def require_message_env(value: object, source: str) -> MessageEnv:
 
     Example::
 
+        # not run: `EchoEnv` comes from your own code
         require_message_env(EchoEnv(), "GroupBuilder.env")   # the env
         require_message_env(object(), "GroupBuilder.env")
         # ConfigError: GroupBuilder.env: object is not a mint_envkit MessageEnv; subclass ...

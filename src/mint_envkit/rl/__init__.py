@@ -17,8 +17,16 @@ from mint_envkit.rl.advantages import (
 )
 from mint_envkit.rl.backend import resolve_backend
 from mint_envkit.rl.config import LOSS_FNS, Config, KLReferenceConfig
+from mint_envkit.rl.distill import run_distillation
 from mint_envkit.rl.rollouts import Sampler, SampleRequest, rollout_group, rollout_groups
 from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy, ScriptedReport
+from mint_envkit.rl.sft import (
+    SFTResult,
+    SupervisedExample,
+    fine_tune_on_rollouts,
+    good_rollouts,
+    supervised_examples,
+)
 from mint_envkit.rl.train import RunResult, run_training
 from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
 
@@ -29,19 +37,25 @@ __all__ = [
     "GroupRollout",
     "KLReferenceConfig",
     "RunResult",
+    "SFTResult",
     "SampleRequest",
     "SampledTokens",
     "Sampler",
     "ScriptedPolicy",
     "ScriptedReport",
+    "SupervisedExample",
     "Trajectory",
     "Transition",
     "batch_advantages",
     "constant_reason",
+    "fine_tune_on_rollouts",
+    "good_rollouts",
     "group_advantages",
     "kl_adjusted_advantages",
     "resolve_backend",
     "rollout_group",
     "rollout_groups",
+    "run_distillation",
     "run_training",
+    "supervised_examples",
 ]
