@@ -52,7 +52,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from mint_envkit.envs.base import Message
+from mint_envkit.envs.base import Message, MessageStepResult
 from mint_envkit.envs.multi_turn import Feedback, MultiTurnEnv
 from mint_envkit.envs.scoring import AnswerScoring
 from mint_envkit.errors import ConfigError, EnvError, ToolDefinitionError
@@ -64,6 +64,7 @@ from mint_envkit.tools import (
     load_json,
     validate_arguments,
 )
+from mint_envkit.tools.mcp import McpServer, McpTools, check_servers, known_specs
 
 __all__ = ["ToolEnv"]
 
@@ -170,6 +171,11 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
     Class attributes:
         tools: the tools, as functions or :class:`~mint_envkit.Tool` objects
             (see :func:`~mint_envkit.tool`); checked when the class is defined.
+        mcp_servers: :class:`~mint_envkit.McpServer` objects whose tools are
+            offered too (started before the first observation, listed then;
+            per-episode servers stopped when the episode ends, also on an error,
+            an abort or a cancellation); see "Tools from MCP servers" in
+            ``docs/tools.md``.
         system_prompt: the system message (the chat template adds the tools).
         few_shot: example messages between the system prompt and the question;
             tool-call turns (assistant ``tool_calls``, ``role: "tool"`` results)
@@ -197,6 +203,7 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
 
     Example::
 
+        # not run: `add` comes from your own code
         class AddEnv(ToolEnv):
             system_prompt = "Use the add tool, then reply with only the number."
             tools = [add]
@@ -207,6 +214,7 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
     """
 
     tools: ClassVar[list[Any]] = []
+    mcp_servers: ClassVar[list[McpServer]] = []
     max_tool_calls: ClassVar[int] = 10
     tool_timeout_s: ClassVar[float | None] = 10.0
     max_tool_result_chars: ClassVar[int | None] = 65_536
@@ -218,12 +226,14 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._tools_by_name = _tool_map(cls)
+        check_servers(cls.__name__, cls.mcp_servers)
         _check_limits(cls)
         cls._tool_threads = ToolThreads(cls.max_tool_threads)
 
     def __init__(self, **problem: Any) -> None:
         super().__init__(**problem)
         self.counts: dict[str, int] = dict.fromkeys(_COUNTS, 0)
+        self._mcp: McpTools | None = None
 
     @property
     def question(self) -> str:
@@ -231,8 +241,50 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
         return str(self.problem.get("question", ""))
 
     def tool_specs(self) -> list[dict[str, Any]]:
-        """The tools' JSON schemas, for the chat template's ``tools=``."""
-        return [t.schema for t in self._tools_by_name.values()]
+        """The tools' JSON schemas, for the chat template's ``tools=``.
+
+        MCP tools are listed when the episode starts; before that, the ones its
+        servers listed last time (none before any episode started).
+        """
+        specs = [t.schema for t in self._tools_by_name.values()]
+        if self._mcp is not None:
+            return specs + self._mcp.specs
+        return specs + known_specs(self.mcp_servers)
+
+    async def initial_observation(self) -> list[Message]:
+        """Start or join the ``mcp_servers`` (listing their tools), then as MultiTurnEnv."""
+        opened = bool(self.mcp_servers) and not self._started and self._mcp is None
+        if opened:
+            taken = set(self._tools_by_name)
+            self._mcp = await McpTools.open(type(self).__name__, self.mcp_servers, taken)
+        try:
+            return await super().initial_observation()
+        except BaseException:
+            if opened:  # not on a second call: that one raises, the episode goes on
+                await self._close_mcp()
+            raise
+
+    async def step(self, message: Message) -> MessageStepResult:
+        """As MultiTurnEnv; the episode's own MCP servers stop when it ends or raises."""
+        try:
+            result = await super().step(message)
+        except BaseException:
+            await self._close_mcp()
+            raise
+        if result.episode_done:
+            await self._close_mcp()
+        return result
+
+    async def abort(self) -> None:
+        """As MultiTurnEnv; the episode's own MCP servers stop too."""
+        try:
+            await super().abort()
+        finally:
+            await self._close_mcp()
+
+    async def _close_mcp(self) -> None:
+        if self._mcp is not None:
+            await self._mcp.close()
 
     def _history(self, message: Message) -> tuple[list[Message], list[Message]]:
         conversation = list(self.conversation)
@@ -270,9 +322,11 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
                     "Give your final answer without calling a tool."
                 ),
             )
-        tool = self._tools_by_name.get(raw_name) if isinstance(raw_name, str) else None
+        mcp_tools = self._mcp.tools if self._mcp is not None else {}
+        found = self._tools_by_name.get(raw_name) if isinstance(raw_name, str) else None
+        tool = found or (mcp_tools.get(raw_name) if isinstance(raw_name, str) else None)
         if tool is None:
-            known = ", ".join(self._tools_by_name) or "none"
+            known = ", ".join([*self._tools_by_name, *mcp_tools]) or "none"
             return name, "invalid", f"Error: unknown tool {name!r}; the tools are: {known}."
         arguments = function.get("arguments", {})
         if isinstance(arguments, str):

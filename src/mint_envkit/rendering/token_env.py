@@ -14,6 +14,7 @@ Qwen3's drops their ``<think>`` blocks, cannot change what the model saw).
 
 Example::
 
+    # not run: `renderer` is a Renderer, built elsewhere
     env = EnvFromMessageEnv(renderer, ArithmeticEnv(question="2 + 3?", answer="5"))
     observation, stop = await env.initial_observation()
     result = await env.step(sampled_tokens, extra={"stop_reason": "stop"})
@@ -57,6 +58,7 @@ class StepResult:
 
     Example::
 
+        # not run: `env` is an env instance, built elsewhere
         result = await env.step(tokens, extra={"stop_reason": "stop"})
         if result.episode_done:
             print(result.reward, result.metrics)
@@ -115,6 +117,9 @@ class EnvFromMessageEnv:
     count the cut-off episode as 0 instead of skipping it.
 
     Example::
+
+        # not run: `tok` is a tokenizer and `MyEnv` your env, built elsewhere
+        from mint_envkit import get_renderer
 
         env = EnvFromMessageEnv(get_renderer("qwen3", tok), MyEnv(question="...", answer="..."))
         observation, stop = await env.initial_observation()
@@ -177,6 +182,8 @@ class EnvFromMessageEnv:
         if self.initial_messages is None:
             self.initial_messages = await self.message_env.initial_observation()
             self.messages = [dict(m) for m in self.initial_messages]
+            specs = self.message_env.tool_specs()  # again: a ToolEnv lists MCP tools at its start
+            self.tools = None if specs is None else list(specs)
         return self.initial_messages
 
     async def initial_observation(self) -> tuple[tinker.ModelInput, StopCondition]:

@@ -30,6 +30,9 @@ Example::
     # {'type': 'object', 'properties': {'expression': {'type': 'string',
     #   'description': 'the expression, e.g. "2 * (3 + 4)".'}}, 'required': ['expression']}
 
+Tools may also come from MCP servers: :class:`McpServer` in ``ToolEnv.mcp_servers``
+(:mod:`~mint_envkit.tools.mcp`; the ``mcp`` SDK is imported only when one starts).
+
 How a call runs (threads, limits, timeouts, result caps) is told in
 ``docs/tools.md``: :mod:`~mint_envkit.tools.threads` runs calls,
 :mod:`~mint_envkit.tools.arguments` reads and checks their arguments.
@@ -43,6 +46,7 @@ from mint_envkit.tools.arguments import (
     load_json,
     validate_arguments,
 )
+from mint_envkit.tools.mcp import McpServer, McpTool, McpTools
 from mint_envkit.tools.schema import Tool, as_tool, tool
 from mint_envkit.tools.threads import DEFAULT_TOOL_THREADS, ToolThreads
 
@@ -50,6 +54,9 @@ __all__ = [
     "DEFAULT_TOOL_THREADS",
     "MAX_ARGUMENT_CHARS",
     "MAX_JSON_DEPTH",
+    "McpServer",
+    "McpTool",
+    "McpTools",
     "Tool",
     "ToolThreads",
     "as_tool",

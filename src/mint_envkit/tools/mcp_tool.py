@@ -1,0 +1,163 @@
+"""One tool an MCP server listed: :class:`McpTool`, its schema read like a ``@tool`` one.
+
+See :mod:`mint_envkit.tools.mcp` for how servers run; this module turns a listed tool
+into the kit's schema and a call's ``CallToolResult`` into the text of a tool message.
+
+Example::
+
+    from mint_envkit.tools.mcp_tool import McpTool
+
+    made = McpTool(listed, connection)  # listed: an mcp.types.Tool
+    made.schema["function"]["name"]  # 'add'
+    await made.run({"a": 2, "b": 3}, timeout_s=5.0)  # '5'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from mint_envkit.errors import EnvError
+from mint_envkit.tools.mcp_connection import McpConnection, import_mcp, on_mcp_loop
+from mint_envkit.tools.schema import _parse_docstring
+from mint_envkit.tools.threads import ToolThreads
+
+__all__ = ["McpTool"]
+
+_GRACE_S = 2.0
+"""Seconds past a call's timeout before the caller stops waiting for the SDK's own timeout."""
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_ONES = ("items", "additionalProperties", "not")
+
+
+def _untitled(schema: Any) -> Any:
+    """A JSON schema without the ``title`` keys pydantic writes on every node."""
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: v for k, v in schema.items() if k != "title"}
+    for key in _SCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: _untitled(sub) for name, sub in out[key].items()}
+    for key in _SCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [_untitled(sub) for sub in out[key]]
+    for key in _SCHEMA_ONES:
+        if isinstance(out.get(key), dict):
+            out[key] = _untitled(out[key])
+    return out
+
+
+def _content_text(result: Any) -> str:
+    """A ``CallToolResult``'s content as text for the model."""
+    parts: list[str] = []
+    for block in getattr(result, "content", None) or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(str(block.text))
+        elif kind == "resource" and isinstance(getattr(block.resource, "text", None), str):
+            parts.append(block.resource.text)
+        else:
+            mime = getattr(block, "mime_type", None) or getattr(
+                getattr(block, "resource", None), "mime_type", None
+            )
+            parts.append(f"[{kind or 'unknown'} content{f' ({mime})' if mime else ''}, not shown]")
+    structured = getattr(result, "structured_content", None)
+    if not parts and structured is not None:
+        return json.dumps(structured, ensure_ascii=False)
+    return "\n".join(parts)
+
+
+class McpTool:
+    """One tool an MCP server listed, with the same ``schema`` as a :class:`~mint_envkit.Tool`.
+
+    The description is the listed one up to its ``Args:`` section, whose entries
+    become the parameters' descriptions (as :func:`~mint_envkit.tool` reads a
+    docstring); pydantic's ``title`` keys are dropped.
+
+    Example::
+
+        episode.tools["add"].schema
+        # {'type': 'function', 'function': {'name': 'add', 'description': 'Add two integers.',
+        #   'parameters': {'type': 'object', 'properties': {'a': {'type': 'integer', ...}}, ...}}}
+    """
+
+    is_async = True
+
+    def __init__(self, listed: Any, connection: McpConnection) -> None:
+        self.remote_name = str(listed.name)
+        self.name = connection.server.prefix + self.remote_name
+        self.connection = connection
+        self.description, doc_params = _parse_docstring(getattr(listed, "description", "") or "")
+        schema = _untitled(dict(getattr(listed, "input_schema", None) or {}))
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        for key, value in properties.items():
+            if isinstance(value, dict) and "description" not in value and doc_params.get(key):
+                value["description"] = doc_params[key]
+        required = schema.get("required") if isinstance(schema.get("required"), list) else []
+        rest = {k: v for k, v in schema.items() if k not in ("type", "properties", "required")}
+        self.parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": properties,
+            "required": list(required),
+            **rest,
+        }
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The tool in the chat-template ``tools=`` format (as :attr:`Tool.schema`)."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    async def run(
+        self,
+        arguments: dict[str, Any],
+        *,
+        timeout_s: float | None,
+        threads: ToolThreads | None = None,
+    ) -> str:
+        """Call the tool on its server; its result as text (``threads`` is unused).
+
+        Raises:
+            TimeoutError: no answer within ``timeout_s``.
+            EnvError: the server answered ``isError`` or a protocol error, or is gone;
+                the message says which.
+        """
+        del threads
+        call = on_mcp_loop(self.connection.call(self.remote_name, arguments, timeout_s=timeout_s))
+        wait = None if timeout_s is None else timeout_s + _GRACE_S
+        try:
+            result = await asyncio.wait_for(call, wait)
+        except (TimeoutError, EnvError):
+            raise
+        except Exception as err:
+            raise self._error(err) from err
+        text = _content_text(result)
+        if getattr(result, "is_error", False):
+            raise EnvError(f"{self.name} failed: {text or 'the server gave no reason'}")
+        return text
+
+    def _error(self, err: Exception) -> Exception:
+        mcp = import_mcp()
+        server = self.connection.server.label
+        if isinstance(err, mcp.MCPError):
+            codes = mcp.types
+            if err.code == codes.REQUEST_TIMEOUT:
+                return TimeoutError(str(err))
+            if err.code == codes.CONNECTION_CLOSED:
+                return EnvError(
+                    f"{self.name} could not finish: MCP server {server} closed the connection "
+                    "(the server exited?)"
+                )
+            return EnvError(f"{self.name} failed: MCP server {server} answered: {err.message}")
+        return EnvError(f"{self.name} failed: {type(err).__name__}: {err}")
+
+    def __repr__(self) -> str:
+        return f"McpTool(name={self.name!r}, server={self.connection.server.label})"

@@ -1,0 +1,79 @@
+"""A small real MCP server for the tests, built with the SDK's own ``MCPServer``.
+
+Run: ``python mcp_server.py`` (stdio) or ``python mcp_server.py --port 8123`` (streamable HTTP).
+Tools: ``add`` (stateless), ``count`` (a counter kept in the process), ``pid``,
+``fail`` (raises), ``nap`` (sleeps), ``picture`` (text and an image), ``die`` (the
+process exits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Image
+
+server = MCPServer("envkit-test", log_level="CRITICAL")
+_count = [0]
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: the first integer.
+        b: the second integer.
+    """
+    return a + b
+
+
+@server.tool()
+def count() -> int:
+    """Add one to this server's counter and return it."""
+    _count[0] += 1
+    return _count[0]
+
+
+@server.tool()
+def pid() -> int:
+    """This server's process id."""
+    return os.getpid()
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always raise, with the reason given."""
+    raise ToolError(reason)
+
+
+@server.tool()
+async def nap(seconds: float) -> str:
+    """Sleep, then say so."""
+    await asyncio.sleep(seconds)
+    return "awake"
+
+
+@server.tool()
+def picture():  # no return type: mixed content blocks, no output schema
+    """A caption and a tiny PNG."""
+    return ["a red dot", Image(data=b"\x89PNG\r\n", format="png")]
+
+
+@server.tool()
+def die() -> str:
+    """End this server's process at once."""
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=None)
+    args = parser.parse_args()
+    if args.port is None:
+        server.run()
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=args.port)
