@@ -15,6 +15,8 @@ is in it)::
         ├── ToolDefinitionError (also TypeError) a tool's signature cannot become a schema
         ├── MissingExtraError (also ImportError) an optional extra is not installed
         ├── BackendError                      a backend is unreachable or refused
+        ├── SandboxError                      no sandbox for model-written code, or a
+        │                                     remote sandbox service failed
         ├── EngineError                       (mint_envkit.local.engine) a local engine
         │                                     operation failed; ``category`` user/server
         ├── ModelLoadError                    (mint_envkit.local.models) a base model
@@ -27,7 +29,8 @@ ones live with the backend (importing them loads torch).
 
 Example::
 
-    from mint_envkit import MintEnvkitError
+    # not run: `MyEnv` comes from your own code
+    from mint_envkit import DatasetBuilder, MintEnvkitError
 
     try:
         builder = DatasetBuilder(env=MyEnv, problems=[{"q": 1}], batch_size=1, group_size=2)
@@ -46,6 +49,7 @@ __all__ = [
     "MissingExtraError",
     "ProblemError",
     "RendererError",
+    "SandboxError",
     "TokenizerError",
     "ToolDefinitionError",
 ]
@@ -56,6 +60,7 @@ class MintEnvkitError(Exception):
 
     Example::
 
+        # not run: `main` comes from your own code
         try:
             await main(config)
         except MintEnvkitError as err:
@@ -68,8 +73,13 @@ class ConfigError(MintEnvkitError, ValueError):
 
     Example::
 
-        Config(..., temperature=0)
-        # ConfigError: Config.temperature must be > 0, a finite number >= 0.001 ...
+        from mint_envkit import Config
+
+        try:
+            Config(model_name="Qwen/Qwen3-0.6B", dataset_builder=None, log_path="runs/x",
+                   temperature=0)
+        except ConfigError as err:
+            print(err)  # Config.temperature must be > 0, a finite number >= 0.001 ...
     """
 
 
@@ -78,7 +88,10 @@ class ProblemError(MintEnvkitError, ValueError):
 
     Example::
 
-        await DatasetBuilder(env=ArithmeticEnv, problems=[{"question": "1+1?"}], ...)()
+        # not run: `ArithmeticEnv` is the env of examples/arithmetic_env.py
+        from mint_envkit import DatasetBuilder
+
+        await DatasetBuilder(env=ArithmeticEnv, problems=[{"question": "1+1?"}], batch_size=1)()
         # ProblemError: problem 0: ArithmeticEnv needs field(s) 'answer'; ...
     """
 
@@ -88,6 +101,7 @@ class EnvError(MintEnvkitError):
 
     Example::
 
+        # not run: `env` is an env instance, built elsewhere
         await env.step(reply)
         await env.step(reply)  # EnvError: ArithmeticEnv was stepped twice; ...
     """
@@ -98,8 +112,12 @@ class RendererError(MintEnvkitError, ValueError):
 
     Example::
 
-        get_renderer("llama9", tokenizer)
-        # RendererError: unknown renderer 'llama9'; known renderers: qwen3, ...
+        from mint_envkit import get_renderer
+
+        try:
+            get_renderer("llama9", tokenizer=None)
+        except RendererError as err:
+            print(err)  # unknown renderer 'llama9'; known renderers: qwen3, ...
     """
 
 
@@ -108,8 +126,12 @@ class TokenizerError(MintEnvkitError):
 
     Example::
 
-        get_tokenizer("/no/such/dir")
-        # TokenizerError: tokenizer directory '/no/such/dir' does not exist; ...
+        from mint_envkit import get_tokenizer
+
+        try:
+            get_tokenizer("/no/such/dir")
+        except TokenizerError as err:
+            print(err)  # tokenizer directory '/no/such/dir' does not exist; ...
     """
 
 
@@ -117,6 +139,9 @@ class BackendError(MintEnvkitError):
     """A training backend (MinT or the embedded server) is unreachable or refused a request.
 
     Example::
+
+        # not run: waits 15 s for a backend that is not there
+        from mint_envkit.rl.backend import preflight
 
         await preflight("http://127.0.0.1:9")
         # BackendError: the backend at http://127.0.0.1:9 did not answer within 15 s ...
@@ -129,9 +154,15 @@ class ToolDefinitionError(MintEnvkitError, TypeError):
 
     Example::
 
-        @tool
-        def add(a, b: int) -> int: ...
-        # ToolDefinitionError: tool 'add': parameter 'a' has no type hint; ...
+        from mint_envkit import tool
+
+        try:
+
+            @tool
+            def add(a, b: int) -> int: ...
+
+        except ToolDefinitionError as err:
+            print(err)  # tool 'add': parameter 'a' has no type hint; ...
     """
 
 
@@ -140,7 +171,24 @@ class MissingExtraError(MintEnvkitError, ImportError):
 
     Example::
 
+        from mint_envkit import math_answer
+
         math_answer(r"\\boxed{1}")
         # MissingExtraError: math answers need the math-verify package, which is not
         # installed; run pip install 'mint-envkit[math]' (or: pip install math-verify)
+    """
+
+
+class SandboxError(MintEnvkitError):
+    """Model-written code cannot be run safely: no sandbox on this machine, or a remote
+    sandbox service failed. The message names the fix (install bubblewrap, pass another
+    executor).
+
+    Example::
+
+        from mint_envkit import run_tests
+
+        await run_tests("def f(): ...", ["assert f() is None"])
+        # SandboxError: no sandbox to run model-written code: bubblewrap (bwrap) is not
+        # installed; install it (apt-get install bubblewrap) or pass executor=...
     """

@@ -1,0 +1,61 @@
+"""A single-turn env that asks for a Python function and scores it by running its tests.
+
+Example::
+
+    from mint_envkit.sandbox import CodeEnv
+
+    env = CodeEnv(question="Write add(a, b) returning the sum.",
+                  tests=["assert add(1, 2) == 3", "assert add(-1, 1) == 0"])
+    await env.initial_observation()
+    result = await env.step({"role": "assistant",
+                             "content": "```python\\ndef add(a, b):\\n    return a + b\\n```"})
+    assert result.reward == 1.0 and result.metrics["correct"] == 1.0
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from mint_envkit.envs import SingleTurnEnv
+from mint_envkit.sandbox.reward import code_passes
+
+__all__ = ["CodeEnv"]
+
+
+class CodeEnv(SingleTurnEnv):
+    """Asks for code, runs it against the problem's ``tests`` in a sandbox, rewards a pass.
+
+    A problem has a ``question`` (the task) and ``tests`` (a list of Python snippets,
+    usually ``assert`` lines, run after the code in its namespace); the tests are the
+    env's ``answer``. The reward is :func:`~mint_envkit.sandbox.code_passes` (1.0 when
+    every test passes) run in the default sandbox; set ``reward_fn`` to change the
+    executor, the limits or to give partial credit. Metrics: ``correct`` (every test
+    passed), ``parsed`` (the reply had code), ``code/passes/<outcome>`` and
+    ``code/passes/tests_passed``; logs: the outcome and each test's result.
+
+    Example::
+
+        from mint_envkit.sandbox import Limits
+
+        class FastCode(CodeEnv):
+            system_prompt = "Answer with one ```python block."
+            reward_fn = code_passes(limits=Limits(wall_s=3), partial=True)
+
+        env = FastCode(question="Write double(x).", tests=["assert double(2) == 4"])
+    """
+
+    system_prompt: ClassVar[str | None] = (
+        "Write the Python function the user asks for. Reply with the code in one ```python block."
+    )
+    required_fields: ClassVar[tuple[str, ...]] = ("question", "tests")
+    reward_fn: ClassVar[Any] = code_passes()
+
+    @property
+    def answer(self) -> Any:
+        """The problem's tests: what the reply's code must pass.
+
+        Example::
+
+            CodeEnv(question="q", tests=["assert True"]).answer  # ['assert True']
+        """
+        return self.problem.get("tests")
