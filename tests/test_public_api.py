@@ -234,3 +234,25 @@ def test_every_public_name_is_covered_by_one_of_the_docstring_checks():
 def test_py_typed_ships_in_the_package():
     marker = resources.files("mint_envkit") / "py.typed"
     assert marker.is_file()
+
+
+def test_the_reward_parts_of_the_face_come_together():
+    """``gated`` was on the top-level face while ``correct``, the part it gates, was not."""
+    from mint_envkit import rewards
+
+    for name in ("correct", "gated", "math_correct", "valid_format", "weighted"):
+        assert name in mint_envkit.__all__ and getattr(mint_envkit, name) is getattr(rewards, name)
+
+
+def test_no_deprecated_aliases_in_the_unreleased_package():
+    """0.1.0 is unreleased: a renamed name is removed, not kept behind a DeprecationWarning."""
+    from pathlib import Path
+
+    import mint_envkit.builders
+    import mint_envkit.sweep
+
+    package = Path(mint_envkit.__file__).parent
+    warning = [p for p in sorted(package.rglob("*.py")) if "DeprecationWarning" in p.read_text()]
+    assert warning == []
+    assert not hasattr(mint_envkit.builders, "renderer_for")
+    assert not {"summarize", "summary_main"} & set(dir(mint_envkit.sweep))

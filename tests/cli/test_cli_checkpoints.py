@@ -24,7 +24,7 @@ from mint_envkit.cli.checkpoints import default_state_dir
 from mint_envkit.rl.backend import local_api_key
 
 MODEL = "mint-envkit/tiny-qwen3-small"
-RECORD_KEYS = {"tinker_path", "checkpoint_type", "time", "size_bytes"}
+RECORD_KEYS = {"tinker_path", "checkpoint_type", "time", "size_bytes", "log_dir"}
 TYPES = {"weights": "training", "sampler_weights": "sampler"}  # folder -> checkpoint_type
 
 
@@ -129,7 +129,9 @@ def test_list_shows_the_checkpoints_the_engine_saved(served, url, capsys) -> Non
         when = datetime.fromisoformat(record["time"]).strftime("%Y-%m-%d %H:%M:%S")
         assert line.split()[1:4] == [record["checkpoint_type"], *when.split()]
         assert line.endswith(" KB")  # ~76 KB each, shown in KB
-    assert len(lines) == 1 + len(everything) + 1
+    runs = {r["tinker_path"].split("/")[2] for r in everything}
+    assert lines[1 + len(everything)] == "log directories:"
+    assert len(lines) == 1 + len(everything) + 1 + len(runs) + 1
     assert lines[-1].startswith(f"{len(everything)} checkpoint(s), ")
 
     assert paths(listed(["--run", a.run_id, *url], capsys)) == sorted([a.training, a.sampler])
@@ -220,3 +222,21 @@ def test_local_state_dir_through_an_embedded_server(
     assert not (state / saved.run_id / "weights" / "step-1").exists()
     assert (state / saved.run_id / "sampler_weights" / "step-1" / "meta.json").is_file()
     assert folder(served, saved.training).exists()  # the copy was deleted, not the original
+
+
+@pytest.mark.integration
+def test_list_links_each_run_to_its_log_directory(served, url, capsys, tmp_path: Path) -> None:
+    """A run's log directory is the one whose checkpoints.jsonl names its checkpoints."""
+    a, b = save_run(served), save_run(served)
+    log_dir = tmp_path / "runs" / "demo"
+    log_dir.mkdir(parents=True)
+    line = {"name": "step-1", "state_path": a.training, "sampler_path": a.sampler}
+    (log_dir / "checkpoints.jsonl").write_text(json.dumps(line) + "\n{torn")
+    runs = ["--runs", str(tmp_path / "runs")]
+    assert main(["checkpoints", "list", "--run", a.run_id, *runs, *url]) == 0
+    assert f"  {a.run_id}  {log_dir}" in capsys.readouterr().out.splitlines()
+    assert main(["checkpoints", "list", "--run", b.run_id, *runs, *url]) == 0
+    out = capsys.readouterr().out
+    assert f"  {b.run_id}  (none under {tmp_path / 'runs'}/; --runs DIR looks elsewhere)" in out
+    records = listed(["--run", a.run_id, *runs, *url], capsys)
+    assert {r["log_dir"] for r in records} == {str(log_dir)}

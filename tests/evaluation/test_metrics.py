@@ -181,3 +181,18 @@ def test_the_table_shows_correct_beside_the_baseline_and_flags_a_collapse():
     )
     line = metric_line(tuned.summary)
     assert line["eval/answers/collapse"] == 1.0 and "eval/answers/top" not in line
+
+
+def test_the_table_never_prints_a_negative_zero():
+    """A mean reward of -0.0001 read 'mean reward -0.000'; it rounds to 0.000."""
+    base = _eval("base", _results())
+    tiny = EvalResult(summary={**base.summary, "mean_reward": -0.0001}, problems=base.problems)
+    rows = {
+        line.split("  ")[0].strip(): line for line in comparison_table([tiny, base]).splitlines()
+    }
+    assert rows["mean reward"].split()[2] == "0.000"
+    same = EvalResult(summary={**tiny.summary, "label": "same"}, problems=base.problems)
+    rows = {
+        line.split("  ")[0].strip(): line for line in comparison_table([tiny, same]).splitlines()
+    }
+    assert "-0.000" not in comparison_table([tiny, same]) and rows["mean reward"].endswith("+0.000")

@@ -34,8 +34,9 @@ from server_helpers import (
 from tinker import types as tt
 from tinker.types.try_again_response import TryAgainResponse
 
+from mint_envkit.cli import main as cli_main
 from mint_envkit.errors import ConfigError
-from mint_envkit.local.server import LocalServer, is_loopback_host, serve_main
+from mint_envkit.local.server import LocalServer, is_loopback_host
 
 os.environ["TINKER_TELEMETRY"] = "0"
 
@@ -353,7 +354,7 @@ def test_loopback_only_unless_allowed(capsys: pytest.CaptureFixture[str]) -> Non
     assert not is_loopback_host("0.0.0.0") and not is_loopback_host("192.168.1.10")
     with pytest.raises(ConfigError, match="loopback"):
         LocalServer(host="0.0.0.0")
-    assert serve_main(["--host", "0.0.0.0"]) == 2
+    assert cli_main(["serve", "--host", "0.0.0.0"]) == 2
     assert "--allow-remote" in capsys.readouterr().err
 
 
@@ -363,7 +364,8 @@ def test_serve_command_runs_until_sigterm(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "mint_envkit.local.server",
+            "mint_envkit.cli",
+            "serve",
             "--port",
             "0",
             "--model",

@@ -136,7 +136,7 @@ def test_a_full_disk_leaves_no_torn_checkpoint(
 # a `mint-envkit serve` process loads the model: measured 6.0 s alone, 8.9 s in a session
 def test_sigterm_stops_the_serve_command_within_10_s_during_a_big_job(tmp_path: Path) -> None:
     env = {**os.environ, "TINKER_TELEMETRY": "0"}
-    command = [sys.executable, "-m", "mint_envkit.local.server", "--port", "0", "--model", SMALL]
+    command = [sys.executable, "-m", "mint_envkit.cli", "serve", "--port", "0", "--model", SMALL]
     command += ["--state-dir", str(tmp_path), "--sample-chunk-tokens"]
     command += [str(CHUNK.sample_chunk_tokens), "--sample-segment-tokens", "32"]
     proc = subprocess.Popen(

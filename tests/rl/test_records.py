@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
@@ -56,3 +57,22 @@ def test_progress_line_names_what_went_wrong():
     }
     line = progress_line(1, 3, busy)
     assert line == "step 2/3  reward n/a  correct 0.25  dropped groups 2  rollout errors 1  3.0s"
+
+
+def test_turns_count_the_cut_off_episodes_with_their_replies(make_group):
+    """15 episodes cut off at their first reply report no ``turns``; one ran 5 turns.
+
+    Averaging only the episode that reported it read 5.0; each cut-off episode had 1 turn.
+    """
+    group = make_group(0, [0.0] * 16)
+    finished = group.trajectories[0]
+    step = finished.transitions[0]
+    finished.transitions[:] = [attrs.evolve(step, metrics={})] * 4 + [
+        attrs.evolve(step, metrics={"turns": 5.0})
+    ]
+    metrics = rollout_metrics([group], "env")
+    assert metrics["env/all/turns"] == pytest.approx((5 + 15 * 1) / 16)
+
+
+def test_no_turns_metric_when_no_episode_reports_turns(make_group):
+    assert "env/all/turns" not in rollout_metrics([make_group(0, [1.0, 0.0])], "env")

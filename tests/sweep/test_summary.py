@@ -18,8 +18,6 @@ from mint_envkit.sweep import (
     SweepSummary,
     load_summary,
     read_run_metrics,
-    summarize,
-    summary_main,
 )
 
 
@@ -302,25 +300,6 @@ async def test_sweep_run_writes_the_summary_files(make_config, tmp_path):
     await make_sweep(make_config, tmp_path)
     assert (tmp_path / "summary.csv").exists()
     assert (tmp_path / "summary.png").read_bytes()[:4] == b"\x89PNG"
-
-
-async def test_deprecated_summarize_and_summary_main_still_work(make_config, tmp_path, capsys):
-    await make_sweep(make_config, tmp_path / "sweep")
-    with pytest.deprecated_call():
-        assert summarize(tmp_path / "sweep") == report(tmp_path / "sweep")
-    with pytest.deprecated_call():
-        assert summary_main([str(tmp_path / "sweep")]) == 0
-    assert capsys.readouterr().out.startswith("KL    Temperature")
-
-    with pytest.deprecated_call():
-        assert summary_main([str(tmp_path)]) == 2
-    err = capsys.readouterr().err
-    assert "sweep.json not found" in err and "MINT_LOG_ROOT" in err
-
-    with pytest.deprecated_call():
-        assert summary_main([]) == 2
-        assert summary_main(["--help"]) == 0
-    assert "SWEEP_DIR" in capsys.readouterr().out
 
 
 def test_load_summary_needs_a_sweep_directory(tmp_path):

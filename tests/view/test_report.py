@@ -13,7 +13,7 @@ import pytest
 import mint_envkit
 from mint_envkit.cli import main as cli_main
 from mint_envkit.errors import ConfigError
-from mint_envkit.view import view_main, write_report
+from mint_envkit.view import write_report
 from mint_envkit.view.load import find_runs, load_report_data
 from mint_envkit.view.report import render_html, script_json
 
@@ -190,19 +190,18 @@ def test_view_command_prints_the_path(run_dir, capsys, monkeypatch):
 
 
 def test_view_command_errors_and_warnings(tmp_path, run_dir, capsys):
-    assert view_main([str(tmp_path / "nope")]) == 2
+    assert cli_main(["view", str(tmp_path / "nope")]) == 2
     assert "mint-envkit view: error:" in capsys.readouterr().err
     with open(run_dir / "metrics.jsonl", "a") as fh:
         fh.write("{torn")
-    assert view_main([str(run_dir)]) == 0
+    assert cli_main(["view", str(run_dir)]) == 0
     captured = capsys.readouterr()
     assert "mint-envkit view: warning:" in captured.err and "metrics.jsonl" in captured.err
     assert captured.out.strip().endswith("view.html")
 
 
 def test_view_is_listed_in_the_help(capsys):
-    with pytest.raises(SystemExit):
-        cli_main(["--help"])
+    assert cli_main(["--help"]) == 0
     assert "view" in capsys.readouterr().out
 
 

@@ -2,13 +2,15 @@
 
 Example::
 
+    # not run: `MyEnv` comes from your own code
     from mint_envkit.builders import DatasetBuilder
+
     train, test = await DatasetBuilder(env=MyEnv, problems=rows, batch_size=2,
                                        group_size=4, model_name="mint-envkit/tiny-qwen3")()
 """
 
 from mint_envkit.builders.dataset import DatasetBuilder, ProblemDataset
-from mint_envkit.builders.group import GroupBuilder, renderer_for
+from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.builders.sources import ProblemSource, problems_from
 
 __all__ = [
@@ -17,5 +19,4 @@ __all__ = [
     "ProblemDataset",
     "ProblemSource",
     "problems_from",
-    "renderer_for",
 ]

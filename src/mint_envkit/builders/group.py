@@ -2,6 +2,7 @@
 
 Example::
 
+    # not run: `ArithmeticEnv` is the env of examples/arithmetic_env.py
     group = GroupBuilder(problem={"question": "2 + 3?", "answer": "5"}, env=ArithmeticEnv,
                          group_size=4, model_name="mint-envkit/tiny-qwen3")
     envs = await group.make_envs()   # 4 EnvFromMessageEnv, one problem
@@ -10,7 +11,6 @@ Example::
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -23,25 +23,9 @@ from mint_envkit.rendering.chat_template import default_renderer_for
 from mint_envkit.rendering.renderer import RENDERERS, Renderer, get_renderer
 from mint_envkit.rendering.token_env import EnvFromMessageEnv
 
-__all__ = ["GroupBuilder", "renderer_for"]
+__all__ = ["GroupBuilder"]
 
 EnvFactory = Callable[..., MessageEnv]
-
-
-def renderer_for(model_name: str, renderer_name: str) -> Renderer:
-    """Deprecated: use ``get_renderer(renderer_name, model_name)`` (removed in the next release).
-
-    Example::
-
-        get_renderer("qwen3", "mint-envkit/tiny-qwen3")  # instead of renderer_for(model, "qwen3")
-    """
-    warnings.warn(
-        "renderer_for(model_name, renderer_name) is deprecated; use "
-        "mint_envkit.get_renderer(renderer_name, model_name), which shares the renderer the same way",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return get_renderer(renderer_name, model_name)
 
 
 def _positive_int(name: str):
@@ -131,6 +115,7 @@ class GroupBuilder:
 
     Example::
 
+        # not run: `ArithmeticEnv` is the env of examples/arithmetic_env.py
         group = GroupBuilder(problem={"question": "2 + 3?", "answer": "5"},
                              env=ArithmeticEnv, group_size=4,
                              model_name="mint-envkit/tiny-qwen3")

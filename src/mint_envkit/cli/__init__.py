@@ -1,21 +1,27 @@
-"""The ``mint-envkit`` command.
+"""The ``mint-envkit`` command: one argparse tree, one module of this package per command.
 
-Subcommands:
+Subcommands (each module has ``configure(parser)``, which adds its options, and
+``run(args, parser)``, which returns the exit code):
 
-- ``serve``: run the embedded MinT-compatible backend on 127.0.0.1.
+- ``serve``: run the embedded MinT-compatible backend on 127.0.0.1 (:mod:`.serve`).
 - ``check MODULE:NAME``: run an env class or a DatasetBuilder through
   :class:`~mint_envkit.ScriptedPolicy` (and, with ``--local``, one group
   through the tiny model) and print prompts, replies, parse status, rewards;
-  ``--record FILE`` / ``--replay FILE``: golden transcripts (:mod:`mint_envkit.cli.check`).
-- ``summary SWEEP_DIR``: print a sweep's table, write its csv and png again.
-- ``checkpoints list|delete``: local runs' checkpoints (:mod:`mint_envkit.cli.checkpoints`).
+  ``--record FILE`` / ``--replay FILE``: golden transcripts (:mod:`.check`).
+- ``summary SWEEP_DIR``: print a sweep's table, write its csv and png again (:mod:`.summary`).
+- ``checkpoints list|delete``: local runs' checkpoints (:mod:`.checkpoints`).
 - ``view RUN_DIR``: write one HTML page with a run's (or sweep's) curves and transcripts.
 - ``install-model smollm2``: install the real pretrained model of the local backend.
-- ``eval ENV_SPEC --model M``: pass@k of a model or checkpoints (:mod:`mint_envkit.cli.eval`).
+- ``eval ENV_SPEC --model M``: pass@k of a model or checkpoints (:mod:`.eval`).
 - ``audit ENV_SPEC``: the reward audit, exploits and collapse before paying
-  (:mod:`mint_envkit.cli.audit`); exit 1 when it finds one.
+  (:mod:`.audit`); exit 1 when it finds one.
+- ``interpolate ENV_SPEC --checkpoint A --checkpoint B``: checkpoints mixed on a grid of
+  coefficients, each mix evaluated; resumable (:mod:`.interpolate`).
 
-Example::
+A command's module is imported, and its options added, only when that command runs
+(or prints its help): ``mint-envkit view`` never imports torch. Exit 2 is a usage error.
+
+Example (shell)::
 
     mint-envkit check examples/arithmetic_env.py:ArithmeticEnv \\
         --problem '{"question": "What is 2 + 3?", "answer": "5"}'
@@ -28,51 +34,81 @@ Example::
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["main"]
 
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("serve", "run the embedded MinT-compatible backend (see --help)"),
+    "summary": ("summary", "print a sweep's table; write summary.csv and summary.png"),
+    "checkpoints": ("checkpoints", "list or delete checkpoints of local runs (see --help)"),
+    "view": ("view", "write an HTML page of a run's curves and transcripts (see --help)"),
+    "install-model": ("install_model", "install a pretrained model for the local backend"),
+    "eval": ("eval", "evaluate a model or checkpoints on an env: pass@k (see --help)"),
+    "audit": ("audit", "probe an env's reward for exploits and collapse (see --help)"),
+    "interpolate": ("interpolate", "mix checkpoints on a grid and evaluate each mix (see --help)"),
+    "check": ("check", "run an env or DatasetBuilder through ScriptedPolicy; golden transcripts"),
+}
+"""Command name -> (its module in this package, its line in ``mint-envkit --help``)."""
 
-def __getattr__(name: str) -> Any:
-    if name == "prefix_report":  # moved to mint_envkit.cli.check with the check command
-        from mint_envkit.cli.check import prefix_report
 
-        return prefix_report
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+class _Command(argparse.ArgumentParser):
+    """A command's parser: its module adds the options on first use, so imports stay lazy."""
+
+    def __init__(self, *args: Any, module: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._module = module
+
+    def _configure(self) -> None:
+        if self._module is not None:
+            module = importlib.import_module(f"mint_envkit.cli.{self._module}")
+            self._module = None
+            module.configure(self)
+            self.set_defaults(_run=module.run, _parser=self)  # no option has a _ dest
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._configure()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._configure()
+        return super().format_help()
 
 
-def _serve(argv: list[str]) -> int:
-    from mint_envkit.local.server import serve_main
+def parser() -> argparse.ArgumentParser:
+    """The ``mint-envkit`` parser: every command a subparser (options added when it is used).
 
-    return serve_main(argv)
+    Example::
+
+        parser().parse_args(["view", "runs/demo"]).run_dir   # 'runs/demo'
+    """
+    top = argparse.ArgumentParser(prog="mint-envkit", description=__doc__.split("\n\n")[0])
+    sub = top.add_subparsers(dest="command", required=True, parser_class=_Command)
+    for name, (module, line) in COMMANDS.items():
+        sub.add_parser(name, help=line, module=module)
+    return top
 
 
-def _summary(argv: list[str]) -> int:
-    from mint_envkit.sweep._summary import print_summary
+def main(argv: Sequence[str] | None = None, *, exit_process: bool = False) -> int:
+    """Entry point of ``mint-envkit``; returns the exit code (2 for a usage error).
 
-    parser = argparse.ArgumentParser(
-        prog="mint-envkit summary",
-        description="Print a sweep's table and write summary.csv and summary.png again.",
-    )
-    parser.add_argument("sweep_dir", metavar="SWEEP_DIR", help="the sweep root (holds sweep.json)")
+    ``exit_process`` (the installed command only, see :func:`console_main`): ``serve``
+    ends the process as soon as the server has stopped.
+
+    Example::
+
+        main(["check", "examples/arithmetic_env.py:ArithmeticEnv",
+              "--problem", '{"question": "What is 2 + 3?", "answer": "5"}'])
+    """
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
-    return print_summary(args.sweep_dir)
-
-
-def _install_model(argv: list[str]) -> int:
-    from mint_envkit.cli.install_model import install_model_main
-
-    return install_model_main(argv)
-
-
-def _view(argv: list[str]) -> int:
-    from mint_envkit.view import view_main
-
-    return view_main(argv)
+        args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        args.exit_process = exit_process
+        return int(args._run(args, args._parser))
+    except SystemExit as exc:  # argparse's usage errors and --help, and parser.error in run
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
 
 
 def console_main() -> int:
@@ -80,70 +116,11 @@ def console_main() -> int:
 
     The same as :func:`main` on ``sys.argv[1:]``, except that ``serve`` ends the
     process as soon as the server has stopped (a SIGTERM then exits within seconds,
-    without the interpreter's slow teardown of a loaded model). In-process callers use
-    :func:`main`, which always returns.
+    without the interpreter's slow teardown of a loaded model).
 
     Example::
 
         # shell: mint-envkit serve --port 8765
         raise SystemExit(console_main())
     """
-    argv = sys.argv[1:]
-    if argv and argv[0] == "serve":
-        from mint_envkit.local.server import serve_main
-
-        return serve_main(argv[1:], exit_process=True)
-    return main(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``mint-envkit``; returns the exit code.
-
-    Example::
-
-        main(["check", "examples/arithmetic_env.py:ArithmeticEnv",
-              "--problem", '{"question": "What is 2 + 3?", "answer": "5"}'])
-    """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "serve":
-        return _serve(argv[1:])
-    if argv and argv[0] == "summary":
-        return _summary(argv[1:])
-    if argv and argv[0] == "checkpoints":
-        from mint_envkit.cli.checkpoints import checkpoints_main
-
-        return checkpoints_main(argv[1:])
-    if argv and argv[0] == "view":
-        return _view(argv[1:])
-    if argv and argv[0] == "install-model":
-        return _install_model(argv[1:])
-    if argv and argv[0] == "eval":
-        from mint_envkit.cli.eval import eval_main
-
-        return eval_main(argv[1:])
-    if argv and argv[0] == "audit":
-        from mint_envkit.cli.audit import audit_main
-
-        return audit_main(argv[1:])
-    if argv and argv[0] == "check":
-        from mint_envkit.cli.check import check_main
-
-        return check_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="mint-envkit", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("serve", help="run the embedded MinT-compatible backend (see --help)")
-    sub.add_parser("summary", help="print a sweep's table; write summary.csv and summary.png")
-    sub.add_parser("checkpoints", help="list or delete checkpoints of local runs (see --help)")
-    sub.add_parser("view", help="write an HTML page of a run's curves and transcripts (see --help)")
-    sub.add_parser("install-model", help="install a pretrained model for the local backend")
-    sub.add_parser("eval", help="evaluate a model or checkpoints on an env: pass@k (see --help)")
-    sub.add_parser("audit", help="probe an env's reward for exploits and collapse (see --help)")
-    sub.add_parser(
-        "check", help="run an env or DatasetBuilder through ScriptedPolicy; golden transcripts"
-    )
-    parser.parse_args(argv)
-    return 2  # not reached: "check" is dispatched above, anything else is a usage error
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    return main(exit_process=True)

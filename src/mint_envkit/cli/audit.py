@@ -3,7 +3,7 @@
 Exit status: 0 when no exploit and no collapse was found, 1 when one was (so it can
 gate a CI), 2 for a usage or setup error.
 
-Example::
+Example (shell)::
 
     mint-envkit audit examples/rl_hyperparameters.py:builder --out runs/audit
     mint-envkit audit my_envs.py:builder --learn 8 --price-sample 0.6 --price-train 1.8
@@ -13,23 +13,27 @@ Example::
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 
 from mint_envkit.cli.command import run_command
 from mint_envkit.cli.problems import add_problem_options, problems_from_args
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME as SMOLLM2
 
-__all__ = ["audit_main"]
+__all__ = ["configure", "run"]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mint-envkit audit",
-        description="Probe an env's reward with adversarial replies (empty, restated, cut "
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the command's options to ``parser``.
+
+    Example::
+
+        configure(argparse.ArgumentParser(prog="mint-envkit audit"))
+    """
+    parser.description = (
+        "Probe an env's reward with adversarial replies (empty, restated, cut "
         "off, format only, the most common answer, ...), compare each with a correct and a "
         "wrong answer and the best constant-answer baseline, sample a real model for parse "
         "and truncation rates, optionally train a few steps to check for collapse, and "
-        "preview the MinT cost. Exit 1 when an exploit or a collapse is found.",
+        "preview the MinT cost. Exit 1 when an exploit or a collapse is found."
     )
     parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
     parser.add_argument(
@@ -57,7 +61,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", choices=("auto", "local", "mint"), default=None)
     parser.add_argument("--out", default=None, help="write audit.json (and learn/) here")
     parser.add_argument("--json", action="store_true", help="print the JSON report")
-    return parser
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -95,13 +98,13 @@ async def _run(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def audit_main(argv: Sequence[str]) -> int:
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``mint-envkit audit ...``; returns the exit code (0 pass, 1 findings, 2 error).
 
     Example::
 
-        audit_main(["examples/rl_hyperparameters.py:builder", "--sample-model", "none"])
+        main(["audit", "examples/rl_hyperparameters.py:builder", "--sample-model", "none"])
     """
     return run_command(
-        "mint-envkit audit", _parser(), argv, positive=("limit", "samples", "max_tokens"), run=_run
+        "mint-envkit audit", parser, args, positive=("limit", "samples", "max_tokens"), run=_run
     )

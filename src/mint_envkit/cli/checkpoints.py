@@ -7,7 +7,7 @@ the SDK's REST routes (``RestClient``): against ``--base-url`` (a running ``mint
 serve`` or MinT, with ``MINT_API_KEY``), or, by default, against an embedded server
 started on the state directory for the command (it loads no model).
 
-Example::
+Example (shell)::
 
     mint-envkit checkpoints list                      # every run's checkpoints, with sizes
     mint-envkit checkpoints list --run <model_id>
@@ -29,7 +29,7 @@ from typing import Any
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rl.backend import local_api_key
 
-__all__ = ["checkpoints_main", "default_state_dir"]
+__all__ = ["configure", "default_state_dir", "log_dirs", "run"]
 
 _PAGE = 100
 
@@ -103,7 +103,29 @@ def _size(n: int | None) -> str:
     return f"{n} B"
 
 
-def _print_table(checkpoints: Sequence[Any], where: str) -> None:
+def _run_id(tinker_path: str) -> str:
+    return tinker_path.removeprefix("tinker://").split("/", 1)[0]
+
+
+def log_dirs(root: Path) -> dict[str, Path]:
+    """Run id -> the log directory whose ``checkpoints.jsonl`` names it, under ``root``.
+
+    Example::
+
+        log_dirs(Path("runs"))   # {'29468538-...': PosixPath('runs/demo')}
+    """
+    found: dict[str, Path] = {}
+    for record_file in sorted(root.rglob("checkpoints.jsonl")) if root.is_dir() else []:
+        for line in record_file.read_text(encoding="utf-8", errors="replace").splitlines():
+            with contextlib.suppress(ValueError, AttributeError):
+                record = json.loads(line)
+                for key in ("state_path", "sampler_path"):
+                    if isinstance(record.get(key), str):
+                        found.setdefault(_run_id(record[key]), record_file.parent)
+    return found
+
+
+def _print_table(checkpoints: Sequence[Any], where: str, logs: dict[str, Path], root: Path) -> None:
     print(f"checkpoints in {where}:")
     if not checkpoints:
         print("  (none)")
@@ -111,16 +133,21 @@ def _print_table(checkpoints: Sequence[Any], where: str) -> None:
     for c in checkpoints:
         when = c.time.strftime("%Y-%m-%d %H:%M:%S") if c.time else "?"
         print(f"  {c.tinker_path:<64} {c.checkpoint_type:<8} {when}  {_size(c.size_bytes):>9}")
+    print("log directories:")
+    for run in dict.fromkeys(_run_id(c.tinker_path) for c in checkpoints):
+        print(f"  {run}  {logs.get(run) or f'(none under {root}/; --runs DIR looks elsewhere)'}")
     total = sum(c.size_bytes or 0 for c in checkpoints)
     print(f"{len(checkpoints)} checkpoint(s), {_size(total)}")
 
 
-def _record(c: Any) -> dict[str, Any]:
+def _record(c: Any, logs: dict[str, Path]) -> dict[str, Any]:
+    log_dir = logs.get(_run_id(c.tinker_path))
     return {
         "tinker_path": c.tinker_path,
         "checkpoint_type": c.checkpoint_type,
         "time": c.time.isoformat() if c.time else None,
         "size_bytes": c.size_bytes,
+        "log_dir": None if log_dir is None else str(log_dir),
     }
 
 
@@ -132,10 +159,11 @@ def _run(args: argparse.Namespace) -> int:
     with _rest_client(args) as rest:
         if args.action == "list":
             checkpoints = _list(rest, args.run)
+            logs = log_dirs(args.runs)
             if args.json:
-                print(json.dumps([_record(c) for c in checkpoints], indent=2))
+                print(json.dumps([_record(c, logs) for c in checkpoints], indent=2))
             else:
-                _print_table(checkpoints, _where(args))
+                _print_table(checkpoints, _where(args), logs, args.runs)
             return 0
         if args.paths and (args.run or args.all):
             raise MintEnvkitError("give checkpoint paths, or --run RUN_ID, or --all; not several")
@@ -164,10 +192,14 @@ def _run(args: argparse.Namespace) -> int:
         return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mint-envkit checkpoints", description=__doc__.split("\n\n")[0]
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``list`` and ``delete`` subcommands and their options to ``parser``.
+
+    Example::
+
+        configure(argparse.ArgumentParser(prog="mint-envkit checkpoints"))
+    """
+    parser.description = __doc__.split("\n\n")[0]
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument(
         "--base-url",
@@ -181,26 +213,31 @@ def _parser() -> argparse.ArgumentParser:
         help="the local state directory (default: $MINT_ENVKIT_STATE_DIR, else "
         "~/.cache/mint_envkit/state)",
     )
-    sub = parser.add_subparsers(dest="action", required=True)
+    sub = parser.add_subparsers(dest="action", required=True, parser_class=argparse.ArgumentParser)
     listing = sub.add_parser("list", parents=[where], help="list checkpoints, with sizes")
     listing.add_argument("--run", help="only this training run (its model_id)")
     listing.add_argument("--json", action="store_true", help="print JSON records")
+    listing.add_argument(
+        "--runs",
+        type=Path,
+        default=Path("runs"),
+        metavar="DIR",
+        help="find each run's log directory (its checkpoints.jsonl) under DIR (default: runs)",
+    )
     delete = sub.add_parser("delete", parents=[where], help="delete checkpoints")
     delete.add_argument("paths", nargs="*", help="tinker:// paths of checkpoints to delete")
     delete.add_argument("--run", help="delete every checkpoint of this run (with --yes)")
     delete.add_argument("--all", action="store_true", help="delete every checkpoint (with --yes)")
     delete.add_argument("--yes", action="store_true", help="confirm a --run or --all delete")
-    return parser
 
 
-def checkpoints_main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``mint-envkit checkpoints``; returns the exit code.
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``mint-envkit checkpoints list|delete ...``; returns the exit code.
 
     Example::
 
-        checkpoints_main(["list", "--state-dir", "/tmp/mint-state"])
+        main(["checkpoints", "list", "--state-dir", "/tmp/mint-state"])
     """
-    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.base_url and args.state_dir is not None:
         print("mint-envkit checkpoints: give --base-url or --state-dir, not both", file=sys.stderr)
         return 2

@@ -1,11 +1,12 @@
-"""Running a subcommand that parses its options and then awaits its work: one exit-code rule.
+"""Running a command that awaits its work: one exit-code rule.
 
-Exit 0/1 is what the work returns; 2 is a usage error (argparse, an option below 1) or a
-:class:`~mint_envkit.errors.MintEnvkitError` (its message on stderr, after the command name).
+Exit 0/1 is what the work returns; 2 is a usage error (an option below 1), a
+:class:`~mint_envkit.errors.MintEnvkitError` or an SDK error answered with a status (its
+message on stderr, after the command name, without a traceback).
 
 Example::
 
-    run_command("mint-envkit eval", _parser(), argv, positive=("samples",), run=_run)
+    run_command("mint-envkit eval", parser, args, positive=("samples",), run=_run)
 """
 
 from __future__ import annotations
@@ -17,27 +18,23 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from mint_envkit.errors import MintEnvkitError
 
-__all__ = ["run_command"]
+__all__ = ["run_command", "sdk_error_message"]
 
 
 def run_command(
     prog: str,
     parser: argparse.ArgumentParser,
-    argv: Sequence[str],
+    args: argparse.Namespace,
     *,
     positive: Sequence[str],
     run: Callable[[argparse.Namespace], Awaitable[int]],
 ) -> int:
-    """Parse ``argv``, check the ``positive`` options are >= 1, ``await run(args)``.
+    """Check the ``positive`` options of ``args`` are >= 1, then ``await run(args)``.
 
     Example::
 
-        run_command("mint-envkit audit", parser, ["x.py:b"], positive=("limit",), run=_run)
+        run_command("mint-envkit audit", parser, args, positive=("limit",), run=_run)
     """
-    try:
-        args = parser.parse_args(list(argv))
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
     for name in positive:
         if getattr(args, name) < 1:
             parser.print_usage(sys.stderr)
@@ -48,3 +45,25 @@ def run_command(
     except MintEnvkitError as err:
         print(f"{prog}: {err}", file=sys.stderr)
         return 2
+    except Exception as err:
+        message = sdk_error_message(err)
+        if message is None:
+            raise
+        print(f"{prog}: {message}", file=sys.stderr)
+        return 2
+
+
+def sdk_error_message(err: BaseException) -> str | None:
+    """The server's own message in an SDK error answered with a status (a 404 naming a
+    model the backend does not serve, a refused key), else None: a bug keeps its traceback.
+
+    Example::
+
+        sdk_error_message(ValueError("x"))   # None
+    """
+    status = getattr(err, "status_code", None)
+    if not isinstance(status, int) or not type(err).__module__.startswith(("tinker", "mint")):
+        return None
+    body = getattr(err, "body", None)
+    detail = body.get("error") if isinstance(body, dict) else None
+    return f"{detail} (HTTP {status})" if isinstance(detail, str) else str(err)

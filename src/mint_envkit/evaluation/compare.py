@@ -2,6 +2,9 @@
 
 Example::
 
+    # not run: `builder` is your DatasetBuilder, built elsewhere
+    from mint_envkit.evaluation import evaluate_many
+
     results = await evaluate_many(builder, model_name=model, checkpoints=[None, path])
     print(comparison_table(results))
 """
@@ -39,6 +42,7 @@ def per_problem(base: EvalResult, other: EvalResult, by: str = "correct") -> dic
 
     Example::
 
+        # not run: `base` is an EvalResult, built elsewhere
         per_problem(base, tuned)   # {'better': 3, 'worse': 1, 'tied': 4, 'skipped': 0}
     """
     counts = {"better": 0, "worse": 0, "tied": 0, "skipped": 0}
@@ -91,6 +95,7 @@ def _cell(value: Any, kind: str = "rate", signed: bool = False) -> str:
         return repr(text if len(text) <= 16 else text[:13] + "...")
     if kind == "count":
         return f"{value:+d}" if signed else str(value)
+    value = round(value, 3) + 0.0  # -0.0001 rounds to -0.0; + 0.0 makes it 0.0
     return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
@@ -111,6 +116,7 @@ def comparison_table(results: Sequence[EvalResult]) -> str:
 
     Example::
 
+        # not run: `base` is an EvalResult, built elsewhere
         print(comparison_table([base, tuned]))
         # metric          base    final   final-base ...
     """
@@ -157,6 +163,7 @@ def comparison_record(results: Sequence[EvalResult]) -> dict[str, Any]:
 
     Example::
 
+        # not run: `base` is an EvalResult, built elsewhere
         comparison_record([base, tuned])["per_problem"]["final"]["correct"]["better"]   # 3
     """
     return {

@@ -232,6 +232,7 @@ class Judge:
 
         Example::
 
+            # not run: `complete` is your judge's completion function, built elsewhere
             Judge(complete, rubric="Polite?").bounds                    # (0.0, 1.0)
             Judge(complete, rubric="Polite?", on_failure=-1.0).bounds   # (-1.0, 1.0)
         """
@@ -255,13 +256,14 @@ class Judge:
         """A judge on a ``mint``/tinker ``SamplingClient`` (local backend or MinT).
 
         ``renderer`` turns messages into the judge model's prompt and its tokens back into
-        text (``renderer_for(model_name, renderer_name)``). Sampling is greedy by default
+        text (``get_renderer(renderer_name, model_name)``). Sampling is greedy by default
         (``top_k=1``). Other keywords go to :class:`Judge`.
 
         Example::
 
+            # not run: `service` is a tinker ServiceClient, built elsewhere
             client = service.create_sampling_client(base_model="Qwen/Qwen3-4B")
-            judge = Judge.from_sampling_client(client, renderer_for("Qwen/Qwen3-4B", "qwen3"),
+            judge = Judge.from_sampling_client(client, get_renderer("qwen3", "Qwen/Qwen3-4B"),
                                                rubric="Is the reply polite?")
         """
 
@@ -299,6 +301,7 @@ class Judge:
 
         Example::
 
+            # not run: `judge` is a Judge, built elsewhere
             result = await judge("Ask me for a pen.", "Pen. Now.")
             result.score, result.text
         """

@@ -1,4 +1,4 @@
-"""The embedded MinT-compatible server: ``LocalServer`` in-process, ``mint-envkit serve`` as a command.
+"""The embedded MinT-compatible server: ``LocalServer`` in-process (the command: ``mint-envkit serve``).
 
 The server speaks the Tinker wire protocol over HTTP on 127.0.0.1, so the
 unmodified ``mint`` / ``tinker`` SDK (and tinker-cookbook) trains against it
@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import uvicorn
@@ -52,7 +52,6 @@ __all__ = [
     "LocalServer",
     "generate_api_key",
     "is_loopback_host",
-    "serve_main",
 ]
 
 logger = logging.getLogger("mint_envkit.local.server")
@@ -419,23 +418,3 @@ def _shutdown(server: _UvicornServer, thread: threading.Thread, backend: Backend
         thread.join(timeout=5)
     if thread.is_alive():
         logger.warning("the local server thread did not stop in time")
-
-
-def serve_main(argv: Sequence[str] | None = None, *, exit_process: bool = False) -> int:
-    """``mint-envkit serve``: run the server in the foreground until Ctrl-C / SIGTERM.
-
-    The command line lives in :mod:`mint_envkit.local.serve_cli` (see its ``main``
-    for ``exit_process``); this is its entry point.
-
-    Example::
-
-        from mint_envkit.local.server import serve_main
-        raise SystemExit(serve_main(["--port", "0", "--model", "mint-envkit/tiny-qwen3-small"]))
-    """
-    from mint_envkit.local.serve_cli import main
-
-    return main(argv, exit_process=exit_process)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(serve_main(exit_process=True))

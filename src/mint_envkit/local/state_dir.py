@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 import errno
+import getpass
 import os
 import shutil
 import tempfile
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from mint_envkit.errors import ConfigError
 
-__all__ = ["MIN_FREE_BYTES", "check_state_dir", "disk_error_message"]
+__all__ = ["MIN_FREE_BYTES", "check_state_dir", "disk_error_message", "state_dir_note"]
 
 MIN_FREE_BYTES = 100 * 1024 * 1024
 """Free space the state directory needs at start (a tiny-model checkpoint is a few MB)."""
@@ -86,3 +87,34 @@ def disk_error_message(err: BaseException) -> str | None:
             )
         node = node.__cause__ or node.__context__
     return None
+
+
+def state_dir_note(given: str | os.PathLike[str] | None) -> str:
+    """Where checkpoints go, said so a job knows when it shares the place with others.
+
+    ``given`` is the ``--state-dir`` (None: ``MINT_ENVKIT_STATE_DIR``, else the user
+    cache). The cache default is one directory for every server and run of this
+    user on this machine: their checkpoints land side by side and ``checkpoints
+    delete --all`` sees them all.
+
+    Example::
+
+        state_dir_note(None)
+        # "state dir /home/me/.cache/mint_envkit/state (the default: shared by every job of
+        #  user me on this machine; --state-dir or MINT_ENVKIT_STATE_DIR gives one its own)"
+    """
+    from mint_envkit.local.engine.core import default_state_dir
+
+    try:
+        user = f"user {getpass.getuser()}"
+    except (KeyError, OSError):  # no login name (a container without a passwd entry)
+        user = "this user"
+    if given is not None:
+        return f"state dir {Path(given).expanduser().resolve()}"
+    if os.environ.get("MINT_ENVKIT_STATE_DIR"):
+        return f"state dir {default_state_dir().expanduser().resolve()} (MINT_ENVKIT_STATE_DIR)"
+    return (
+        f"state dir {default_state_dir().expanduser().resolve()} (the default: shared by every "
+        f"job of {user} on this machine; --state-dir or "
+        "MINT_ENVKIT_STATE_DIR gives one its own)"
+    )

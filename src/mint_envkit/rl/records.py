@@ -39,6 +39,8 @@ def rollout_metrics(rollouts: Sequence[GroupRollout], prefix: str) -> dict[str, 
     for trajectory in episodes:
         for key, value in trajectory.metrics.items():
             sums.setdefault(key, []).append(float(value))
+    if "turns" in sums:  # an episode cut off before step() scored it reports none: its replies
+        sums["turns"] = [float(t.metrics.get("turns", len(t.transitions))) for t in episodes]
     for key, values in sorted(sums.items()):
         out[f"{prefix}/all/{key}"] = _mean(values)
     tags: dict[str, list[float]] = {}

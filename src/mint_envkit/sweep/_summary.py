@@ -380,22 +380,3 @@ def load_summary(sweep_dir: str | os.PathLike[str]) -> SweepSummary:
         )
     grid = manifest.get("grid") or {}
     return build_summary(sweep_dir, manifest["configs"], extra_columns=list(grid))
-
-
-def print_summary(sweep_dir: str | os.PathLike[str]) -> int:
-    """Print a sweep's table and write its csv and png again; the exit code of
-    ``mint-envkit summary`` (0, or 2 with the reason on stderr).
-
-    Example::
-
-        print_summary("runs/arithmetic-sweep")   # prints the table; 0
-    """
-    import sys
-
-    try:
-        summary = load_summary(sweep_dir)
-        print(summary.report(summary.write_files()), flush=True)
-    except ConfigError as err:
-        print(f"mint-envkit summary: error: {err}", file=sys.stderr, flush=True)
-        return 2
-    return 0

@@ -8,12 +8,12 @@ search. The page works offline, with no server; see ``docs/viewer.md``.
 
 Example::
 
+    # not run: reads files of your own run or data set
     from mint_envkit.view import write_report
 
     path = write_report("runs/rl_hyperparameters-local")   # open it in a browser
 """
 
-from mint_envkit.view.cli import view_main
 from mint_envkit.view.report import write_report
 
-__all__ = ["view_main", "write_report"]
+__all__ = ["write_report"]

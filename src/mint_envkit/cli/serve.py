@@ -1,10 +1,9 @@
 """``mint-envkit serve``: the embedded server's command line (flags, signals, readiness lines).
 
-Example::
+Example (shell)::
 
-    # shell: mint-envkit serve --port 8765 --model mint-envkit/tiny-qwen3 --api-key sk-local-x
-    from mint_envkit.local.serve_cli import main
-    raise SystemExit(main(["--port", "0", "--model", "mint-envkit/tiny-qwen3-small"]))
+    mint-envkit serve --port 8765 --model mint-envkit/tiny-qwen3 --api-key sk-local-x
+    python -m mint_envkit.cli serve --port 0 --model mint-envkit/tiny-qwen3-small
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from mint_envkit.errors import BackendError, ConfigError
@@ -30,18 +28,27 @@ from mint_envkit.local.http.limits import (
     Limits,
 )
 from mint_envkit.local.server import DEFAULT_MODEL, LocalServer, is_loopback_host
+from mint_envkit.local.state_dir import state_dir_note
+from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME
+from mint_envkit.rendering.tokenizer import TINY_MODEL_NAMES
 
-__all__ = ["main"]
+__all__ = ["configure", "run"]
+
+BUILTIN = ", ".join([*sorted(TINY_MODEL_NAMES), SMOLLM2_MODEL_NAME])
+"""The built-in model names, for the help (the backend's own list loads torch)."""
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="mint-envkit serve",
-        description=(
-            "Run the embedded MinT-compatible training server on this machine. Point the mint / "
-            "tinker SDK at it with ServiceClient(base_url='http://127.0.0.1:PORT') or "
-            "MINT_BASE_URL; any API key is accepted unless --api-key is given."
-        ),
+def configure(p: argparse.ArgumentParser) -> None:
+    """Add the command's options to ``p``.
+
+    Example::
+
+        configure(argparse.ArgumentParser(prog="mint-envkit serve"))
+    """
+    p.description = (
+        "Run the embedded MinT-compatible training server on this machine. Point the mint / "
+        "tinker SDK at it with ServiceClient(base_url='http://127.0.0.1:PORT') or "
+        "MINT_BASE_URL; any API key is accepted unless --api-key is given."
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 = any free port)")
@@ -50,14 +57,15 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         dest="models",
         metavar="NAME",
-        help="base model to serve; repeat for several. A built-in name "
-        f"({DEFAULT_MODEL}, mint-envkit/tiny-qwen3-small), a local directory, or a Hugging Face "
-        f"id already in the local cache (default: {DEFAULT_MODEL})",
+        help=f"base model to serve; repeat for several. A built-in name ({BUILTIN}; "
+        "smollm2 after 'mint-envkit install-model smollm2'), a local directory or .gguf file, "
+        f"or a Hugging Face id already in the local cache (default: {DEFAULT_MODEL})",
     )
     p.add_argument(
         "--state-dir",
         default=None,
-        help="directory for checkpoints (default: $MINT_ENVKIT_STATE_DIR, else the user cache)",
+        help="directory for checkpoints (default: $MINT_ENVKIT_STATE_DIR, else "
+        "~/.cache/mint_envkit/state, shared by every job of this user that sets neither)",
     )
     p.add_argument(
         "--latency-ms",
@@ -66,7 +74,12 @@ def _parser() -> argparse.ArgumentParser:
         help="fixed delay added to every operation, to benchmark as if remote (default: 0)",
     )
     p.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda (default: auto)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: auto)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads (default: $MINT_ENVKIT_NUM_THREADS, else 1)",
+    )
     p.add_argument(
         "--max-unnamed-samplers",
         type=int,
@@ -125,7 +138,8 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_SAMPLE_SEGMENT_TOKENS,
         help="samples longer than this are drawn in segments of this many tokens, so a "
-        f"long job cannot hold the engine for long (default {DEFAULT_SAMPLE_SEGMENT_TOKENS})",
+        "long job cannot hold the engine for long, but a seeded sample then differs from "
+        f"the unsegmented draw (default {DEFAULT_SAMPLE_SEGMENT_TOKENS}: off)",
     )
     limits.add_argument(
         "--idle-timeout-min",
@@ -152,26 +166,22 @@ def _parser() -> argparse.ArgumentParser:
         help="serve at once and load each model on first use, instead of loading them "
         "(and failing on a bad --model) before announcing readiness",
     )
-    return p
 
 
-def main(argv: Sequence[str] | None = None, *, exit_process: bool = False) -> int:
-    """``mint-envkit serve``: run the server in the foreground until Ctrl-C / SIGTERM.
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Run the server in the foreground until Ctrl-C / SIGTERM; the exit code.
 
-    Returns the process exit code (0 after a clean stop, 2 for bad arguments
-    or a model that cannot be loaded). ``exit_process``: end the process as soon
-    as the server has stopped (``os._exit`` after flushing output), skipping the
-    interpreter's teardown of the loaded model, which can take longer than the
-    10 s a SIGTERM may wait. Only for the command itself, never in-process.
+    0 after a clean stop, 2 for bad arguments or a model that cannot be loaded. With
+    ``args.exit_process`` (the installed command) the process ends as soon as the server
+    has stopped (``os._exit`` after flushing output), skipping the interpreter's teardown
+    of the loaded model, which can take longer than the 10 s a SIGTERM may wait.
 
     Example::
 
-        # shell: mint-envkit serve --port 8765 --model mint-envkit/tiny-qwen3 --latency-ms 50
-        from mint_envkit.local.serve_cli import main
-        raise SystemExit(main(["--port", "0", "--model", "mint-envkit/tiny-qwen3-small"]))
+        main(["serve", "--port", "0", "--model", "mint-envkit/tiny-qwen3-small"])
     """
-    code = _run(_parser().parse_args(list(argv) if argv is not None else None))
-    if exit_process:
+    code = _serve(args)
+    if getattr(args, "exit_process", False):
         sys.stdout.flush()
         sys.stderr.flush()
         logging.shutdown()
@@ -179,7 +189,7 @@ def main(argv: Sequence[str] | None = None, *, exit_process: bool = False) -> in
     return code
 
 
-def _run(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -258,8 +268,9 @@ def _run(args: argparse.Namespace) -> int:
             )
         print(
             f"mint-envkit serve: listening on {server.base_url} (models: {', '.join(models)}; "
-            f"latency {args.latency_ms:g} ms). Use ServiceClient(base_url='{server.base_url}') "
-            f"or MINT_BASE_URL={server.base_url}. Ctrl-C stops.",
+            f"latency {args.latency_ms:g} ms; {state_dir_note(args.state_dir)}). Use "
+            f"ServiceClient(base_url='{server.base_url}') or MINT_BASE_URL={server.base_url}. "
+            "Ctrl-C stops.",
             flush=True,
         )
         while not stop.is_set() and server._thread is not None and server._thread.is_alive():
@@ -269,7 +280,3 @@ def _run(args: argparse.Namespace) -> int:
         server.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(exit_process=True))

@@ -1,6 +1,10 @@
 """``mint-envkit view RUN_DIR``: write the viewer of a run or a sweep and print its path.
 
-Example::
+Prints the path of the HTML file it wrote; warnings (a skipped torn line) go to stderr.
+Exit 0, or 2 for a bad argument or a directory that is not a run or sweep (or holds no
+steps yet).
+
+Example (shell)::
 
     mint-envkit view runs/rl_hyperparameters-local          # prints .../view.html
     mint-envkit view runs/demo --out /tmp/demo.html --open  # and opens it in the browser
@@ -11,38 +15,37 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from collections.abc import Sequence
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.view.report import write_report
+from mint_envkit.view import write_report
 
-__all__ = ["view_main"]
+__all__ = ["configure", "run"]
 
 
-def view_main(argv: Sequence[str] | None = None) -> int:
-    """``mint-envkit view RUN_DIR [--out PATH] [--open]``; returns the exit code.
-
-    Prints the path of the HTML file it wrote; warnings (a skipped torn line)
-    go to stderr. Returns 0, or 2 for a bad argument or a directory that is
-    not a run or sweep (or holds no steps yet).
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the command's options to ``parser``.
 
     Example::
 
-        view_main(["runs/demo"])            # prints runs/demo/view.html; 0
-        view_main(["runs/demo", "--open"])  # also opens it in the default browser
+        configure(argparse.ArgumentParser(prog="mint-envkit view"))
     """
-    parser = argparse.ArgumentParser(
-        prog="mint-envkit view",
-        description="Write one self-contained HTML page (curves per step, every episode's "
-        "transcript, filters and search) for a run or a sweep, and print its path.",
+    parser.description = (
+        "Write one self-contained HTML page (curves per step, every episode's "
+        "transcript, filters and search) for a run or a sweep, and print its path."
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run's log_path or a sweep's root")
     parser.add_argument("--out", help="the HTML file to write (default RUN_DIR/view.html)")
     parser.add_argument("--open", action="store_true", help="open it in the default browser")
-    try:
-        args = parser.parse_args(list(argv) if argv is not None else None)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Write the page of ``args.run_dir`` and print its path; the exit code.
+
+    Example::
+
+        main(["view", "runs/demo"])            # prints runs/demo/view.html; 0
+        main(["view", "runs/demo", "--open"])  # also opens it in the default browser
+    """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         try:
