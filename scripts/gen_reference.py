@@ -42,6 +42,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("mint_envkit", None),
     ("mint_envkit.parsers", None),
     ("mint_envkit.rewards", None),
+    ("mint_envkit.sandbox", None),
     ("mint_envkit.judge", None),
     ("mint_envkit.builders.sources", None),
     ("mint_envkit.rl", None),
@@ -53,7 +54,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("mint_envkit.evaluation", None),
     ("mint_envkit.sweep", None),
     ("mint_envkit.view", None),
-    ("mint_envkit.local.server", ("LocalServer", "serve_main")),
+    ("mint_envkit.local.server", ("LocalServer",)),
     ("mint_envkit.local.engine", ("Engine", "EngineError")),
 )
 

@@ -11,6 +11,7 @@ is non-zero when an exploit or a collapse is found. docs/audit.md explains each 
 
 Example::
 
+    # not run: `builder` is your DatasetBuilder, built elsewhere
     from mint_envkit.auditing import audit
 
     report = await audit(builder, sample_model="mint-envkit/tiny-qwen3")

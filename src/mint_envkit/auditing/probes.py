@@ -11,6 +11,7 @@ earns exactly what a model writing it would.
 
 Example::
 
+    # not run: `groups` is a list of GroupBuilders, built elsewhere
     from mint_envkit.auditing.probes import run_probes
 
     results = await run_probes(groups)        # one GroupBuilder per problem
@@ -90,6 +91,7 @@ class ProbeResult:
 
     Example::
 
+        # not run: `probe` is a probe result, built elsewhere
         probe.mean_reward, probe.correct_rate
     """
 
@@ -116,6 +118,7 @@ class ProbeResult:
 
         Example::
 
+            # not run: `probe` is a probe result, built elsewhere
             probe.record()["mean_reward"]
         """
         statuses = Counter(s or "none" for s in self.parse_status)
@@ -169,6 +172,7 @@ async def reference_reply(group: GroupBuilder) -> str | None:
 
     Example::
 
+        # not run: `group` is a GroupBuilder, built elsewhere
         await reference_reply(group)   # '\\boxed{5}' for a boxed env
     """
     text, is_correct = await _best_form(group)
@@ -277,6 +281,7 @@ async def run_probes(groups: Sequence[GroupBuilder]) -> list[ProbeResult]:
 
     Example::
 
+        # not run: `groups` is a list of GroupBuilders, built elsewhere
         results = await run_probes(groups)
         [(r.name, r.mean_reward) for r in results]
     """

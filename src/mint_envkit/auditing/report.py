@@ -15,6 +15,9 @@ An audit passes (exit status 0) with no exploit and no collapse.
 
 Example::
 
+    # not run: `builder` is your DatasetBuilder, built elsewhere
+    from mint_envkit import audit
+
     report = await audit(builder)
     print(report.table())
     report.ok, [f.message for f in report.findings]
@@ -67,6 +70,7 @@ def findings(probes: Sequence[ProbeResult], baseline_correct: float | None) -> l
 
     Example::
 
+        # not run: `probes` is probe results, built elsewhere
         [f.probe for f in findings(probes, 0.5) if f.kind == "exploit"]   # ['cut_off']
     """
     by_name = {p.name: p for p in probes}
@@ -147,6 +151,7 @@ class AuditReport:
 
     Example::
 
+        # not run: `report` is an AuditReport, built elsewhere
         report.ok, report.exploits, print(report.table())
     """
 
@@ -179,6 +184,7 @@ class AuditReport:
 
         Example::
 
+            # not run: `report` is an AuditReport, built elsewhere
             json.dumps(report.record())
         """
         return {
@@ -202,6 +208,7 @@ class AuditReport:
 
         Example::
 
+            # not run: `report` is an AuditReport, built elsewhere
             print(report.table())
         """
         flagged = {f.probe: f.kind for f in self.findings}

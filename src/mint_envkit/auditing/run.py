@@ -15,6 +15,7 @@ Four parts, each optional but the first:
 
 Example::
 
+    # not run: loads a model on the local backend
     from mint_envkit.auditing import audit
 
     report = await audit("examples/rl_hyperparameters.py:builder",
@@ -46,6 +47,7 @@ PRICE_KEYS = ("sample", "prefill", "train")
 
 Example::
 
+    # not run: `builder` is your DatasetBuilder, built elsewhere
     await audit(builder, sample_model=model, prices={"sample": 0.6, "prefill": 0.2, "train": 1.8})
 """
 
@@ -228,6 +230,7 @@ async def audit(
 
     Example::
 
+        # not run: `builder` is your DatasetBuilder, built elsewhere
         report = await audit(builder, sample_model="mint-envkit/tiny-qwen3")
         print(report.table())
     """

@@ -17,6 +17,7 @@ line on stderr every :data:`PROGRESS_SECONDS` for files of :data:`PROGRESS_BYTES
 
 Example::
 
+    # not run: reads files of your own run or data set
     rows = JsonlRows(Path("train.jsonl"))
     for index, where, row in rows.scan():
         ...   # where == "train.jsonl, line 3 (row 1)"
@@ -73,6 +74,7 @@ class Progress:
 
     Example::
 
+        # not run: reads files of your own run or data set
         progress = Progress("train.jsonl", total=os.path.getsize("train.jsonl"), unit="bytes")
         progress.update(done)
     """
@@ -153,6 +155,7 @@ class JsonlRows:
 
     Example::
 
+        # not run: reads files of your own run or data set
         rows = JsonlRows(Path("train.jsonl"))
         len(rows), rows[0], rows.where(0)   # (100, {...}, 'train.jsonl, line 1 (row 0)')
     """
@@ -169,6 +172,7 @@ class JsonlRows:
 
         Example::
 
+            # not run: `rows` is the rows of your data file, built elsewhere
             for index, where, row in rows.scan(): ...
         """
         offsets: array[int] = array("q")
@@ -234,6 +238,7 @@ def check_csv(path: Path) -> array[int]:
 
     Example::
 
+        # not run: reads files of your own run or data set
         lines = check_csv(Path("train.csv"))   # array('q', [2, 3, 5, ...])
     """
     lines: array[int] = array("q")
@@ -313,6 +318,7 @@ class ArrowFile:
 
     Example::
 
+        # not run: reads files of your own run or data set
         rows = ArrowFile(Path("train.csv"))
         len(rows), rows[0], rows.where(0)   # (100, {...}, 'train.csv, line 2 (row 0)')
     """
@@ -355,6 +361,7 @@ class ArrowFile:
 
         Example::
 
+            # not run: `rows` is the rows of your data file, built elsewhere
             for index, where, row in rows.scan(): ...
         """
         dataset = self._open()

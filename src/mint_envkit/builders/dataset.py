@@ -2,6 +2,7 @@
 
 Example::
 
+    # not run: `ArithmeticEnv` is the env of examples/arithmetic_env.py
     builder = DatasetBuilder(
         env=ArithmeticEnv,
         problems=[{"question": "What is 2 + 3?", "answer": "5"}, ...],
@@ -66,6 +67,7 @@ class ProblemDataset:
 
     Example::
 
+        # not run: `train` is a built dataset, built elsewhere
         len(train)            # number of batches
         train.get_batch(0)    # list[GroupBuilder], batch_size of them
     """
@@ -132,6 +134,7 @@ class DatasetBuilder:
 
     Example::
 
+        # not run: `ArithmeticEnv` is the env of examples/arithmetic_env.py
         train, test = await DatasetBuilder(env=ArithmeticEnv, problems=problems,
                                            batch_size=2, group_size=4,
                                            model_name="mint-envkit/tiny-qwen3")()
@@ -283,6 +286,7 @@ class DatasetBuilder:
 
         Example::
 
+            # not run: `builder` is your DatasetBuilder, built elsewhere
             builder.describe()["env"]  # 'examples.rl_hyperparameters.ArithmeticEnv'
         """
         env = self.env

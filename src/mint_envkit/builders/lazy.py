@@ -9,6 +9,7 @@ problems given as a list.
 
 Example::
 
+    # not run: `MathEnv` comes from your own code
     train, test = await DatasetBuilder(env=MathEnv, problems="train.jsonl", batch_size=8,
                                        group_size=4, model_name="mint-envkit/tiny-qwen3")()
     type(train).__name__      # 'LazyProblemDataset'
@@ -44,6 +45,7 @@ class LazyProblemDataset(ProblemDataset):
 
     Example::
 
+        # not run: `train` is a built dataset, built elsewhere
         len(train)                # number of batches
         train.get_batch(0)        # reads batch_size rows, returns their GroupBuilders
     """
@@ -70,6 +72,7 @@ class LazyProblemDataset(ProblemDataset):
 
         Example::
 
+            # not run: `train` is a built dataset, built elsewhere
             groups = train.get_batch(0)
         """
         if not 0 <= index < len(self):
@@ -86,6 +89,7 @@ class LazyProblemDataset(ProblemDataset):
 
         Example::
 
+            # not run: `test` is a built dataset, built elsewhere
             len(test.groups())
         """
         return [group for index in range(len(self)) for group in self.get_batch(index)]
@@ -142,6 +146,7 @@ def check_source(builder: DatasetBuilder, source: ProblemSource) -> int:
 
     Example::
 
+        # not run: `builder` is your DatasetBuilder, built elsewhere
         n = check_source(builder, builder.problems)
     """
     n = 0
@@ -174,6 +179,7 @@ def build_lazy(builder: DatasetBuilder) -> tuple[ProblemDataset, ProblemDataset 
 
     Example::
 
+        # not run: `builder` is your DatasetBuilder, built elsewhere
         train, test = build_lazy(builder)
     """
     source = builder.problems

@@ -27,6 +27,7 @@ its path; a dataset as ``datasets`` pickles it), so the builder stays picklable.
 
 Example::
 
+    # not run: reads files of your own run or data set
     from mint_envkit import DatasetBuilder
     from mint_envkit.builders.sources import problems_from
 
@@ -123,6 +124,7 @@ class ProblemSource:
 
     Example::
 
+        # not run: reads files of your own run or data set
         source = problems_from("train.jsonl", fields={"question": "q", "answer": "a"})
         len(source), source[0]   # (1000, {'question': '...', 'answer': '...'})
     """
@@ -139,6 +141,7 @@ class ProblemSource:
 
         Example::
 
+            # not run: `source` is a problem source over your file, built elsewhere
             source[0]["question"]
         """
         if not 0 <= index < len(self):
@@ -150,6 +153,7 @@ class ProblemSource:
 
         Example::
 
+            # not run: `source` is a problem source over your file, built elsewhere
             source.where(5)   # 'train.jsonl, line 11 (row 5)'
         """
         where = getattr(self.rows, "where", None)
@@ -160,6 +164,7 @@ class ProblemSource:
 
         Example::
 
+            # not run: `source` is a problem source over your file, built elsewhere
             source.problem({"problem": "1+1?", "solution": "2"}, 0)
         """
         if self.fields is None:
@@ -193,6 +198,7 @@ class ProblemSource:
 
         Example::
 
+            # not run: `source` is a problem source over your file, built elsewhere
             for index, where, problem in source.scan(): ...
         """
         scan = getattr(self.rows, "scan", None)

@@ -9,7 +9,7 @@ feeds the recorded replies back through :class:`~mint_envkit.ScriptedPolicy` (th
 token-level path of training) and compares reward (within 1e-9), ``correct``, parse
 status and turns. See "Golden transcripts" in ``docs/getting-started.md``.
 
-Example::
+Example (shell)::
 
     mint-envkit check examples/arithmetic_env.py:ArithmeticEnv \\
         --problem '{"question": "What is 2 + 3?", "answer": "5"}' --record golden.jsonl

@@ -48,8 +48,11 @@ def check_reward_order(
 
         check_reward_order("MyEnv", ("MyEnv.reward_incorrect", -0.25),
                            {"reward_unparsed": -0.5})   # fine
-        check_reward_order("DatasetBuilder", ("MyEnv.reward_incorrect", -0.25),
-                           {"context_overflow_reward": -0.1}, keyword=True)  # ConfigError
+        try:
+            check_reward_order("DatasetBuilder", ("MyEnv.reward_incorrect", -0.25),
+                               {"context_overflow_reward": -0.1}, keyword=True)
+        except ConfigError as err:
+            print(err)  # DatasetBuilder.context_overflow_reward = -0.1 is above ...
     """
     label, value = wrong
     for name, reward in rewards.items():
@@ -78,6 +81,7 @@ def non_answer_rewards(env: Any, owner: str, **given: float | None) -> dict[str,
 
     Example::
 
+        # not run: `ArithmeticEnv` is the env of examples/arithmetic_env.py
         non_answer_rewards(ArithmeticEnv, "DatasetBuilder", context_overflow_reward=None)
         # {'context_overflow_reward': -0.25}
     """

@@ -140,6 +140,8 @@ class AnswerScoring:
 
     Example::
 
+        from mint_envkit import SingleTurnEnv, boxed, correct, valid_format, weighted, xml_tag
+
         class BoxedEnv(SingleTurnEnv):
             parser = boxed
             reward_sees_thinking = True
@@ -174,6 +176,7 @@ class AnswerScoring:
 
         Example::
 
+            # not run: `ArithmeticEnv` is the env of examples/arithmetic_env.py
             ArithmeticEnv.wrong_answer_reward()  # -0.25, its reward_incorrect
         """
         if cls.reward_fn is None:
@@ -198,6 +201,7 @@ class AnswerScoring:
 
         Example::
 
+            # not run: `env` is an env instance, built elsewhere
             env.check("5.0", "5")     # True (same_number)
             env.check("Paris", "Paris ")  # True
         """
@@ -234,6 +238,7 @@ class AnswerScoring:
 
         Example::
 
+            # not run: `env` is an env instance, built elsewhere
             context = env.reward_context({"role": "assistant", "content": "5"})
             context.problem["question"], context.conversation[-1]["content"]  # ..., '5'
         """
@@ -287,6 +292,7 @@ class AnswerScoring:
 
         Example::
 
+            # not run: `env` is an env instance, built elsewhere
             env.score_answer({"role": "assistant", "content": "5"}).correct  # True
         """
         awaited = self._awaited
@@ -312,6 +318,7 @@ class AnswerScoring:
 
         Example::
 
+            # not run: `env` is an env instance, built elsewhere
             scored = await env.score_answer_async({"role": "assistant", "content": "5"})
             scored.reward, scored.metrics["reward/polite"]
         """

@@ -73,6 +73,8 @@ class SingleTurnEnv(AnswerScoring, MessageEnv):
 
     Example::
 
+        from mint_envkit import exact
+
         class CapitalEnv(SingleTurnEnv):
             system_prompt = "Answer with the city name only."
             parser = exact(normalize=str.lower)

@@ -10,6 +10,7 @@ The command is ``mint-envkit eval`` (see ``docs/evaluation.md``).
 
 Example::
 
+    # not run: `builder` is your DatasetBuilder, built elsewhere
     from mint_envkit.evaluation import evaluate
 
     result = await evaluate(builder, model_name="mint-envkit/tiny-qwen3", samples=8)

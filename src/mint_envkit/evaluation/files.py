@@ -14,6 +14,7 @@ An evaluation directory holds:
 
 Example::
 
+    # not run: `summary` is an eval summary, built elsewhere
     write_run_folder("runs/eval/base", summary, rollouts)
     write_results("runs/eval", [result], summary)
 """
@@ -38,6 +39,7 @@ RUN_FOLDER_FILES = ("rollouts.jsonl", "metrics.jsonl", "config.json")
 
 Example::
 
+    # not run: `out` comes from your own code
     [(Path(out) / "base" / name).is_file() for name in RUN_FOLDER_FILES]   # all True
 """
 
@@ -81,6 +83,7 @@ def write_run_folder(
 
     Example::
 
+        # not run: `summary` is an eval summary, built elsewhere
         write_run_folder("runs/eval/base", summary, problem_results, rollouts)
     """
     out = Path(folder)
@@ -108,6 +111,7 @@ def write_results(
 
     Example::
 
+        # not run: `result` is an EvalResult, built elsewhere
         write_results("runs/eval", [(result.summary, result.problems)], result.summary)
     """
     out = Path(out_dir)

@@ -75,6 +75,7 @@ class ProblemResult:
 
     Example::
 
+        # not run: `result` is an EvalResult, built elsewhere
         result.c, result.n, result.pass_at(2)   # (1, 4, 0.5)
     """
 
@@ -115,6 +116,7 @@ class ProblemResult:
 
         Example::
 
+            # not run: `result` is an EvalResult, built elsewhere
             result.record([1, 4])["pass@"]   # {'1': 0.25, '4': 1.0}
         """
         return {
@@ -139,6 +141,7 @@ def problem_result(split: str, problem: Mapping[str, Any], rollout: GroupRollout
 
     Example::
 
+        # not run: `group` is a GroupBuilder, built elsewhere
         problem_result("test", group.problem, rollout).rewards   # [1.0, -0.25, ...]
     """
     replies, statuses, parsed, correct, truncated = [], [], [], [], []
@@ -180,6 +183,7 @@ def summarize(results: Sequence[ProblemResult], samples: int) -> dict[str, Any]:
 
     Example::
 
+        # not run: `results` is problem results, built elsewhere
         summarize(results, samples=4)["pass@"]["1"]   # 0.25
     """
     ran = [r for r in results if r.error is None]

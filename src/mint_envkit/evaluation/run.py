@@ -63,6 +63,7 @@ class EvalResult:
 
     Example::
 
+        # not run: `builder` is your DatasetBuilder, built elsewhere
         result = await evaluate(builder, model_name="mint-envkit/tiny-qwen3", samples=4)
         result.pass_at(1), result.pass_at(4), result.parse_failure_rate
     """
@@ -220,6 +221,7 @@ async def evaluate_many(
 
     Example::
 
+        # not run: `builder` is your DatasetBuilder, built elsewhere
         base, tuned = await evaluate_many(builder, model_name=model,
                                           checkpoints=[None, "tinker://<run>/weights/final"])
     """
@@ -355,6 +357,7 @@ async def evaluate(
 
     Example::
 
+        # not run: samples 8 per problem from a model on the local backend (slow)
         result = await evaluate("examples/rl_hyperparameters.py:builder",
                                 model_name="mint-envkit/tiny-qwen3", samples=8, out_dir="runs/ev")
         result.pass_at(1), result.pass_at(8), result.mean_reward
@@ -371,6 +374,7 @@ def evaluate_sync(target: Any, **kwargs: Any) -> EvalResult:
 
     Example::
 
+        # not run: `builder` is your DatasetBuilder, built elsewhere
         result = evaluate_sync(builder, model_name="mint-envkit/tiny-qwen3", samples=4)
     """
     return asyncio.run(evaluate(target, **kwargs))

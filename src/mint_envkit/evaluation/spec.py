@@ -35,6 +35,7 @@ SPLITS = ("test", "train", "all")
 
 Example::
 
+    # not run: `builder` is your DatasetBuilder, built elsewhere
     await eval_groups(builder, model_name=model, samples=4, split="all")
 """
 
@@ -153,6 +154,7 @@ async def eval_groups(
 
     Example::
 
+        # not run: `builder` is your DatasetBuilder, built elsewhere
         groups = await eval_groups(builder, model_name="mint-envkit/tiny-qwen3", samples=4)
         [(split, group.index) for split, group in groups][:2]   # [('test', 0), ('test', 1)]
     """

@@ -23,7 +23,8 @@ an answer check, in :func:`~mint_envkit.rewards.weighted`), so a plain
 
 Example::
 
-    from mint_envkit.judge import Judge, JudgedEnv
+    from mint_envkit import SingleTurnEnv, boxed, correct, weighted
+    from mint_envkit.judge import Judge, JudgedEnv, judged
 
     async def complete(messages):          # your judge model; here, a fixed verdict
         return "The reply is polite. <verdict>YES</verdict>"

@@ -2,6 +2,7 @@
 
 Example::
 
+    # not run: `complete` is your judge's completion function, built elsewhere
     from mint_envkit.judge import Judge, judged
     from mint_envkit.parsers import boxed
     from mint_envkit.rewards import correct, weighted
@@ -46,6 +47,11 @@ def judged(judge: Judge, *, name: str | None = None) -> Reward:
 
     Example::
 
+        from mint_envkit import SingleTurnEnv, boxed, correct, weighted
+
+        async def complete(messages):  # your judge model; here, a fixed verdict
+            return "It is polite. <verdict>YES</verdict>"
+
         class PoliteMathEnv(SingleTurnEnv):
             reward_fn = weighted(
                 correct=(correct(boxed), 1.0),
@@ -87,6 +93,7 @@ class JudgedEnv(SingleTurnEnv):
 
     Example::
 
+        # not run: `complete` is your judge's completion function, built elsewhere
         class HelpfulEnv(JudgedEnv):
             system_prompt = "Answer helpfully."
             judge = Judge(complete, rubric="Does the reply answer the question?")
@@ -102,6 +109,7 @@ class JudgedEnv(SingleTurnEnv):
 
         Example::
 
+            # not run: `PoliteEnv` comes from your own code
             PoliteEnv.wrong_answer_reward()  # 0.0
         """
         return 0.0 if cls.combine is JudgedEnv.combine else None

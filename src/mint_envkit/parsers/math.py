@@ -317,7 +317,7 @@ def grade_math(
     Example::
 
         result, equal = grade_math(r"so \\boxed{0.5}", r"\\frac{1}{2}")
-        assert result.value == "0.5" and equal
+        assert result.status == "ok" and equal
     """
     if not isinstance(text, str):
         raise TypeError(f"grade_math expects the reply as a str, got {type(text).__name__}")

@@ -72,6 +72,7 @@ class RewardBreakdown:
 
         Example::
 
+            from mint_envkit import correct
             from mint_envkit.parsers import last_number
 
             metrics = correct(last_number)("no idea", "5").metrics
@@ -154,6 +155,7 @@ class Reward:
 
     Example::
 
+        from mint_envkit import correct
         from mint_envkit.parsers import last_number
 
         reward = correct(last_number).named("math")
@@ -202,6 +204,7 @@ class Reward:
 
         Example::
 
+            from mint_envkit import valid_format
             from mint_envkit.parsers import boxed
 
             assert valid_format(boxed).named("boxed_format").name == "boxed_format"
@@ -234,6 +237,7 @@ class Reward:
 
         Example::
 
+            from mint_envkit import valid_format
             from mint_envkit.parsers import boxed
 
             assert valid_format(boxed)(r"\\boxed{3}", "").total == 1.0
@@ -256,6 +260,9 @@ class Reward:
         Works for every reward; the parts are scored one after another.
 
         Example::
+
+            # not run: `judge` is a Judge, built elsewhere
+            from mint_envkit import judged, weighted
 
             breakdown = await weighted(polite=(judged(judge), 1.0)).score_async("Please.", None)
         """

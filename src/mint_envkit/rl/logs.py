@@ -269,7 +269,7 @@ class RunFiles:
 
         files = RunFiles(config.log_path)
         files.ensure()
-        files.append_metrics({"step": 0, ...})
+        files.append_metrics({"step": 0, "reward/mean": 0.5})
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:

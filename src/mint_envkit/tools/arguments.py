@@ -158,6 +158,7 @@ def validate_arguments(tool_: Tool, arguments: Any) -> str | None:
 
     Example::
 
+        # not run: `calculate` comes from your own code
         validate_arguments(calculate, {"expression": 2})
         # "argument 'expression' must be of type string, got 2"
     """

@@ -299,6 +299,7 @@ def as_tool(value: Any) -> Tool:
 
     Example::
 
+        # not run: `calculate` comes from your own code
         as_tool(calculate).name  # 'calculate'
     """
     return value if isinstance(value, Tool) else Tool(value)

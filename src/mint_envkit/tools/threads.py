@@ -9,6 +9,7 @@ tells the trade-offs.
 
 Example::
 
+    # not run: `calculate` comes from your own code
     from mint_envkit.tools.threads import ToolThreads
 
     threads = ToolThreads(limit=16)
@@ -87,6 +88,7 @@ class ToolThreads:
 
     Example::
 
+        # not run: `add` comes from your own code
         threads = ToolThreads(limit=8)
         await add.run({"a": 2, "b": 3}, timeout_s=1.0, threads=threads)  # 5
         threads.busy  # 0: the call's thread has ended

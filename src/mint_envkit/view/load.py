@@ -14,6 +14,7 @@ page parses only when that step is shown.
 
 Example::
 
+    # not run: reads files of your own run or data set
     from mint_envkit.view.load import load_report_data
 
     data = load_report_data("runs/rl_hyperparameters-local")
@@ -44,6 +45,7 @@ RUN_FILES = ("metrics.jsonl", "rollouts.jsonl", "config.json")
 
 Example::
 
+    # not run: `path` comes from your own code
     any((path / name).is_file() for name in RUN_FILES)
 """
 
@@ -68,6 +70,7 @@ class ReportData:
 
     Example::
 
+        # not run: reads files of your own run or data set
         data = load_report_data("runs/demo")
         data.index["runs"][0]["metrics"]["steps"]   # [0, 1, ...]
     """
@@ -90,6 +93,7 @@ def find_runs(path: str | os.PathLike[str]) -> tuple[str, list[Path]]:
 
     Example::
 
+        # not run: reads files of your own run or data set
         kind, runs = find_runs("runs/rl_hyperparameters-local")   # ("sweep", [...])
     """
     root = Path(path)
@@ -304,6 +308,7 @@ def load_report_data(path: str | os.PathLike[str]) -> ReportData:
 
     Example::
 
+        # not run: reads files of your own run or data set
         data = load_report_data("runs/demo")
         for note in data.notes:
             print("warning:", note)

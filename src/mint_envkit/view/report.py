@@ -11,6 +11,7 @@ is shown. A Content-Security-Policy forbids every network request.
 
 Example::
 
+    # not run: reads files of your own run or data set
     from mint_envkit.view import write_report
 
     path = write_report("runs/rl_hyperparameters-local")   # .../view.html
@@ -126,6 +127,7 @@ def audit_section(record: Any) -> str:
 
     Example::
 
+        # not run: reads files of your own run or data set
         audit_section(json.loads(Path("runs/audit/audit.json").read_text()))
     """
     if not isinstance(record, dict) or not isinstance(record.get("probes"), list):
@@ -174,6 +176,7 @@ def render_html(data: ReportData, *, generated_at: str | None = None, audit: Any
 
     Example::
 
+        # not run: reads files of your own run or data set
         page = render_html(load_report_data("runs/demo"))
     """
     from importlib.metadata import PackageNotFoundError, version
@@ -220,6 +223,7 @@ def write_report(
 
     Example::
 
+        # not run: reads files of your own run or data set
         from mint_envkit import write_report
 
         path = write_report("runs/rl_hyperparameters-local")

@@ -1,0 +1,205 @@
+"""Every ``Example::`` block of a docstring under ``src/mint_envkit`` is checked.
+
+Each block compiles, and every ``mint_envkit`` name it imports or reaches through a
+module exists, so an example teaching a removed name fails. The blocks of the modules on
+:data:`RUN` also run (one subprocess for all, each block in a copy of its module's
+namespace, a fresh temporary directory and a time bound), unless the block's first line
+is ``# not run: REASON``. The conventions are in ``tests/example_blocks.py`` and
+docs/architecture.md ("The rules of the test suite").
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from example_blocks import (
+    SRC,
+    Block,
+    compile_block,
+    docstring_blocks,
+    missing_names,
+    run_blocks,
+    shell_problems,
+)
+
+RUN = (
+    "mint_envkit",
+    "mint_envkit.auditing",
+    "mint_envkit.builders",
+    "mint_envkit.envs",
+    "mint_envkit.errors",
+    "mint_envkit.evaluation",
+    "mint_envkit.judge",
+    "mint_envkit.parsers",
+    "mint_envkit.rendering",
+    "mint_envkit.rewards",
+    "mint_envkit.sandbox",
+    "mint_envkit.tools",
+    "mint_envkit.view",
+)
+"""Modules (and packages, with their modules; ``mint_envkit`` is its front page alone)
+whose examples run."""
+
+NOT_RUN_YET = {
+    "mint_envkit.cli": "commands; their examples are shell, checked by test_shell_examples",
+    "mint_envkit.local": "the backend: most examples need a model or a running server",
+    "mint_envkit.rl": "the training loop: most examples need a backend",
+    "mint_envkit.sweep": "sweeps: most examples need a run folder",
+    "mint_envkit.tools.mcp": "needs an MCP server",
+    "mint_envkit.tools.mcp_connection": "needs an MCP server",
+    "mint_envkit.tools.mcp_tool": "needs an MCP server",
+}
+"""Modules whose examples are only compiled and name-checked, each with the reason."""
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or (prefix != "mint_envkit" and module.startswith(prefix + "."))
+
+
+def _runs(block: Block) -> bool:
+    if any(_under(block.module, skip) for skip in NOT_RUN_YET):
+        return False
+    return any(_under(block.module, prefix) for prefix in RUN)
+
+
+BLOCKS = docstring_blocks()
+PYTHON = [block for block in BLOCKS if block.language == "python"]
+SHELL = [block for block in BLOCKS if block.language == "shell"]
+TO_RUN = [block for block in PYTHON if _runs(block) and not block.not_run]
+
+
+def test_examples_are_found_in_every_kind_of_docstring():
+    owners = {block.owner for block in BLOCKS}
+    assert len(BLOCKS) > 800
+    assert "mint_envkit.parsers.choice" in owners  # a module
+    assert "mint_envkit.parsers.choice.choice" in owners  # a function
+    assert "mint_envkit.parsers.math.DEFAULT_MATH_TIMEOUT" in owners  # a constant
+    assert TO_RUN
+
+
+def test_every_example_heading_is_a_known_one():
+    bad = [f"{block.id}: {block.heading}" for block in BLOCKS if block.language == "bad heading"]
+    assert not bad, "use `Example::`, `Example (shell)::` or `Example (see ...)::`"
+
+
+def test_the_run_lists_name_existing_modules_and_every_module_is_on_one():
+    modules = {block.module for block in BLOCKS}
+    for prefix in (*RUN, *NOT_RUN_YET):
+        assert any(_under(module, prefix) for module in modules), prefix
+    for module in modules:
+        listed = [p for p in (*RUN, *NOT_RUN_YET) if _under(module, p)]
+        assert listed, f"{module}: add it to RUN or NOT_RUN_YET"
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=lambda block: block.id)
+def test_example_compiles(block: Block):
+    try:
+        compile_block(block)
+    except SyntaxError as err:
+        pytest.fail(
+            f"{block.id} ({block.owner}) does not compile: {err.msg}, line {err.lineno} of "
+            "the block; write valid Python (`...` is a fine placeholder)"
+        )
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=lambda block: block.id)
+def test_example_names_exist(block: Block):
+    missing = missing_names(block.code, block.module)
+    assert not missing, f"{block.id} ({block.owner}) uses names that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("block", SHELL, ids=lambda block: block.id)
+def test_shell_examples_name_real_commands(block: Block):
+    assert not shell_problems(block), f"{block.id}: not a mint-envkit command"
+
+
+@pytest.fixture(scope="module")
+def run_results() -> dict[str, str]:
+    jobs: dict[str, list[list[str]]] = collections.defaultdict(list)
+    for block in TO_RUN:
+        jobs[block.module].append([block.id, block.code])
+    return run_blocks([{"module": module, "blocks": blocks} for module, blocks in jobs.items()])
+
+
+@pytest.mark.parametrize("block", TO_RUN, ids=lambda block: block.id)
+def test_example_runs(block: Block, run_results: dict[str, str]):
+    error = run_results[block.id]
+    assert not error, (
+        f"{block.id} ({block.owner}) failed when run:\n{error}\nfix the example, or, when "
+        "it needs a backend, a model or objects built elsewhere, start it with "
+        "`# not run: REASON`"
+    )
+
+
+# ------------------------------------------------------ the checks themselves can fail
+
+
+def _block(code: str, heading: str = "Example::") -> Block:
+    return Block(file="x.py", line=1, owner="x", module="mint_envkit.parsers", code=code)
+
+
+def test_a_fragment_does_not_compile_and_await_at_top_level_does():
+    with pytest.raises(SyntaxError):
+        compile_block(_block("f(a=1, ...)\n"))
+    compile_block(_block("result = await f(...)\n"))
+
+
+def test_a_removed_name_is_reported():
+    code = (
+        "from mint_envkit import GroupBuilder, no_such_name\n"
+        "import mint_envkit.parsers as parsers\n"
+        "parsers.boxed.after_thinking\n"
+        "parsers.gone()\n"
+        "GroupBuilder.nope\n"
+        "from mint_envkit.no_such_module import x\n"
+    )
+    missing = missing_names(code)
+    assert "mint_envkit.no_such_name" in missing
+    assert "parsers.gone" in missing
+    assert "GroupBuilder.nope" in missing
+    assert any(name.startswith("from mint_envkit.no_such_module") for name in missing)
+    assert not any("after_thinking" in name for name in missing)
+
+
+def test_a_removed_attribute_of_a_module_level_class_is_reported():
+    module = "mint_envkit.parsers.result"
+    assert missing_names("ParseResult.ok('5')\nParseResult.gone\n", module) == ["ParseResult.gone"]
+    assert missing_names("ParseResult = object\nParseResult.gone\n", module) == []
+
+
+def test_a_failing_or_slow_block_is_reported_and_a_good_one_passes():
+    results = run_blocks(
+        [
+            {
+                "module": "mint_envkit.parsers.choice",
+                "blocks": [
+                    ["good", 'assert choice("AB")("(B)").value == "B"\n'],
+                    ["stale", 'assert choice("AB")("(B)").value == "A"\n'],
+                    ["async", "import asyncio\nawait asyncio.sleep(0)\n"],
+                ],
+            }
+        ]
+    )
+    assert results["good"] == "" and results["async"] == ""
+    assert "AssertionError" in results["stale"]
+
+
+def test_not_run_and_shell_conventions_are_read(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "m.py").write_text(
+        '"""Mod.\n\nExample::\n\n    # not run: needs a backend\n    await f()\n"""\n\n'
+        'def g():\n    """G.\n\n    Example (shell)::\n\n        mint-envkit nope\n    """\n\n'
+        'def h():\n    """H.\n\n    Example (whatever)::\n\n        h()\n    """\n'
+    )
+    found = docstring_blocks(package)
+    assert [b.language for b in found] == ["python", "shell", "bad heading"]
+    assert found[0].not_run == "needs a backend"
+    assert shell_problems(found[1]) == ["mint-envkit nope"]
+    assert found[0].line == 5
+
+
+def test_src_is_the_package():
+    assert (SRC / "__init__.py").is_file()
