@@ -46,8 +46,17 @@ def _jwt_exp(token: str) -> float:
     return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["exp"]
 
 
+# Process-wide threads of other parts of the kit that outlive a server by design (the
+# MCP tools' event loop, started by any earlier test that used an MCP server).
+_NOT_THE_SERVERS = {"mint-envkit-mcp"}
+
+
 def _server_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("mint-envkit")]
+    return [
+        t.name
+        for t in threading.enumerate()
+        if t.name.startswith("mint-envkit") and t.name not in _NOT_THE_SERVERS
+    ]
 
 
 @contextlib.contextmanager
