@@ -1,7 +1,8 @@
 """A calculator tool env: arithmetic word problems solved with a ``calculate`` tool.
 
 The model sees the tool in its system prompt (the chat template's ``tools=``
-block), calls it in its own format (Qwen3:
+block, or the renderer's ``# Tools`` block when the template has no tools slot,
+as SmolLM2's; docs/tools.md), calls it in its own format (Qwen3:
 ``<tool_call>{"name": "calculate", "arguments": {"expression": "..."}}</tool_call>``),
 gets the result back as a ``tool`` message, and then replies with the final
 number, which is parsed and scored.

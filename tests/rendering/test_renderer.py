@@ -6,7 +6,6 @@ import pytest
 import tinker
 
 from mint_envkit import TINY_MODEL_NAME, Renderer, RendererError, get_renderer, get_tokenizer
-from mint_envkit.builders import renderer_for
 from mint_envkit.rendering import RENDERERS
 
 IM_END = 2045
@@ -60,12 +59,6 @@ def test_a_model_name_gives_one_shared_renderer(tok):
 def test_unknown_name_is_refused_before_loading_a_tokenizer():
     with pytest.raises(RendererError, match="unknown renderer 'llama3'"):
         get_renderer("llama3", "/no/such/tokenizer")
-
-
-def test_renderer_for_is_a_deprecated_alias_with_reversed_arguments():
-    with pytest.warns(DeprecationWarning, match=r"get_renderer\(renderer_name, model_name\)"):
-        renderer = renderer_for(TINY_MODEL_NAME, "qwen3_disable_thinking")
-    assert renderer is get_renderer("qwen3_disable_thinking", TINY_MODEL_NAME)
 
 
 def test_tokenizer_without_chat_template_is_refused(tok):

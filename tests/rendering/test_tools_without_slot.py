@@ -4,8 +4,10 @@ import asyncio
 import json
 from typing import ClassVar
 
-from mint_envkit import ToolEnv, first_number, get_renderer, tool
-from mint_envkit.cli.check import check_main
+import pytest
+
+from mint_envkit import RendererError, ToolEnv, first_number, get_renderer, tool
+from mint_envkit.cli import main
 
 
 @tool
@@ -116,8 +118,9 @@ def test_check_fails_when_the_tools_cannot_be_shown(chatml_tokenizer, tmp_path, 
     tok.save_pretrained(tmp_path / "tok")
     env_file = tmp_path / "convert_env.py"
     env_file.write_text("from tests.rendering.test_tools_without_slot import ConvertEnv\n")
-    code = check_main(
+    code = main(
         [
+            "check",
             f"{env_file}:ConvertEnv",
             "--problem",
             '{"question": "How many metres is 3 km?", "answer": "3000"}',
@@ -127,10 +130,76 @@ def test_check_fails_when_the_tools_cannot_be_shown(chatml_tokenizer, tmp_path, 
             str(tmp_path / "tok"),
         ]
     )
-    out = capsys.readouterr().out
-    assert code != 0
-    assert "(env ConvertEnv, renderer 'chat_template')" in out
-    assert "['convert'] are not in the rendered prompt" in out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert code == 1
+    # the prompt as rendered is shown, then why it fails, naming the env and the renderer
+    assert "rendered prompt:\n  <|im_start|>user\n  How many metres is 3 km?" in out
+    assert (
+        "FAILED: the tools ['convert'] of env ConvertEnv are not visible in the prompt "
+        "rendered by renderer 'chat_template'"
+    ) in out
+
+
+class NamedConvertEnv(ConvertEnv):
+    system_prompt = None  # the question names the tool; the schema is what must show
+
+
+def test_a_tool_named_in_the_question_but_dropped_is_still_hidden(chatml_tokenizer):
+    import copy
+
+    tok = copy.deepcopy(chatml_tokenizer)
+    tok.chat_template = NO_SYSTEM_TEMPLATE
+    renderer = get_renderer("chat_template", tok)
+    env = NamedConvertEnv(question="Use convert: how many metres is 3 km?", answer="3000")
+    messages = asyncio.run(env.initial_observation())
+    assert "convert" in renderer.prompt_text(messages, env.tool_specs())  # the question's word
+    assert renderer.hidden_tools(messages, env.tool_specs()) == ["convert"]
+    with pytest.raises(RendererError, match=r"the tools \['convert'\] are not in the rendered"):
+        renderer.render_tokens(messages, env.tool_specs())
+
+
+def test_hidden_tools_is_empty_when_the_renderer_writes_them_in(chatml_tokenizer):
+    renderer = get_renderer("chat_template", chatml_tokenizer)
+    env = ConvertEnv(question="How many metres is 3 km?", answer="3000")
+    messages = asyncio.run(env.initial_observation())
+    assert renderer.hidden_tools(messages, env.tool_specs()) == []
+    text = renderer.prompt_text(messages, env.tool_specs())
+    assert text == renderer.tokenizer.decode(renderer.render_tokens(messages, env.tool_specs()))
+
+
+def test_the_written_format_round_trips_through_the_parser(chatml_tokenizer):
+    """What the renderer writes (the block's instruction, an example's calls) parses back."""
+    from mint_envkit.rendering.tool_calls import (
+        format_tool_calls,
+        parse_hermes_tool_calls,
+        tools_system_block,
+    )
+
+    calls = [
+        {"type": "function", "id": "call_0", "function": {"name": "convert", "arguments": a}}
+        for a in ('{"value": 2, "unit": "km"}', '{"value": 0.5, "unit": "cm"}', "{}")
+    ]
+    text, parsed, bad = parse_hermes_tool_calls("Let me convert.\n" + format_tool_calls(calls))
+    assert (text, bad) == ("Let me convert.", [])
+    assert [json.loads(c["function"]["arguments"]) for c in parsed] == [
+        json.loads(c["function"]["arguments"]) for c in calls
+    ]
+    assert [c["function"]["name"] for c in parsed] == ["convert"] * 3
+    # the block's own template line, filled in, is a call the parser reads
+    block = tools_system_block([convert.schema])
+    shape = block[block.rindex("<tool_call>") :]
+    filled = shape.replace("<function-name>", '"convert"').replace(
+        "<args-json-object>", '{"value": 3, "unit": "km"}'
+    )
+    assert parse_hermes_tool_calls(filled)[1][0]["function"]["name"] == "convert"
+    # a few-shot call rendered into a ChatML prompt is read back from the prompt text
+    renderer = get_renderer("chat_template", chatml_tokenizer)
+    env = FewShotConvertEnv(question="How many metres is 3 km?", answer="3000")
+    prompt = _prompt(renderer, env)
+    example = prompt[prompt.index("<|im_start|>assistant") :].split("<|im_end|>")[0]
+    _, read, _ = renderer.parse_tool_calls(example.removeprefix("<|im_start|>assistant\n"))
+    assert read[0]["function"] == {"name": "convert", "arguments": '{"value": 2, "unit": "km"}'}
 
 
 def test_multi_turn_env_few_shot_examples_come_before_the_question():

@@ -8,7 +8,7 @@ check. ``--local`` also samples one group from the tiny model.
 ``--record FILE`` saves the episodes as golden transcripts and ``--replay FILE``
 re-scores them (:mod:`mint_envkit.cli.golden`).
 
-Example::
+Example (shell)::
 
     mint-envkit check examples/arithmetic_env.py:ArithmeticEnv \\
         --problem '{"question": "What is 2 + 3?", "answer": "5"}' --record golden.jsonl
@@ -22,6 +22,7 @@ import asyncio
 import itertools
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -31,11 +32,12 @@ from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.cli.golden import episode_records, replay_golden, write_golden
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import load_target
+from mint_envkit.rendering.chat_template import default_renderer_for
 from mint_envkit.rl.rollouts import rollout_groups
 from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy
 from mint_envkit.rl.types import GroupRollout
 
-__all__ = ["check_main", "prefix_report"]
+__all__ = ["configure", "prefix_report", "run"]
 
 DEFAULT_GROUPS = 3
 DEFAULT_MODEL = "mint-envkit/tiny-qwen3"
@@ -115,20 +117,55 @@ def prefix_report(rollout: GroupRollout) -> list[tuple[int, bool, int]]:
     return out
 
 
-def _print_group(report: GroupReport, renderer: Any, prompt_tokens: list[int] | None) -> None:
+_TOKEN_ENV_FLAGS = ("truncated", "parse_error", "context_overflow")
+
+
+def _renderer_label(renderer: Any) -> str:
+    """Which renderer rendered, and over whose chat template when that could mislead.
+
+    The ``qwen3`` renderers render with the tokenizer's own template: over a
+    template that is not Qwen3's (no ``<think>`` in it, e.g. SmolLM2's ChatML) the
+    prompt is that template's text, and the label says so.
+
+    Example::
+
+        _renderer_label(get_renderer("qwen3", "mint-envkit/tiny-qwen3"))  # 'qwen3'
+        _renderer_label(get_renderer("qwen3", "mint-envkit/smollm2-135m-instruct"))
+        # "qwen3 over the chat template of 'SmolLM2-...', not a Qwen3 template"
+    """
+    template = getattr(renderer.tokenizer, "chat_template", None) or ""
+    if renderer.name.startswith("qwen3") and "<think>" not in str(template):
+        model = Path(str(getattr(renderer.tokenizer, "name_or_path", "?"))).name
+        return f"{renderer.name} over the chat template of {model!r}, not a Qwen3 template"
+    return str(renderer.name)
+
+
+def _print_prompt(renderer: Any, text: str, tools: list[str]) -> None:
+    """The rendered prompt, which renderer and template wrote it, and where the tools went."""
+    print("rendered prompt:")
+    print("  " + text.replace("\n", "\n  "))
+    model = getattr(renderer.tokenizer, "name_or_path", "?")
+    where = (
+        "tools go to the template's tools slot"
+        if renderer.tools_in_template
+        else "the template has no tools slot: the renderer writes tools into the system message"
+    )
+    print(
+        f"  (rendered by renderer {renderer.name!r} with the chat template of {model!r}; {where})"
+    )
+    label = _renderer_label(renderer)
+    if label != renderer.name:
+        print(f"  (note: renderer {label}; the prompt above is that template's text)")
+    if tools:
+        print(f"  tools visible in the prompt: {', '.join(tools)}")
+
+
+def _print_group(
+    report: GroupReport, renderer: Any, prompt: str | None, tools: list[str] | None = None
+) -> None:
     print(f"--- group {report.index}")
-    if prompt_tokens is not None:
-        print("rendered prompt:")
-        print("  " + renderer.tokenizer.decode(prompt_tokens).replace("\n", "\n  "))
-        model = getattr(renderer.tokenizer, "name_or_path", "?")
-        where = (
-            "tools go to the template's tools slot"
-            if renderer.tools_in_template
-            else "the template has no tools slot: the renderer writes tools into the system message"
-        )
-        print(
-            f"  (rendered by renderer {renderer.name!r} with the chat template of {model!r}; {where})"
-        )
+    if prompt is not None:
+        _print_prompt(renderer, prompt, tools or [])
     if report.error:
         print(f"ERROR: {report.error}")
         return
@@ -136,7 +173,8 @@ def _print_group(report: GroupReport, renderer: Any, prompt_tokens: list[int] | 
         report.replies, report.rewards, report.logs, report.metrics, strict=True
     ):
         status = logs.get("parse_status", "-")
-        shown = {k: v for k, v in metrics.items() if v}
+        # the env's metrics, zeros too (a wrong reply: correct 0.0); the token env's flags when set
+        shown = {k: v for k, v in metrics.items() if v or k not in _TOKEN_ENV_FLAGS}
         print(f"  reply {reply!r:30.30} reward {reward:+.3f}  parse {status:<14} {shown}")
 
 
@@ -180,7 +218,11 @@ async def _check(args: argparse.Namespace) -> int:
     failures = 0
     groups: list[GroupBuilder] = []
     records: list[dict[str, Any]] | None = [] if args.record is not None else None
-    default = target.renderer_name if isinstance(target, DatasetBuilder) else "qwen3"
+    default = (
+        target.renderer_name
+        if isinstance(target, DatasetBuilder)
+        else default_renderer_for(args.model or DEFAULT_MODEL)
+    )
     for renderer_name in args.renderer or [default]:
         builder = _builder(target, args, renderer_name, group_size)
         if isinstance(target, DatasetBuilder) and scripts and len(scripts) > builder.group_size:
@@ -217,7 +259,23 @@ async def _check_group(
     try:
         envs = await group.make_envs()
         env_class = type(envs[0].message_env)
-        prompt = renderer.render_tokens(await envs[0].initial_messages_async(), envs[0].tools)
+        messages = await envs[0].initial_messages_async()
+        tools = envs[0].tools
+        hidden = renderer.hidden_tools(messages, tools) if tools else []
+        if hidden:
+            for env in envs:
+                await env.message_env.abort()
+            print(f"--- group {group.index}")
+            _print_prompt(renderer, renderer.prompt_text(messages, tools), [])
+            print(
+                f"FAILED: the tools {hidden} of env {env_class.__name__} are not visible in "
+                f"the prompt rendered by renderer {_renderer_label(renderer)!r} (the model "
+                "could never call them); use a model whose chat template shows a system "
+                "message, or another renderer"
+            )
+            return 1
+        prompt = renderer.tokenizer.decode(renderer.render_tokens(messages, tools))
+        names = [str(t.get("function", t).get("name", "")) for t in tools or []]
         for env in envs:
             await env.message_env.abort()
         replies = scripts
@@ -232,7 +290,7 @@ async def _check_group(
         return 1
     rollout = (await rollout_groups([group], ScriptedPolicy(replies)))[0]
     report = GroupReport.from_rollout(rollout)
-    _print_group(report, renderer, prompt)
+    _print_group(report, renderer, prompt, names)
     if records is not None:
         if rollout.error:
             print(f"  not recorded: group {group.index} failed")
@@ -255,7 +313,7 @@ async def _check_group(
     for index, ok, count in prefix_report(rollout):
         verdict = "ok" if ok else "FAILED"
         print(
-            f"  prefix check [{renderer.name}] env {index}: {verdict} "
+            f"  prefix check [{_renderer_label(renderer)}] env {index}: {verdict} "
             f"({count} observation(s), each extends the previous + its sampled tokens)"
         )
         bad += not ok
@@ -284,12 +342,17 @@ async def _check_local(group: GroupBuilder, args: argparse.Namespace) -> int:
     return 1 if report.error else 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mint-envkit check",
-        description="Run an env class or a DatasetBuilder through ScriptedPolicy (no model, "
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the command's options to ``parser``.
+
+    Example::
+
+        configure(argparse.ArgumentParser(prog="mint-envkit check"))
+    """
+    parser.description = (
+        "Run an env class or a DatasetBuilder through ScriptedPolicy (no model, "
         "no account) and print prompts, replies, parse status and rewards; record the "
-        "episodes as golden transcripts, or replay a golden file and report what changed.",
+        "episodes as golden transcripts, or replay a golden file and report what changed."
     )
     parser.add_argument(
         "target",
@@ -336,42 +399,36 @@ def _parser() -> argparse.ArgumentParser:
         help="re-score FILE's transcripts with their recorded replies and print what changed "
         "(reward, correct, parse status, turns); exit 1 on a change, 2 on a bad file",
     )
-    return parser
 
 
 _NOT_WITH_REPLAY = ("problem", "reply", "groups", "group_size", "model", "renderer", "local")
 
 
-def check_main(argv: list[str]) -> int:
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``mint-envkit check ...``; returns the exit code (0 ok, 1 a failure or a change, 2 bad input).
 
     Example::
 
-        check_main(["examples/arithmetic_env.py:ArithmeticEnv",
-                    "--problem", '{"question": "What is 2 + 3?", "answer": "5"}'])
-        check_main(["--replay", "golden.jsonl"])
+        main(["check", "examples/arithmetic_env.py:ArithmeticEnv",
+              "--problem", '{"question": "What is 2 + 3?", "answer": "5"}'])
+        main(["check", "--replay", "golden.jsonl"])
     """
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-        if (
-            (args.groups is not None and args.groups < 1)
-            or (args.group_size is not None and args.group_size < 1)
-            or (args.max_tokens < 1)
-        ):
-            parser.error("--groups, --group-size and --max-tokens must be >= 1")
-        if args.replay is not None:
-            given = [n for n in _NOT_WITH_REPLAY if getattr(args, n) not in (None, False)]
-            if given:
-                flags = ", ".join("--" + n.replace("_", "-") for n in given)
-                parser.error(
-                    f"--replay takes the problems, replies, model and renderers from its "
-                    f"file; drop {flags}"
-                )
-        elif args.target is None:
-            parser.error("give the env or builder to check (MODULE:NAME), or --replay FILE")
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
+    if (
+        (args.groups is not None and args.groups < 1)
+        or (args.group_size is not None and args.group_size < 1)
+        or (args.max_tokens < 1)
+    ):
+        parser.error("--groups, --group-size and --max-tokens must be >= 1")
+    if args.replay is not None:
+        given = [n for n in _NOT_WITH_REPLAY if getattr(args, n) not in (None, False)]
+        if given:
+            flags = ", ".join("--" + n.replace("_", "-") for n in given)
+            parser.error(
+                f"--replay takes the problems, replies, model and renderers from its "
+                f"file; drop {flags}"
+            )
+    elif args.target is None:
+        parser.error("give the env or builder to check (MODULE:NAME), or --replay FILE")
     try:
         if args.replay is not None:
             return asyncio.run(replay_golden(args.replay, target=args.target))

@@ -2,6 +2,7 @@
 
 Example::
 
+    # not run: `my_message_env` is your MessageEnv, built elsewhere
     from mint_envkit.rendering import get_renderer, get_tokenizer, EnvFromMessageEnv
 
     renderer = get_renderer("qwen3", get_tokenizer("mint-envkit/tiny-qwen3"))

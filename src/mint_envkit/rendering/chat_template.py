@@ -13,6 +13,7 @@ the built-in tiny models and Qwen3 models, ``"chat_template"`` for any other.
 
 Example::
 
+    # not run: `sampled_tokens` is a sampled reply's tokens, built elsewhere
     from mint_envkit.rendering import get_renderer, get_tokenizer
 
     renderer = get_renderer("chat_template", get_tokenizer("mint-envkit/smollm2-135m-instruct"))
@@ -72,6 +73,7 @@ class ChatTemplateRenderer(Renderer):
 
     Example::
 
+        # not run: `tokenizer` is a tokenizer, built elsewhere
         renderer = ChatTemplateRenderer(tokenizer)
         renderer.get_stop_sequences()  # [128009, 128001] for a Llama 3 instruct tokenizer
     """
@@ -127,6 +129,7 @@ class ChatTemplateRenderer(Renderer):
 
         Example::
 
+            # not run: `renderer` is a Renderer, built elsewhere
             renderer.parse_response(tokenizer.encode("<think>hm</think> 5<|im_end|>"))
             # ({'role': 'assistant', 'content': '5', 'thinking': 'hm'}, True)
         """

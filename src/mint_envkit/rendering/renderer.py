@@ -7,6 +7,7 @@ thinking kept apart from the content.
 
 Example::
 
+    # not run: `sampled_tokens` is a sampled reply's tokens, built elsewhere
     from mint_envkit import get_renderer, get_tokenizer
 
     renderer = get_renderer("qwen3", get_tokenizer("mint-envkit/tiny-qwen3"))
@@ -95,18 +96,25 @@ _PROBES: dict[str, tuple[list[Message], list[dict] | None]] = {
 
 def _message_key(messages: Sequence[Message], tools: Sequence[dict] | None) -> str:
     fields = [{k: m[k] for k in _TEMPLATE_FIELDS if m.get(k) is not None} for m in messages]
+    for field in fields:
+        field.setdefault("content", "")  # a tool-call turn's None content (OpenAI style)
     return json.dumps([fields, list(tools or [])], default=str)
 
 
 def _check_messages(messages: Sequence[Message], *, allow_empty: bool = False) -> None:
     for index, message in enumerate(messages):
-        if (
-            not isinstance(message, dict)
-            or not isinstance(message.get("role"), str)
-            or not isinstance(message.get("content"), str)
-        ):
+        ok = (
+            isinstance(message, dict)
+            and isinstance(message.get("role"), str)
+            and (
+                isinstance(message.get("content"), str)
+                or (message.get("content") is None and bool(message.get("tool_calls")))
+            )
+        )
+        if not ok:
             raise RendererError(
-                f"message {index} must be a dict with string 'role' and 'content', got {message!r}"
+                f"message {index} must be a dict with string 'role' and 'content' (content "
+                f"may be None only beside 'tool_calls'), got {message!r}"
             )
     if not messages and not allow_empty:
         raise RendererError("cannot render an empty conversation; give at least one message")
@@ -125,6 +133,7 @@ class Renderer:
 
     Example::
 
+        # not run: `tokenizer` is a tokenizer, built elsewhere
         renderer = get_renderer("qwen3_disable_thinking", tokenizer)
         renderer.render_tokens([{"role": "user", "content": "Hi"}])  # list[int]
     """
@@ -228,14 +237,60 @@ class Renderer:
             **options,
         )
 
+    def _hidden(self, messages: list[Message], tools: list[dict] | None, text: str) -> list[str]:
+        """The names of ``tools`` that ``text`` (the prompt rendered with them) does not show.
+
+        A name counts as shown when it occurs more often in ``text`` than in the
+        same conversation rendered without tools: a name the question or the
+        system prompt mentions proves nothing.
+        """
+        names = [str(t.get("function", t).get("name", "")) for t in tools or []]
+        names = [n for n in names if n]
+        if not names:
+            return []
+        bare = self._template(messages, None, generation_prompt=True)
+        return [n for n in names if text.count(n) <= bare.count(n)]
+
+    def prompt_text(self, messages: Sequence[Message], tools: Sequence[dict] | None = None) -> str:
+        """The prompt as text, generation prompt included, before any check of the tools.
+
+        What :meth:`render_tokens` encodes (tools written into the system message
+        when the template has no tools slot); unlike it, it does not raise when a
+        tool is missing, so a tool (``mint-envkit check``) can show the prompt and
+        :meth:`hidden_tools` together.
+
+        Example::
+
+            # not run: `renderer` is a Renderer, built elsewhere
+            print(renderer.prompt_text(env.messages(), env.tool_specs()))
+        """
+        _check_messages(messages)
+        fields, specs = json.loads(_message_key(messages, tools))
+        return self._template(fields, specs, generation_prompt=True)
+
+    def hidden_tools(
+        self, messages: Sequence[Message], tools: Sequence[dict] | None = None
+    ) -> list[str]:
+        """The names of ``tools`` the rendered prompt does not show; ``[]`` when all are shown.
+
+        A name is shown when the prompt rendered with ``tools`` holds it more often
+        than the same conversation rendered without them (so a system prompt that
+        names the tool does not hide a dropped schema). :meth:`render_tokens`
+        raises a :class:`RendererError` when this is not empty.
+
+        Example::
+
+            # not run: `renderer` is a Renderer, built elsewhere
+            renderer.hidden_tools(env.messages(), env.tool_specs())  # [] : every tool shows
+        """
+        _check_messages(messages)
+        fields, specs = json.loads(_message_key(messages, tools))
+        return self._hidden(fields, specs, self._template(fields, specs, generation_prompt=True))
+
     def _render_uncached(self, key: str) -> tuple[int, ...]:
         messages, tools = json.loads(key)
         text = self._template(messages, tools, generation_prompt=True)
-        missing = [
-            name
-            for t in tools or []
-            if (name := str(t.get("function", t).get("name", ""))) and name not in text
-        ]
+        missing = self._hidden(messages, tools, text)
         if missing:
             raise RendererError(
                 f"renderer {self.name!r}: the tools {missing} are not in the rendered prompt "
@@ -259,8 +314,9 @@ class Renderer:
 
         Raises:
             RendererError: a message is not a dict with a string ``role`` and
-                string ``content``; or a tool's name is not in the rendered
-                prompt (the template drops even the system message).
+                string ``content`` (``None`` allowed beside ``tool_calls``); or a
+                tool is not shown in the rendered prompt (the template drops even
+                the system message; see :meth:`hidden_tools`).
         """
         _check_messages(messages)
         return list(self._render_cached(_message_key(messages, tools)))
@@ -307,6 +363,7 @@ class Renderer:
 
         Example::
 
+            # not run: `previous_observation` is the last observation's tokens, built elsewhere
             observation = [*previous_observation, *sampled_tokens,
                            *renderer.render_continuation([{"role": "user", "content": "Lower."}])]
         """
@@ -344,8 +401,9 @@ class Renderer:
 
         Example::
 
+            # not run: `renderer` is a Renderer, built elsewhere
             model_input = renderer.build_generation_prompt(messages)
-            await sampling_client.sample_async(prompt=model_input, num_samples=4, ...)
+            await sampling_client.sample_async(prompt=model_input, num_samples=4, sampling_params=params)
         """
         import tinker
 
@@ -369,6 +427,7 @@ class Renderer:
 
         Example::
 
+            # not run: `renderer` is a Renderer, built elsewhere
             renderer.parse_response(tokenizer.encode("<think>hmm</think>5<|im_end|>"))
             # ({'role': 'assistant', 'content': '5', 'thinking': 'hmm'}, True)
         """
@@ -406,6 +465,7 @@ class Renderer:
 
         Example::
 
+            # not run: `renderer` is a Renderer, built elsewhere
             renderer.parse_tool_calls('<tool_call>{"name": "f", "arguments": {}}</tool_call>')
             # ('', [{'type': 'function', 'id': 'call_0', 'function': {...}}], [])
         """
