@@ -114,7 +114,7 @@ async def test_the_json_report_is_written(tmp_path):
 
 
 async def test_bad_options_are_refused():
-    with pytest.raises(ConfigError, match="limit must be a positive whole number"):
+    with pytest.raises(ConfigError, match="limit must be an integer >= 1"):
         await audit(envs.add_builder, limit=0)
     with pytest.raises(ConfigError, match="learn_steps must be"):
         await audit(envs.add_builder, learn_steps=-1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import pytest
 
 from mint_envkit import (
@@ -90,12 +91,11 @@ async def test_a_checkpoint_against_the_base_model(tmp_path, tiny_local_server):
     )
     run = await run_training(
         Config(
-            dataset_builder=builder,
+            dataset_builder=attrs.evolve(builder, max_generation_tokens=6),
             model_name=TINY_MODEL_NAME,
             log_path=str(tmp_path / "run"),
             learning_rate=5e-2,
             lora_rank=4,
-            max_tokens=6,
             max_steps=1,
             base_url=tiny_local_server.base_url,
             backend="local",
@@ -176,12 +176,11 @@ async def test_the_loop_evals_report_the_answer_figures(tmp_path, tiny_local_ser
     )
     run = await run_training(
         Config(
-            dataset_builder=builder,
+            dataset_builder=attrs.evolve(builder, max_generation_tokens=4),
             model_name=TINY_MODEL_NAME,
             log_path=str(tmp_path / "run"),
             learning_rate=1e-3,
             lora_rank=4,
-            max_tokens=4,
             max_steps=1,
             eval_every=1,
             save_every=0,

@@ -77,3 +77,54 @@ async def test_an_env_spec_with_problems():
 def test_an_unknown_env_spec_is_named(spec, message):
     with pytest.raises(MintEnvkitError, match=message):
         load_target(spec)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"samples": 0}, "samples must be an integer >= 1, got 0"),
+        ({"samples": True}, "samples must be an integer >= 1, got True"),
+        ({"limit": 0}, "limit must be an integer >= 1 or None, got 0"),
+        ({"max_tokens": 0}, "max_tokens must be an integer >= 1, got 0"),
+        ({"temperature": 0}, "temperature must be > 0"),
+        ({"max_concurrent_groups": True}, "max_concurrent_groups must be an integer >= 1"),
+        ({"backend": "cloud"}, "backend must be 'auto', 'mint' or 'local'"),
+        ({"base_url": "localhost:8000"}, "base_url must start with http://"),
+        ({"model_name": " "}, "model_name must be a non-empty string"),
+    ],
+)
+def test_eval_settings_refuse_bad_values(settings, message):
+    from mint_envkit.evaluation.spec import EvalSettings
+
+    with pytest.raises(ConfigError, match=message):
+        EvalSettings(**({"model_name": TINY_MODEL_NAME} | settings))
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ({"samples": 0}, "samples must be an integer >= 1"),
+        ({"max_tokens": True}, "max_tokens must be an integer >= 1, got True"),
+        ({"temperature": -1.0}, "temperature must be > 0"),
+        ({"max_concurrent": 0}, "max_concurrent_groups must be an integer >= 1"),
+    ],
+)
+async def test_evaluate_checks_its_settings_before_anything_starts(option, message):
+    from mint_envkit.evaluation import evaluate
+
+    # an env class with no problems would fail later, in eval_groups: the settings go first
+    with pytest.raises(ConfigError, match=message):
+        await evaluate(ArithmeticEnv, model_name=TINY_MODEL_NAME, **option)
+
+
+def test_evaluation_builds_no_training_config():
+    import ast
+
+    source = (Path(__file__).resolve().parents[2] / "src/mint_envkit/evaluation/run.py").read_text()
+    imported = {
+        f"{node.module}.{alias.name}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert "mint_envkit.rl.config.Config" not in imported

@@ -37,6 +37,7 @@ import attrs
 from mint_envkit.auditing.probes import run_probes
 from mint_envkit.auditing.report import AuditReport, Finding, findings
 from mint_envkit.builders.dataset import DatasetBuilder
+from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.spec import eval_groups, load_target
 
@@ -163,10 +164,12 @@ async def _learn(
 
     if builder.test_problems is None and not builder.test_fraction:
         builder = attrs.evolve(builder, test_fraction=0.25)
-    builder = attrs.evolve(builder, model_name=model)
+    options = dict(options)
+    reply_limit = options.pop("max_tokens", builder.max_generation_tokens)
+    # the builder owns the model and the reply limit; Config takes them from it
+    builder = attrs.evolve(builder, model_name=model, max_generation_tokens=reply_limit)
     config = Config(
         dataset_builder=builder,
-        model_name=model,
         log_path=log_path,
         max_steps=steps,
         eval_every=steps,
@@ -240,10 +243,8 @@ async def audit(
         label = f"DatasetBuilder of {getattr(target.env, '__name__', repr(target.env))}"
     else:
         label = getattr(target, "__name__", type(target).__name__)
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise ConfigError(f"limit must be a positive whole number, got {limit!r}")
-    if not isinstance(learn_steps, int) or isinstance(learn_steps, bool) or learn_steps < 0:
-        raise ConfigError(f"learn_steps must be a whole number >= 0, got {learn_steps!r}")
+    check_integer(limit, "limit")
+    check_integer(learn_steps, "learn_steps", least=0)
     model = _model_of(target, model_name)
     chosen = await eval_groups(
         target, model_name=model, samples=1, split=split, problems=problems, limit=limit

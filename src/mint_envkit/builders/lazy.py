@@ -1,11 +1,12 @@
 """Batches over a :class:`~mint_envkit.builders.sources.ProblemSource`, built when asked for.
 
-:class:`~mint_envkit.DatasetBuilder` uses this when its problems come from a file or a
-Hugging Face dataset: only the seeded order of row indices is kept in memory, and
-:meth:`LazyProblemDataset.get_batch` reads the rows of one batch when it is called.
-Every row is read and checked once, streaming, when the builder is called, so a bad row
-fails before the first training step, naming its file and line. The order, the train/test split and the batches are the same as for the same
-problems given as a list.
+The one dataset path of :class:`~mint_envkit.DatasetBuilder`: problems from a file or a
+Hugging Face dataset are a lazy source, and a list of problems is an in-memory one, so
+the train/test split, the seeded order and the batches come from one implementation
+(:func:`build_lazy`, :func:`build_listed`). Only the seeded order of row indices is kept
+in memory, and :meth:`LazyProblemDataset.get_batch` reads the rows of one batch when it
+is called. Every row of a file is read and checked once, streaming, when the builder is
+called, so a bad row fails before the first training step, naming its file and line.
 
 Example::
 
@@ -56,6 +57,8 @@ class LazyProblemDataset(ProblemDataset):
     positions: Any = attrs.field(factory=lambda: array("q"))
     group_size: int = 1
     split: str = ""
+    recheck: bool = True
+    """Check each row against the env when its batch is read (a file may change)."""
 
     def __len__(self) -> int:
         size = self.builder.batch_size
@@ -95,14 +98,11 @@ class LazyProblemDataset(ProblemDataset):
         return [group for index in range(len(self)) for group in self.get_batch(index)]
 
     def _group(self, row: int, position: int) -> GroupBuilder:
-        problem = _problem(self.builder, self.source, row, self.split)
+        problem = self.source[row]
+        if self.recheck:
+            source, split = self.source, self.split
+            _check(self.builder, problem, lambda: f"{split}problem {row}, {source.where(row)}")
         return self.builder._group(problem, position, self.group_size)
-
-
-def _problem(builder: DatasetBuilder, source: ProblemSource, row: int, split: str) -> dict:
-    problem = source[row]
-    _check(builder, problem, lambda: f"{split}problem {row}, {source.where(row)}")
-    return problem
 
 
 def _check(
@@ -186,6 +186,30 @@ def build_lazy(builder: DatasetBuilder) -> tuple[ProblemDataset, ProblemDataset 
     n = check_source(builder, source)
     if n == 0:
         raise ProblemError(f"{source.description} has no rows; give at least one problem")
+    return _split_and_order(builder, source, n, recheck=True)
+
+
+def build_listed(
+    builder: DatasetBuilder, problems: list[dict[str, Any]]
+) -> tuple[ProblemDataset, ProblemDataset | None]:
+    """``(train, test)`` for problems already loaded and checked: an in-memory source.
+
+    The same split, seeded order and batches as :func:`build_lazy` gives for a source
+    of the same problems (one implementation).
+
+    Example::
+
+        # not run: `builder` is your DatasetBuilder, built elsewhere
+        train, test = build_listed(builder, await builder.load_problems())
+    """
+    source = ProblemSource(rows=tuple(problems), description="problems")
+    return _split_and_order(builder, source, len(problems), recheck=False)
+
+
+def _split_and_order(
+    builder: DatasetBuilder, source: ProblemSource, n: int, *, recheck: bool
+) -> tuple[ProblemDataset, ProblemDataset | None]:
+    """Hold out the test split (``test_fraction`` or ``test_problems``), order the rest."""
     rows = array("q", range(n))
     test: ProblemDataset | None = None
     if builder.test_fraction:
@@ -199,28 +223,37 @@ def build_lazy(builder: DatasetBuilder) -> tuple[ProblemDataset, ProblemDataset 
             )
         held = set(order[:n_test])
         rows = array("q", (i for i in range(n) if i not in held))
-        test_rows = array("q", sorted(held))
-        test = LazyProblemDataset(
-            batches=(),
-            builder=builder,
-            source=source,
-            order=test_rows,
-            positions=array("q", range(len(test_rows))),
-            group_size=builder.test_group_size,
-            split="test ",
-        )
+        test = _in_order(builder, source, array("q", sorted(held)), recheck=recheck)
     elif builder.test_problems is not None:
         listed = [dict(p) for p in builder.test_problems]
         builder._validate(listed, "test ")
-        groups = [builder._group(p, i, builder.test_group_size) for i, p in enumerate(listed)]
-        test = builder._batches(groups, epochs=1, shuffle=False, salt=1) if groups else None
+        if listed:
+            held_out = ProblemSource(rows=tuple(listed), description="test_problems")
+            test = _in_order(builder, held_out, array("q", range(len(listed))), recheck=False)
     order = _ordered(builder, rows)
     train = LazyProblemDataset(
         batches=(),
         builder=builder,
         source=source,
         order=order,
-        positions=order,  # a training group reports its row index, as in the list path
+        positions=order,  # a training group reports its problem's index in the source
         group_size=builder.group_size,
+        recheck=recheck,
     )
     return train, test
+
+
+def _in_order(
+    builder: DatasetBuilder, source: ProblemSource, rows: array, *, recheck: bool
+) -> LazyProblemDataset:
+    """A test split: ``rows`` unshuffled, each group reporting its position in the split."""
+    return LazyProblemDataset(
+        batches=(),
+        builder=builder,
+        source=source,
+        order=rows,
+        positions=array("q", range(len(rows))),
+        group_size=builder.test_group_size,
+        split="test ",
+        recheck=recheck,
+    )

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mint_envkit.checks import is_number
 from mint_envkit.envs.base import MessageEnv
 from mint_envkit.errors import ConfigError
 
@@ -94,7 +95,7 @@ def non_answer_rewards(env: Any, owner: str, **given: float | None) -> dict[str,
             value = NON_ANSWER_DEFAULTS[name]
             if wrong is not None:
                 value = min(value, wrong)
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if not is_number(value):
             raise ConfigError(f"{owner}.{name} must be a number such as -1.0, got {value!r}")
         out[name] = float(value)
     if wrong is not None:

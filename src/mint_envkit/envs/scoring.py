@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from mint_envkit.checks import is_number
 from mint_envkit.envs.base import Message, MessageStepResult
 from mint_envkit.envs.ordering import check_reward_order
 from mint_envkit.errors import ConfigError
@@ -402,7 +403,7 @@ def _order_rewards(cls: type[AnswerScoring]) -> None:
     turns = hasattr(cls, "max_turns_reward")
     for name in [*names, "max_turns_reward"] if turns else names:
         value = getattr(cls, name)
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if not is_number(value):
             raise ConfigError(f"{cls.__name__}.{name} must be a number, got {value!r}")
     if not _explicit(cls, "reward_unparsed"):
         _derive(cls, "reward_unparsed", cls.reward_incorrect)

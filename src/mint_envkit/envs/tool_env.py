@@ -52,10 +52,11 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
+from mint_envkit.checks import check_integer, check_number
 from mint_envkit.envs.base import Message, MessageStepResult
 from mint_envkit.envs.multi_turn import Feedback, MultiTurnEnv
 from mint_envkit.envs.scoring import AnswerScoring
-from mint_envkit.errors import ConfigError, EnvError, ToolDefinitionError
+from mint_envkit.errors import EnvError, ToolDefinitionError
 from mint_envkit.tools import (
     DEFAULT_TOOL_THREADS,
     Tool,
@@ -91,29 +92,26 @@ def _tool_map(cls: type) -> dict[str, Tool]:
 
 
 def _check_limits(cls: type) -> None:
-    calls = cls.max_tool_calls
-    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
-        raise ConfigError(f"{cls.__name__}.max_tool_calls must be an integer >= 0, got {calls!r}")
-    timeout = cls.tool_timeout_s
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
-    ):
-        raise ConfigError(
-            f"{cls.__name__}.tool_timeout_s must be a number of seconds > 0 (or None for "
-            f"no limit), got {timeout!r}"
-        )
-    cap = cls.max_tool_result_chars
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-        raise ConfigError(
-            f"{cls.__name__}.max_tool_result_chars must be an integer >= 1 (or None to keep "
-            f"whole results), got {cap!r}"
-        )
-    threads = cls.max_tool_threads
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ConfigError(
-            f"{cls.__name__}.max_tool_threads must be an integer >= 1 (how many tool calls "
-            f"may run or hang at once), got {threads!r}"
-        )
+    check_integer(cls.max_tool_calls, f"{cls.__name__}.max_tool_calls", least=0)
+    check_number(
+        cls.tool_timeout_s,
+        f"{cls.__name__}.tool_timeout_s",
+        low=0,
+        low_open=True,
+        none_ok=True,
+        why="seconds; None: no limit",
+    )
+    check_integer(
+        cls.max_tool_result_chars,
+        f"{cls.__name__}.max_tool_result_chars",
+        none_ok=True,
+        why="None keeps whole results",
+    )
+    check_integer(
+        cls.max_tool_threads,
+        f"{cls.__name__}.max_tool_threads",
+        why="how many tool calls may run or hang at once",
+    )
 
 
 def _result_text(value: Any) -> str:

@@ -32,10 +32,9 @@ import attrs
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.files import write_results, write_run_folder
 from mint_envkit.evaluation.metrics import ProblemResult, problem_result, summarize
-from mint_envkit.evaluation.spec import eval_groups
+from mint_envkit.evaluation.spec import EvalSettings, eval_groups
 from mint_envkit.rl.answers import answer_figures, rollout_answers
 from mint_envkit.rl.backend import connect, preflight, service_client
-from mint_envkit.rl.config import Config
 from mint_envkit.rl.rollouts import SampleRequest, rollout_group
 from mint_envkit.rl.sampling import ClientSampler, sampler_snapshot
 from mint_envkit.rl.types import GroupRollout, SampledTokens
@@ -100,12 +99,22 @@ class _SeededSampler:
     """Samples with a seed fixed by (problem, env, turn): the same in every run."""
 
     client: Any
-    config: Config
+    config: EvalSettings
     key: str
 
     async def __call__(self, request: SampleRequest) -> list[SampledTokens]:
         salt = _salt(self.key, request.env_index, request.turn)
-        return await ClientSampler.for_config(self.client, self.config, salt=salt)(request)
+        config = self.config
+        sampler = ClientSampler(
+            self.client,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            top_p=config.top_p,
+            top_k=config.top_k,
+            seed=config.seed,
+            salt=salt,
+        )
+        return await sampler(request)
 
 
 async def _sampling_client(service: Any, model_name: str, checkpoint: str | None) -> Any:
@@ -142,7 +151,7 @@ async def _sampling_client(service: Any, model_name: str, checkpoint: str | None
 async def _roll(
     pairs: Sequence[tuple[str, Any]],
     client: Any,
-    config: Config,
+    config: EvalSettings,
     *,
     label: str,
     progress_every: int | None,
@@ -225,10 +234,17 @@ async def evaluate_many(
         base, tuned = await evaluate_many(builder, model_name=model,
                                           checkpoints=[None, "tinker://<run>/weights/final"])
     """
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise ConfigError(f"samples must be a positive integer, got {samples!r}")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ConfigError(f"limit must be a positive integer or None, got {limit!r}")
+    config = EvalSettings(
+        model_name=model_name,
+        samples=samples,
+        limit=limit,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        seed=seed,
+        base_url=base_url,
+        backend=backend,
+        max_concurrent_groups=max_concurrent,
+    )
     pairs = await eval_groups(
         target,
         model_name=model_name,
@@ -237,18 +253,6 @@ async def evaluate_many(
         problems=problems,
         renderer_name=renderer_name,
         limit=limit,
-    )
-    # The one place sampling settings are validated; any group stands in for the builder.
-    config = Config(
-        dataset_builder=pairs[0][1] if pairs else None,
-        model_name=model_name,
-        log_path=out_dir or "eval",
-        max_tokens=max_tokens,
-        temperature=temperature,
-        seed=seed,
-        base_url=base_url,
-        backend=backend,
-        max_concurrent_groups=max_concurrent,
     )
     names = labels(checkpoints)
     settings = {
@@ -290,7 +294,7 @@ async def evaluate_many(
 async def _one(
     pairs: Sequence[tuple[str, Any]],
     service: Any,
-    config: Config,
+    config: EvalSettings,
     checkpoint: str | None,
     name: str,
     *,

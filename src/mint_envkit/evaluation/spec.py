@@ -26,9 +26,11 @@ import attrs
 
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.group import GroupBuilder
+from mint_envkit.checks import integer
 from mint_envkit.errors import ConfigError, MintEnvkitError
+from mint_envkit.local.bounds import temperature_problem
 
-__all__ = ["SPLITS", "eval_groups", "load_target"]
+__all__ = ["SPLITS", "EvalSettings", "eval_groups", "load_target"]
 
 SPLITS = ("test", "train", "all")
 """The splits an evaluation can run on (None picks ``test`` when there is one, else ``train``).
@@ -183,3 +185,58 @@ async def eval_groups(
         groups = data.groups()
         out.extend((name, group) for group in groups[:limit])
     return out
+
+
+def _check_temperature(_instance: Any, _attribute: Any, value: Any) -> None:
+    problem = temperature_problem(value, field="temperature")  # the server's own bound
+    if problem is not None:
+        raise ConfigError(problem)
+
+
+def _check_name(_instance: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{attribute.name} must be a non-empty string, got {value!r}")
+
+
+def _check_backend(_instance: Any, _attribute: Any, value: Any) -> None:
+    if value not in ("auto", "mint", "local"):
+        raise ConfigError(f"backend must be 'auto', 'mint' or 'local', got {value!r}")
+
+
+def _check_url(_instance: Any, _attribute: Any, value: Any) -> None:
+    if value is not None and not str(value).startswith(("http://", "https://")):
+        raise ConfigError(f"base_url must start with http:// or https://, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class EvalSettings:
+    """The sampling and backend settings of one evaluation; frozen, validated when built.
+
+    What :func:`~mint_envkit.evaluation.evaluate` checks before it loads a model: the
+    same rules as the training :class:`~mint_envkit.rl.Config`'s fields of these names
+    (the shared checks of :mod:`mint_envkit.checks`), and the same names, so
+    :func:`~mint_envkit.rl.backend.connect` starts a backend for it as for a run.
+
+    Example::
+
+        EvalSettings(model_name="mint-envkit/tiny-qwen3", samples=4, temperature=0.7)
+        # EvalSettings(model_name="m", samples=0) raises
+        # ConfigError: samples must be an integer >= 1, got 0
+    """
+
+    model_name: str = attrs.field(validator=_check_name)
+    samples: int = attrs.field(default=4, validator=integer())
+    limit: int | None = attrs.field(default=None, validator=integer(none_ok=True))
+    temperature: float = attrs.field(default=1.0, validator=_check_temperature)
+    max_tokens: int = attrs.field(default=256, validator=integer())
+    seed: int = 0
+    base_url: str | None = attrs.field(default=None, validator=_check_url)
+    backend: str = attrs.field(default="auto", validator=_check_backend)
+    max_concurrent_groups: int = attrs.field(default=16, validator=integer())
+    top_p: float = 1.0
+    top_k: int = -1
+    rollout_timeout_s: float | None = None
+    # what connect() reads of a run's config: an evaluation has no KL reference
+    kl_reference_config: None = None
+    local_latency_ms: float = 0.0
+    local_batch_invariant: bool = False

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import attrs
 
+from mint_envkit.checks import check_integer, check_number, is_number
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import Parser, as_number, xml_tag
@@ -124,7 +125,7 @@ def _verdict_score(value: str) -> float | None:
 
 
 def _number(value: object) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+    return is_number(value) and math.isfinite(value)
 
 
 def _check_scale(scale: object) -> tuple[float, float] | None:
@@ -144,10 +145,10 @@ def _check_scale(scale: object) -> tuple[float, float] | None:
 
 
 def _positive(name: str, value: object, *, integer: bool = False) -> None:
-    kinds = int if integer else int | float
-    if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0:
-        example = "8" if integer else "60.0"
-        raise ConfigError(f"Judge {name} must be a number > 0, got {value!r}; e.g. {example}")
+    if integer:
+        check_integer(value, f"Judge {name}", why="e.g. 8")
+    else:
+        check_number(value, f"Judge {name}", low=0, low_open=True, why="e.g. 60.0")
 
 
 class Judge:
@@ -204,8 +205,7 @@ class Judge:
             raise ConfigError(f"Judge rubric must be a non-empty question, got {rubric!r}")
         _positive("max_concurrency", max_concurrency, integer=True)
         _positive("timeout", timeout)
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
-            raise ConfigError(f"Judge cache_size must be an integer >= 0, got {cache_size!r}")
+        check_integer(cache_size, "Judge cache_size", least=0)
         if not _number(on_failure):
             raise ConfigError(f"Judge on_failure must be a finite number, got {on_failure!r}")
         self.complete = complete

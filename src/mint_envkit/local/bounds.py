@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from mint_envkit.checks import is_number
+
 __all__ = [
     "LEARNING_RATE_MAX",
     "TEMPERATURE_MIN",
@@ -37,7 +39,7 @@ LEARNING_RATE_MAX = 1.0
 
 
 def _number(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int | float)
+    return is_number(value)
 
 
 def temperature_problem(value: Any, *, field: str = "temperature") -> str | None:

@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mint_envkit.checks import is_number
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import (
     Parser,
@@ -293,11 +294,7 @@ def gated(value: Reward, *, gate: Reward, otherwise: float = 0.0, name: str = "g
     """
     value = _require_reward(value, "gated(value)")
     gate = _require_reward(gate, "gated(gate=...)")
-    if (
-        isinstance(otherwise, bool)
-        or not isinstance(otherwise, int | float)
-        or not math.isfinite(otherwise)
-    ):
+    if not is_number(otherwise) or not math.isfinite(otherwise):
         raise ConfigError(f"gated(otherwise={otherwise!r}) must be a finite number, e.g. 0.0")
     fallback = float(otherwise)
     gate_name = gate.name
@@ -361,11 +358,7 @@ def weighted(**parts: tuple[Reward, float]) -> Reward:
                 f"weighted({key}=(correct(boxed), 1.0))"
             )
         reward, weight = part
-        if (
-            isinstance(weight, bool)
-            or not isinstance(weight, int | float)
-            or not math.isfinite(weight)
-        ):
+        if not is_number(weight) or not math.isfinite(weight):
             raise ConfigError(
                 f"weighted({key}=...) has weight {weight!r}; a weight must be a finite "
                 "number such as 1.0 or 0.1"

@@ -32,7 +32,8 @@ import threading
 import weakref
 from pathlib import Path
 
-from mint_envkit.errors import ConfigError, SandboxError
+from mint_envkit.checks import check_integer
+from mint_envkit.errors import SandboxError
 from mint_envkit.sandbox._process import limit_setter, run_command
 from mint_envkit.sandbox.executor import Limits, RunResult
 
@@ -148,10 +149,7 @@ class BubblewrapExecutor:
         extra_ro_binds: tuple[str, ...] = (),
     ) -> None:
         concurrency = (os.cpu_count() or 1) if max_concurrency is None else max_concurrency
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(
-                f"BubblewrapExecutor(max_concurrency={max_concurrency!r}) must be an int >= 1"
-            )
+        check_integer(concurrency, "BubblewrapExecutor(max_concurrency=...)")
         self.max_concurrency = concurrency
         self.python = python or _system_python()
         self.bwrap = bwrap or shutil.which("bwrap") or ""

@@ -18,12 +18,11 @@ Example::
 
 from __future__ import annotations
 
-import math
 from typing import Literal, Protocol, runtime_checkable
 
 import attrs
 
-from mint_envkit.errors import ConfigError
+from mint_envkit.checks import check_number
 
 __all__ = ["Executor", "Limits", "RunResult", "RunStatus"]
 
@@ -42,13 +41,13 @@ Example::
 
 
 def _positive(instance: Limits, attribute: attrs.Attribute, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ConfigError(
-            f"Limits.{attribute.name} must be a number > 0, got {value!r}; e.g. "
-            f"Limits({attribute.name}={attribute.default!r})"
-        )
-    if not math.isfinite(value):
-        raise ConfigError(f"Limits.{attribute.name} must be finite, got {value!r}")
+    check_number(
+        value,
+        f"Limits.{attribute.name}",
+        low=0,
+        low_open=True,
+        why=f"e.g. Limits({attribute.name}={attribute.default!r})",
+    )
 
 
 @attrs.frozen

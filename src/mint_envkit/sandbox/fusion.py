@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError, SandboxError
 from mint_envkit.sandbox.executor import Limits, RunResult, RunStatus
 
@@ -77,12 +78,7 @@ class SandboxFusionExecutor:
                 f"SandboxFusionExecutor(url={url!r}) needs an http(s) URL, e.g. "
                 "'http://127.0.0.1:8080'"
             )
-        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int):
-            raise ConfigError(f"SandboxFusionExecutor(max_concurrency={max_concurrency!r})")
-        if max_concurrency < 1:
-            raise ConfigError(
-                f"SandboxFusionExecutor(max_concurrency={max_concurrency!r}) must be >= 1"
-            )
+        check_integer(max_concurrency, "SandboxFusionExecutor(max_concurrency=...)")
         self.url = url.rstrip("/")
         self.max_concurrency = max_concurrency
         self.headers = dict(headers or {})

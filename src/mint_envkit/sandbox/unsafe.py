@@ -22,7 +22,7 @@ import sys
 import tempfile
 import weakref
 
-from mint_envkit.errors import ConfigError
+from mint_envkit.checks import check_integer
 from mint_envkit.sandbox._process import limit_setter, run_command
 from mint_envkit.sandbox.executor import Limits, RunResult
 
@@ -47,10 +47,7 @@ class UnsafeLocalExecutor:
 
     def __init__(self, *, max_concurrency: int | None = None, python: str | None = None) -> None:
         concurrency = (os.cpu_count() or 1) if max_concurrency is None else max_concurrency
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(
-                f"UnsafeLocalExecutor(max_concurrency={max_concurrency!r}) must be an int >= 1"
-            )
+        check_integer(concurrency, "UnsafeLocalExecutor(max_concurrency=...)")
         self.max_concurrency = concurrency
         self.python = python or sys.executable
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]

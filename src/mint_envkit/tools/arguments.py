@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from mint_envkit.checks import is_integer, is_number
+
 if TYPE_CHECKING:
     from mint_envkit.tools.schema import Tool
 
@@ -126,8 +128,8 @@ def _matches(value: Any, schema: dict[str, Any], path: str) -> str | None:
     kinds = kind if isinstance(kind, list) else [kind]
     checks = {
         "string": lambda v: isinstance(v, str),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "integer": is_integer,
+        "number": is_number,
         "boolean": lambda v: isinstance(v, bool),
         "null": lambda v: v is None,
         "array": lambda v: isinstance(v, list),

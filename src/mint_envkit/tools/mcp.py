@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from mint_envkit.checks import check_number
 from mint_envkit.errors import ConfigError, ToolDefinitionError
 from mint_envkit.tools.mcp_connection import McpConnection, on_mcp_loop
 from mint_envkit.tools.mcp_tool import McpTool
@@ -113,13 +114,9 @@ class McpServer:
                 "running, so it cannot fill '{port}' or start one per episode; pass "
                 "command=[...] for the kit to start it"
             )
-        if isinstance(startup_timeout_s, bool) or not (
-            isinstance(startup_timeout_s, int | float) and startup_timeout_s > 0
-        ):
-            raise ConfigError(
-                f"McpServer startup_timeout_s must be a number of seconds > 0, got "
-                f"{startup_timeout_s!r}"
-            )
+        check_number(
+            startup_timeout_s, "McpServer startup_timeout_s", low=0, low_open=True, why="seconds"
+        )
         self.transport = transport
         self.command = tuple(command) if command is not None else None
         self.url_template = url

@@ -25,7 +25,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mint_envkit.errors import ConfigError, EnvError
+from mint_envkit.checks import check_integer
+from mint_envkit.errors import EnvError
 
 if TYPE_CHECKING:
     from mint_envkit.tools.schema import Tool
@@ -95,11 +96,7 @@ class ToolThreads:
     """
 
     def __init__(self, limit: int = DEFAULT_TOOL_THREADS) -> None:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ConfigError(
-                f"ToolThreads limit must be an integer >= 1 (how many tool calls may run "
-                f"or hang at once), got {limit!r}"
-            )
+        check_integer(limit, "ToolThreads limit", why="how many tool calls may run or hang at once")
         self.limit = limit
         self._busy = 0
         self._lock = threading.Lock()

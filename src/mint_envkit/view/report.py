@@ -30,6 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from mint_envkit.checks import is_number
 from mint_envkit.view.load import ReportData, load_report_data
 
 __all__ = ["REPORT_NAME", "audit_section", "render_html", "script_json", "write_report"]
@@ -115,7 +116,7 @@ def _banners(runs: Any) -> str:
 
 
 def _cell(value: Any, percent: bool = False) -> str:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+    if not is_number(value) or not math.isfinite(value):
         return "-"
     return f"{100 * value:.1f}%" if percent else f"{value:+.3f}"
 

@@ -32,6 +32,8 @@ from typing import Any
 import attrs
 import torch
 
+from mint_envkit.checks import is_integer
+
 from .records import EngineError
 
 __all__ = ["DEFAULT_MAX_TOKENS_PER_PASS", "Control", "check_budget", "release_memory"]
@@ -50,7 +52,7 @@ def check_budget(value: Any) -> int:
 
         check_budget(4096)  # 4096
     """
-    if isinstance(value, bool) or not isinstance(value, int) or value < 16:
+    if not is_integer(value) or value < 16:
         raise EngineError(f"max_tokens_per_pass must be an integer >= 16, got {value!r}")
     return value
 

@@ -41,6 +41,8 @@ from typing import Any
 import attrs
 import torch
 
+from mint_envkit.checks import is_number
+
 from ..models import resolve_model_name
 from .adapters import activate, use_snapshot
 from .budget import RELEASE_AFTER_TOKENS, release_memory
@@ -200,12 +202,7 @@ def forward_backward_reverse_kl(
         engine.optim_step(model_id, learning_rate=1e-3)
     """
     base, trainer = engine.registry.trainer(model_id)
-    if (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, (int, float))
-        or not math.isfinite(temperature)
-        or temperature <= 0
-    ):
+    if not is_number(temperature) or not math.isfinite(temperature) or temperature <= 0:
         raise EngineError(f"temperature must be a finite number > 0, got {temperature!r}")
     if not isinstance(data, Sequence) or isinstance(data, (str, bytes)) or not data:
         raise EngineError("data must be a non-empty list of ReverseKLDatum")

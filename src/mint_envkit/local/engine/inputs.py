@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mint_envkit.checks import is_integer, is_number
+
 from .records import EngineError
 
 __all__ = ["check_name", "float_list", "int_list", "is_int", "token_ids"]
@@ -33,7 +35,7 @@ def is_int(x: Any) -> bool:
 
         is_int(3), is_int(True)  # (True, False)
     """
-    return isinstance(x, int) and not isinstance(x, bool)
+    return is_integer(x)
 
 
 def _is_token(x: Any) -> bool:
@@ -41,7 +43,7 @@ def _is_token(x: Any) -> bool:
 
 
 def _is_finite(x: Any) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
+    return is_number(x) and math.isfinite(x)
 
 
 def _each(value: Any, what: str, items: str, ok: Callable[[Any], bool], one: str) -> list[Any]:

@@ -35,6 +35,8 @@ from typing import Any, cast
 
 import torch
 
+from mint_envkit.checks import is_number
+
 from ..models import resolve_model_name
 from .core import Engine, _locked
 from .records import LORA_ALPHA, EngineError, LoraSpec, Trainer
@@ -56,7 +58,7 @@ def _check_coefficients(coefficients: Any, count: int) -> list[float]:
         )
     out = []
     for i, c in enumerate(coefficients):
-        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c):
+        if not is_number(c) or not math.isfinite(c):
             raise EngineError(f"coefficients[{i}] must be a finite number, got {c!r}")
         out.append(float(c))
     return out

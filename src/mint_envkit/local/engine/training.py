@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from mint_envkit.checks import is_number
+
 from .adapters import activate
 from .budget import RELEASE_AFTER_TOKENS, Control, release_memory
 from .inputs import float_list, int_list
@@ -113,7 +115,7 @@ def _ppo_clip(loss_fn: str, config: Any) -> tuple[float, float]:
         low = config.get("clip_low_threshold", 0.8)
         high = config.get("clip_high_threshold", 1.2)
         for key, value in (("clip_low_threshold", low), ("clip_high_threshold", high)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if not is_number(value):
                 raise EngineError(f"loss_fn_config.{key} must be a number, got {value!r}")
         if not 0 <= low <= 1 <= high:
             raise EngineError(
@@ -303,7 +305,7 @@ def optim_step(
     """
     finite = {"eps": eps, "weight_decay": weight_decay, "grad_clip_norm": grad_clip_norm}
     for key, value in finite.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not is_number(value):
             raise EngineError(f"adam_params.{key} must be a number, got {value!r}")
         if not math.isfinite(value) or value < 0:
             raise EngineError(f"adam_params.{key} must be finite and >= 0, got {value!r}")

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 import attrs
 
+from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError
 from mint_envkit.local.http.requests import ProtocolError
 
@@ -127,11 +128,8 @@ class Limits:
         ):
             value = getattr(self, name)
             least = 0 if name == "sample_segment_tokens" else 1  # 0: no segments
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ConfigError(
-                    f"{name} must be an integer >= {least}, got {value!r}"
-                    + (" (0 turns segmenting off)" if least == 0 else "")
-                )
+            why = "0 turns segmenting off" if least == 0 else ""
+            check_integer(value, name, least=least, why=why)
         if not self.idle_timeout_s > 0:
             raise ConfigError(f"idle_timeout_s must be > 0 seconds, got {self.idle_timeout_s!r}")
 

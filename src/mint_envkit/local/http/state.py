@@ -27,6 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
+from mint_envkit.checks import is_integer
 from mint_envkit.errors import ConfigError
 from mint_envkit.local.http.futures import FutureStore, Sequencer
 from mint_envkit.local.http.guard import Guard
@@ -391,7 +392,7 @@ class Backend:
         model_id = body.get("model_id")
         self.require_model(model_id)
         raw_seq = body.get("seq_id")
-        seq_id = raw_seq if isinstance(raw_seq, int) and not isinstance(raw_seq, bool) else None
+        seq_id = raw_seq if is_integer(raw_seq) else None
         seq = self.sequencer(model_id)
         try:
             op = parse(body)

@@ -26,6 +26,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from mint_envkit.checks import is_integer
 from mint_envkit.local.http.mint_requests import (
     ReverseKLOp,
     parse_interpolate,
@@ -97,7 +98,7 @@ async def forward_backward_reverse_kl(b: Backend, request: Request, body: dict) 
     """
     info = b.require_model(body.get("model_id"))
     raw_seq = body.get("seq_id")
-    seq_id = raw_seq if isinstance(raw_seq, int) and not isinstance(raw_seq, bool) else None
+    seq_id = raw_seq if is_integer(raw_seq) else None
     try:
         op = parse_reverse_kl(body)
         b.limits.check_forward(
