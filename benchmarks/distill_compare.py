@@ -134,20 +134,18 @@ def _config(
     args: argparse.Namespace, builder: DatasetBuilder, url: str, log: Path, seed: int, **fields: Any
 ) -> Config:
     values = {
-        "dataset_builder": builder,
-        "model_name": args.model_name,
+        "dataset_builder": attrs.evolve(builder, max_generation_tokens=args.max_tokens),
         "log_path": str(log),
         "learning_rate": args.lr,
         "lora_rank": 16,
         "train_unembed": False,
-        "max_tokens": args.max_tokens,
         "temperature": 0.7,
         "max_steps": 10_000,
         "save_every": 1,
         "keep_checkpoints": None,
         "backend": "local",
         "base_url": url,
-        "seed": seed,
+        "sampling_seed": seed,
         **fields,
     }
     return Config(**values)

@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import attrs
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C
@@ -67,17 +69,16 @@ async def one_run(args, server, batch: int, group: int, log_path: Path) -> dict:
         seed=0,
     )
     config = Config(
-        dataset_builder=builder,
+        dataset_builder=attrs.evolve(builder, max_generation_tokens=args.max_tokens),
         model_name=args.model,
         log_path=str(log_path),
         learning_rate=3e-3,
         lora_rank=8,
-        max_tokens=args.max_tokens,
         max_steps=args.steps,
         save_every=0,
         backend="local",
         base_url=server.base_url,
-        seed=0,
+        sampling_seed=0,
     )
     server.reset_counts()
     TOKENS["n"] = 0

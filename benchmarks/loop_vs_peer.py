@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import time
 
+import attrs
+
 PROCESS_START = time.time()
 
 import argparse  # noqa: E402
@@ -116,18 +118,17 @@ def child_ours(args: argparse.Namespace) -> int:
     if got != expected:
         raise SystemExit("our builder's batches differ from the problems file")
     config = Config(
-        dataset_builder=builder,
+        dataset_builder=attrs.evolve(builder, max_generation_tokens=args.max_tokens),
         model_name=args.model,
         log_path=args.log_path,
         learning_rate=args.lr,
         lora_rank=args.lora_rank,
-        max_tokens=args.max_tokens,
         temperature=args.temperature,
         max_steps=args.steps,
         save_every=0,
         backend="local",
         base_url=args.base_url,
-        seed=0,
+        sampling_seed=0,
         max_steps_off_policy=args.max_steps_off_policy,
     )
     asyncio.run(train.main(config))

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import time
 
+import attrs
+
 PROCESS_START = time.time()
 
 import argparse  # noqa: E402
@@ -64,12 +66,11 @@ def base_config(model: str, latency_ms: float, root: str):
         seed=0,
     )
     return Config(
-        dataset_builder=builder,
+        dataset_builder=attrs.evolve(builder, max_generation_tokens=32),
         model_name=model,
         log_path=f"{root}/base",
         learning_rate=3e-3,
         lora_rank=8,
-        max_tokens=32,
         backend="local",
         save_every=0,
         local_latency_ms=latency_ms,

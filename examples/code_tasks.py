@@ -140,12 +140,15 @@ async def learn(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     model = args.model
     async with local_backend([model]) as url:
-        train = _for_model(model, seed=args.seed, test_problems=None, group_size=args.group)
+        train = _for_model(
+            model, seed=args.seed, test_problems=None, group_size=args.group,
+            max_generation_tokens=args.max_tokens,
+        )  # fmt: skip
         config = Config(
-            dataset_builder=train, model_name=model, log_path=str(args.out / "run"),
+            dataset_builder=train, log_path=str(args.out / "run"),
             learning_rate=args.lr, lora_rank=16, train_unembed=False,
-            max_tokens=args.max_tokens, temperature=0.7, max_steps=args.steps, save_every=0,
-            backend="local", base_url=url, seed=args.seed,
+            temperature=0.7, max_steps=args.steps, save_every=0,
+            backend="local", base_url=url, sampling_seed=args.seed,
         )  # fmt: skip
         service = mint.ServiceClient(base_url=url, api_key=local_api_key())
         base = await service.create_sampling_client_async(base_model=model)

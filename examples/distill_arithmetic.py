@@ -102,22 +102,21 @@ async def main(args: argparse.Namespace) -> None:
             batch_size=4,
             group_size=4,
             model_name=model,
+            max_generation_tokens=12,
             seed=args.seed,
         )
         config = Config(
             dataset_builder=builder,
-            model_name=model,
             log_path=str(args.out),
             learning_rate=5e-4,
             lora_rank=16,
             train_unembed=False,
-            max_tokens=12,
             temperature=0.7,
             max_steps=args.steps,
             save_every=0,
             backend="local",
             base_url=url,
-            seed=args.seed,
+            sampling_seed=args.seed,
         )
         service = mint.ServiceClient(base_url=url, api_key=local_api_key())
         base = await service.create_sampling_client_async(base_model=model)

@@ -27,6 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from mint_envkit import Config, DatasetBuilder, ParseResult, SingleTurnEnv, last_number
 from mint_envkit.rl import run_training
 from mint_envkit.rl.backend import shared_local_backend
@@ -113,18 +115,17 @@ def run_configs(args: argparse.Namespace, model: str) -> list[Config]:
         )
         configs.append(
             Config(
-                dataset_builder=builder,
+                dataset_builder=attrs.evolve(builder, max_generation_tokens=args.max_tokens),
                 model_name=model,
                 log_path=str(args.out / f"run-{name}"),
                 learning_rate=3e-3 if tiny else 5e-4,
                 lora_rank=8,
                 train_unembed=False,
-                max_tokens=args.max_tokens,
                 temperature=0.7,
                 max_steps=args.steps,
                 save_every=0,
                 backend="local",
-                seed=seed,
+                sampling_seed=seed,
             )
         )
     return configs

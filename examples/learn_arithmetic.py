@@ -143,19 +143,18 @@ def build_config(args: argparse.Namespace, model: str, url: str) -> tuple[Config
         builder, problems=strip[1], batch_size=args.eval_n, group_size=1, shuffle=False
     )
     config = Config(
-        dataset_builder=builder,
+        dataset_builder=attrs.evolve(builder, max_generation_tokens=args.max_tokens),
         model_name=model,
         log_path=str(args.out / "run"),
         learning_rate=args.lr or (3e-3 if _is_tiny(model) else 5e-4),
         lora_rank=16,
         train_unembed=False,
-        max_tokens=args.max_tokens,
         temperature=0.7,
         max_steps=args.steps,
         save_every=0,
         backend="local",
         base_url=url,
-        seed=args.seed,
+        sampling_seed=args.seed,
     )
     return config, eval_builder
 

@@ -42,7 +42,8 @@ def dataset_builder(model: str) -> DatasetBuilder:
         group_size=4,
         model_name=model,
         renderer_name="qwen3_disable_thinking",
-        seed=0,
+        max_generation_tokens=32,  # the reply limit: Config.max_tokens takes it
+        seed=0,  # the data order (sampling has Config.sampling_seed)
         # A reply cut off at max_tokens earns ArithmeticEnv.reward_incorrect (-0.25), no
         # more than a wrong answer, or RL learns to run out of tokens instead of answering.
         context_overflow_reward=ArithmeticEnv.reward_incorrect,
@@ -61,12 +62,10 @@ def main() -> int:
     print(f"backend: {backend} - training {model} on {connection.describe()}", flush=True)
     builder = dataset_builder(model)
     config = Config(
-        dataset_builder=builder,
-        model_name=model,
+        dataset_builder=builder,  # owns the model, the renderer and the reply limit
         log_path=f"runs/rl_hyperparameters-{backend}",
         learning_rate=1e-4 if backend == "mint" else 3e-3,
         lora_rank=32 if backend == "mint" else 8,
-        max_tokens=32,
         backend=backend,
         save_every=0,
         eval_every=1,

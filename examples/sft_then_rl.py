@@ -59,6 +59,7 @@ async def main(args: argparse.Namespace) -> None:
         batch_size=4,
         group_size=4,
         model_name=model,
+        max_generation_tokens=12,
         seed=args.seed,
     )
     async with local_backend([model]) as url:
@@ -91,13 +92,12 @@ async def main(args: argparse.Namespace) -> None:
             learning_rate=5e-4,
             lora_rank=16,
             train_unembed=False,
-            max_tokens=12,
             temperature=0.7,
             max_steps=args.steps,
             save_every=0,
             backend="local",
             base_url=url,
-            seed=args.seed,
+            sampling_seed=args.seed,
         )
         sft = await fine_tune_on_rollouts(config, examples, epochs=2, batch_size=8)
         print("SFT loss per completion token: " + ", ".join(f"{x:.3f}" for x in sft.losses))

@@ -22,6 +22,7 @@ TESTS = REPO / "tests"
 
 LAYERS = (
     "errors",
+    "checks",
     "parsers",
     "rewards",
     "tools",
@@ -42,6 +43,7 @@ LAYERS = (
 
 LIGHT = (
     "errors",
+    "checks",
     "parsers",
     "rewards",
     "tools",

@@ -28,6 +28,7 @@ RUN = (
     "mint_envkit",
     "mint_envkit.auditing",
     "mint_envkit.builders",
+    "mint_envkit.checks",
     "mint_envkit.envs",
     "mint_envkit.errors",
     "mint_envkit.evaluation",

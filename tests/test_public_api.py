@@ -60,8 +60,8 @@ def test_import_does_not_load_torch_tinker_or_mint():
     ("light", "allowed"),
     [
         ("parsers", {"errors", "parsers"}),
-        ("rewards", {"errors", "parsers", "rewards"}),
-        ("envs", {"errors", "parsers", "rewards", "tools", "envs"}),
+        ("rewards", {"errors", "checks", "parsers", "rewards"}),
+        ("envs", {"errors", "checks", "parsers", "rewards", "tools", "envs"}),
     ],
 )
 def test_importing_a_light_part_loads_only_the_layers_below_it(light, allowed):

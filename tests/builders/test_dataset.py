@@ -282,3 +282,22 @@ def test_problems_are_stored_immutably():
     b = builder(problems=problems)
     problems.append(PROBLEMS[3])
     assert len(b.problems) == 3
+
+
+async def test_a_context_limit_reserves_the_reply_limit_without_setting_it_twice():
+    # The builder owns the reply limit (default 64): a max_trajectory_tokens
+    # context reserves it for each reply, and Config.max_tokens is the same value.
+    builder = DatasetBuilder(
+        env=SingleTurnEnv,
+        problems=[{"question": "What is 1 + 1?", "answer": "2"}],
+        batch_size=1,
+        group_size=1,
+        model_name="mint-envkit/tiny-qwen3",
+        max_trajectory_tokens=100,
+    )
+    train, _ = await builder()
+    group = train.get_batch(0)[0]
+    assert group.max_generation_tokens == 64
+    env = (await group.make_envs())[0]
+    assert env.max_generation_tokens == 64
+    assert builder.describe()["max_generation_tokens"] == 64

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
@@ -115,13 +116,12 @@ async def test_the_calculator_env_trains_three_steps_on_the_embedded_backend(tmp
     monkeypatch.setenv("MINT_ENVKIT_STATE_DIR", str(tmp_path / "state"))
     builder = example.make_builder(example.word_problems(2), group_size=2)
     config = Config(
-        dataset_builder=builder,
+        dataset_builder=attrs.evolve(builder, max_generation_tokens=24),
         model_name=builder.model_name,
         log_path=tmp_path / "calculator",
         backend="local",
         learning_rate=3e-3,
         lora_rank=4,
-        max_tokens=24,
         max_steps=3,
         save_every=0,
     )

@@ -40,6 +40,7 @@ def _config(tmp_path: Path, server, env=AddEnv, **fields) -> Config:
         group_size=2,
         model_name=MODEL,
         seed=0,
+        max_generation_tokens=6,  # the builder owns the reply limit
     )
     values = {
         "dataset_builder": builder,
@@ -47,7 +48,6 @@ def _config(tmp_path: Path, server, env=AddEnv, **fields) -> Config:
         "log_path": str(tmp_path / "distill"),
         "learning_rate": 3e-3,
         "lora_rank": 4,
-        "max_tokens": 6,
         "max_steps": 2,
         "base_url": server.base_url,
         "backend": "local",

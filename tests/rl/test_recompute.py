@@ -80,6 +80,7 @@ def _config(tmp_path: Path, server, **overrides) -> Config:
         score_truncated=True,
         model_name=MODEL,
         seed=0,
+        max_generation_tokens=6,  # the builder owns the reply limit
     )
     fields = {
         "dataset_builder": builder,
@@ -87,7 +88,6 @@ def _config(tmp_path: Path, server, **overrides) -> Config:
         "log_path": str(tmp_path / "run"),
         "learning_rate": 3e-3,
         "lora_rank": 4,
-        "max_tokens": 6,
         "max_steps": 1,
         "base_url": server.base_url,
         "backend": "local",

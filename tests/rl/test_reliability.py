@@ -57,6 +57,7 @@ def _config(tmp_path, **fields) -> Config:
         model_name=MODEL,
         score_truncated=True,
         seed=0,
+        max_generation_tokens=4,  # the builder owns the reply limit
     )
     defaults = {
         "dataset_builder": builder,
@@ -64,7 +65,6 @@ def _config(tmp_path, **fields) -> Config:
         "log_path": str(tmp_path / "run"),
         "learning_rate": 3e-3,
         "lora_rank": 4,
-        "max_tokens": 4,
         "backend": "local",
         "save_every": 1,
         "backend_lost_after_s": 5.0,

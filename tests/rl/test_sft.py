@@ -115,6 +115,7 @@ def _config(tmp_path: Path, server, **fields) -> Config:
         batch_size=1,
         group_size=2,
         model_name=MODEL,
+        max_generation_tokens=fields.pop("max_tokens", 64),  # the builder owns it
     )
     values = {
         "dataset_builder": builder,

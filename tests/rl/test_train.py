@@ -7,6 +7,7 @@ import socket
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 
 from mint_envkit import Config, DatasetBuilder, KLReferenceConfig, SingleTurnEnv, first_number
@@ -69,6 +70,7 @@ def _config(tmp_path: Path, server, env=AddEnv, problems=None, **overrides) -> C
         for key in ("group_size", "batch_size", "score_truncated")
         if key in overrides
     }
+    max_tokens = overrides.pop("max_tokens", 6)  # the builder owns the reply limit
     builder = DatasetBuilder(
         env=env,
         problems=problems or _problems(8),
@@ -77,6 +79,7 @@ def _config(tmp_path: Path, server, env=AddEnv, problems=None, **overrides) -> C
         score_truncated=builder_fields.get("score_truncated", False),
         model_name=MODEL,
         seed=0,
+        max_generation_tokens=max_tokens,
     )
     fields = {
         "dataset_builder": builder,
@@ -84,7 +87,6 @@ def _config(tmp_path: Path, server, env=AddEnv, problems=None, **overrides) -> C
         "log_path": str(tmp_path / "run"),
         "learning_rate": 3e-3,
         "lora_rank": 4,
-        "max_tokens": 6,
         "max_steps": 1,
         "base_url": server.base_url if server is not None else None,
         "backend": "local",
@@ -259,12 +261,11 @@ async def test_eval_every_runs_the_test_split(tmp_path, server):
         model_name=MODEL,
     )
     config = Config(
-        dataset_builder=builder,
+        dataset_builder=attrs.evolve(builder, max_generation_tokens=4),
         model_name=MODEL,
         log_path=str(tmp_path / "run"),
         learning_rate=3e-3,
         lora_rank=4,
-        max_tokens=4,
         max_steps=2,
         eval_every=1,
         save_every=0,

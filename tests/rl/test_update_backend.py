@@ -108,12 +108,11 @@ async def test_an_off_policy_run_with_substeps_post_kl_and_masking(tmp_path, ser
         seed=0,
     )
     config = Config(
-        dataset_builder=builder,
+        dataset_builder=attrs.evolve(builder, max_generation_tokens=6),
         model_name=MODEL,
         log_path=str(tmp_path / "run"),
         learning_rate=3e-3,
         lora_rank=4,
-        max_tokens=6,
         max_steps=2,
         base_url=server.base_url,
         backend="local",

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mint_envkit import DatasetBuilder, SingleTurnEnv
 from mint_envkit.errors import ConfigError
-from mint_envkit.rl.config import KLReferenceConfig
+from mint_envkit.rl.config import Config, KLReferenceConfig
 from mint_envkit.sweep import (
     DEFAULT_GRID,
     apply_fields,
@@ -58,10 +59,11 @@ def test_default_grid_gives_eight_named_configs(make_config):
         ({"learning_rate": 1e7}, "lr1e07"),
         ({"batch_size": 8, "lora_rank": 16, "max_tokens": 64}, "b8-r16-mt64"),
         ({"seed": 0, "max_steps": 3}, "s0-steps3"),
+        ({"sampling_seed": 1, "seed": 0}, "s0-ss1"),
         ({"top_k": -1}, "top_k_m1"),
         ({"loss_fn": "ppo"}, "loss_fn_ppo"),
         ({"train_mlp": False}, "train_mlp_false"),
-        ({"renderer_name": None}, "renderer_name_none"),
+        ({"renderer_name": "qwen3"}, "renderer_name_qwen3"),
         ({"model_name": "Qwen/Qwen3-0.6B"}, "model_name_Qwen_Qwen3m0p6B"),
         ({}, "base"),
     ],
@@ -144,20 +146,48 @@ def test_builder_fields_go_to_the_builder_and_config_fields_to_config(make_confi
     assert base.dataset_builder == make_config().dataset_builder and base.temperature == 1.0
 
 
-def test_shared_field_names_set_config_and_builder(make_config):
-    base = make_config()
+def test_seed_is_the_data_order_and_sampling_seed_the_samplers(make_config):
+    base = make_config(sampling_seed=7)
     points = expand_grid(base, {"seed": [1, 2]})
-    assert [(p.config.seed, p.config.dataset_builder.seed) for p in points] == [(1, 1), (2, 2)]
+    assert [(p.config.sampling_seed, p.config.dataset_builder.seed) for p in points] == [
+        (7, 1),
+        (7, 2),
+    ]
     assert [p.name for p in points] == ["s1", "s2"]
+    points = expand_grid(base, {"sampling_seed": [1, 2]})
+    assert [(p.config.sampling_seed, p.config.dataset_builder.seed) for p in points] == [
+        (1, 0),
+        (2, 0),
+    ]
+    assert [p.name for p in points] == ["ss1", "ss2"]
 
 
-def test_prefixed_shared_field_sets_only_the_builder(make_config):
-    points = expand_grid(make_config(seed=7), {"dataset_builder.seed": [1, 2]})
-    assert [p.name for p in points] == ["db_seed_1", "db_seed_2"]
-    assert [p.config.seed for p in points] == [7, 7]
-    assert [p.config.dataset_builder.seed for p in points] == [1, 2]
-    with pytest.raises(ConfigError, match="both set the dataset builder's seed"):
-        expand_grid(make_config(), {"seed": [1], "dataset_builder.seed": [2]})
+def _dataset_config(**fields):
+    builder = DatasetBuilder(
+        env=SingleTurnEnv,
+        problems=[{"question": "q", "answer": "a"}],
+        batch_size=1,
+        group_size=2,
+        model_name="mint-envkit/tiny-qwen3",
+    )
+    return Config(dataset_builder=builder, log_path="unused", **fields)
+
+
+def test_builder_owned_values_are_swept_on_the_builder_and_config_follows():
+    points = expand_grid(_dataset_config(), {"max_tokens": [16, 32]})
+    assert [
+        (p.config.max_tokens, p.config.dataset_builder.max_generation_tokens) for p in points
+    ] == [
+        (16, 16),
+        (32, 32),
+    ]
+    points = expand_grid(_dataset_config(), {"max_generation_tokens": [8]})
+    assert points[0].config.max_tokens == 8 and points[0].name == "mt8"
+    point = expand_grid(_dataset_config(), {"model_name": ["mint-envkit/smollm2-135m-instruct"]})[0]
+    assert point.config.model_name == point.config.dataset_builder.model_name
+    assert point.config.model_name == "mint-envkit/smollm2-135m-instruct"
+    with pytest.raises(ConfigError, match="same field"):
+        normalize_grid(_dataset_config(), {"max_tokens": [16], "max_generation_tokens": [32]})
 
 
 def test_prefixed_key_of_a_builder_only_field_is_the_plain_key(make_config):
@@ -348,12 +378,12 @@ def test_defaults_argument_replaces_builtin_defaults():
         ("MINT_RL_STEPS", "  ", "empty"),
         ("MINT_RL_BATCH", "-4", "'-4' is invalid: batch_size must be an integer >= 1"),
         ("MINT_RL_BATCH", "4x", "'4x' is not an integer"),
-        ("MINT_RL_MAX_TOKENS", "0", "'0' is invalid: Config.max_tokens must be a positive"),
+        ("MINT_RL_MAX_TOKENS", "0", "'0' is invalid: Config.max_tokens must be an integer >= 1"),
         ("MINT_RL_MAX_TOKENS", "64.0", "is not an integer"),
         ("MINT_RL_LR", "0", "'0' is invalid: Config.learning_rate must be in (0, 1]"),
         ("MINT_RL_LR", "1e308", "'1e308' is invalid: Config.learning_rate must be in (0, 1]"),
         ("MINT_RL_LR", "fast", "'fast' is not a number"),
-        ("MINT_LORA_RANK", "0", "'0' is invalid: Config.lora_rank must be a positive integer"),
+        ("MINT_LORA_RANK", "0", "'0' is invalid: Config.lora_rank must be an integer >= 1"),
         ("MINT_LORA_RANK", "r8", "'r8' is not an integer"),
     ],
 )

@@ -127,11 +127,11 @@ async def test_sweep_runs_every_config_in_its_own_directory(make_config, tmp_pat
         "log_path",
         "seconds",
         "params",
-        "seed",
+        "sampling_seed",
         "data_seed",
         "finished_at",
     }
-    assert line["seed"] == 0  # Config.seed
+    assert line["sampling_seed"] == 0  # Config.sampling_seed
     assert line["data_seed"] == 0  # the dataset builder's seed
     assert line["status"] == "ok" and line["error"] is None
     assert line["params"] == {"temperature": 0.7, "group_size": 4}

@@ -17,7 +17,6 @@ Example::
 from __future__ import annotations
 
 import inspect
-import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,11 +27,10 @@ from mint_envkit.builders.group import (
     GroupBuilder,
     _check_env,
     _check_renderer,
-    _optional_positive_int,
-    _positive_int,
     _resolve_non_answer_rewards,
 )
 from mint_envkit.builders.sources import ProblemSource, is_source_like, problems_from
+from mint_envkit.checks import integer, number
 from mint_envkit.envs.problem import bind_problem
 from mint_envkit.errors import ConfigError, ProblemError
 
@@ -54,11 +52,6 @@ def _problems(value: Any) -> Any:
             f"{type(value).__name__}"
         )
     return tuple(value)
-
-
-def _fraction(_instance: Any, _attribute: Any, value: Any) -> None:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1:
-        raise ConfigError(f"test_fraction must be in [0, 1), got {value!r}")
 
 
 @attrs.frozen
@@ -112,9 +105,11 @@ class DatasetBuilder:
         group_size: envs per group (rollouts of the same problem).
         model_name, renderer_name: the tokenizer and chat template
             (``renderer_name`` defaults to the one that fits the model,
-            :func:`~mint_envkit.rendering.default_renderer_for`).
-        seed: fixes the order; the same seed gives the same batches in any
-            process.
+            :func:`~mint_envkit.rendering.default_renderer_for`). The builder
+            owns them: the run's ``Config.model_name`` is this one.
+        seed: the data-order seed: fixes the split and the shuffle; the same
+            seed gives the same batches in any process (sampling has its own,
+            ``Config.sampling_seed``).
         shuffle: shuffle each epoch (default True).
         n_epochs: passes over the problems.
         test_problems: a held-out test split, or None.
@@ -122,7 +117,11 @@ class DatasetBuilder:
             (chosen with ``seed``).
         test_group_size: envs per test group (default 1).
         drop_last: drop a final partial batch (default False: nothing lost).
-        max_trajectory_tokens, max_generation_tokens, failed_parse_reward,
+        max_generation_tokens: the reply limit of each sample (default 64):
+            the run's ``Config.max_tokens`` (the builder owns it), and the
+            tokens each group reserves for a reply in a ``max_trajectory_tokens``
+            context.
+        max_trajectory_tokens, failed_parse_reward,
             context_overflow_reward, score_truncated: passed to each group.
             ``failed_parse_reward`` and ``context_overflow_reward`` may not exceed
             the env's wrong-answer reward (``ConfigError`` when the builder is
@@ -142,25 +141,21 @@ class DatasetBuilder:
 
     env: Callable[..., Any] = attrs.field(validator=_check_env)
     problems: Problems = attrs.field(converter=_problems)
-    batch_size: int = attrs.field(validator=_positive_int("batch_size"))
-    group_size: int = attrs.field(validator=_positive_int("group_size"))
+    batch_size: int = attrs.field(validator=integer())
+    group_size: int = attrs.field(validator=integer())
     model_name: str
     renderer_name: str = attrs.field(default=RENDERER_FROM_MODEL, validator=_check_renderer)
     seed: int = 0
     shuffle: bool = True
-    n_epochs: int = attrs.field(default=1, validator=_positive_int("n_epochs"))
+    n_epochs: int = attrs.field(default=1, validator=integer())
     test_problems: Sequence[Mapping[str, Any]] | None = attrs.field(
         default=None, converter=attrs.converters.optional(tuple)
     )
-    test_fraction: float = attrs.field(default=0.0, validator=_fraction)
-    test_group_size: int = attrs.field(default=1, validator=_positive_int("test_group_size"))
+    test_fraction: float = attrs.field(default=0.0, validator=number(low=0, high=1, high_open=True))
+    test_group_size: int = attrs.field(default=1, validator=integer())
     drop_last: bool = False
-    max_trajectory_tokens: int | None = attrs.field(
-        default=None, validator=_optional_positive_int("max_trajectory_tokens")
-    )
-    max_generation_tokens: int | None = attrs.field(
-        default=None, validator=_optional_positive_int("max_generation_tokens")
-    )
+    max_trajectory_tokens: int | None = attrs.field(default=None, validator=integer(none_ok=True))
+    max_generation_tokens: int = attrs.field(default=64, validator=integer())
     failed_parse_reward: float | None = None
     context_overflow_reward: float | None = None
     score_truncated: bool = False
@@ -224,23 +219,6 @@ class DatasetBuilder:
             index=index,
         )
 
-    def _batches(
-        self, groups: list[GroupBuilder], *, epochs: int, shuffle: bool, salt: int
-    ) -> ProblemDataset:
-        rng = random.Random(f"{self.seed}:{salt}")
-        ordered: list[GroupBuilder] = []
-        for _ in range(epochs):
-            order = list(range(len(groups)))
-            if shuffle:
-                rng.shuffle(order)
-            ordered.extend(groups[i] for i in order)
-        batches = [
-            tuple(ordered[i : i + self.batch_size]) for i in range(0, len(ordered), self.batch_size)
-        ]
-        if self.drop_last and batches and len(batches[-1]) < self.batch_size:
-            batches.pop()
-        return ProblemDataset(batches=tuple(batches))
-
     async def __call__(self) -> tuple[ProblemDataset, ProblemDataset | None]:
         """Build ``(train, test)``; ``test`` is None without a test split."""
         if isinstance(self.problems, ProblemSource):
@@ -251,35 +229,10 @@ class DatasetBuilder:
         if not problems:
             raise ProblemError("the dataset has no problems; give at least one")
         self._validate(problems, "")
-        test: list[dict[str, Any]] | None = None
-        indices: list[int]
-        if self.test_problems is not None:
-            test = [dict(p) for p in self.test_problems]
-            indices = list(range(len(problems)))
-        elif self.test_fraction:
-            order = list(range(len(problems)))
-            random.Random(f"{self.seed}:split").shuffle(order)
-            n_test = max(1, round(len(problems) * self.test_fraction))
-            if n_test >= len(problems):
-                raise ConfigError(
-                    f"test_fraction={self.test_fraction} leaves no training problems out of "
-                    f"{len(problems)}; lower it"
-                )
-            held = set(order[:n_test])
-            test = [p for i, p in enumerate(problems) if i in held]
-            indices = [i for i in range(len(problems)) if i not in held]
-        else:
-            indices = list(range(len(problems)))
-        # Groups keep the problem's index in the user's list, also after a split.
-        train_groups = [self._group(problems[i], i, self.group_size) for i in indices]
-        train = self._batches(train_groups, epochs=self.n_epochs, shuffle=self.shuffle, salt=0)
-        test_set = None
-        if test:
-            if self.test_problems is not None:
-                self._validate(test, "test ")
-            test_groups = [self._group(p, i, self.test_group_size) for i, p in enumerate(test)]
-            test_set = self._batches(test_groups, epochs=1, shuffle=False, salt=1)
-        return train, test_set
+        from mint_envkit.builders.lazy import build_listed
+
+        # a list is an in-memory source: one split, one seeded order, one batching
+        return build_listed(self, problems)
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary (for ``config.json``).

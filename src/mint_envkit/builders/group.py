@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.checks import integer
 from mint_envkit.envs.base import Message, MessageEnv, require_message_env
 from mint_envkit.envs.ordering import non_answer_rewards
 from mint_envkit.errors import ConfigError, EnvError
@@ -26,22 +27,6 @@ from mint_envkit.rendering.token_env import EnvFromMessageEnv
 __all__ = ["GroupBuilder"]
 
 EnvFactory = Callable[..., MessageEnv]
-
-
-def _positive_int(name: str):
-    def check(_instance: Any, _attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-
-    return check
-
-
-def _optional_positive_int(name: str):
-    def check(instance: Any, attribute: Any, value: Any) -> None:
-        if value is not None:
-            _positive_int(name)(instance, attribute, value)
-
-    return check
 
 
 def _check_renderer(_instance: Any, _attribute: Any, value: Any) -> None:
@@ -124,15 +109,11 @@ class GroupBuilder:
 
     problem: Mapping[str, Any] = attrs.field(converter=dict)
     env: EnvFactory = attrs.field(validator=_check_env)
-    group_size: int = attrs.field(validator=_positive_int("group_size"))
+    group_size: int = attrs.field(validator=integer())
     model_name: str
     renderer_name: str = attrs.field(default=RENDERER_FROM_MODEL, validator=_check_renderer)
-    max_trajectory_tokens: int | None = attrs.field(
-        default=None, validator=_optional_positive_int("max_trajectory_tokens")
-    )
-    max_generation_tokens: int | None = attrs.field(
-        default=None, validator=_optional_positive_int("max_generation_tokens")
-    )
+    max_trajectory_tokens: int | None = attrs.field(default=None, validator=integer(none_ok=True))
+    max_generation_tokens: int | None = attrs.field(default=None, validator=integer(none_ok=True))
     failed_parse_reward: float | None = None
     context_overflow_reward: float | None = None
     score_truncated: bool = False

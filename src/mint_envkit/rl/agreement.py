@@ -1,64 +1,71 @@
-"""One check that a run's model and renderer names agree, before anything starts.
+"""The values a run's dataset builder owns, and the check that ``Config`` agrees.
 
-A run names its model twice (``Config.model_name`` and the dataset builder's
-``model_name``) and may name its renderer twice (``Config.renderer_name`` and
-the builder's ``renderer_name``, which defaults to the one that fits the model,
-:func:`~mint_envkit.rendering.default_renderer_for`). The loop samples with the
-builder's groups, so the two must be the same: :func:`check_model_and_renderer`
-says which one to change when they are not. :class:`~mint_envkit.rl.Config`
-calls it when it is built.
+The builder owns the model, the renderer and the episode limits: it renders
+the prompts with its model's tokenizer and chat template and sizes each
+episode. :class:`~mint_envkit.rl.Config` takes ``model_name`` and
+``max_tokens`` from it (:data:`BUILDER_OWNED`); a value given to ``Config``
+as well must be the same (:func:`check_builder_owned` says which to change).
 
 Example::
 
-    check_model_and_renderer("mint-envkit/smollm2-135m-instruct", None, builder)
-    # 'chat_template' (the builder's, chosen from the model)
+    BUILDER_OWNED["max_tokens"]  # 'max_generation_tokens'
+    check_builder_owned({"model_name": "Qwen/Qwen3-0.6B"}, tiny_builder)
+    # ConfigError: Config.model_name is 'Qwen/Qwen3-0.6B' but the dataset builder's ...
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mint_envkit.errors import ConfigError
 
-__all__ = ["check_model_and_renderer"]
+__all__ = ["BUILDER_OWNED", "builder_value", "check_builder_owned"]
+
+BUILDER_OWNED: Mapping[str, str] = {
+    "model_name": "model_name",
+    "max_tokens": "max_generation_tokens",
+}
+"""``Config`` field -> the dataset builder's field that owns its value.
+
+Example::
+
+    BUILDER_OWNED["model_name"]  # 'model_name'
+"""
 
 
-def check_model_and_renderer(model_name: str, renderer_name: str | None, builder: Any) -> str:
-    """The run's renderer name, once the config's and the builder's names agree.
-
-    ``renderer_name`` None takes the builder's (a builder without one: the
-    renderer that fits ``model_name``).
-
-    Raises:
-        ConfigError: ``model_name`` differs from ``builder.model_name``, or
-            ``renderer_name`` from ``builder.renderer_name``; the message names
-            both values.
+def builder_value(builder: Any, config_field: str) -> Any:
+    """The builder's value for a builder-owned ``Config`` field (None: it has none).
 
     Example::
 
-        check_model_and_renderer("mint-envkit/tiny-qwen3", "qwen3", builder)  # 'qwen3'
-        check_model_and_renderer("Qwen/Qwen3-0.6B", None, tiny_builder)
-        # ConfigError: Config.model_name is 'Qwen/Qwen3-0.6B' but ...
+        builder_value(builder, "max_tokens")  # builder.max_generation_tokens, e.g. 64
     """
-    builder_model = getattr(builder, "model_name", None)
-    if builder_model is not None and builder_model != model_name:
-        raise ConfigError(
-            f"Config.model_name is {model_name!r} but the dataset builder's model_name is "
-            f"{builder_model!r}; the builder renders prompts with its model's tokenizer, so "
-            "give both the same model"
-        )
-    builder_renderer = getattr(builder, "renderer_name", None)
-    if None not in (renderer_name, builder_renderer) and renderer_name != builder_renderer:
-        raise ConfigError(
-            f"Config.renderer_name is {renderer_name!r} but the dataset builder's "
-            f"renderer_name is {builder_renderer!r}; the loop renders with the builder's, "
-            f"so pass renderer_name={renderer_name!r} to the builder too "
-            "(or leave Config.renderer_name None)"
-        )
-    if renderer_name is not None:
-        return renderer_name
-    if builder_renderer is not None:
-        return builder_renderer
-    from mint_envkit.rendering.chat_template import default_renderer_for
+    return getattr(builder, BUILDER_OWNED[config_field], None)
 
-    return default_renderer_for(model_name)
+
+def check_builder_owned(values: Mapping[str, Any], builder: Any) -> None:
+    """Raise unless each builder-owned value in ``values`` equals the builder's.
+
+    ``values`` maps ``Config`` fields (keys of :data:`BUILDER_OWNED`) to the
+    values given to ``Config``; a builder without the field (or with None)
+    leaves the value to ``Config``.
+
+    Raises:
+        ConfigError: a value differs from the builder's; the message names both
+            places and the fix (set it on the builder, leave it out of ``Config``).
+
+    Example::
+
+        check_builder_owned({"max_tokens": 128}, builder)  # builder: max_generation_tokens=64
+        # ConfigError: Config.max_tokens is 128 but the dataset builder's max_generation_tokens ...
+    """
+    for field, value in values.items():
+        owned = builder_value(builder, field)
+        if owned is not None and owned != value:
+            name = BUILDER_OWNED[field]
+            raise ConfigError(
+                f"Config.{field} is {value!r} but the dataset builder's {name} is {owned!r}; "
+                f"the builder owns it: pass {name}={value!r} to the builder and leave "
+                f"{field} out of Config (it takes the builder's)"
+            )

@@ -52,7 +52,7 @@ async def save_checkpoint(
     if not _checkpoint_due(config, done, total):
         return None
     name = "final" if done == total else f"step{done:06d}"
-    label = f"{name}-s{config.seed}-{done}"
+    label = f"{name}-s{config.sampling_seed}-{done}"
     state_future = await training.save_state_async(label)
     sampler_future = await training.save_weights_for_sampler_async(f"{label}-sampler")
     state, sampler_ckpt = await state_future, await sampler_future

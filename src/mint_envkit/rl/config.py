@@ -8,8 +8,7 @@ Example::
     from mint_envkit.rl import Config, KLReferenceConfig
 
     config = Config(
-        dataset_builder=builder,
-        model_name="mint-envkit/tiny-qwen3",
+        dataset_builder=builder,  # owns model_name, renderer_name, max_generation_tokens
         learning_rate=3e-3,
         temperature=0.7,
         kl_penalty_coef=0.02,
@@ -21,15 +20,24 @@ Example::
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Literal
 
 import attrs
 
+from mint_envkit.checks import (
+    check_flag,
+    check_integer,
+    check_number,
+    flag,
+    integer,
+    is_integer,
+    is_number,
+    number,
+)
 from mint_envkit.errors import ConfigError
 from mint_envkit.local.bounds import temperature_problem
-from mint_envkit.rl.agreement import check_model_and_renderer
+from mint_envkit.rl.agreement import builder_value, check_builder_owned
 from mint_envkit.rl.backend import resolve_backend
 
 __all__ = [
@@ -51,72 +59,6 @@ Example::
 
     Config(..., loss_fn="ppo", loss_fn_config={"clip_low_threshold": 0.8})
 """
-
-
-def _positive(name: str, *, allow_zero: bool = False):
-    def check(_instance: Any, _attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"Config.{name} must be a number, got {value!r}")
-        if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-            bound = ">= 0" if allow_zero else "> 0"
-            raise ConfigError(f"Config.{name} must be finite and {bound}, got {value!r}")
-
-    return check
-
-
-def _in_range(name: str, low: float, high: float, *, low_open: bool, high_open: bool, why: str):
-    """A validator: a finite number in the interval from ``low`` to ``high`` (``why`` says why)."""
-    left, right = "(" if low_open else "[", ")" if high_open else "]"
-    interval = f"{left}{low:g}, {high:g}{right}"
-
-    def check(_instance: Any, _attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"Config.{name} must be a number in {interval}, got {value!r}")
-        inside = (
-            math.isfinite(value)
-            and (low < value if low_open else low <= value)
-            and (value < high if high_open else value <= high)
-        )
-        if not inside:
-            raise ConfigError(f"Config.{name} must be in {interval} ({why}), got {value!r}")
-
-    return check
-
-
-def _optional_positive_int(name: str):
-    def check(_instance: Any, _attribute: Any, value: Any) -> None:
-        if value is None:
-            return
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"Config.{name} must be a positive integer or None, got {value!r}")
-
-    return check
-
-
-def _positive_int(name: str, why: str):
-    def check(_instance: Any, _attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"Config.{name} must be an integer >= 1 ({why}), got {value!r}")
-
-    return check
-
-
-def _boolean(name: str, why: str):
-    def check(_instance: Any, _attribute: Any, value: Any) -> None:
-        if not isinstance(value, bool):
-            raise ConfigError(f"Config.{name} must be True or False ({why}), got {value!r}")
-
-    return check
-
-
-def _non_negative_int(name: str):
-    def check(_instance: Any, _attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(
-                f"Config.{name} must be an integer >= 0 (0 turns it off), got {value!r}"
-            )
-
-    return check
 
 
 @attrs.frozen
@@ -149,18 +91,8 @@ def _fspath(value: Any) -> Any:
 
 
 def _check_top_k(_instance: Any, _attribute: Any, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or (value < 1 and value != -1):
-        raise ConfigError(f"Config.top_k must be -1 (off) or an integer >= 1, got {value!r}")
-
-
-def _check_keep(_instance: Any, _attribute: Any, value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(
-            f"Config.keep_checkpoints must be an integer >= 0 (0 keeps only the final one) "
-            f"or None (keep all), got {value!r}"
-        )
+    if not (is_integer(value) and value == -1):
+        check_integer(value, "Config.top_k", why="or -1 for off")
 
 
 def _check_backend(_instance: Any, _attribute: Any, value: Any) -> None:
@@ -175,6 +107,11 @@ def _check_loss(_instance: Any, _attribute: Any, value: Any) -> None:
 
 def _check_name(field: str):
     def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        if value is None and field == "model_name":
+            raise ConfigError(
+                "Config.model_name is missing: the dataset builder has no model_name; "
+                "give the builder one (model_name=...), or Config one for a builder without"
+            )
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"Config.{field} must be a non-empty string, got {value!r}")
 
@@ -190,22 +127,25 @@ class Config:
 
     Attributes:
         dataset_builder: a :class:`~mint_envkit.DatasetBuilder` (problems,
-            env class, ``batch_size``, ``group_size``, seed).
-        model_name: the base model to train, e.g. ``"Qwen/Qwen3-0.6B"`` on
-            MinT or ``"mint-envkit/tiny-qwen3"`` on the embedded backend.
+            env class, ``batch_size``, ``group_size``, the data-order ``seed``);
+            it owns the model, the renderer and the episode limits
+            (:mod:`mint_envkit.rl.agreement`).
+        model_name: the base model to train, taken from the dataset builder
+            (which owns it, with the renderer: ``renderer_name``); given here
+            too, it must be the builder's (a :class:`~mint_envkit.errors.ConfigError`
+            names both otherwise, :mod:`mint_envkit.rl.agreement`).
         log_path: the run directory (config.json, metrics.jsonl,
             checkpoints.jsonl, rollouts.jsonl). A run started again on the
             same path resumes from its last checkpoint.
         learning_rate, beta1, beta2, eps, weight_decay, grad_clip_norm: Adam.
             ``learning_rate`` must be in (0, 1], betas in [0, 1), ``eps``
             in (0, 1], ``weight_decay`` in [0, 1].
-        renderer_name: a renderer name (``"qwen3"``, ``"chat_template"``, ...);
-            None uses the dataset builder's (by default the one that fits the
-            model). A name given must equal the builder's, and ``model_name``
-            the builder's ``model_name``: checked when the config is built
-            (:func:`~mint_envkit.rl.agreement.check_model_and_renderer`).
         lora_rank, train_mlp, train_attn, train_unembed: the LoRA adapter.
-        max_tokens, temperature, top_p, top_k: sampling.
+        max_tokens: the reply limit of each sample, taken from the dataset
+            builder's ``max_generation_tokens`` (which also reserves it in a
+            ``max_trajectory_tokens`` context); given here too, it must be the
+            builder's. A builder without one: 64.
+        temperature, top_p, top_k: sampling.
         kl_penalty_coef: weight of the KL penalty against the reference
             model; > 0 needs ``kl_reference_config``.
         loss_fn: ``"importance_sampling"`` or ``"ppo"``;
@@ -238,7 +178,8 @@ class Config:
             (backend ``local``) or uses MinT's default endpoint (``mint``).
         backend: ``"auto"`` (``MINT_ENVKIT_BACKEND``, else MinT when
             ``MINT_API_KEY`` is set, else local), ``"mint"`` or ``"local"``.
-        seed: seeds sampling and LoRA initialisation.
+        sampling_seed: seeds sampling and the LoRA initialisation (the data
+            order has its own seed, the dataset builder's ``seed``).
         max_concurrent_groups: how many groups are rolled out at once
             (None: the whole batch).
         fail_fast: raise on the first env error instead of dropping its group.
@@ -297,119 +238,148 @@ class Config:
 
     Example::
 
-        Config(dataset_builder=builder, model_name="mint-envkit/tiny-qwen3",
-               log_path="runs/demo", max_steps=1)
+        Config(dataset_builder=builder, log_path="runs/demo", max_steps=1)
+        # config.model_name == builder.model_name; a different one is a ConfigError
     """
 
     dataset_builder: Any = attrs.field()
-    model_name: str = attrs.field(validator=_check_name("model_name"))
+    model_name: str = attrs.field(
+        default=attrs.Factory(lambda self: builder_value(self.dataset_builder, "model_name"), True),
+        validator=_check_name("model_name"),
+    )
     log_path: str = attrs.field(converter=_fspath, validator=_check_name("log_path"))
     learning_rate: float = attrs.field(
         default=1e-4,
-        validator=_in_range(
-            "learning_rate", 0, 1, low_open=True, high_open=False, why="LoRA rates are ~1e-5..1e-2"
+        validator=number(
+            low=0,
+            high=1,
+            low_open=True,
+            high_open=False,
+            why="LoRA rates are ~1e-5..1e-2",
+            owner="Config",
         ),
     )
-    renderer_name: str | None = None
     lora_rank: int = attrs.field(default=32)
     train_mlp: bool = True
     train_attn: bool = True
     train_unembed: bool = True
-    max_tokens: int = attrs.field(default=64)
+    max_tokens: int = attrs.field(
+        default=attrs.Factory(
+            lambda self: builder_value(self.dataset_builder, "max_tokens") or 64, True
+        )
+    )
     temperature: float = attrs.field(default=1.0)
     top_p: float = attrs.field(
         default=1.0,
-        validator=_in_range("top_p", 0, 1, low_open=True, high_open=False, why="a probability"),
+        validator=number(
+            low=0, high=1, low_open=True, high_open=False, why="a probability", owner="Config"
+        ),
     )
     top_k: int = attrs.field(default=-1, validator=_check_top_k)
-    kl_penalty_coef: float = attrs.field(
-        default=0.0, validator=_positive("kl_penalty_coef", allow_zero=True)
-    )
+    kl_penalty_coef: float = attrs.field(default=0.0, validator=number(low=0, owner="Config"))
     kl_reference_config: KLReferenceConfig | None = None
     loss_fn: str = attrs.field(default="importance_sampling", validator=_check_loss)
     loss_fn_config: dict[str, float] | None = None
     num_substeps: int = attrs.field(
-        default=1, validator=_positive_int("num_substeps", "1: one optimizer step per batch")
+        default=1, validator=integer(why="1: one optimizer step per batch", owner="Config")
     )
     compute_post_kl: bool = attrs.field(
-        default=False, validator=_boolean("compute_post_kl", "True logs kl_pre_post_v1/v2")
+        default=False, validator=flag(why="True logs kl_pre_post_v1/v2", owner="Config")
     )
     mask_parse_failures: bool = attrs.field(
         default=False,
-        validator=_boolean("mask_parse_failures", "True zeroes the weights of unparsed replies"),
+        validator=flag(why="True zeroes the weights of unparsed replies", owner="Config"),
     )
-    max_steps: int | None = attrs.field(default=None, validator=_optional_positive_int("max_steps"))
-    save_every: int = attrs.field(default=20, validator=_non_negative_int("save_every"))
-    keep_checkpoints: int | None = attrs.field(default=3, validator=_check_keep)
-    eval_every: int = attrs.field(default=0, validator=_non_negative_int("eval_every"))
+    max_steps: int | None = attrs.field(
+        default=None, validator=integer(none_ok=True, owner="Config")
+    )
+    save_every: int = attrs.field(
+        default=20, validator=integer(least=0, why="0 turns it off", owner="Config")
+    )
+    keep_checkpoints: int | None = attrs.field(
+        default=3,
+        validator=integer(
+            least=0, none_ok=True, why="0 keeps only the final one, None keeps all", owner="Config"
+        ),
+    )
+    eval_every: int = attrs.field(
+        default=0, validator=integer(least=0, why="0 turns it off", owner="Config")
+    )
     base_url: str | None = None
     backend: str = attrs.field(default="auto", validator=_check_backend)
-    seed: int = 0
+    sampling_seed: int = 0
     beta1: float = attrs.field(
         default=0.9,
-        validator=_in_range("beta1", 0, 1, low_open=False, high_open=True, why="Adam decay"),
+        validator=number(
+            low=0, high=1, low_open=False, high_open=True, why="Adam decay", owner="Config"
+        ),
     )
     beta2: float = attrs.field(
         default=0.95,
-        validator=_in_range("beta2", 0, 1, low_open=False, high_open=True, why="Adam decay"),
+        validator=number(
+            low=0, high=1, low_open=False, high_open=True, why="Adam decay", owner="Config"
+        ),
     )
     eps: float = attrs.field(
         default=1e-8,
-        validator=_in_range("eps", 0, 1, low_open=True, high_open=False, why="Adam epsilon"),
+        validator=number(
+            low=0, high=1, low_open=True, high_open=False, why="Adam epsilon", owner="Config"
+        ),
     )
     weight_decay: float = attrs.field(
         default=0.0,
-        validator=_in_range(
-            "weight_decay", 0, 1, low_open=False, high_open=False, why="decoupled decay per step"
+        validator=number(
+            low=0,
+            high=1,
+            low_open=False,
+            high_open=False,
+            why="decoupled decay per step",
+            owner="Config",
         ),
     )
-    grad_clip_norm: float = attrs.field(
-        default=0.0, validator=_positive("grad_clip_norm", allow_zero=True)
-    )
+    grad_clip_norm: float = attrs.field(default=0.0, validator=number(low=0, owner="Config"))
     max_concurrent_groups: int | None = attrs.field(
-        default=None, validator=_optional_positive_int("max_concurrent_groups")
+        default=None, validator=integer(none_ok=True, owner="Config")
     )
     fail_fast: bool = False
     rollout_timeout_s: float | None = attrs.field(default=None)
-    local_latency_ms: float = attrs.field(
-        default=0.0, validator=_positive("local_latency_ms", allow_zero=True)
-    )
+    local_latency_ms: float = attrs.field(default=0.0, validator=number(low=0, owner="Config"))
     local_batch_invariant: bool = attrs.field(default=False)
 
     @local_batch_invariant.validator
     def _check_batch_invariant(self, _attribute: Any, value: Any) -> None:
-        if not isinstance(value, bool):
-            raise ConfigError(f"Config.local_batch_invariant must be True or False, got {value!r}")
+        check_flag(value, "Config.local_batch_invariant")
 
     preflight_timeout_s: float = attrs.field(
-        default=15.0, validator=_positive("preflight_timeout_s")
+        default=15.0, validator=number(low=0, low_open=True, owner="Config")
     )
     max_steps_off_policy: int = attrs.field(
-        default=0, validator=_non_negative_int("max_steps_off_policy")
+        default=0, validator=integer(least=0, why="0 turns it off", owner="Config")
     )
     recompute_behavior_logprobs: bool | None = attrs.field(default=None)
     remove_constant_reward_groups: bool = attrs.field(default=True)
 
     @remove_constant_reward_groups.validator
     def _check_remove_constant(self, _attribute: Any, value: Any) -> None:
-        if not isinstance(value, bool):
-            raise ConfigError(
-                f"Config.remove_constant_reward_groups must be True or False "
-                f"(True drops groups whose rewards are all equal), got {value!r}"
-            )
+        check_flag(
+            value,
+            "Config.remove_constant_reward_groups",
+            why="True drops groups whose rewards are all equal",
+        )
 
     @recompute_behavior_logprobs.validator
     def _check_recompute(self, _attribute: Any, value: Any) -> None:
-        if value is not None and not isinstance(value, bool):
-            raise ConfigError(
-                f"Config.recompute_behavior_logprobs must be True, False or None "
-                f"(None: on when temperature != 1, top_k != -1 or top_p < 1), got {value!r}"
-            )
+        check_flag(
+            value,
+            "Config.recompute_behavior_logprobs",
+            none_ok=True,
+            why="None: on when temperature != 1, top_k != -1 or top_p < 1",
+        )
 
     backend_lost_after_s: float = attrs.field(
         default=15.0,
-        validator=_in_range(
-            "backend_lost_after_s", 1, 600, low_open=False, high_open=False, why="seconds"
+        validator=number(
+            low=1, high=600, low_open=False, high_open=False, why="seconds", owner="Config"
         ),
     )
 
@@ -426,22 +396,17 @@ class Config:
 
     @rollout_timeout_s.validator
     def _check_timeout(self, _attribute: Any, value: Any) -> None:
-        if value is None:
-            return
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ConfigError(
-                f"Config.rollout_timeout_s must be a number of seconds > 0 or None, got {value!r}"
-            )
+        check_number(
+            value, "Config.rollout_timeout_s", low=0, low_open=True, none_ok=True, why="seconds"
+        )
 
     @lora_rank.validator
     def _check_rank(self, _attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"Config.lora_rank must be a positive integer, got {value!r}")
+        check_integer(value, "Config.lora_rank")
 
     @max_tokens.validator
     def _check_max_tokens(self, _attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"Config.max_tokens must be a positive integer, got {value!r}")
+        check_integer(value, "Config.max_tokens")
 
     @temperature.validator
     def _check_temperature(self, _attribute: Any, value: Any) -> None:
@@ -458,15 +423,17 @@ class Config:
                 "(usually the same model as model_name) or set kl_penalty_coef=0"
             )
         group_size = getattr(self.dataset_builder, "group_size", None)
-        if group_size is None or isinstance(group_size, bool) or not isinstance(group_size, int):
+        if not is_integer(group_size):
             raise ConfigError(
                 "Config.dataset_builder must be a DatasetBuilder (with an integer group_size), "
                 f"got {type(self.dataset_builder).__name__}"
             )
         if group_size < 1:
             raise ConfigError(f"Config.dataset_builder.group_size must be >= 1, got {group_size}")
-        # Model and renderer names agree with the builder's (one check, rl/agreement.py).
-        check_model_and_renderer(self.model_name, self.renderer_name, self.dataset_builder)
+        # The builder owns the model and the reply limit (one check, rl/agreement.py).
+        check_builder_owned(
+            {"model_name": self.model_name, "max_tokens": self.max_tokens}, self.dataset_builder
+        )
         if self.base_url is not None and not str(self.base_url).startswith(("http://", "https://")):
             raise ConfigError(
                 f"Config.base_url must start with http:// or https://, got {self.base_url!r}"
@@ -502,11 +469,7 @@ def uses_kl_reference(kl_penalty_coef: Any) -> bool:
 
         uses_kl_reference(0.02), uses_kl_reference(0.0)  # (True, False)
     """
-    return (
-        not isinstance(kl_penalty_coef, bool)
-        and isinstance(kl_penalty_coef, (int, float))
-        and kl_penalty_coef > 0
-    )
+    return is_number(kl_penalty_coef) and kl_penalty_coef > 0
 
 
 def validate_field(owner: type, name: str, value: Any) -> None:

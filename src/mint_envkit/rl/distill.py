@@ -28,7 +28,6 @@ Example::
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.checks import check_number
 from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rl.backend import (
     Connection,
@@ -66,16 +66,13 @@ def _check(teacher: Any, temperature: Any) -> None:
             f"run_distillation(teacher=...) must name a base model or a tinker:// checkpoint, "
             f"got {teacher!r}; e.g. teacher=config.model_name for a privileged teacher"
         )
-    if (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, (int, float))
-        or not math.isfinite(temperature)
-        or temperature <= 0
-    ):
-        raise ConfigError(
-            f"run_distillation(temperature=...) must be a number > 0 (1.0: the models' own "
-            f"distributions), got {temperature!r}"
-        )
+    check_number(
+        temperature,
+        "run_distillation(temperature=...)",
+        low=0,
+        low_open=True,
+        why="1.0: the models' own distributions",
+    )
 
 
 def _loss_sum(output: Any) -> float:
@@ -231,7 +228,7 @@ async def _open(config: Config, service: Any, files: RunFiles, checkpoint: Any) 
     return await service.create_lora_training_client_async(
         base_model=config.model_name,
         rank=config.lora_rank,
-        seed=config.seed,
+        seed=config.sampling_seed,
         train_mlp=config.train_mlp,
         train_attn=config.train_attn,
         train_unembed=config.train_unembed,

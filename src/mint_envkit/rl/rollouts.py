@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 
 from mint_envkit.builders.group import GroupBuilder
+from mint_envkit.checks import check_integer
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rendering.renderer import Renderer
@@ -220,14 +221,7 @@ async def rollout_groups(
 
         rollouts = await rollout_groups(train.get_batch(0), sampler, max_concurrent=8)
     """
-    if max_concurrent is not None and (
-        isinstance(max_concurrent, bool)
-        or not isinstance(max_concurrent, int)
-        or max_concurrent < 1
-    ):
-        raise ConfigError(
-            f"max_concurrent must be a positive integer or None (no limit), got {max_concurrent!r}"
-        )
+    check_integer(max_concurrent, "max_concurrent", none_ok=True, why="None: no limit")
     if timeout_s is not None and not timeout_s > 0:
         raise ConfigError(f"timeout_s must be > 0 or None (no limit), got {timeout_s!r}")
     limit = asyncio.Semaphore(max_concurrent or max(1, len(groups)))

@@ -76,7 +76,7 @@ class ClientSampler:
             temperature=config.temperature,
             top_p=config.top_p,
             top_k=config.top_k,
-            seed=config.seed,
+            seed=config.sampling_seed,
             salt=salt,
         )
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.checks import check_integer
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rl.backend import connect, preflight, service_client
@@ -226,10 +227,7 @@ def _batches(n: int, batch_size: int, epochs: int, seed: int) -> list[list[int]]
 
 def _check_sizes(examples: Sequence[SupervisedExample], epochs: Any, batch_size: Any) -> None:
     for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(
-                f"fine_tune_on_rollouts({name}=...) must be an integer >= 1, got {value!r}"
-            )
+        check_integer(value, f"fine_tune_on_rollouts({name}=...)")
     if not examples:
         raise ConfigError(
             "fine_tune_on_rollouts got no examples: the filter kept no episode; loosen it "
@@ -321,7 +319,7 @@ async def fine_tune_on_rollouts(
             "sft_batch_size": batch_size,
         }
     )
-    plan = _batches(len(examples), batch_size, epochs, config.seed)
+    plan = _batches(len(examples), batch_size, epochs, config.sampling_seed)
     async with connect(config) as connection:
         await preflight(
             str(connection.base_url),
@@ -336,7 +334,7 @@ async def fine_tune_on_rollouts(
                 training = await service.create_lora_training_client_async(
                     base_model=config.model_name,
                     rank=config.lora_rank,
-                    seed=config.seed,
+                    seed=config.sampling_seed,
                     train_mlp=config.train_mlp,
                     train_attn=config.train_attn,
                     train_unembed=config.train_unembed,

@@ -267,7 +267,8 @@ async def _open(
         training = await service.create_lora_training_client_async(
             base_model=config.model_name,
             rank=config.lora_rank,
-            **_fields(config, "seed", "train_mlp", "train_attn", "train_unembed"),
+            seed=config.sampling_seed,
+            **_fields(config, "train_mlp", "train_attn", "train_unembed"),
         )
     reference = None
     if uses_kl_reference(config.kl_penalty_coef) and config.kl_reference_config is not None:

@@ -25,6 +25,8 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.checks import is_integer, is_number
+
 __all__ = ["ANSWER_METRICS", "HeldOutAnswers", "held_out_answers"]
 
 ANSWER_METRICS = (
@@ -49,7 +51,7 @@ _SPLITS = ("test_final", "test")
 
 def _number(value: Any) -> float | None:
     """A finite number, else None (strings, nulls, booleans, NaN: an odd value is no value)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         return None
     return float(value) if math.isfinite(value) else None
 
@@ -264,7 +266,7 @@ def held_out_answers(
     top = answer("top")
     return HeldOutAnswers(
         split=split,
-        step=step if isinstance(step, int) and not isinstance(step, bool) else None,
+        step=step if is_integer(step) else None,
         correct_before=before,
         correct_after=_rate(line.get(f"{base}correct")),
         baseline=_rate(answer("baseline_correct")),

@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.rl.agreement import BUILDER_OWNED, builder_value
 from mint_envkit.rl.config import Config, KLReferenceConfig, uses_kl_reference
 from mint_envkit.sweep._names import BUILDER_PREFIX, config_name, jsonable, key_order, short_hash
 
@@ -58,6 +59,10 @@ class GridPoint:
     name: str
     params: Mapping[str, Any]
     config: Config
+
+
+# A builder field that owns a Config value, by the Config field's name (max_tokens).
+_CONFIG_NAME_OF = {owner: field for field, owner in BUILDER_OWNED.items()}
 
 
 def _builder_fields(builder: Any) -> tuple[str, ...]:
@@ -96,6 +101,10 @@ def _resolve_key(base: Config, key: Any) -> tuple[str, str, str]:
         if field in builder_fields:
             canonical = key if field in config_fields else field
             return canonical, "builder", field
+    elif key in BUILDER_OWNED and BUILDER_OWNED[key] in builder_fields:
+        return key, "builder", BUILDER_OWNED[key]  # the builder owns it; Config takes it
+    elif key in _CONFIG_NAME_OF and key in builder_fields:
+        return _CONFIG_NAME_OF[key], "builder", key
     elif key in config_fields:
         return key, ("both" if key in builder_fields else "config"), key
     elif key in builder_fields:
@@ -180,12 +189,12 @@ def apply_fields(config: Config, fields: Mapping[str, Any], *, label: str = "") 
     """Return ``config`` with ``fields`` set; builder fields go to its dataset builder.
 
     Config fields are applied with ``attrs.evolve(config, ...)``, builder
-    fields (``group_size``, ``batch_size``, ...) with
-    ``attrs.evolve(config.dataset_builder, ...)``; a field both have
-    (``model_name``, ``seed``) is set on both, unless written
-    ``dataset_builder.<field>`` (builder only). Both validate, so an invalid
-    combination raises :class:`~mint_envkit.errors.ConfigError` naming the
-    field (and ``label``, when given).
+    fields (``group_size``, ``batch_size``, ``seed``: the data order, ...) with
+    ``attrs.evolve(config.dataset_builder, ...)``. The values the builder owns
+    (``model_name``; ``max_tokens``, its ``max_generation_tokens``) are set on
+    the builder and ``Config`` takes them from it again. Both validate, so an
+    invalid combination raises :class:`~mint_envkit.errors.ConfigError` naming
+    the field (and ``label``, when given).
 
     Example::
 
@@ -203,9 +212,12 @@ def apply_fields(config: Config, fields: Mapping[str, Any], *, label: str = "") 
     shown = ", ".join(f"{k}={v!r}" for k, v in fields.items())
     try:
         if builder_fields:
-            config_fields["dataset_builder"] = _replace_builder(
-                config.dataset_builder, builder_fields
-            )
+            builder = _replace_builder(config.dataset_builder, builder_fields)
+            config_fields["dataset_builder"] = builder
+            for name in BUILDER_OWNED:  # Config takes the new builder's values
+                owned = builder_value(builder, name)
+                if owned is not None and name not in config_fields:
+                    config_fields[name] = owned
         return attrs.evolve(config, **config_fields)
     except ConfigError as err:
         raise ConfigError(f"{where}({shown}) is invalid: {err}") from err

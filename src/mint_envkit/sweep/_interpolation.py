@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mint_envkit.checks import is_number
 from mint_envkit.errors import BackendError, ConfigError
 from mint_envkit.evaluation.run import evaluate_many
 from mint_envkit.rl.backend import (
@@ -61,7 +62,7 @@ __all__ = ["interpolation_grid", "interpolation_sweep", "point_name"]
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_number(value) or not math.isfinite(value):
         raise ConfigError(f"{where} must be a finite number, got {value!r}")
     return float(value)
 
@@ -82,7 +83,7 @@ def interpolation_grid(grid: Sequence[Any], count: int) -> list[tuple[float, ...
         raise ConfigError(f"grid must be a non-empty list of coefficients, got {grid!r}")
     out: list[tuple[float, ...]] = []
     for i, item in enumerate(grid):
-        if isinstance(item, (int, float)) and not isinstance(item, bool):
+        if is_number(item):
             if count != 2:
                 raise ConfigError(
                     f"grid[{i}] is the number {item!r}, which means (1 - a, a) of two "

@@ -39,6 +39,7 @@ ABBREVIATIONS: Mapping[str, str] = {
     "lora_rank": "r",
     "max_tokens": "mt",
     "seed": "s",
+    "sampling_seed": "ss",
     "max_steps": "steps",
 }
 """Short names of common grid keys in config names, in name order.
@@ -55,11 +56,11 @@ Example::
 BUILDER_PREFIX = "dataset_builder."
 """Prefix of a grid key that names a dataset-builder field only.
 
-Matters when the builder and :class:`Config` share a field name
-(``model_name``, ``renderer_name``, ``seed``): the plain key ``"seed"`` sets
-both ``Config.seed`` and the builder's ``seed`` (so a model, its tokenizer
-and chat template stay in step), ``"dataset_builder.seed"`` sets only the
-builder's.
+Matters when the builder and :class:`Config` share a field name: the plain
+key sets both, ``"dataset_builder.<field>"`` only the builder's. (The values
+the builder owns, ``model_name`` and ``max_tokens``, are set on the builder
+alone and ``Config`` takes them from it; ``seed`` is the builder's data-order
+seed, ``sampling_seed`` the config's.)
 
 Example::
 

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mint_envkit.checks import is_integer
+
 if TYPE_CHECKING:
     from mint_envkit.sweep._answers import HeldOutAnswers
     from mint_envkit.sweep._rows import SummaryRow
@@ -219,7 +221,7 @@ def _eval_points(history: Sequence[Any], name: str) -> list[tuple[int, float]]:
     points = []
     for m in history:
         step = m.get("step")
-        if not isinstance(step, int) or isinstance(step, bool):
+        if not is_integer(step):
             continue
         for split, after in (("test", 0), ("test_final", 1)):
             value = _number(m.get(f"{split}/env/all/{name}"))

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.checks import is_integer
 from mint_envkit.rl.logs import read_jsonl
 from mint_envkit.sweep._answers import HeldOutAnswers, _number, held_out_answers
 from mint_envkit.sweep._store import METRICS
@@ -103,7 +104,7 @@ def read_run_metrics(log_path: str | os.PathLike[str]) -> RunMetrics:
     keys: list[Any] = []
     for index, line in enumerate(lines):
         step = line.get("step")
-        valid = isinstance(step, int) and not isinstance(step, bool)
+        valid = is_integer(step)
         keys.append(("step", step) if valid else ("line", index))
     merged: dict[Any, dict[str, Any]] = {}
     for key, line in zip(keys, lines, strict=True):

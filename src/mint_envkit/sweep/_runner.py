@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import attrs
 
+from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rl.backend import models_to_preload, resolve_connection, shared_local_backend
 from mint_envkit.rl.config import Config
@@ -110,11 +111,7 @@ def _root(value: Any) -> str:
 
 
 def _check_parallel(_instance: Any, _attribute: Any, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(
-            f"Sweep.parallel must be an integer >= 1 (1 runs configs one after another), "
-            f"got {value!r}"
-        )
+    check_integer(value, "Sweep.parallel", why="1 runs configs one after another")
 
 
 def _check_runner(_instance: Any, _attribute: Any, value: Any) -> None:
@@ -345,7 +342,7 @@ class Sweep:
                 "log_path": os.fspath(log_path),
                 "seconds": seconds,
                 "params": params,
-                "seed": point.config.seed,
+                "sampling_seed": point.config.sampling_seed,
                 "data_seed": getattr(point.config.dataset_builder, "seed", None),
                 "finished_at": finished_at,
             },

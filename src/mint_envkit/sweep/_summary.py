@@ -77,7 +77,8 @@ COLUMN_LABELS: Mapping[str, str] = {
     "learning_rate": "LR",
     "lora_rank": "LoRA rank",
     "max_tokens": "Max tokens",
-    "seed": "Seed",
+    "seed": "Data seed",
+    "sampling_seed": "Sampling seed",
     "max_steps": "Max steps",
 }
 """Table headers of grid fields; a field not listed is headed by its own name.
