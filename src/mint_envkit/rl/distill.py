@@ -51,13 +51,15 @@ from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
 from mint_envkit.rl.sampling import sample_batch, sampler_snapshot
 from mint_envkit.rl.teacher import RecordingGroup, TeacherSample, reverse_kl_datum, teacher_samples
-from mint_envkit.rl.train import RunResult
+from mint_envkit.rl.train import (
+    RunResult,
+    _say,
+    evaluate_split,
+    open_training_client,
+    run_result,
+)
 
 __all__ = ["distill_on_samples", "run_distillation"]
-
-
-def _say(message: str) -> None:
-    print(f"mint_envkit: {message}", file=sys.stderr, flush=True)
 
 
 def _check(teacher: Any, temperature: Any) -> None:
@@ -150,15 +152,6 @@ class _Run:
     temperature: float
 
 
-async def _evaluate(run: _Run, client: Any, step: int, final: bool = False) -> dict[str, Any]:
-    split = "test_final" if final else "test"
-    batch = await sample_batch(
-        run.config, client, run.test_data.groups(), salt=-1 if final else -1 - step
-    )
-    run.files.append_rollouts(rollout_records(step, batch.rollouts, {}, split))
-    return rollout_metrics(batch.rollouts, f"{split}/env")
-
-
 def _eval_due(run: _Run) -> bool:
     return bool(run.config.eval_every and run.test_data is not None)
 
@@ -170,7 +163,7 @@ async def _step(run: _Run, step: int) -> dict[str, Any] | None:
     client = await sampler_snapshot(run.training)
     if _eval_due(run) and step % config.eval_every == 0:
         t0 = time.monotonic()
-        metrics.update(await _evaluate(run, client, step))
+        metrics.update(await evaluate_split(config, files, run.test_data, client, step))
         metrics["time/eval"] = time.monotonic() - t0
     t0 = time.monotonic()
     groups = [RecordingGroup(g) for g in run.train_data.get_batch(step % len(run.train_data))]
@@ -196,7 +189,10 @@ async def _step(run: _Run, step: int) -> dict[str, Any] | None:
     metrics["time/train"] = time.monotonic() - t0
     if _eval_due(run) and step + 1 == run.total:
         t0 = time.monotonic()
-        metrics.update(await _evaluate(run, await sampler_snapshot(run.training), step, True))
+        final_client = await sampler_snapshot(run.training)
+        metrics.update(
+            await evaluate_split(config, files, run.test_data, final_client, step, final=True)
+        )
         metrics["time/eval_final"] = time.monotonic() - t0
     t0 = time.monotonic()
     checkpoint = await save_checkpoint(run.training, config, step + 1, run.total)
@@ -213,28 +209,6 @@ async def _step(run: _Run, step: int) -> dict[str, Any] | None:
     return checkpoint
 
 
-async def _open(config: Config, service: Any, files: RunFiles, checkpoint: Any) -> Any:
-    if checkpoint:
-        _say(f"resuming {config.log_path} at step {checkpoint['step']}")
-        files.forget_after(int(checkpoint["step"]))
-        return await service.create_training_client_from_state_with_optimizer_async(
-            checkpoint["state_path"]
-        )
-    files.forget_after(0)
-    warm = config.load_checkpoint_path
-    if warm:
-        _say(f"starting from the weights of {warm}")
-        return await service.create_training_client_from_state_async(warm)
-    return await service.create_lora_training_client_async(
-        base_model=config.model_name,
-        rank=config.lora_rank,
-        seed=config.sampling_seed,
-        train_mlp=config.train_mlp,
-        train_attn=config.train_attn,
-        train_unembed=config.train_unembed,
-    )
-
-
 async def _train(
     config: Config,
     connection: Connection,
@@ -247,7 +221,7 @@ async def _train(
     checkpoint = files.last_checkpoint()
     start = int(checkpoint["step"]) if checkpoint else 0
     async with service_client(connection) as service:
-        training = await _open(config, service, files, checkpoint)
+        training = await open_training_client(config, service, files, checkpoint)
         run = _Run(
             config,
             files,
@@ -311,7 +285,7 @@ async def run_distillation(config: Config, *, teacher: str, temperature: float =
     checkpoint = files.last_checkpoint()
     start = int(checkpoint["step"]) if checkpoint else 0
     if checkpoint and start >= total:
-        return _result(config, files, start, checkpoint, start, resolve_backend(config.backend))
+        return run_result(config, files, start, checkpoint, start, resolve_backend(config.backend))
     async with connect(_serving(config, teacher)) as connection:
         await preflight(
             str(connection.base_url),
@@ -326,23 +300,4 @@ async def run_distillation(config: Config, *, teacher: str, temperature: float =
             )
 
         checkpoint = await train_watched(config, connection, files, train, total)
-    return _result(config, files, total, checkpoint, start, connection.backend)
-
-
-def _result(
-    config: Config,
-    files: RunFiles,
-    steps: int,
-    checkpoint: dict[str, Any] | None,
-    start: int,
-    backend: str,
-) -> RunResult:
-    metrics = files.metrics()
-    return RunResult(
-        log_path=config.log_path,
-        steps=steps,
-        final_metrics=metrics[-1] if metrics else {},
-        final_checkpoint=checkpoint,
-        resumed_from=start,
-        backend=backend,
-    )
+    return run_result(config, files, total, checkpoint, start, connection.backend)

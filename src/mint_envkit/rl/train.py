@@ -246,30 +246,34 @@ class _Run:
     rest: Any  # the SDK's REST client: deletes old checkpoints
 
 
+async def open_training_client(
+    config: Config, service: Any, files: RunFiles, checkpoint: dict[str, Any] | None
+) -> Any:
+    """The run's training client: resumed from ``checkpoint``, warm-started from
+    ``config.load_checkpoint_path``, or a fresh LoRA (RL and distillation alike)."""
+    if checkpoint:
+        _say(f"resuming {config.log_path} at step {checkpoint['step']}")
+        files.forget_after(int(checkpoint["step"]))
+        return await service.create_training_client_from_state_with_optimizer_async(
+            checkpoint["state_path"]
+        )
+    files.forget_after(0)
+    if config.load_checkpoint_path:  # a warm start: its weights, a fresh optimizer
+        _say(f"starting from the weights of {config.load_checkpoint_path}")
+        return await service.create_training_client_from_state_async(config.load_checkpoint_path)
+    return await service.create_lora_training_client_async(
+        base_model=config.model_name,
+        rank=config.lora_rank,
+        seed=config.sampling_seed,
+        **_fields(config, "train_mlp", "train_attn", "train_unembed"),
+    )
+
+
 async def _open(
     config: Config, service: Any, files: RunFiles, checkpoint: dict[str, Any] | None
 ) -> tuple[Any, Any, Any]:
     """The training client (fresh, or resumed from ``checkpoint``), the KL reference, REST."""
-    if checkpoint:
-        _say(f"resuming {config.log_path} at step {checkpoint['step']}")
-        files.forget_after(int(checkpoint["step"]))
-        training = await service.create_training_client_from_state_with_optimizer_async(
-            checkpoint["state_path"]
-        )
-    elif config.load_checkpoint_path:  # a warm start: its weights, a fresh optimizer
-        files.forget_after(0)
-        _say(f"starting from the weights of {config.load_checkpoint_path}")
-        training = await service.create_training_client_from_state_async(
-            config.load_checkpoint_path
-        )
-    else:
-        files.forget_after(0)
-        training = await service.create_lora_training_client_async(
-            base_model=config.model_name,
-            rank=config.lora_rank,
-            seed=config.sampling_seed,
-            **_fields(config, "train_mlp", "train_attn", "train_unembed"),
-        )
+    training = await open_training_client(config, service, files, checkpoint)
     reference = None
     if uses_kl_reference(config.kl_penalty_coef) and config.kl_reference_config is not None:
         reference = await service.create_sampling_client_async(
@@ -278,18 +282,26 @@ async def _open(
     return training, reference, service.create_rest_client()
 
 
-async def _evaluate(run: _Run, client: Any, step: int, final: bool = False) -> dict[str, Any]:
+async def evaluate_split(
+    config: Config, files: RunFiles, test_data: Any, client: Any, step: int, final: bool = False
+) -> dict[str, Any]:
+    """One eval of ``test_data`` with ``client``: its rollouts logged, ``test/env/...`` (or
+    ``test_final/env/...``) metrics with the constant-answer baseline and collapse figures."""
     salt = -1 if final else -1 - step  # the final eval repeats step 0's draws
-    groups = run.test_data.groups()
-    batch = await sample_batch(run.config, client, groups, salt=salt)
+    groups = test_data.groups()
+    batch = await sample_batch(config, client, groups, salt=salt)
     split = "test_final" if final else "test"
-    run.files.append_rollouts(rollout_records(step, batch.rollouts, {}, split))
+    files.append_rollouts(rollout_records(step, batch.rollouts, {}, split))
     metrics = rollout_metrics(batch.rollouts, f"{split}/env")
     answers = answer_figures(rollout_answers(batch.rollouts, groups))  # baseline, collapse
     note = collapse_note(answers, metrics.get(f"{split}/env/all/correct"))
     if note:
         _say(f"{split} eval at step {step}: {note}")
     return {**metrics, **answer_metrics(answers, f"{split}/env")}
+
+
+async def _evaluate(run: _Run, client: Any, step: int, final: bool = False) -> dict[str, Any]:
+    return await evaluate_split(run.config, run.files, run.test_data, client, step, final)
 
 
 async def _final_evaluation(run: _Run, step: int) -> dict[str, Any]:
@@ -401,7 +413,7 @@ async def run_training(config: Config) -> RunResult:
     start = int(checkpoint["step"]) if checkpoint else 0
     if checkpoint and start >= total:
         # Finished earlier: report it without starting a backend.
-        return _result(config, files, start, checkpoint, start, resolve_backend(config.backend))
+        return run_result(config, files, start, checkpoint, start, resolve_backend(config.backend))
 
     async with connect(config) as connection:
         if connection.backend == "local":
@@ -421,7 +433,7 @@ async def run_training(config: Config) -> RunResult:
             return await _train(config, current, files, train_data, test_data, total)
 
         checkpoint = await train_watched(config, connection, files, train, total)
-    return _result(config, files, total, checkpoint, start, connection.backend)
+    return run_result(config, files, total, checkpoint, start, connection.backend)
 
 
 async def _train(
@@ -465,7 +477,7 @@ Example::
 """
 
 
-def _result(
+def run_result(
     config: Config,
     files: RunFiles,
     steps: int,
@@ -473,6 +485,7 @@ def _result(
     start: int,
     backend: str,
 ) -> RunResult:
+    """The :class:`RunResult` of a run (RL or distillation) from its log files."""
     metrics = files.metrics()
     return RunResult(
         log_path=config.log_path,
