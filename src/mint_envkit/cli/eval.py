@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 
 from mint_envkit.cli.command import run_command
-from mint_envkit.cli.problems import add_problem_options, problems_from_args
+from mint_envkit.cli.problems import add_sampling_options, problems_from_args
 from mint_envkit.evaluation.compare import comparison_table
 from mint_envkit.evaluation.run import evaluate_many
-from mint_envkit.evaluation.spec import SPLITS
 
 __all__ = ["configure", "run"]
 
@@ -46,17 +45,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "compare checkpoints on the same problems and seeds",
     )
     parser.add_argument("--compare", action="store_true", help="also evaluate the base model")
-    parser.add_argument("--samples", type=int, default=4, help="completions per problem (K)")
-    parser.add_argument("--split", choices=SPLITS, default=None, help="default: test if any")
-    add_problem_options(parser)
-    parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--seed", type=int, default=0)
+    add_sampling_options(parser)
     parser.add_argument("--renderer", default=None, help="default: the builder's, else qwen3")
     parser.add_argument("--out", default=None, help="default: runs/eval-<name>-<time>")
-    parser.add_argument("--base-url", default=None, help="a running backend (else as training)")
-    parser.add_argument("--backend", choices=("auto", "local", "mint"), default="auto")
     parser.add_argument("--concurrency", type=int, default=16, help="problems at once")
     parser.add_argument("--progress-every", type=int, default=None, help="a line per N problems")
     parser.add_argument("--no-report", action="store_true", help="skip the viewer page")

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from mint_envkit.cli.command import run_command
-from mint_envkit.cli.problems import add_problem_options, problems_from_args
+from mint_envkit.cli.problems import add_sampling_options, problems_from_args
 from mint_envkit.errors import MintEnvkitError
-from mint_envkit.evaluation.spec import SPLITS
 from mint_envkit.sweep import interpolation_sweep
 
 __all__ = ["configure", "run"]
@@ -59,15 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="one mix as comma-separated coefficients, one per checkpoint; repeat it",
     )
     parser.add_argument("--out", required=True, help="the sweep folder (resumable)")
-    parser.add_argument("--samples", type=int, default=4, help="completions per problem (K)")
-    parser.add_argument("--split", choices=SPLITS, default=None, help="default: test if any")
-    add_problem_options(parser)
-    parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--base-url", default=None, help="a running backend (else as training)")
-    parser.add_argument("--backend", choices=("auto", "local", "mint"), default="auto")
+    add_sampling_options(parser)
 
 
 def _numbers(text: str, option: str) -> list[float]:

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from mint_envkit.errors import MintEnvkitError
+from mint_envkit.evaluation.spec import SPLITS
 
 __all__ = ["add_problem_options", "problems_from_args"]
 
@@ -26,6 +27,27 @@ def add_problem_options(parser: argparse.ArgumentParser) -> None:
     """
     parser.add_argument("--problem", action="append", help="a problem as JSON (env classes)")
     parser.add_argument("--problems", help="a .jsonl/.csv/.parquet file of problems (env classes)")
+
+
+def add_sampling_options(parser: argparse.ArgumentParser) -> None:
+    """Add the options of commands that sample an env's problems (``eval``, ``interpolate``).
+
+    ``--samples``, ``--split``, the problem options, ``--limit``, ``--temperature``,
+    ``--max-tokens``, ``--seed``, ``--base-url`` and ``--backend``.
+
+    Example::
+
+        add_sampling_options(argparse.ArgumentParser())
+    """
+    parser.add_argument("--samples", type=int, default=4, help="completions per problem (K)")
+    parser.add_argument("--split", choices=SPLITS, default=None, help="default: test if any")
+    add_problem_options(parser)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--base-url", default=None, help="a running backend (else as training)")
+    parser.add_argument("--backend", choices=("auto", "local", "mint"), default="auto")
 
 
 def problems_from_args(args: argparse.Namespace) -> list[dict[str, Any]] | str | None:
