@@ -12,7 +12,7 @@ from mint_envkit.local.http.responses import (
     JSONResponse,
     checkpoint_json,
     describe_error,
-    engine_error_response,
+    engine_error,
     forward_output_json,
     optim_metrics_json,
     sample_response_json,
@@ -59,10 +59,10 @@ def test_errors_keep_their_category_and_map_to_4xx() -> None:
     assert describe_error(FakeEngineError("boom", "server")) == ("boom", "server")
     message, category = describe_error(RuntimeError("oops"))
     assert category == "server" and "internal error" in message and "oops" in message
-    assert engine_error_response(FakeEngineError("no checkpoint at 'x'", "user")).status_code == 404
-    assert engine_error_response(FakeEngineError("rank too big", "user")).status_code == 422
-    failed = engine_error_response(FakeEngineError("disk full", "server"))
-    assert failed.status_code == 400 and b"local backend error: disk full" in failed.body
+    assert engine_error(FakeEngineError("no checkpoint at 'x'", "user")).status == 404
+    assert engine_error(FakeEngineError("rank too big", "user")).status == 422
+    failed = engine_error(FakeEngineError("disk full", "server"))
+    assert failed.status == 400 and "local backend error: disk full" in failed.message
 
 
 def test_json_keeps_nan() -> None:

@@ -12,7 +12,8 @@ big bodies are decoded in a worker thread), calls its handler and turns a
 Example::
 
     import uvicorn
-    from mint_envkit.local.http import Backend, build_app
+    from mint_envkit.local.http.app import build_app
+    from mint_envkit.local.http.state import Backend
 
     uvicorn.run(build_app(Backend(models=["mint-envkit/tiny-qwen3"])), port=8765)
 """
@@ -30,12 +31,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mint_envkit.local.http.requests import ProtocolError, parse_json_body
+from mint_envkit.local.http.requests import THREAD_PARSE_BYTES, ProtocolError, parse_json_body
 from mint_envkit.local.http.responses import JSONResponse, error_response
 from mint_envkit.local.http.routes import mint, rest, sampling, sessions, training
 from mint_envkit.local.http.state import Backend
-
-__all__ = ["ROUTES", "RouteSpec", "build_app"]
 
 logger = logging.getLogger("mint_envkit.local.server")
 
@@ -129,10 +128,6 @@ ROUTES: tuple[RouteSpec, ...] = (
 _UNCOUNTED = frozenset({"stats"})
 
 
-_THREAD_PARSE_BYTES = 64 << 10
-"""Bodies bigger than this are decoded in a worker thread, so the event loop keeps answering."""
-
-
 def _too_big(size: int, limit: int, route: str) -> ProtocolError:
     return ProtocolError(
         413,
@@ -166,7 +161,7 @@ async def _read_body(request: Request, limit: int, route: str) -> bytes:
 
 
 async def _parse(raw: bytes) -> dict[str, Any]:
-    if len(raw) > _THREAD_PARSE_BYTES:
+    if len(raw) > THREAD_PARSE_BYTES:
         return await asyncio.to_thread(parse_json_body, raw)
     return parse_json_body(raw)
 

@@ -37,27 +37,6 @@ from tinker import types as tt
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.local.bounds import learning_rate_problem
 
-__all__ = [
-    "MAX_LORA_RANK",
-    "ProtocolError",
-    "check_tinker_path",
-    "model_input_tokens",
-    "parse_create_model",
-    "parse_delete_checkpoint",
-    "parse_json_body",
-    "parse_load_weights",
-    "parse_model_id_request",
-    "parse_optim_step",
-    "parse_paging",
-    "parse_retrieve_future",
-    "parse_run_id",
-    "parse_save_weights",
-    "parse_save_weights_for_sampler",
-    "parse_weights_info",
-    "run_id_of",
-    "validate_body",
-]
-
 MAX_LORA_RANK = 4096
 """The largest LoRA rank ``create_model`` accepts."""
 
@@ -68,6 +47,9 @@ MAX_JSON_DEPTH = 64
 MAX_INT_DIGITS = 40
 """Longest integer literal a request body may hold (int64 needs 19 digits)."""
 _CHECKPOINT_KINDS = ("weights", "sampler_weights")
+THREAD_PARSE_BYTES = 64 << 10
+"""Bodies bigger than this are decoded and validated in a worker thread, so the event loop
+keeps answering (health checks while a big batch is parsed)."""
 
 
 @attrs.define

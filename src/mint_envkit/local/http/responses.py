@@ -28,20 +28,6 @@ from mint_envkit.errors import MintEnvkitError
 from mint_envkit.local.http.requests import ProtocolError
 from mint_envkit.local.state_dir import disk_error_message
 
-__all__ = [
-    "JSONResponse",
-    "checkpoint_json",
-    "cursor_json",
-    "describe_error",
-    "engine_error_response",
-    "error_response",
-    "forward_output_json",
-    "iso_time",
-    "optim_metrics_json",
-    "sample_response_json",
-    "sanitize_metrics",
-]
-
 logger = logging.getLogger("mint_envkit.local.server")
 
 _NOT_FOUND_HINTS = (
@@ -108,24 +94,23 @@ def describe_error(err: BaseException) -> tuple[str, str]:
     )
 
 
-def engine_error_response(err: BaseException) -> JSONResponse:
-    """A 4xx for an engine error on a direct (non-future) endpoint.
+def engine_error(err: BaseException) -> ProtocolError:
+    """The 4xx for an engine error on a direct (non-future) endpoint.
 
     User errors are 404 (something named does not exist) or 422; server
     errors are 400, because the SDK retries any 5xx for minutes.
 
     Example::
 
-        engine_error_response(EngineError("no checkpoint at 'tinker://x/weights/y'"))
-        # JSONResponse 404 {"error": "no checkpoint at ..."}
+        engine_error(EngineError("no checkpoint at 'tinker://x/weights/y'")).status   # 404
     """
     message, category = describe_error(err)
     if category == "user":
         text = message.lower()
-        return error_response(404 if any(s in text for s in _NOT_FOUND_HINTS) else 422, message)
+        return ProtocolError(404 if any(s in text for s in _NOT_FOUND_HINTS) else 422, message)
     # A deliberate server-side failure: answer with a status the SDK does not
     # retry for minutes (it retries 5xx), so the user sees the message now.
-    return error_response(400, f"local backend error: {message}")
+    return ProtocolError(400, f"local backend error: {message}")
 
 
 # --------------------------------------------------------------------------- bodies

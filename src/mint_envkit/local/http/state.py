@@ -7,7 +7,8 @@ on the server's event loop, except the request counts (thread-safe).
 
 Example::
 
-    from mint_envkit.local.http import Backend, build_app
+    from mint_envkit.local.http.app import build_app
+    from mint_envkit.local.http.state import Backend
 
     backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir="/tmp/state")
     app = build_app(backend)          # an ASGI app; serve it with uvicorn
@@ -34,19 +35,10 @@ from mint_envkit.local.http.guard import Guard
 from mint_envkit.local.http.idle import IdleReaper
 from mint_envkit.local.http.limits import Limits
 from mint_envkit.local.http.requests import ProtocolError, run_id_of
-from mint_envkit.local.http.responses import describe_error
+from mint_envkit.local.http.responses import describe_error, engine_error
 from mint_envkit.local.http.samplers import SamplerTable
 from mint_envkit.local.http.worker import EngineFactory, EngineWorker, SampleBatcher
 from mint_envkit.local.messages import SERVER_SHUTTING_DOWN
-
-__all__ = [
-    "DEFAULT_MAX_BODY_BYTES",
-    "DEFAULT_MAX_UNNAMED_SAMPLERS",
-    "DEFAULT_SAMPLE_BATCH_WINDOW_MS",
-    "LONG_POLL_S",
-    "Backend",
-    "check_server_options",
-]
 
 logger = logging.getLogger("mint_envkit.local.server")
 
@@ -92,7 +84,7 @@ def check_server_options(
 
 def _resolve_model_name(name: str) -> str:
     try:
-        from mint_envkit.local.models import resolve_model_name
+        from mint_envkit.local.models.loader import resolve_model_name
 
         return resolve_model_name(name)
     except Exception:
@@ -190,11 +182,13 @@ class Backend:
         self.sessions: dict[str, dict[str, list[str]]] = {}
         self.reaper = IdleReaper(self)
         self.known_runs: set[str] = set()
+        """Runs named to this server by a checkpoint path (listed by ``GET /checkpoints``)."""
+        self.checkpoint_bases: dict[str, str] = {}
+        """Checkpoint path -> its served base model, as the MinT routes checked it once."""
         self.list_all_checkpoints = list_all_checkpoints
         # Names this server process in healthz: a client that sees it change knows the
         # backend restarted (its training clients and samplers are gone).
         self.instance_id = secrets.token_hex(8)
-        """Runs named to this server by a checkpoint path (listed by ``GET /checkpoints``)."""
         self._sequencers: dict[str, Sequencer] = {}
         self.direct_call_timeout_s = 20.0
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -202,7 +196,7 @@ class Backend:
         if engine_factory is None:
 
             def engine_factory() -> Any:
-                from mint_envkit.local.engine import Engine
+                from mint_envkit.local.engine.core import Engine
 
                 return Engine(
                     state_dir=state_dir,
@@ -307,6 +301,18 @@ class Backend:
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
 
+    async def engine_call(self, fn: Callable[[Any], Any]) -> Any:
+        """Run ``fn(engine)`` on the worker for a direct answer; an engine error is its 4xx.
+
+        Example::
+
+            info = await backend.engine_call(lambda e: e.weights_info(path))
+        """
+        try:
+            return await self.worker.call(fn)
+        except Exception as err:
+            raise engine_error(err) from None
+
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
@@ -371,22 +377,25 @@ class Backend:
         await self.delay()
         self.futures.set_result(request_id, payload)
 
-    def submit_training(
+    async def submit_training(
         self,
         kind: str,
         body: dict[str, Any],
         parse: Callable[[dict[str, Any]], Any],
         build: Callable[[Any], tuple[Callable[[Any], Any], Convert, OnSuccess]],
+        *,
+        in_thread: bool = False,
     ) -> dict[str, Any]:
         """Validate, order by ``seq_id`` and queue one training request; returns its future.
 
-        ``parse`` validates the body (raising ProtocolError); ``build(op)`` gives
-        ``(engine_fn, convert, on_success)``. A refused request still uses up
-        its ``seq_id`` so the ones after it are not held back.
+        ``parse`` validates the body (raising ProtocolError; it may be async, for checks
+        that ask the engine; ``in_thread`` runs it in a worker thread, for a big body);
+        ``build(op)`` gives ``(engine_fn, convert, on_success)``. A refused request still
+        uses up its ``seq_id`` so the ones after it are not held back.
 
         Example::
 
-            backend.submit_training("optim_step", body, parse_optim_step, build)
+            await backend.submit_training("optim_step", body, parse_optim_step, build)
             # {'request_id': 'req-...', 'model_id': '...'}
         """
         model_id = body.get("model_id")
@@ -395,7 +404,9 @@ class Backend:
         seq_id = raw_seq if is_integer(raw_seq) else None
         seq = self.sequencer(model_id)
         try:
-            op = parse(body)
+            op = await asyncio.to_thread(parse, body) if in_thread else parse(body)
+            if asyncio.iscoroutine(op):
+                op = await op
             previous = seq.previous(seq_id, kind)
         except ProtocolError:
             seq.skip(seq_id)
@@ -461,6 +472,16 @@ class Backend:
         info["last_request_time"] = time.time()
         return info
 
+    def served_name(self, name: str) -> str | None:
+        """The name this server serves base model ``name`` under (a directory model is
+        also known by its absolute path), or None when it does not serve it.
+
+        Example::
+
+            backend.served_name("mint-envkit/tiny-qwen3")   # 'mint-envkit/tiny-qwen3'
+        """
+        return self._aliases.get(name) or self._aliases.get(_resolve_model_name(name))
+
     def require_base_model(self, name: str) -> str:
         """``name`` if this server serves it, else a 404 that lists what it serves.
 
@@ -468,7 +489,7 @@ class Backend:
 
             backend.require_base_model("mint-envkit/tiny-qwen3")
         """
-        served = self._aliases.get(name) or self._aliases.get(_resolve_model_name(name))
+        served = self.served_name(name)
         if served is not None:
             return served
         raise ProtocolError(
@@ -490,7 +511,7 @@ class Backend:
         """
         self.known_runs.add(run_id_of(model_path))
         base = str(engine.weights_info(model_path).get("base_model", ""))
-        served = self._aliases.get(base) or self._aliases.get(_resolve_model_name(base))
+        served = self.served_name(base)
         if served is None:
             raise ProtocolError(
                 422,

@@ -21,12 +21,10 @@ Example::
 from __future__ import annotations
 
 import uuid
-import weakref
 from typing import Any
 
 from starlette.requests import Request
 
-from mint_envkit.checks import is_integer
 from mint_envkit.local.http.mint_requests import (
     ReverseKLOp,
     parse_interpolate,
@@ -38,44 +36,23 @@ from mint_envkit.local.http.requests import (
     check_tinker_path,
     run_id_of,
 )
-from mint_envkit.local.http.responses import describe_error, sanitize_metrics
+from mint_envkit.local.http.responses import sanitize_metrics
 from mint_envkit.local.http.state import Backend
-
-__all__ = ["forward_backward_reverse_kl", "interpolate"]
-
-_KNOWN_BASES: weakref.WeakKeyDictionary[Backend, dict[str, str]] = weakref.WeakKeyDictionary()
-"""Per server: checkpoint path -> its served base model (checked once, then remembered)."""
-
-_NOT_FOUND = ("no checkpoint", "unknown", "not found", "does not exist")
 
 
 async def _path_base(b: Backend, path: str, field: str) -> str:
     """The served base model of a base model name or a ``tinker://`` path, or 404/422 on ``field``."""
-    if not path.startswith("tinker://"):
-        try:
+    if path.startswith("tinker://"):
+        check_tinker_path(path, field)
+    try:
+        if not path.startswith("tinker://"):
             return b.require_base_model(path)
-        except ProtocolError as err:
-            raise ProtocolError(err.status, f"{field}: {err.message}") from None
-    check_tinker_path(path, field)
-    known = _KNOWN_BASES.setdefault(b, {})
-    if path in known:
-        return known[path]
-    try:
-        base = str(await b.worker.call(lambda e: b.checkpoint_base_model(e, path)))
-    except Exception as err:
-        message, _ = describe_error(err)
-        status = 404 if any(s in message.lower() for s in _NOT_FOUND) else 422
-        raise ProtocolError(status, f"{field}: {message}") from None
-    known[path] = base
-    return base
-
-
-def _served(b: Backend, name: str) -> str:
-    """The served name of a base model (a directory model is also known by its path)."""
-    try:
-        return b.require_base_model(name)
-    except ProtocolError:
-        return name
+        if path not in b.checkpoint_bases:
+            base = await b.engine_call(lambda e: b.checkpoint_base_model(e, path))
+            b.checkpoint_bases[path] = str(base)
+        return b.checkpoint_bases[path]
+    except ProtocolError as err:
+        raise ProtocolError(err.status, f"{field}: {err.message}") from None
 
 
 def _reverse_kl_json(out: Any) -> dict[str, Any]:
@@ -96,16 +73,15 @@ async def forward_backward_reverse_kl(b: Backend, request: Request, body: dict) 
         await forward_backward_reverse_kl(backend, request, {"model_id": mid, "seq_id": 1,
             "reference_model_path": "tinker://run/sampler_weights/teacher", "data": [...]})
     """
-    info = b.require_model(body.get("model_id"))
-    raw_seq = body.get("seq_id")
-    seq_id = raw_seq if is_integer(raw_seq) else None
-    try:
-        op = parse_reverse_kl(body)
+
+    async def parse(bd: dict) -> ReverseKLOp:
+        op = parse_reverse_kl(bd)
         b.limits.check_forward(
             [d["student_input"] for d in op.data] + [d["reference_input"] for d in op.data]
         )
         ref_base = await _path_base(b, op.reference_model_path, "reference_model_path")
-        student_base = _served(b, str(info.get("base_model")))
+        base = str(b.require_model(op.model_id).get("base_model"))
+        student_base = b.served_name(base) or base
         if ref_base != student_base:
             raise ProtocolError(
                 422,
@@ -113,9 +89,7 @@ async def forward_backward_reverse_kl(b: Backend, request: Request, body: dict) 
                 f"{ref_base!r} but model_id {op.model_id} trains {student_base!r}; "
                 "the reference must share the student's base model (and tokenizer)",
             )
-    except ProtocolError:
-        b.sequencer(str(body.get("model_id"))).skip(seq_id)  # later seq_ids go on
-        raise
+        return op
 
     def build(op: ReverseKLOp) -> tuple[Any, Any, None]:
         from mint_envkit.local.engine import distill
@@ -127,7 +101,7 @@ async def forward_backward_reverse_kl(b: Backend, request: Request, body: dict) 
 
         return fn, _reverse_kl_json, None
 
-    return b.submit_training("forward_backward_reverse_kl", body, lambda _bd: op, build)
+    return await b.submit_training("forward_backward_reverse_kl", body, parse, build)
 
 
 def _output_path(output: str | None, run: str) -> str:
@@ -195,7 +169,7 @@ async def interpolate(b: Backend, request: Request, body: dict) -> dict:
 
     def on_success(path: str) -> None:
         b.known_runs.add(run_id_of(path))
-        _KNOWN_BASES.setdefault(b, {})[path] = bases[0]
+        b.checkpoint_bases[path] = bases[0]
 
     request_id = b.futures.create("interpolate_checkpoints")
     b.start_op(request_id, fn, convert, on_success)

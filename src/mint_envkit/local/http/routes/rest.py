@@ -25,25 +25,14 @@ from mint_envkit.local.http.requests import (
 from mint_envkit.local.http.responses import (
     checkpoint_json,
     cursor_json,
-    engine_error_response,
     error_response,
     iso_time,
 )
 from mint_envkit.local.http.state import Backend
 
-__all__ = [
-    "delete_checkpoint",
-    "get_sampler",
-    "get_training_run",
-    "list_checkpoints",
-    "list_training_runs",
-    "list_user_checkpoints",
-    "not_supported",
-]
-
 
 async def _checkpoints_of(b: Backend, model_id: str | None) -> list[dict[str, Any]]:
-    records = await b.worker.call(lambda e: list(e.list_checkpoints(model_id)))
+    records = await b.engine_call(lambda e: list(e.list_checkpoints(model_id)))
     items = [checkpoint_json(r) for r in records]
     items.sort(key=lambda c: c["time"], reverse=True)
     return items
@@ -53,7 +42,7 @@ async def _training_run_json(b: Backend, model_id: str) -> dict[str, Any]:
     info = b.model_registry[model_id]
     try:
         checkpoints = await _checkpoints_of(b, model_id)
-    except Exception:
+    except ProtocolError:
         checkpoints = []
     last_training = next((c for c in checkpoints if c["checkpoint_type"] == "training"), None)
     last_sampler = next((c for c in checkpoints if c["checkpoint_type"] == "sampler"), None)
@@ -99,7 +88,7 @@ async def get_training_run(b: Backend, request: Request, body: Any) -> dict:
     return await _training_run_json(b, model_id)
 
 
-async def list_checkpoints(b: Backend, request: Request, body: Any) -> Any:
+async def list_checkpoints(b: Backend, request: Request, body: Any) -> dict:
     """``GET /training_runs/{run_id}/checkpoints``: newest first.
 
     Example::
@@ -107,14 +96,10 @@ async def list_checkpoints(b: Backend, request: Request, body: Any) -> Any:
         (await list_checkpoints(backend, request, None))["checkpoints"][0]["checkpoint_id"]
     """
     model_id = parse_run_id(request.path_params["run_id"])
-    try:
-        items = await _checkpoints_of(b, model_id)
-    except Exception as err:
-        return engine_error_response(err)
-    return {"checkpoints": items}
+    return {"checkpoints": await _checkpoints_of(b, model_id)}
 
 
-async def delete_checkpoint(b: Backend, request: Request, body: Any) -> Any:
+async def delete_checkpoint(b: Backend, request: Request, body: Any) -> Response:
     """``DELETE /training_runs/{run_id}/checkpoints/{checkpoint_id}``: 204 when deleted.
 
     Example::
@@ -124,14 +109,11 @@ async def delete_checkpoint(b: Backend, request: Request, body: Any) -> Any:
     path = parse_delete_checkpoint(
         request.path_params["run_id"], request.path_params["checkpoint_id"]
     )
-    try:
-        await b.worker.call(lambda e: e.delete_checkpoint(path))
-    except Exception as err:
-        return engine_error_response(err)
+    await b.engine_call(lambda e: e.delete_checkpoint(path))
     return Response(status_code=204)
 
 
-async def list_user_checkpoints(b: Backend, request: Request, body: Any) -> Any:
+async def list_user_checkpoints(b: Backend, request: Request, body: Any) -> dict:
     """``GET /checkpoints``: a page of the checkpoints of this server's runs.
 
     The state directory may be shared by every project on the machine; this
@@ -145,17 +127,12 @@ async def list_user_checkpoints(b: Backend, request: Request, body: Any) -> Any:
         (await list_user_checkpoints(backend, request, None))["cursor"]["total_count"]
     """
     offset, limit = parse_paging(request.query_params, 100)
-    try:
-        records = await b.worker.call(lambda e: list(e.list_checkpoints(None)))
-    except Exception as err:
-        return engine_error_response(err)
     ours = set(b.model_registry) | b.known_runs
     items = [
-        checkpoint_json(r)
-        for r in records
-        if b.list_all_checkpoints or run_id_of(str(r.get("tinker_path", ""))) in ours
+        c
+        for c in await _checkpoints_of(b, None)
+        if b.list_all_checkpoints or run_id_of(c["tinker_path"]) in ours
     ]
-    items.sort(key=lambda c: c["time"], reverse=True)
     return {
         "checkpoints": items[offset : offset + limit],
         "cursor": cursor_json(offset, limit, len(items)),

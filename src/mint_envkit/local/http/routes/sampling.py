@@ -17,15 +17,13 @@ from typing import Any
 
 from starlette.requests import Request
 
-from mint_envkit.local.http.responses import engine_error_response, sample_response_json
+from mint_envkit.local.http.responses import engine_error, sample_response_json
 from mint_envkit.local.http.samples import SampleOp, parse_create_sampling_session, parse_sample
 from mint_envkit.local.http.splitting import submit_split
 from mint_envkit.local.http.state import Backend
 
-__all__ = ["asample", "create_sampling_session"]
 
-
-async def create_sampling_session(b: Backend, request: Request, body: dict) -> Any:
+async def create_sampling_session(b: Backend, request: Request, body: dict) -> dict:
     """``POST /create_sampling_session``: a sampler on a base model or on saved weights.
 
     Waits for the engine, but not past the SDK's 60 s read timeout (it would
@@ -62,7 +60,7 @@ async def create_sampling_session(b: Backend, request: Request, body: dict) -> A
         base = req.base_model or b.run_base_model(req.model_path or "")
         pending = cf
     except Exception as err:
-        return engine_error_response(err)
+        raise engine_error(err) from None
     b.samplers.add(sampler_id, base_model=base, model_path=req.model_path, pending=pending)
     b.session(req.session_id)["sampler_ids"].append(sampler_id)
     await b.delay()

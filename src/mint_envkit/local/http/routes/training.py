@@ -13,7 +13,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from typing import Any
@@ -23,7 +22,7 @@ from starlette.requests import Request
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.local.http.datums import ForwardOp, parse_forward
 from mint_envkit.local.http.requests import (
-    ProtocolError,
+    THREAD_PARSE_BYTES,
     parse_create_model,
     parse_load_weights,
     parse_model_id_request,
@@ -34,24 +33,10 @@ from mint_envkit.local.http.requests import (
     run_id_of,
 )
 from mint_envkit.local.http.responses import (
-    engine_error_response,
     forward_output_json,
     optim_metrics_json,
 )
 from mint_envkit.local.http.state import Backend
-
-__all__ = [
-    "create_model",
-    "forward",
-    "forward_backward",
-    "get_info",
-    "load_weights",
-    "optim_step",
-    "save_weights",
-    "save_weights_for_sampler",
-    "unload_model",
-    "weights_info",
-]
 
 _LORA_FLAGS = ("train_mlp", "train_attn", "train_unembed")
 
@@ -138,59 +123,38 @@ async def unload_model(b: Backend, request: Request, body: dict) -> dict:
     return {"request_id": request_id, "model_id": model_id}
 
 
-_THREAD_PARSE_BYTES = 64 << 10
-"""A forward body bigger than this (or of unknown size) is validated in a worker thread."""
-
-
 def _big_body(request: Request) -> bool:
     declared = request.headers.get("content-length", "")
-    return not declared.isdigit() or int(declared) > _THREAD_PARSE_BYTES
+    return not declared.isdigit() or int(declared) > THREAD_PARSE_BYTES
 
 
 async def _forward_like(b: Backend, request: Request, body: dict, *, backward: bool) -> dict:
+    def parse(bd: dict) -> ForwardOp:
+        op = parse_forward(bd, backward=backward)
+        b.limits.check_forward([d["model_input"] for d in op.data])
+        return op
+
     def build(op: ForwardOp) -> tuple[Any, Any, None]:
         piece = b.limits.train_chunk_tokens
         split = b.limits.check_forward([d["model_input"] for d in op.data]) > piece
 
         def fn(e: Any) -> Any:
-            if not split:
-                return e.forward(
-                    op.model_id, op.data, op.loss_fn, op.loss_fn_config, backward=backward
-                )
             # a big job runs in pieces; sample requests that wait meanwhile run between them
+            pieces = {"between": lambda: b.batcher.run_pending(e), "piece_tokens": piece}
             return e.forward(
                 op.model_id,
                 op.data,
                 op.loss_fn,
                 op.loss_fn_config,
                 backward=backward,
-                between=lambda: b.batcher.run_pending(e),
-                piece_tokens=piece,
+                **(pieces if split else {}),
             )
 
         return fn, lambda out: forward_output_json(out.logprobs, out.metrics), None
 
-    def parse(bd: dict) -> ForwardOp:
-        op = parse_forward(bd, backward=backward)
-        b.limits.check_forward([d["model_input"] for d in op.data])
-        return op
-
-    kind = "forward_backward" if backward else "forward"
-    if not _big_body(request):
-        return b.submit_training(kind, body, parse, build)
     # a big batch is validated in a worker thread (it takes a while), then queued on the loop
-    b.require_model(body.get("model_id"))
-    try:
-        parsed: ForwardOp | ProtocolError | ValueError = await asyncio.to_thread(parse, body)
-    except (ProtocolError, ValueError) as err:
-        parsed = err
-
-    def checked(_bd: dict) -> ForwardOp:
-        if isinstance(parsed, ProtocolError | ValueError):
-            raise parsed
-        return parsed
-
-    return b.submit_training(kind, body, checked, build)
+    kind = "forward_backward" if backward else "forward"
+    return await b.submit_training(kind, body, parse, build, in_thread=_big_body(request))
 
 
 async def forward(b: Backend, request: Request, body: dict) -> dict:
@@ -239,7 +203,7 @@ async def optim_step(b: Backend, request: Request, body: dict) -> dict:
 
         return fn, optim_metrics_json, None
 
-    return b.submit_training("optim_step", body, parse_optim_step, build)
+    return await b.submit_training("optim_step", body, parse_optim_step, build)
 
 
 async def save_weights(b: Backend, request: Request, body: dict) -> dict:
@@ -258,7 +222,7 @@ async def save_weights(b: Backend, request: Request, body: dict) -> dict:
             None,
         )
 
-    return b.submit_training("save_weights", body, parse_save_weights, build)
+    return await b.submit_training("save_weights", body, parse_save_weights, build)
 
 
 async def save_weights_for_sampler(b: Backend, request: Request, body: dict) -> dict:
@@ -295,7 +259,7 @@ async def save_weights_for_sampler(b: Backend, request: Request, body: dict) -> 
 
         return (lambda e: tuple(e.save_for_sampler(model_id, req.path)), convert, on_success)
 
-    return b.submit_training(
+    return await b.submit_training(
         "save_weights_for_sampler", body, parse_save_weights_for_sampler, build
     )
 
@@ -317,10 +281,10 @@ async def load_weights(b: Backend, request: Request, body: dict) -> dict:
             None,
         )
 
-    return b.submit_training("load_weights", body, parse_load_weights, build)
+    return await b.submit_training("load_weights", body, parse_load_weights, build)
 
 
-async def weights_info(b: Backend, request: Request, body: dict) -> Any:
+async def weights_info(b: Backend, request: Request, body: dict) -> dict:
     """``POST /weights_info``: base model and LoRA settings of a checkpoint.
 
     Example::
@@ -328,19 +292,15 @@ async def weights_info(b: Backend, request: Request, body: dict) -> Any:
         await weights_info(backend, request, {"tinker_path": "tinker://model-1/weights/a"})
     """
     path = parse_weights_info(body)
-    try:
-        info = dict(await b.worker.call(lambda e: e.weights_info(path)))
-    except Exception as err:
-        return engine_error_response(err)
+    info = dict(await b.engine_call(lambda e: e.weights_info(path)))
     await b.delay()
-    flags = ("train_unembed", "train_mlp", "train_attn")
-    fields = ("base_model", "is_lora", "lora_rank", *flags)
+    fields = ("base_model", "is_lora", "lora_rank", *_LORA_FLAGS)
     out = {k: info[k] for k in fields if info.get(k) is not None}
     out.setdefault("is_lora", True)
     # The SDK rebuilds a training client from these flags (create_training_client_from_state)
     # and defaults missing ones to True; fill them from the run that saved the checkpoint.
     run = b.model_registry.get(run_id_of(path), {})
-    for flag in flags:
+    for flag in _LORA_FLAGS:
         if flag not in out and flag in run:
             out[flag] = bool(run[flag])
     return out
