@@ -25,8 +25,8 @@ from typing import Any
 import torch
 from _common import machine_info, table, write_result
 
-from mint_envkit.local.engine import Engine
-from mint_envkit.local.models import tiny_model_dir
+from mint_envkit.local.engine.core import Engine
+from mint_envkit.local.models.tiny import tiny_model_dir
 
 PROMPT_LEN = 32
 QWEN3_06B = {

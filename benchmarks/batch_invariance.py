@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mint_envkit.local.engine import Engine
+from mint_envkit.local.engine.core import Engine
 
 MODEL = "mint-envkit/tiny-qwen3"
 

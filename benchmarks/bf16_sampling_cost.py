@@ -19,9 +19,9 @@ import time
 import torch
 
 import mint_envkit.local.engine.adapters as adapters
-from mint_envkit.local.engine import Engine
+from mint_envkit.local.engine.core import Engine
 from mint_envkit.local.engine.records import BaseModelState
-from mint_envkit.local.models import load_base_model, resolve_model_name
+from mint_envkit.local.models.loader import load_base_model, resolve_model_name
 
 PROMPT = [2044, *range(10, 41)]
 EXACT = adapters.merges_exactly

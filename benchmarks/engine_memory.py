@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine_info, write_result
 
-from mint_envkit.local.engine import Engine
+from mint_envkit.local.engine.core import Engine
 
 
 def _rss_mb() -> float:

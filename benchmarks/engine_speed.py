@@ -47,7 +47,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mint_envkit.local.engine import Engine
+from mint_envkit.local.engine.core import Engine
 
 PROMPT_LEN = 32
 MAX_TOKENS = 32

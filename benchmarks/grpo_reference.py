@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoTokenizer
 
-    from mint_envkit.local.models import load_base_model, pin_threads
+    from mint_envkit.local.models.common import pin_threads
+    from mint_envkit.local.models.loader import load_base_model
     from mint_envkit.parsers import first_number, last_number, same_number
 
     pin_threads(args.threads)

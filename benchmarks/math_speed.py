@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from mint_envkit.parsers import grade_math
+from mint_envkit.parsers.math import grade_math
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from mint_envkit.local.engine import Engine
+from mint_envkit.local.engine.core import Engine
 
 PROMPT = [2044, *range(100, 120), 2045, 2044]
 

@@ -40,22 +40,23 @@ COMMAND = "python scripts/gen_reference.py"
 # (module, names): names None means the module's whole __all__, in __all__ order.
 SECTIONS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("mint_envkit", None),
+    ("mint_envkit.errors", None),
     ("mint_envkit.parsers", None),
     ("mint_envkit.rewards", None),
+    ("mint_envkit.tools", None),
+    ("mint_envkit.envs", None),
     ("mint_envkit.sandbox", None),
     ("mint_envkit.judge", None),
-    ("mint_envkit.builders.sources", None),
+    ("mint_envkit.rendering", None),
+    ("mint_envkit.builders", None),
     ("mint_envkit.rl", None),
-    (
-        "mint_envkit.rl.train",
-        ("main", "ScoredBatch", "score_batch", "sample_batch", "train_on_batch", "save_checkpoint"),
-    ),
-    ("mint_envkit.rl.backend", None),
+    ("mint_envkit.rl.train", None),
     ("mint_envkit.evaluation", None),
+    ("mint_envkit.auditing", None),
     ("mint_envkit.sweep", None),
     ("mint_envkit.view", None),
-    ("mint_envkit.local.server", ("LocalServer",)),
-    ("mint_envkit.local.engine", ("Engine", "EngineError")),
+    ("mint_envkit.local", None),
+    ("mint_envkit.cli", None),
 )
 
 MAX_LINE = 88

@@ -258,8 +258,11 @@ def test_the_exception_scan_sees_the_known_errors():
 
 
 def _private_uses(path: Path) -> list[str]:
-    """``from mint_envkit.x import _y``, ``import mint_envkit.x._y``, and ``alias._y`` where
-    ``alias`` was imported from mint_envkit (dunders such as ``__version__`` are public)."""
+    """``from mint_envkit.x import _y`` and ``alias._y`` where ``alias`` was imported from
+    mint_envkit (dunders such as ``__version__`` are public). A test may import what it
+    tests from an internal module (``mint_envkit.sweep._grid``, ``mint_envkit.rl.sampling``):
+    the face stays small because tests need not go through it; a module's own ``_names``
+    stay its business."""
 
     def private(part: str) -> bool:
         return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
@@ -272,14 +275,12 @@ def _private_uses(path: Path) -> list[str]:
             for alias in node.names:
                 if alias.name.split(".")[0] != "mint_envkit":
                     continue
-                if any(private(p) for p in alias.name.split(".")):
-                    found.append(f"line {node.lineno}: import {alias.name}")
                 aliases.add(alias.asname or alias.name.split(".")[0])
         elif (
             isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "mint_envkit"
         ):
             for alias in node.names:
-                if private(alias.name) or any(private(p) for p in node.module.split(".")):
+                if private(alias.name):
                     found.append(f"line {node.lineno}: from {node.module} import {alias.name}")
                 aliases.add(alias.asname or alias.name)
     for node in ast.walk(tree):
@@ -307,12 +308,13 @@ def test_the_private_name_check_can_fail(tmp_path):
         "import mint_envkit.local.http.app as A\n"
         "from mint_envkit.parsers.parser import _function_name\n"
         "from mint_envkit import __version__\n"
+        "from mint_envkit.sweep._grid import apply_fields\n"
         "A._build(1)\n"
         "A.__name__\n"
     )
     assert _private_uses(sample) == [
         "line 2: from mint_envkit.parsers.parser import _function_name",
-        "line 4: A._build",
+        "line 5: A._build",
     ]
 
 
@@ -326,3 +328,105 @@ def test_test_files_have_unique_basenames():
             clashes.append(f"{seen[path.name].relative_to(TESTS)} and {path.relative_to(TESTS)}")
         seen.setdefault(path.name, path)
     assert not clashes, "rename one of each pair: " + "; ".join(clashes)
+
+
+# ------------------------------------------------------------------ the public face
+
+MAX_PUBLIC_NAMES = 160
+"""The face a user learns: ``mint_envkit.__all__``, each subpackage's ``__all__`` and the
+cookbook's ``mint_envkit.rl.train``, counted once per name. Measured when the rule came:
+602 names in the ``__all__`` lists of public modules (issue 23), 133 after."""
+
+FACE_MODULES_OUTSIDE_PACKAGES = ("mint_envkit.errors", "mint_envkit.rl.train")
+"""The plain modules that are part of the face: the exception tree and the cookbook's
+``rl.train`` (``main``, the named phases); every other module is internal."""
+
+
+def _declared_all(path: Path) -> list[str] | None:
+    for node in ast.parse(path.read_text(), str(path)).body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            return list(ast.literal_eval(node.value))
+    return None
+
+
+def face_modules(package: Path = PACKAGE) -> list[str]:
+    """The modules whose ``__all__`` is public: the package, its direct subpackages, and
+    :data:`FACE_MODULES_OUTSIDE_PACKAGES`."""
+    subpackages = sorted(p.parent for p in package.glob("*/__init__.py"))
+    return [
+        "mint_envkit",
+        *(f"mint_envkit.{p.name}" for p in subpackages),
+        *FACE_MODULES_OUTSIDE_PACKAGES,
+    ]
+
+
+def _path_of(module: str, src: Path = SRC) -> Path:
+    path = src.joinpath(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def public_face(src: Path = SRC) -> dict[str, list[str]]:
+    """Face module -> its ``__all__``."""
+    package = src / "mint_envkit"
+    return {m: _declared_all(_path_of(m, src)) or [] for m in face_modules(package)}
+
+
+def stray_all(src: Path = SRC) -> list[str]:
+    """Modules outside the face that declare ``__all__`` (internal modules must not: an
+    ``__all__`` there reads as a promise the face does not make)."""
+    package = src / "mint_envkit"
+    face = set(face_modules(package))
+    return sorted(
+        _module_name_under(path, src)
+        for path in package.rglob("*.py")
+        if _module_name_under(path, src) not in face and _declared_all(path) is not None
+    )
+
+
+def _module_name_under(path: Path, src: Path) -> str:
+    parts = path.relative_to(src).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_the_public_face_is_small():
+    names = {name for listed in public_face().values() for name in listed}
+    assert len(names) <= MAX_PUBLIC_NAMES, (
+        f"{len(names)} public names (cap {MAX_PUBLIC_NAMES}); keep internals out of the "
+        "subpackages' __all__ (tests may import them from their modules)"
+    )
+
+
+def test_only_the_face_declares_all():
+    stray = stray_all()
+    assert not stray, f"internal modules declare __all__: {stray}; remove it there"
+
+
+def test_every_face_module_is_a_section_of_the_reference():
+    text = (REPO / "scripts" / "gen_reference.py").read_text()
+    tree = ast.parse(text)
+    sections = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "SECTIONS"
+    )
+    listed = {module for module, names in sections if names is None}
+    assert listed == set(face_modules()), "SECTIONS in scripts/gen_reference.py must list " + (
+        f"every face module with all its names: {sorted(set(face_modules()) ^ listed)}"
+    )
+
+
+def test_the_face_rules_can_fail(tmp_path):
+    package = tmp_path / "mint_envkit"
+    (package / "sub").mkdir(parents=True)
+    (package / "rl").mkdir()
+    (package / "__init__.py").write_text('__all__ = ["A", "B"]\n')
+    (package / "sub" / "__init__.py").write_text('__all__ = ["B", "C"]\n')
+    (package / "sub" / "inner.py").write_text('__all__ = ["D"]\n')
+    (package / "rl" / "__init__.py").write_text("")
+    (package / "rl" / "train.py").write_text('__all__ = ["main"]\n')
+    (package / "errors.py").write_text('__all__ = ["E"]\n')
+    face = public_face(tmp_path)
+    assert face["mint_envkit.sub"] == ["B", "C"]
+    assert {n for listed in face.values() for n in listed} == {"A", "B", "C", "E", "main"}
+    assert stray_all(tmp_path) == ["mint_envkit.sub.inner"]

@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.judge import Judge, JudgedEnv, JudgeResult, judge_messages
+from mint_envkit.judge import Judge, JudgedEnv, JudgeResult
+from mint_envkit.judge.model import judge_messages
 
 
 class FakeJudge:

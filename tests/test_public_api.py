@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import itertools
 import os
@@ -256,3 +257,24 @@ def test_no_deprecated_aliases_in_the_unreleased_package():
     assert warning == []
     assert not hasattr(mint_envkit.builders, "renderer_for")
     assert not {"summarize", "summary_main"} & set(dir(mint_envkit.sweep))
+
+
+SAME_NAME_ALLOWED = {"main"}
+"""Names two face modules give to two things: ``main`` is the console script
+(``mint_envkit.cli.main``) and the cookbook's loop (``mint_envkit.rl.train.main``), each
+the name its users look for."""
+
+
+def test_one_name_means_one_thing_across_the_face():
+    from test_architecture import public_face
+
+    seen: dict[str, tuple[str, object]] = {}
+    clashes = []
+    for module_name, names in public_face().items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            value = getattr(module, name)
+            first = seen.setdefault(name, (module_name, value))
+            if first[1] is not value and name not in SAME_NAME_ALLOWED:
+                clashes.append(f"{name}: {first[0]} and {module_name}")
+    assert not clashes, "rename one of each: " + "; ".join(clashes)

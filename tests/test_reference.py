@@ -67,8 +67,8 @@ def test_every_listed_name_has_an_entry_with_kind(gen):
             heading = f"### `{module_name}.{name}`\n\n*"
             assert heading in text, heading
     assert " at 0x" not in text
-    assert "### `mint_envkit.local.server.LocalServer`" in text
-    assert "### `mint_envkit.local.server.DEFAULT_MODEL`" not in text  # not a selected name
+    assert "### `mint_envkit.local.LocalServer`" in text
+    assert "DEFAULT_MODEL`" not in text  # internal: not in the face
 
 
 def test_docstring_pieces(gen):

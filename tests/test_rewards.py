@@ -7,26 +7,18 @@ import math
 import pytest
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.parsers import (
-    STATUSES,
-    Parser,
-    ParseResult,
-    boxed,
-    choice,
-    exact,
-    last_number,
-    xml_tag,
-)
+from mint_envkit.parsers import Parser, ParseResult, boxed, choice, exact, last_number, xml_tag
+from mint_envkit.parsers.result import STATUSES
 from mint_envkit.rewards import (
     Reward,
     RewardBreakdown,
     component,
     correct,
-    default_check,
     gated,
     valid_format,
     weighted,
 )
+from mint_envkit.rewards.parts import default_check
 
 GATED = gated(correct(boxed), gate=valid_format(xml_tag("answer")))
 

@@ -9,7 +9,7 @@ from typing import Literal
 import pytest
 
 from mint_envkit import Tool, ToolDefinitionError, tool
-from mint_envkit.tools import validate_arguments
+from mint_envkit.tools.arguments import validate_arguments
 
 
 @tool

@@ -32,17 +32,6 @@ from typing import Any
 
 from mint_envkit.errors import ConfigError
 
-__all__ = [
-    "check_flag",
-    "check_integer",
-    "check_number",
-    "flag",
-    "integer",
-    "is_integer",
-    "is_number",
-    "number",
-]
-
 Validator = Callable[[Any, Any, Any], None]
 
 

@@ -12,7 +12,8 @@ sys.path.insert(0, str(Path(__file__).parent))  # audit_envs
 
 import audit_envs as envs
 
-from mint_envkit.auditing import NON_ANSWER, AuditReport, audit
+from mint_envkit.auditing import AuditReport, audit
+from mint_envkit.auditing.probes import NON_ANSWER
 from mint_envkit.auditing.report import findings
 from mint_envkit.errors import ConfigError
 

@@ -7,15 +7,10 @@ import math
 import pytest
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.evaluation import (
-    EvalResult,
-    comparison_table,
-    pass_at_k,
-    pass_ks,
-    per_problem,
-)
+from mint_envkit.evaluation import EvalResult, comparison_table, pass_at_k
+from mint_envkit.evaluation.compare import per_problem
 from mint_envkit.evaluation.files import metric_line
-from mint_envkit.evaluation.metrics import problem_result, summarize
+from mint_envkit.evaluation.metrics import pass_ks, problem_result, summarize
 from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from mint_envkit import TINY_MODEL_NAME, DatasetBuilder, MintEnvkitError
 from mint_envkit.errors import ConfigError
-from mint_envkit.evaluation import eval_groups, load_target
+from mint_envkit.evaluation.spec import eval_groups, load_target
 from shared_envs import ARITHMETIC_PROBLEM, ArithmeticEnv
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -23,8 +23,8 @@ import time
 import pytest
 import torch
 
-from mint_envkit.local.engine import Engine
-from mint_envkit.local.models import load_base_model
+from mint_envkit.local.engine.core import Engine
+from mint_envkit.local.models.loader import load_base_model
 
 SMALL = "mint-envkit/tiny-qwen3-small"
 PROMPTS = [[2044, 10 + i, 20 + i, 2045, 2044, 30] for i in range(4)]

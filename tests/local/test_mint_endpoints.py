@@ -33,7 +33,7 @@ from mint.mint import (  # noqa: E402
 )
 
 from mint_envkit.local.http.limits import Limits  # noqa: E402
-from mint_envkit.local.models import load_base_model  # noqa: E402
+from mint_envkit.local.models.loader import load_base_model  # noqa: E402
 from mint_envkit.local.server import LocalServer  # noqa: E402
 
 TOL = 1e-4

@@ -10,18 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from mint_envkit.local.models import (
-    BUILTIN_MODEL_NAMES,
-    SMOLLM2_INSTALL_COMMAND,
-    SMOLLM2_MODEL_NAME,
-    ModelLoadError,
-    build_cached_dir,
-    gguf_model_dir,
-    load_base_model,
-    resolve_model_name,
-    save_dequantized,
-)
-from mint_envkit.rendering.gguf_files import find_smollm2_gguf, gguf_cache_dir
+from mint_envkit.local.models.common import ModelLoadError, build_cached_dir
+from mint_envkit.local.models.gguf import SMOLLM2_INSTALL_COMMAND, gguf_model_dir, save_dequantized
+from mint_envkit.local.models.loader import BUILTIN_MODEL_NAMES, load_base_model, resolve_model_name
+from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME, find_smollm2_gguf, gguf_cache_dir
 
 
 def test_tied_model_loads_by_path_and_stays_tied(tied_model_dir):

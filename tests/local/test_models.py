@@ -12,14 +12,11 @@ import pytest
 import torch
 
 from mint_envkit.local import models
-from mint_envkit.local.engine import Engine, EngineError
-from mint_envkit.local.models import (
-    ModelLoadError,
-    build_tiny_model,
-    check_tokenizer_path,
-    load_base_model,
-    tiny_model_dir,
-)
+from mint_envkit.local.engine.core import Engine
+from mint_envkit.local.engine.records import EngineError
+from mint_envkit.local.models.common import ModelLoadError, check_tokenizer_path
+from mint_envkit.local.models.loader import load_base_model
+from mint_envkit.local.models.tiny import build_tiny_model, tiny_model_dir
 from mint_envkit.rendering.tokenizer import get_tokenizer
 
 SMALL = "mint-envkit/tiny-qwen3-small"

@@ -341,7 +341,7 @@ def test_rest_routes_list_and_delete_checkpoints() -> None:
 
 
 def test_the_server_accepts_exactly_the_engine_losses() -> None:
-    from mint_envkit.local.engine import SUPPORTED_LOSSES
+    from mint_envkit.local.engine.records import SUPPORTED_LOSSES
 
     datum_body = datum([1, 2], target_tokens=[2, 3], logprobs=[0.0, 0.0], advantages=[1.0, 1.0])
     with fake_server() as (server, _):
@@ -455,8 +455,8 @@ def test_a_bad_sampler_path_is_a_404_at_once_when_the_engine_is_free() -> None:
 
 
 def test_a_served_directory_is_known_by_its_absolute_path(tmp_path: Path, monkeypatch) -> None:
-    from mint_envkit.local.http import Backend
     from mint_envkit.local.http.requests import ProtocolError
+    from mint_envkit.local.http.state import Backend
 
     (tmp_path / "my-model").mkdir()
     monkeypatch.chdir(tmp_path)

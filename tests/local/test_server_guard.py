@@ -13,7 +13,7 @@ import pytest
 from server_helpers import SMALL, create_model, fake_server, post, wait_future
 
 from mint_envkit.local.http.app import ROUTES
-from mint_envkit.local.server import generate_api_key
+from mint_envkit.local.http.guard import generate_api_key
 
 CREATE = {"session_id": "s", "model_seq_id": 0, "base_model": SMALL, "lora_config": {"rank": 4}}
 

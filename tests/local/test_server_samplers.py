@@ -35,7 +35,7 @@ def test_oldest_unnamed_sampler_is_released_with_a_clear_error(tmp_path, monkeyp
 
 def test_the_cap_must_be_positive():
     from mint_envkit.errors import ConfigError
-    from mint_envkit.local.http import Backend
+    from mint_envkit.local.http.state import Backend
 
     with pytest.raises(ConfigError, match="max_unnamed_samplers"):
         Backend(models=[MODEL], max_unnamed_samplers=0, preload=False)

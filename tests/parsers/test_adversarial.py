@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from mint_envkit.parsers import (
-    STATUSES,
     boxed,
     choice,
     exact,
@@ -20,6 +19,7 @@ from mint_envkit.parsers import (
     strip_thinking,
     xml_tag,
 )
+from mint_envkit.parsers.result import STATUSES
 
 MB = 1_000_000
 

@@ -6,9 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mint_envkit.parsers import (
-    STATUSES,
     Parser,
-    all_numbers,
     as_number,
     boxed,
     choice,
@@ -19,6 +17,8 @@ from mint_envkit.parsers import (
     strip_thinking,
     xml_tag,
 )
+from mint_envkit.parsers.numbers import all_numbers
+from mint_envkit.parsers.result import STATUSES
 
 FUZZ = settings(max_examples=200, deadline=None)
 

@@ -11,7 +11,8 @@ import math_verify  # noqa: F401  (the math extra: a missing one fails here, nev
 import pytest
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.parsers import grade_math, math_answer, math_equal, read_math_answer
+from mint_envkit.parsers import math_answer, math_equal
+from mint_envkit.parsers.math import grade_math, read_math_answer
 from mint_envkit.rewards import correct, math_correct
 
 PATHOLOGICAL = r"so \boxed{9^{9^{9^{9}}}}"

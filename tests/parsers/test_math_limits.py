@@ -16,11 +16,13 @@ import pytest
 from math_verify import parse, verify
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.parsers import grade_math, math_equal, read_math_answer
+from mint_envkit.parsers import math_equal
 from mint_envkit.parsers.math import (
     DEFAULT_MATH_MEMORY_MB,
     MAX_WORKERS,
     configure_math_workers,
+    grade_math,
+    read_math_answer,
 )
 
 BOMB = r"so \boxed{(x+1)^{1000000000}}"  # sympy grows by ~0.2-0.5 GB/s on it, unbounded

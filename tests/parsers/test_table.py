@@ -6,10 +6,8 @@ import pytest
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import (
-    STATUSES,
     Parser,
     ParseResult,
-    all_numbers,
     as_number,
     boxed,
     choice,
@@ -20,6 +18,8 @@ from mint_envkit.parsers import (
     strip_thinking,
     xml_tag,
 )
+from mint_envkit.parsers.numbers import all_numbers
+from mint_envkit.parsers.result import STATUSES
 
 answer_tag = xml_tag("answer")
 abcd = choice("ABCD")

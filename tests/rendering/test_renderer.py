@@ -6,7 +6,7 @@ import pytest
 import tinker
 
 from mint_envkit import TINY_MODEL_NAME, Renderer, RendererError, get_renderer, get_tokenizer
-from mint_envkit.rendering import RENDERERS
+from mint_envkit.rendering.renderer import RENDERERS
 
 IM_END = 2045
 

@@ -134,7 +134,7 @@ async def test_both_settings_measure_the_same_entropy_and_kl(tmp_path, server):
 
 
 def test_kept_constant_groups_get_zero_advantages_and_are_not_counted_as_dropped():
-    from mint_envkit.rl import batch_advantages
+    from mint_envkit.rl.advantages import batch_advantages
 
     groups = [
         ([1.0, 0.0], [{"correct": 1.0}, {"correct": 0.0}]),  # mixed

@@ -11,7 +11,7 @@ from mint_envkit.sandbox import (
     BubblewrapExecutor,
     Executor,
     Limits,
-    RunResult,
+    ProcessResult,
     default_executor,
     python_code,
 )
@@ -34,9 +34,9 @@ class Recording:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def run(self, source: str, stdin: str, limits: Limits) -> RunResult:
+    async def run(self, source: str, stdin: str, limits: Limits) -> ProcessResult:
         self.calls += 1
-        return RunResult("finished", 0, "", "", 0.0)
+        return ProcessResult("finished", 0, "", "", 0.0)
 
 
 def test_python_code_reads_the_last_python_block():

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mint_envkit.sweep import HeldOutAnswers, held_out_answers, load_summary
+from mint_envkit.sweep import load_summary
+from mint_envkit.sweep._answers import HeldOutAnswers, held_out_answers
 
 FINAL = "test_final/env/all/"
 

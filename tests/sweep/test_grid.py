@@ -17,16 +17,9 @@ from hypothesis import strategies as st
 from mint_envkit import DatasetBuilder, SingleTurnEnv
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl.config import Config, KLReferenceConfig
-from mint_envkit.sweep import (
-    DEFAULT_GRID,
-    apply_fields,
-    config_name,
-    expand_grid,
-    format_value,
-    grid_from_env,
-    log_root_from_env,
-    normalize_grid,
-)
+from mint_envkit.sweep import DEFAULT_GRID, grid_from_env, log_root_from_env
+from mint_envkit.sweep._grid import apply_fields, expand_grid, normalize_grid
+from mint_envkit.sweep._names import config_name, format_value
 
 DEFAULT_NAMES = [
     "kl0p0-t0p7-g2",

@@ -11,7 +11,8 @@ from mint_envkit import TINY_MODEL_NAME
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation import evaluate
 from mint_envkit.rl.logs import read_jsonl
-from mint_envkit.sweep import interpolation_grid, interpolation_sweep
+from mint_envkit.sweep import interpolation_sweep
+from mint_envkit.sweep._interpolation import interpolation_grid
 from shared_envs import ArithmeticEnv
 
 PROBLEMS = [{"question": f"What is {i} + {i}?", "answer": str(2 * i)} for i in range(3)]

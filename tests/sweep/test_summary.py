@@ -12,13 +12,8 @@ import pytest
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl.config import Config
-from mint_envkit.sweep import (
-    RunMetrics,
-    Sweep,
-    SweepSummary,
-    load_summary,
-    read_run_metrics,
-)
+from mint_envkit.sweep import Sweep, SweepSummary, load_summary
+from mint_envkit.sweep._rows import RunMetrics, read_run_metrics
 
 
 def step(n: int, reward: float, correct: float | None = None, **more) -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mint_envkit import ConfigError, McpServer, MissingExtraError, ToolDefinitionError, ToolEnv
-from mint_envkit.tools import McpTool
+from mint_envkit.tools.mcp import McpTool
 from mint_envkit.tools.mcp_connection import McpConnection, import_mcp
 
 SERVER = str(Path(__file__).resolve().parent / "mcp_server.py")

@@ -19,14 +19,11 @@ Example::
     assert report.ok, report.exploits
 """
 
-from mint_envkit.auditing.probes import ANSWER_SHAPED, NON_ANSWER, ProbeResult
+from mint_envkit.auditing.probes import ProbeResult
 from mint_envkit.auditing.report import AuditReport, Finding
-from mint_envkit.auditing.run import PRICE_KEYS, audit, audit_sync
+from mint_envkit.auditing.run import audit, audit_sync
 
 __all__ = [
-    "ANSWER_SHAPED",
-    "NON_ANSWER",
-    "PRICE_KEYS",
     "AuditReport",
     "Finding",
     "ProbeResult",

@@ -32,15 +32,6 @@ from mint_envkit.envs.base import Message
 from mint_envkit.rl.rollouts import rollout_groups
 from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy
 
-__all__ = [
-    "ANSWER_SHAPED",
-    "NON_ANSWER",
-    "ProbeResult",
-    "answer_forms",
-    "reference_reply",
-    "run_probes",
-]
-
 NON_ANSWER = (
     "empty",
     "restated",

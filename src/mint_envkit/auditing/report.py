@@ -33,8 +33,6 @@ import attrs
 
 from mint_envkit.auditing.probes import NON_ANSWER, ProbeResult
 
-__all__ = ["AuditReport", "Finding", "findings"]
-
 _TIE = 1e-9
 
 

@@ -41,8 +41,6 @@ from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.spec import eval_groups, load_target
 
-__all__ = ["PRICE_KEYS", "audit", "audit_sync"]
-
 PRICE_KEYS = ("sample", "prefill", "train")
 """The keys of ``prices``: US dollars per million sampled, prompt and trained tokens.
 

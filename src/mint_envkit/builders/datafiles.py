@@ -38,8 +38,6 @@ from typing import Any
 
 from mint_envkit.errors import MissingExtraError, ProblemError
 
-__all__ = ["MAX_LINE_BYTES", "PROGRESS_BYTES", "PROGRESS_SECONDS", "ArrowFile", "JsonlRows"]
-
 MAX_LINE_BYTES = 16 * 1024**2
 """The longest line (and csv field) a problem file may have; longer is refused."""
 PROGRESS_BYTES = 256 * 1024**2

@@ -34,8 +34,6 @@ from mint_envkit.checks import integer, number
 from mint_envkit.envs.problem import bind_problem
 from mint_envkit.errors import ConfigError, ProblemError
 
-__all__ = ["DatasetBuilder", "ProblemDataset"]
-
 Problems = Sequence[Mapping[str, Any]] | Callable[[], Any]
 
 

@@ -24,8 +24,6 @@ from mint_envkit.rendering.chat_template import default_renderer_for
 from mint_envkit.rendering.renderer import RENDERERS, Renderer, get_renderer
 from mint_envkit.rendering.token_env import EnvFromMessageEnv
 
-__all__ = ["GroupBuilder"]
-
 EnvFactory = Callable[..., MessageEnv]
 
 
@@ -93,7 +91,7 @@ class GroupBuilder:
 
     ``failed_parse_reward`` (no stop token) and ``context_overflow_reward`` (cut
     off at the token limit) may not exceed the env's wrong-answer reward
-    (:meth:`~mint_envkit.envs.AnswerScoring.wrong_answer_reward`):
+    (:meth:`~mint_envkit.envs.scoring.AnswerScoring.wrong_answer_reward`):
     :class:`~mint_envkit.errors.ConfigError` when the builder is made. Left
     unset they are -1.0 and -0.1, or the wrong-answer reward when that is lower
     (with an env factory they stay None here and each token-level env decides).

@@ -34,8 +34,6 @@ from mint_envkit.builders.sources import ProblemSource
 from mint_envkit.envs.problem import bind_problem
 from mint_envkit.errors import ConfigError, ProblemError
 
-__all__ = ["LazyProblemDataset", "build_lazy", "check_source"]
-
 
 @attrs.frozen
 class LazyProblemDataset(ProblemDataset):

@@ -49,8 +49,6 @@ import attrs
 from mint_envkit.builders.datafiles import ArrowFile, JsonlRows
 from mint_envkit.errors import ConfigError, ProblemError
 
-__all__ = ["ProblemSource", "is_source_like", "problems_from"]
-
 Fields = Mapping[str, str] | Callable[[dict[str, Any]], Mapping[str, Any]] | None
 
 _SUFFIXES = (".jsonl", ".csv", ".parquet")

@@ -18,8 +18,6 @@ from mint_envkit.cli.command import run_command
 from mint_envkit.cli.problems import add_problem_options, problems_from_args
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME as SMOLLM2
 
-__all__ = ["configure", "run"]
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's options to ``parser``.

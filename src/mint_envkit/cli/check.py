@@ -37,8 +37,6 @@ from mint_envkit.rl.rollouts import rollout_groups
 from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy
 from mint_envkit.rl.types import GroupRollout
 
-__all__ = ["configure", "prefix_report", "run"]
-
 DEFAULT_GROUPS = 3
 DEFAULT_MODEL = "mint-envkit/tiny-qwen3"
 

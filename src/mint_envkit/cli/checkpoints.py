@@ -29,8 +29,6 @@ from typing import Any
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rl.backend import local_api_key
 
-__all__ = ["configure", "default_state_dir", "log_dirs", "run"]
-
 _PAGE = 100
 
 

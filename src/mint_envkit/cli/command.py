@@ -18,8 +18,6 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from mint_envkit.errors import MintEnvkitError
 
-__all__ = ["run_command", "sdk_error_message"]
-
 
 def run_command(
     prog: str,

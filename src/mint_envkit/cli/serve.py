@@ -18,7 +18,6 @@ import time
 from typing import Any
 
 from mint_envkit.errors import BackendError, ConfigError
-from mint_envkit.local.http import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_UNNAMED_SAMPLERS
 from mint_envkit.local.http.limits import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_REQUEST_TOKENS,
@@ -27,12 +26,11 @@ from mint_envkit.local.http.limits import (
     DEFAULT_SAMPLE_SEGMENT_TOKENS,
     Limits,
 )
+from mint_envkit.local.http.state import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_UNNAMED_SAMPLERS
 from mint_envkit.local.server import DEFAULT_MODEL, LocalServer, is_loopback_host
 from mint_envkit.local.state_dir import state_dir_note
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME
 from mint_envkit.rendering.tokenizer import TINY_MODEL_NAMES
-
-__all__ = ["configure", "run"]
 
 BUILTIN = ", ".join([*sorted(TINY_MODEL_NAMES), SMOLLM2_MODEL_NAME])
 """The built-in model names, for the help (the backend's own list loads torch)."""

@@ -12,8 +12,6 @@ import sys
 
 from mint_envkit.errors import ConfigError
 
-__all__ = ["configure", "run"]
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's arguments to ``parser``.

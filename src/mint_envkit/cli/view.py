@@ -19,8 +19,6 @@ import warnings
 from mint_envkit.errors import ConfigError
 from mint_envkit.view import write_report
 
-__all__ = ["configure", "run"]
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's options to ``parser``.

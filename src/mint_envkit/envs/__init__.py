@@ -10,13 +10,12 @@ Example::
 
 from mint_envkit.envs.base import Message, MessageEnv, MessageStepResult, Metrics
 from mint_envkit.envs.multi_turn import Feedback, MultiTurnEnv
-from mint_envkit.envs.scoring import AnswerScore, AnswerScoring, with_thinking
+from mint_envkit.envs.scoring import AnswerScore, with_thinking
 from mint_envkit.envs.single_turn import SingleTurnEnv
 from mint_envkit.envs.tool_env import ToolEnv
 
 __all__ = [
     "AnswerScore",
-    "AnswerScoring",
     "Feedback",
     "Message",
     "MessageEnv",

@@ -26,8 +26,6 @@ import attrs
 
 from mint_envkit.errors import ConfigError
 
-__all__ = ["Message", "MessageEnv", "MessageStepResult", "Metrics", "require_message_env"]
-
 Message: TypeAlias = dict[str, Any]
 """A chat message: ``{"role": "user", "content": "..."}``.
 
@@ -175,7 +173,7 @@ class MessageEnv(ABC):
         """What a wrong answer earns; no reply without an answer may earn more.
 
         Default: None, unknown (the builders then check no ordering). See
-        :meth:`~mint_envkit.envs.AnswerScoring.wrong_answer_reward`.
+        :meth:`~mint_envkit.envs.scoring.AnswerScoring.wrong_answer_reward`.
 
         Example::
 

@@ -49,8 +49,6 @@ from mint_envkit.envs.base import Message, MessageEnv, MessageStepResult
 from mint_envkit.envs.problem import bind_problem
 from mint_envkit.errors import ConfigError, EnvError
 
-__all__ = ["Feedback", "MultiTurnEnv"]
-
 
 def _reply_message(value: Any) -> Message | list[Message] | None:
     if value is None or isinstance(value, dict):

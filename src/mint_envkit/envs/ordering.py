@@ -6,7 +6,7 @@ reply is the easiest way. The outcomes without an answer are an unparsed reply
 (``context_overflow_reward``), a reply without the stop token
 (``failed_parse_reward``) and a multi-turn episode out of turns
 (``max_turns_reward``). :func:`check_reward_order` is the rule, in one place; it
-runs when an env class is defined (:class:`~mint_envkit.envs.AnswerScoring`) and
+runs when an env class is defined (:class:`~mint_envkit.envs.scoring.AnswerScoring`) and
 when a builder or token-level env is made (:func:`non_answer_rewards`).
 
 Example::
@@ -24,8 +24,6 @@ from typing import Any
 from mint_envkit.checks import is_number
 from mint_envkit.envs.base import MessageEnv
 from mint_envkit.errors import ConfigError
-
-__all__ = ["NON_ANSWER_DEFAULTS", "check_reward_order", "non_answer_rewards"]
 
 NON_ANSWER_DEFAULTS: dict[str, float] = {
     "failed_parse_reward": -1.0,
@@ -73,7 +71,7 @@ def non_answer_rewards(env: Any, owner: str, **given: float | None) -> dict[str,
 
     ``given`` holds ``failed_parse_reward`` and/or ``context_overflow_reward`` (None:
     unset). An unset one is its default (-1.0 / -0.1), or the env's
-    :meth:`~mint_envkit.envs.AnswerScoring.wrong_answer_reward` when that is lower; each is then checked
+    :meth:`~mint_envkit.envs.scoring.AnswerScoring.wrong_answer_reward` when that is lower; each is then checked
     with :func:`check_reward_order`. ``env`` is an env class, an env, or a factory
     function; when it has no known wrong-answer reward (a plain ``MessageEnv``, a
     factory, a ``reward_fn`` with a ``component()`` part) the defaults stand unchecked.

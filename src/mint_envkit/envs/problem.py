@@ -14,8 +14,6 @@ from typing import Any
 
 from mint_envkit.errors import ProblemError
 
-__all__ = ["bind_problem"]
-
 
 def bind_problem(
     env_name: str,

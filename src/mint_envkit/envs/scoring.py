@@ -42,9 +42,8 @@ from mint_envkit.envs.base import Message, MessageStepResult
 from mint_envkit.envs.ordering import check_reward_order
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import Parser, ParseResult, exact, strip_thinking
-from mint_envkit.rewards import Reward, RewardContext, default_check
-
-__all__ = ["AnswerScore", "AnswerScoring", "with_thinking"]
+from mint_envkit.rewards import Reward, RewardContext
+from mint_envkit.rewards.parts import default_check
 
 
 @attrs.frozen

@@ -25,8 +25,6 @@ from mint_envkit.envs.problem import bind_problem
 from mint_envkit.envs.scoring import AnswerScoring
 from mint_envkit.errors import EnvError, ProblemError
 
-__all__ = ["SingleTurnEnv"]
-
 
 class SingleTurnEnv(AnswerScoring, MessageEnv):
     """An env that asks one question and scores one reply.

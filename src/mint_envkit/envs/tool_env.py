@@ -13,8 +13,8 @@ Nothing a model does crashes the episode: an unknown tool, arguments that are
 not JSON or do not fit the schema, a call over ``max_tool_calls``, a tool that
 raises, a tool over ``tool_timeout_s`` all come back to the model as a tool
 message saying what went wrong, and are counted. So do calls of any odd shape:
-JSON nested deeper than :data:`~mint_envkit.tools.MAX_JSON_DEPTH` levels or
-longer than :data:`~mint_envkit.tools.MAX_ARGUMENT_CHARS`, arguments that are not
+JSON nested deeper than :data:`~mint_envkit.tools.arguments.MAX_JSON_DEPTH` levels or
+longer than :data:`~mint_envkit.tools.arguments.MAX_ARGUMENT_CHARS`, arguments that are not
 an object, a call that is not a dict. Each call runs in a daemon thread of the
 class's own :class:`~mint_envkit.tools.ToolThreads` (``max_tool_threads``), so a
 timeout really ends the wait; a result longer than ``max_tool_result_chars`` is
@@ -57,17 +57,11 @@ from mint_envkit.envs.base import Message, MessageStepResult
 from mint_envkit.envs.multi_turn import Feedback, MultiTurnEnv
 from mint_envkit.envs.scoring import AnswerScoring
 from mint_envkit.errors import EnvError, ToolDefinitionError
-from mint_envkit.tools import (
-    DEFAULT_TOOL_THREADS,
-    Tool,
-    ToolThreads,
-    as_tool,
-    load_json,
-    validate_arguments,
-)
+from mint_envkit.tools import Tool, ToolThreads
+from mint_envkit.tools.arguments import load_json, validate_arguments
 from mint_envkit.tools.mcp import McpServer, McpTools, check_servers, known_specs
-
-__all__ = ["ToolEnv"]
+from mint_envkit.tools.schema import as_tool
+from mint_envkit.tools.threads import DEFAULT_TOOL_THREADS
 
 _COUNTS = ("tool_calls", "invalid_tool_calls", "tool_errors")
 _NAME_CHARS = 100

@@ -17,22 +17,16 @@ Example::
     result.pass_at(1), result.pass_at(8), result.parse_failure_rate
 """
 
-from mint_envkit.evaluation.compare import comparison_record, comparison_table, per_problem
-from mint_envkit.evaluation.metrics import ProblemResult, pass_at_k, pass_ks
+from mint_envkit.evaluation.compare import comparison_table
+from mint_envkit.evaluation.metrics import ProblemResult, pass_at_k
 from mint_envkit.evaluation.run import EvalResult, evaluate, evaluate_many, evaluate_sync
-from mint_envkit.evaluation.spec import eval_groups, load_target
 
 __all__ = [
     "EvalResult",
     "ProblemResult",
-    "comparison_record",
     "comparison_table",
-    "eval_groups",
     "evaluate",
     "evaluate_many",
     "evaluate_sync",
-    "load_target",
     "pass_at_k",
-    "pass_ks",
-    "per_problem",
 ]

@@ -18,9 +18,6 @@ from mint_envkit.evaluation.metrics import ProblemResult
 from mint_envkit.evaluation.run import EvalResult
 from mint_envkit.rl.answers import collapse_note
 
-__all__ = ["BY", "comparison_record", "comparison_table", "per_problem"]
-
-
 BY = ("correct", "reward")
 """What problems are compared by: the share of correct samples, or the mean reward."""
 

@@ -32,8 +32,6 @@ from mint_envkit.rl.logs import append_jsonl, append_jsonl_lines, write_json_ato
 from mint_envkit.rl.records import rollout_records
 from mint_envkit.rl.types import GroupRollout
 
-__all__ = ["RUN_FOLDER_FILES", "metric_line", "write_results", "write_run_folder"]
-
 RUN_FOLDER_FILES = ("rollouts.jsonl", "metrics.jsonl", "config.json")
 """The files of a checkpoint's folder (the run format the viewer reads).
 

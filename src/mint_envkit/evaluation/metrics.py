@@ -24,8 +24,6 @@ import attrs
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl.types import GroupRollout
 
-__all__ = ["ProblemResult", "pass_at_k", "pass_ks", "problem_result", "summarize"]
-
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k of one problem with ``c`` correct among ``n`` samples.

@@ -39,8 +39,6 @@ from mint_envkit.rl.rollouts import SampleRequest, rollout_group
 from mint_envkit.rl.sampling import ClientSampler, sampler_snapshot
 from mint_envkit.rl.types import GroupRollout, SampledTokens
 
-__all__ = ["EvalResult", "evaluate", "evaluate_many", "evaluate_sync", "labels"]
-
 
 @attrs.frozen
 class EvalResult:

@@ -30,8 +30,6 @@ from mint_envkit.checks import integer
 from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.local.bounds import temperature_problem
 
-__all__ = ["SPLITS", "EvalSettings", "eval_groups", "load_target"]
-
 SPLITS = ("test", "train", "all")
 """The splits an evaluation can run on (None picks ``test`` when there is one, else ``train``).
 

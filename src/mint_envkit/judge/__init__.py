@@ -41,7 +41,13 @@ Example::
                              polite=(judged(Judge(complete, rubric="Is it polite?")), 0.5))
 """
 
-from mint_envkit.judge.model import Judge, JudgeComplete, JudgeResult, judge_messages
+from mint_envkit.judge.model import Judge, JudgeComplete, JudgeResult
 from mint_envkit.judge.scoring import JudgedEnv, judged
 
-__all__ = ["Judge", "JudgeComplete", "JudgeResult", "JudgedEnv", "judge_messages", "judged"]
+__all__ = [
+    "Judge",
+    "JudgeComplete",
+    "JudgeResult",
+    "JudgedEnv",
+    "judged",
+]

@@ -27,8 +27,6 @@ from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import Parser, as_number, xml_tag
 
-__all__ = ["Judge", "JudgeComplete", "JudgeResult", "judge_messages"]
-
 JudgeComplete = Callable[[list[Message]], Awaitable[str]]
 """The judge model: an async function from chat messages to the judge's reply text.
 

@@ -24,8 +24,6 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.judge.model import Judge, JudgeResult
 from mint_envkit.rewards import PartScore, Reward, RewardContext
 
-__all__ = ["JudgedEnv", "judged"]
-
 
 def judged(judge: Judge, *, name: str | None = None) -> Reward:
     """A reward part whose score is ``judge``'s verdict on the reply: put it in any ``reward_fn``.

@@ -16,17 +16,30 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mint_envkit.local.engine import Engine, EngineError, ForwardOutput, SampledSequence
+    from mint_envkit.local.engine.core import Engine
+    from mint_envkit.local.engine.records import EngineError
+    from mint_envkit.local.server import LocalServer
 
-__all__ = ["Engine", "EngineError", "ForwardOutput", "SampledSequence"]
+_EXPORTS = {
+    "Engine": "mint_envkit.local.engine.core",
+    "EngineError": "mint_envkit.local.engine.records",
+    "LocalServer": "mint_envkit.local.server",
+}
+"""Where each public name lives; :func:`__getattr__` imports it on first use."""
+
+__all__ = ["Engine", "EngineError", "LocalServer"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from mint_envkit.local import engine
-
-        return getattr(engine, name)
-    raise AttributeError(f"module 'mint_envkit.local' has no attribute {name!r}")
+    """Import a public name's module on first access, so that importing this package
+    loads neither torch nor the web server."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mint_envkit.local' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

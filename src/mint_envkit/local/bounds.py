@@ -24,13 +24,6 @@ from typing import Any
 
 from mint_envkit.checks import is_number
 
-__all__ = [
-    "LEARNING_RATE_MAX",
-    "TEMPERATURE_MIN",
-    "learning_rate_problem",
-    "temperature_problem",
-]
-
 TEMPERATURE_MIN = 1e-3
 """The smallest sampling temperature (near-greedy); below it logits / temperature overflow."""
 

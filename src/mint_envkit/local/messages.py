@@ -10,8 +10,6 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["SERVER_SHUTTING_DOWN"]
-
 SERVER_SHUTTING_DOWN = "the local server is shutting down"
 """The error of a request the server dropped because it is closing (its engine work was
 cancelled): the backend is gone, whatever its health check still answers meanwhile."""

@@ -35,24 +35,17 @@ from typing import Any
 import uvicorn
 
 from mint_envkit.errors import BackendError, ConfigError
-from mint_envkit.local.http import (
+from mint_envkit.local.http.app import build_app
+from mint_envkit.local.http.guard import loopback_hosts
+from mint_envkit.local.http.limits import Limits
+from mint_envkit.local.http.state import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_UNNAMED_SAMPLERS,
     Backend,
-    EngineFactory,
-    build_app,
     check_server_options,
 )
-from mint_envkit.local.http.guard import generate_api_key, loopback_hosts
-from mint_envkit.local.http.limits import Limits
+from mint_envkit.local.http.worker import EngineFactory
 from mint_envkit.local.state_dir import check_state_dir
-
-__all__ = [
-    "DEFAULT_MODEL",
-    "LocalServer",
-    "generate_api_key",
-    "is_loopback_host",
-]
 
 logger = logging.getLogger("mint_envkit.local.server")
 

@@ -19,8 +19,6 @@ from pathlib import Path
 
 from mint_envkit.errors import ConfigError
 
-__all__ = ["MIN_FREE_BYTES", "check_state_dir", "disk_error_message", "state_dir_note"]
-
 MIN_FREE_BYTES = 100 * 1024 * 1024
 """Free space the state directory needs at start (a tiny-model checkpoint is a few MB)."""
 

@@ -15,36 +15,25 @@ Example::
 """
 
 from mint_envkit.parsers.choice import choice
-from mint_envkit.parsers.math import grade_math, math_answer, math_equal, read_math_answer
-from mint_envkit.parsers.numbers import (
-    all_numbers,
-    as_number,
-    first_number,
-    last_number,
-    same_number,
-)
-from mint_envkit.parsers.parser import Parser, ParserOutput, strip_thinking
-from mint_envkit.parsers.result import STATUSES, ParseResult, Status
+from mint_envkit.parsers.math import math_answer, math_equal
+from mint_envkit.parsers.numbers import as_number, first_number, last_number, same_number
+from mint_envkit.parsers.parser import Parser, strip_thinking
+from mint_envkit.parsers.result import ParseResult, Status
 from mint_envkit.parsers.tags import boxed, xml_tag
 from mint_envkit.parsers.text import exact
 
 __all__ = [
-    "STATUSES",
     "ParseResult",
     "Parser",
-    "ParserOutput",
     "Status",
-    "all_numbers",
     "as_number",
     "boxed",
     "choice",
     "exact",
     "first_number",
-    "grade_math",
     "last_number",
     "math_answer",
     "math_equal",
-    "read_math_answer",
     "same_number",
     "strip_thinking",
     "xml_tag",

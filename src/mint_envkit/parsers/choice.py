@@ -19,8 +19,6 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.parsers.parser import Parser
 from mint_envkit.parsers.result import ParseResult
 
-__all__ = ["choice"]
-
 _BOUNDARY = r"(?![A-Za-z0-9]|[.,]\d)"  # the letter is not the start of a word or number
 _SEPARATOR = r"\s*+(?:,|/|&|(?i:or|and)\b)\s*+"
 _ALTERNATIVE = r"\s*+(?:/|&|(?i:or|and)\b)\s*+"  # no comma: "B, C is wrong" is not two answers

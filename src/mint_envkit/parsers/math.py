@@ -54,17 +54,6 @@ from mint_envkit.parsers.parser import Parser
 from mint_envkit.parsers.result import ParseResult
 from mint_envkit.parsers.tags import boxed
 
-__all__ = [
-    "DEFAULT_MATH_MEMORY_MB",
-    "DEFAULT_MATH_TIMEOUT",
-    "MAX_WORKERS",
-    "configure_math_workers",
-    "grade_math",
-    "math_answer",
-    "math_equal",
-    "read_math_answer",
-]
-
 DEFAULT_MATH_TIMEOUT = 5.0
 """Seconds one math-verify call may take, from its submission, before it gives up (waiting
 for a free worker counts; starting one does not). math-verify's own default is also 5 s.

@@ -47,8 +47,6 @@ from typing import Literal
 from mint_envkit.parsers.parser import Parser
 from mint_envkit.parsers.result import ParseResult
 
-__all__ = ["all_numbers", "as_number", "first_number", "last_number", "same_number"]
-
 _MINUS = "-−－"
 _NUMBER = re.compile(
     rf"(?P<sign>(?<![\w.)\]}}])[{_MINUS}])?\$?"

@@ -22,8 +22,6 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.parsers.result import ParseResult
 from mint_envkit.parsers.thinking import remove_thinking
 
-__all__ = ["Parser", "ParserOutput", "strip_thinking"]
-
 ParserOutput = ParseResult | str | None
 """What a function wrapped by :meth:`Parser.from_function` may return.
 

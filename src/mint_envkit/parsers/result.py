@@ -17,8 +17,6 @@ import attrs
 
 from mint_envkit.errors import ConfigError
 
-__all__ = ["STATUSES", "ParseResult", "Status"]
-
 Status = Literal["ok", "no_match", "empty", "unclosed_think", "ambiguous", "truncated", "timeout"]
 """Why a parse gave (or did not give) a value.
 

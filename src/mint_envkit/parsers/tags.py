@@ -20,8 +20,6 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.parsers.parser import Parser
 from mint_envkit.parsers.result import ParseResult
 
-__all__ = ["boxed", "xml_tag"]
-
 _BOX_STARTS = ("\\boxed{", "\\fbox{")
 _BOX_START = re.compile(r"\\(?:boxed|fbox)\{")
 _BRACE_STEP = {"{": 1, "}": -1}

@@ -16,8 +16,6 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.parsers.parser import Parser, _function_name
 from mint_envkit.parsers.result import ParseResult
 
-__all__ = ["exact"]
-
 
 def exact(normalize: Callable[[str], str] | None = None) -> Parser:
     """A Parser whose value is the whole stripped text, passed through ``normalize``.

@@ -28,8 +28,6 @@ import re
 
 from mint_envkit.parsers.result import ParseResult
 
-__all__ = ["remove_thinking"]
-
 _TAG = re.compile(r"</?think>")
 
 

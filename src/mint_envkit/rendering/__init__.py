@@ -10,28 +10,17 @@ Example::
 """
 
 from mint_envkit.rendering.chat_template import ChatTemplateRenderer, default_renderer_for
-from mint_envkit.rendering.renderer import RENDERERS, Renderer, get_renderer
-from mint_envkit.rendering.token_env import EnvFromMessageEnv, StepResult, StopCondition
-from mint_envkit.rendering.tokenizer import (
-    TINY_MODEL_NAME,
-    TINY_MODEL_NAMES,
-    cache_dir,
-    get_tokenizer,
-    tiny_tokenizer_dir,
-)
+from mint_envkit.rendering.renderer import Renderer, get_renderer
+from mint_envkit.rendering.token_env import EnvFromMessageEnv, StepResult
+from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME, get_tokenizer
 
 __all__ = [
-    "RENDERERS",
     "TINY_MODEL_NAME",
-    "TINY_MODEL_NAMES",
     "ChatTemplateRenderer",
     "EnvFromMessageEnv",
     "Renderer",
     "StepResult",
-    "StopCondition",
-    "cache_dir",
     "default_renderer_for",
     "get_renderer",
     "get_tokenizer",
-    "tiny_tokenizer_dir",
 ]

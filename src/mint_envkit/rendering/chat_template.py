@@ -35,8 +35,6 @@ from mint_envkit.rendering.tokenizer import TINY_MODEL_NAMES
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["CHAT_TEMPLATE_RENDERER", "ChatTemplateRenderer", "default_renderer_for"]
-
 CHAT_TEMPLATE_RENDERER = "chat_template"
 """The renderer name of :class:`ChatTemplateRenderer`."""
 

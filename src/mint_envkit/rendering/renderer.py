@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     import tinker
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["RENDERERS", "Renderer", "get_renderer"]
-
 RENDERERS: dict[str, dict[str, Any]] = {
     "qwen3": {"enable_thinking": True},
     "qwen3_disable_thinking": {"enable_thinking": False},

@@ -37,8 +37,6 @@ if TYPE_CHECKING:
 
     from mint_envkit.rendering.renderer import Renderer
 
-__all__ = ["EnvFromMessageEnv", "StepResult", "StopCondition"]
-
 StopCondition = list[str] | list[int]
 
 

@@ -39,14 +39,6 @@ from mint_envkit.errors import TokenizerError
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-__all__ = [
-    "TINY_MODEL_NAME",
-    "TINY_MODEL_NAMES",
-    "cache_dir",
-    "get_tokenizer",
-    "tiny_tokenizer_dir",
-]
-
 TINY_MODEL_NAME = "mint-envkit/tiny-qwen3"
 """The name of the built-in tiny model and its tokenizer."""
 

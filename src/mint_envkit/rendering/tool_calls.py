@@ -30,8 +30,6 @@ from typing import Any
 
 from mint_envkit.tools.arguments import load_json
 
-__all__ = ["format_tool_calls", "parse_hermes_tool_calls", "tools_system_block"]
-
 _TOOLS_INTRO = (
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
     "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
@@ -69,7 +67,7 @@ def parse_hermes_tool_calls(
     probably cut off). Arguments keep the model's JSON text (``"arguments"`` is
     a string, as in OpenAI's format); a non-string ``arguments`` value is
     written back as JSON. A block nested deeper than
-    :data:`~mint_envkit.tools.MAX_JSON_DEPTH` levels is a call not read; it never
+    :data:`~mint_envkit.tools.arguments.MAX_JSON_DEPTH` levels is a call not read; it never
     raises ``RecursionError``.
 
     Example::

@@ -33,7 +33,6 @@ from mint_envkit.rewards.context import RewardContext
 from mint_envkit.rewards.parts import (
     component,
     correct,
-    default_check,
     gated,
     math_correct,
     valid_format,
@@ -48,7 +47,6 @@ __all__ = [
     "RewardContext",
     "component",
     "correct",
-    "default_check",
     "gated",
     "math_correct",
     "valid_format",

@@ -25,8 +25,6 @@ from typing import Any
 
 import attrs
 
-__all__ = ["RewardContext"]
-
 
 def _problem(value: Mapping[str, Any]) -> dict[str, Any]:
     return dict(value)

@@ -21,26 +21,10 @@ from typing import Any
 
 from mint_envkit.checks import is_number
 from mint_envkit.errors import ConfigError
-from mint_envkit.parsers import (
-    Parser,
-    as_number,
-    grade_math,
-    same_number,
-    strip_thinking,
-)
-from mint_envkit.parsers.math import DEFAULT_MATH_TIMEOUT
+from mint_envkit.parsers import Parser, as_number, same_number, strip_thinking
+from mint_envkit.parsers.math import DEFAULT_MATH_TIMEOUT, grade_math
 from mint_envkit.rewards.context import RewardContext
 from mint_envkit.rewards.tree import PartScore, Reward, RewardBreakdown, _Verdict
-
-__all__ = [
-    "component",
-    "correct",
-    "default_check",
-    "gated",
-    "math_correct",
-    "valid_format",
-    "weighted",
-]
 
 
 def _as_float(value: object, name: str) -> float:
@@ -142,7 +126,7 @@ def correct(
 def math_correct(*, timeout: float = DEFAULT_MATH_TIMEOUT, name: str = "correct") -> Reward:
     """1.0 when the reply's final math answer equals the reference answer, by math-verify.
 
-    Reads and compares in one call of :func:`~mint_envkit.parsers.grade_math`
+    Reads and compares in one call of :func:`~mint_envkit.parsers.math.grade_math`
     (``\\boxed{}`` first; ``0.5`` = ``\\frac{1}{2}``, sets, intervals, units dropped). The
     parse status is reported (``parse/<name>/<status>``); an answer whose reading or
     comparison takes over ``timeout`` seconds scores 0.0 with status ``"timeout"``. Needs

@@ -25,10 +25,9 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.parsers import STATUSES, ParseResult, Status
+from mint_envkit.parsers import ParseResult, Status
+from mint_envkit.parsers.result import STATUSES
 from mint_envkit.rewards.context import RewardContext
-
-__all__ = ["PartScore", "Reward", "RewardBreakdown"]
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 

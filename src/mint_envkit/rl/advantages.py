@@ -12,14 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = [
-    "DROP_REASONS",
-    "batch_advantages",
-    "constant_reason",
-    "group_advantages",
-    "kl_adjusted_advantages",
-]
-
 DROP_REASONS = ("all_correct", "all_wrong", "all_unparsed", "constant")
 """Why a constant-reward group is dropped from training."""
 

@@ -20,8 +20,6 @@ from typing import Any
 
 from mint_envkit.errors import ConfigError
 
-__all__ = ["BUILDER_OWNED", "builder_value", "check_builder_owned"]
-
 BUILDER_OWNED: Mapping[str, str] = {
     "model_name": "model_name",
     "max_tokens": "max_generation_tokens",

@@ -48,17 +48,6 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import as_number
 from mint_envkit.rl.types import GroupRollout, Trajectory
 
-__all__ = [
-    "ANSWER_KEYS",
-    "CONCENTRATED_SHARE",
-    "AnswerGroup",
-    "answer_figures",
-    "answer_key",
-    "answer_metrics",
-    "collapse_note",
-    "rollout_answers",
-]
-
 ANSWER_KEYS = (
     "answers/baseline_correct",
     "answers/distinct",

@@ -32,20 +32,6 @@ from mint_envkit.errors import BackendError, ConfigError
 if TYPE_CHECKING:
     from mint_envkit.rl.config import Config
 
-__all__ = [
-    "Connection",
-    "close_session",
-    "connect",
-    "local_api_key",
-    "local_backend",
-    "models_to_preload",
-    "preflight",
-    "resolve_backend",
-    "resolve_connection",
-    "service_client",
-    "shared_local_backend",
-]
-
 _LOCAL_API_KEY = "sk-mint-envkit-local-" + secrets.token_hex(16)
 
 

@@ -26,8 +26,6 @@ from typing import Any
 from mint_envkit.rl.config import Config
 from mint_envkit.rl.logs import RunFiles
 
-__all__ = ["prune_checkpoints", "save_checkpoint", "stale_checkpoints"]
-
 logger = logging.getLogger(__name__)
 
 

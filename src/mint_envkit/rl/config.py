@@ -40,17 +40,6 @@ from mint_envkit.local.bounds import temperature_problem
 from mint_envkit.rl.agreement import builder_value, check_builder_owned
 from mint_envkit.rl.backend import resolve_backend
 
-__all__ = [
-    "LOSS_FNS",
-    "Backend",
-    "Config",
-    "KLReferenceConfig",
-    "default_model",
-    "resolve_backend",
-    "uses_kl_reference",
-    "validate_field",
-]
-
 Backend = Literal["auto", "mint", "local"]
 LOSS_FNS = ("importance_sampling", "ppo")
 """The loss functions the training loop accepts (``Config.loss_fn``).

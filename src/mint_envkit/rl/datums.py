@@ -26,17 +26,6 @@ import attrs
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rl.types import GroupRollout
 
-__all__ = [
-    "Sample",
-    "datum_metrics",
-    "mask_parse_failures",
-    "plan_datums",
-    "reply_parse_failed",
-    "to_datum",
-    "to_datums",
-    "training_samples",
-]
-
 
 @attrs.frozen
 class Sample:

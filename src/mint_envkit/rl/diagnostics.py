@@ -44,18 +44,6 @@ from mint_envkit.rl.advantages import DROP_REASONS
 from mint_envkit.rl.config import Config
 from mint_envkit.rl.datums import Sample, plan_datums
 
-__all__ = [
-    "learner_logprobs",
-    "learner_metrics",
-    "mean_kl",
-    "no_update_note",
-    "post_kl_metrics",
-    "recomputes_behavior_logprobs",
-    "reply_logprobs",
-    "sample_train_metrics",
-    "samples_from_policy",
-]
-
 
 def samples_from_policy(config: Config) -> bool:
     """Whether ``config``'s sampler draws from the policy's own distribution.

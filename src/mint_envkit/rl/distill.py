@@ -59,8 +59,6 @@ from mint_envkit.rl.train import (
     run_result,
 )
 
-__all__ = ["distill_on_samples", "run_distillation"]
-
 
 def _check(teacher: Any, temperature: Any) -> None:
     if not isinstance(teacher, str) or not teacher.strip():

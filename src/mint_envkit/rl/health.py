@@ -30,8 +30,6 @@ from mint_envkit.rl.backend import Connection
 from mint_envkit.rl.config import Config
 from mint_envkit.rl.logs import RunFiles
 
-__all__ = ["Watchdog", "resume_advice", "train_watched"]
-
 T = TypeVar("T")
 
 

@@ -31,18 +31,6 @@ from typing import Any
 
 from mint_envkit.errors import ConfigError, MintEnvkitError
 
-__all__ = [
-    "MIN_FREE_BYTES",
-    "RunFiles",
-    "append_jsonl",
-    "append_jsonl_lines",
-    "check_writable",
-    "read_jsonl",
-    "write_json_atomic",
-    "write_text_atomic",
-]
-
-
 MIN_FREE_BYTES = 64 * 1024 * 1024
 """The free space a log or state directory needs before a run starts (64 MiB).
 

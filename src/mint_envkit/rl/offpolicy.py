@@ -60,15 +60,6 @@ from mint_envkit.rl.diagnostics import mean_kl, recomputes_behavior_logprobs, re
 from mint_envkit.rl.records import rollout_records
 from mint_envkit.rl.sampling import SampledBatch, sample_batch, sampler_snapshot
 
-__all__ = [
-    "BatchPipeline",
-    "PreparedBatch",
-    "prepare_batch",
-    "sampler_version",
-    "staleness_metrics",
-    "versioned_records",
-]
-
 
 def sampler_version(step: int, *, start: int, max_steps_off_policy: int) -> int:
     """The weight version that samples the batch of ``step``: ``max(start, step - k)``.

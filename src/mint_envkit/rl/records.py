@@ -13,8 +13,6 @@ from typing import Any
 
 from mint_envkit.rl.types import GroupRollout
 
-__all__ = ["progress_line", "rollout_metrics", "rollout_records"]
-
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None

@@ -30,8 +30,6 @@ from mint_envkit.rendering.renderer import Renderer
 from mint_envkit.rendering.token_env import EnvFromMessageEnv
 from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
 
-__all__ = ["SampleRequest", "Sampler", "rollout_group", "rollout_groups"]
-
 
 @attrs.frozen
 class SampleRequest:

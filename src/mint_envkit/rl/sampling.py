@@ -21,8 +21,6 @@ from mint_envkit.rl.config import Config
 from mint_envkit.rl.rollouts import SampleRequest, rollout_groups
 from mint_envkit.rl.types import GroupRollout, SampledTokens
 
-__all__ = ["ClientSampler", "SampledBatch", "sample_batch", "sampler_snapshot"]
-
 
 def _seed(*parts: Any) -> int:
     digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()

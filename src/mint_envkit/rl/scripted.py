@@ -30,8 +30,6 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.rl.rollouts import SampleRequest, rollout_groups
 from mint_envkit.rl.types import GroupRollout, SampledTokens
 
-__all__ = ["GroupReport", "ScriptedPolicy", "ScriptedReport"]
-
 ReplyFn = Callable[[list[Message]], str]
 
 

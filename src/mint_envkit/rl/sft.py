@@ -37,15 +37,6 @@ from mint_envkit.rl.checkpoints import save_checkpoint
 from mint_envkit.rl.config import Config
 from mint_envkit.rl.logs import RunFiles, read_jsonl
 
-__all__ = [
-    "SFTResult",
-    "SupervisedExample",
-    "fine_tune_on_rollouts",
-    "good_rollouts",
-    "supervised_datum",
-    "supervised_examples",
-]
-
 
 def _passes(
     record: Mapping[str, Any], min_reward: float | None, correct: bool | None, split: str | None

@@ -36,14 +36,6 @@ from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rl.types import GroupRollout, Trajectory
 
-__all__ = [
-    "RecordingGroup",
-    "TeacherSample",
-    "reverse_kl_datum",
-    "teacher_prompt",
-    "teacher_samples",
-]
-
 
 @attrs.frozen
 class TeacherSample:

@@ -39,7 +39,6 @@ from mint_envkit.rl.backend import (
     preflight,
     resolve_backend,
     service_client,
-    shared_local_backend,
 )
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
@@ -55,21 +54,18 @@ from mint_envkit.rl.health import train_watched
 from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
 from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
-from mint_envkit.rl.sampling import ClientSampler, sample_batch, sampler_snapshot
+from mint_envkit.rl.sampling import sample_batch, sampler_snapshot
 from mint_envkit.rl.types import GroupRollout
 from mint_envkit.rl.update import run_update
 
 __all__ = [
-    "ClientSampler",
     "RunResult",
     "ScoredBatch",
     "main",
-    "preflight",
     "run_training",
     "sample_batch",
     "save_checkpoint",
     "score_batch",
-    "shared_local_backend",
     "train_on_batch",
 ]
 

@@ -15,8 +15,6 @@ import attrs
 
 from mint_envkit.envs.base import Message
 
-__all__ = ["GroupRollout", "SampledTokens", "Trajectory", "Transition"]
-
 
 @attrs.frozen
 class SampledTokens:

@@ -27,8 +27,6 @@ from mint_envkit.rl.config import Config
 from mint_envkit.rl.datums import Sample, plan_datums, to_datums
 from mint_envkit.rl.diagnostics import learner_logprobs, learner_metrics, post_kl_metrics
 
-__all__ = ["merge_substep_metrics", "run_update", "substep_slices"]
-
 
 def substep_slices(count: int, num_substeps: int) -> list[slice]:
     """The minibatches of ``count`` datums: ``min(num_substeps, count)`` contiguous slices.

@@ -21,9 +21,9 @@ Example::
 
 from mint_envkit.sandbox.bubblewrap import BubblewrapExecutor
 from mint_envkit.sandbox.env import CodeEnv
-from mint_envkit.sandbox.executor import Executor, Limits, RunResult, RunStatus
+from mint_envkit.sandbox.executor import Executor, Limits, ProcessResult
 from mint_envkit.sandbox.fusion import SandboxFusionExecutor
-from mint_envkit.sandbox.harness import CodeRun, Outcome, TestResult, TestStatus
+from mint_envkit.sandbox.harness import CodeRun, TestResult
 from mint_envkit.sandbox.reward import code_passes, default_executor, python_code, run_tests
 from mint_envkit.sandbox.unsafe import UnsafeLocalExecutor
 
@@ -33,12 +33,9 @@ __all__ = [
     "CodeRun",
     "Executor",
     "Limits",
-    "Outcome",
-    "RunResult",
-    "RunStatus",
+    "ProcessResult",
     "SandboxFusionExecutor",
     "TestResult",
-    "TestStatus",
     "UnsafeLocalExecutor",
     "code_passes",
     "default_executor",

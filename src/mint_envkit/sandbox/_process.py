@@ -17,7 +17,7 @@ import signal
 import time
 from collections.abc import Callable, Sequence
 
-from mint_envkit.sandbox.executor import Limits, RunResult, RunStatus
+from mint_envkit.sandbox.executor import Limits, ProcessResult, RunStatus
 
 _CHUNK = 1 << 16
 _CPU_KILLED = (-signal.SIGKILL, 128 + signal.SIGKILL, -signal.SIGXCPU, 128 + signal.SIGXCPU)
@@ -81,8 +81,8 @@ async def run_command(
     user: int | None = None,
     cwd: str | None = None,
     stop: Callable[[int], None] | None = None,
-) -> RunResult:
-    """Run ``argv`` with ``stdin``; kill its process group on a limit; give a :class:`RunResult`.
+) -> ProcessResult:
+    """Run ``argv`` with ``stdin``; kill its process group on a limit; give a :class:`ProcessResult`.
 
     ``stop(pid)``, when given, is called first when the run must be killed (before the
     group is), and the command gets a moment to exit by itself: bubblewrap kills the
@@ -146,7 +146,7 @@ async def run_command(
     code = process.returncode
     if status == "finished" and code in _CPU_KILLED:
         status, message = "timeout", f"killed at the CPU limit of {limits.cpu_s} s"
-    return RunResult(
+    return ProcessResult(
         status=status,
         exit_code=code,
         stdout=out.decode("utf-8", "replace"),

@@ -35,9 +35,7 @@ from pathlib import Path
 from mint_envkit.checks import check_integer
 from mint_envkit.errors import SandboxError
 from mint_envkit.sandbox._process import limit_setter, run_command
-from mint_envkit.sandbox.executor import Limits, RunResult
-
-__all__ = ["BubblewrapExecutor"]
+from mint_envkit.sandbox.executor import Limits, ProcessResult
 
 _PROBE_TIMEOUT_S = 10.0
 _CLEAR_ROUNDS = 100
@@ -238,7 +236,7 @@ class BubblewrapExecutor:
             semaphore = self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
         return semaphore
 
-    async def run(self, source: str, stdin: str, limits: Limits) -> RunResult:
+    async def run(self, source: str, stdin: str, limits: Limits) -> ProcessResult:
         """Run ``source`` in a fresh sandbox; at most ``max_concurrency`` at once.
 
         Raises :class:`~mint_envkit.errors.SandboxError` when bubblewrap cannot run here.

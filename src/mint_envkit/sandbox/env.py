@@ -19,8 +19,6 @@ from typing import Any, ClassVar
 from mint_envkit.envs import SingleTurnEnv
 from mint_envkit.sandbox.reward import code_passes
 
-__all__ = ["CodeEnv"]
-
 
 class CodeEnv(SingleTurnEnv):
     """Asks for code, runs it against the problem's ``tests`` in a sandbox, rewards a pass.

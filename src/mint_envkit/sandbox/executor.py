@@ -1,4 +1,4 @@
-"""What an executor is: run a Python program under :class:`Limits`, give a :class:`RunResult`.
+"""What an executor is: run a Python program under :class:`Limits`, give a :class:`ProcessResult`.
 
 An :class:`Executor` runs one Python source with some stdin and returns what happened.
 It knows nothing of tests or rewards: :func:`~mint_envkit.sandbox.run_tests` builds the
@@ -23,8 +23,6 @@ from typing import Literal, Protocol, runtime_checkable
 import attrs
 
 from mint_envkit.checks import check_number
-
-__all__ = ["Executor", "Limits", "RunResult", "RunStatus"]
 
 RunStatus = Literal["finished", "timeout", "output_limit"]
 """How a run ended.
@@ -79,7 +77,7 @@ class Limits:
 
 
 @attrs.frozen
-class RunResult:
+class ProcessResult:
     """What one run gave: how it ended, its exit code, its output, how long it took.
 
     Attributes:
@@ -92,7 +90,7 @@ class RunResult:
 
     Example::
 
-        result = RunResult(status="finished", exit_code=0, stdout="hi\\n", stderr="", wall_s=0.1)
+        result = ProcessResult(status="finished", exit_code=0, stdout="hi\\n", stderr="", wall_s=0.1)
         assert result.ok
     """
 
@@ -109,7 +107,7 @@ class RunResult:
 
         Example::
 
-            assert not RunResult("timeout", None, "", "", 10.0).ok
+            assert not ProcessResult("timeout", None, "", "", 10.0).ok
         """
         return self.status == "finished" and self.exit_code == 0
 
@@ -119,7 +117,7 @@ class Executor(Protocol):
     """Runs a Python program somewhere safe: the one thing a code reward needs.
 
     ``run(source, stdin, limits)`` runs ``source`` (Python 3 code) with ``stdin`` on its
-    standard input under ``limits`` and returns a :class:`RunResult`. It must never block
+    standard input under ``limits`` and returns a :class:`ProcessResult`. It must never block
     the event loop, must bound how many runs it does at once, and raises
     :class:`~mint_envkit.errors.SandboxError` when it cannot run the code at all (the
     reward then fails loudly rather than scoring a broken sandbox as a wrong answer).
@@ -131,15 +129,15 @@ class Executor(Protocol):
         class MyCluster:
             name = "my-cluster"
 
-            async def run(self, source: str, stdin: str, limits: Limits) -> RunResult:
+            async def run(self, source: str, stdin: str, limits: Limits) -> ProcessResult:
                 reply = await my_client.execute(source, stdin, timeout=limits.wall_s)
-                return RunResult("finished", reply.code, reply.out, reply.err, reply.seconds)
+                return ProcessResult("finished", reply.code, reply.out, reply.err, reply.seconds)
 
         reward = code_passes(executor=MyCluster())
     """
 
     name: str
 
-    async def run(self, source: str, stdin: str, limits: Limits) -> RunResult:
+    async def run(self, source: str, stdin: str, limits: Limits) -> ProcessResult:
         """Run ``source`` with ``stdin`` under ``limits``."""
         ...

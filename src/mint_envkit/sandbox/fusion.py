@@ -30,9 +30,7 @@ import httpx
 
 from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError, SandboxError
-from mint_envkit.sandbox.executor import Limits, RunResult, RunStatus
-
-__all__ = ["SandboxFusionExecutor"]
+from mint_envkit.sandbox.executor import Limits, ProcessResult, RunStatus
 
 
 def _cap(text: object, room: int) -> tuple[str, int]:
@@ -104,7 +102,7 @@ class SandboxFusionExecutor:
             "files": {},
         }
 
-    async def run(self, source: str, stdin: str, limits: Limits) -> RunResult:
+    async def run(self, source: str, stdin: str, limits: Limits) -> ProcessResult:
         """Send ``source`` to the service and read its ``run_result``.
 
         Example::
@@ -135,7 +133,7 @@ class SandboxFusionExecutor:
                 ) from err
         return self._result(body, limits, time.monotonic() - started, endpoint)
 
-    def _result(self, body: object, limits: Limits, elapsed: float, endpoint: str) -> RunResult:
+    def _result(self, body: object, limits: Limits, elapsed: float, endpoint: str) -> ProcessResult:
         run = body.get("run_result") if isinstance(body, dict) else None
         if not isinstance(body, dict) or body.get("status") == "SandboxError" or not run:
             message = body.get("message") if isinstance(body, dict) else body
@@ -152,7 +150,7 @@ class SandboxFusionExecutor:
             status, message = "output_limit", f"output over {limits.output_bytes} bytes"
         code = run.get("return_code")
         seconds = run.get("execution_time")
-        return RunResult(
+        return ProcessResult(
             status=status,
             exit_code=code if isinstance(code, int) else None,
             stdout=stdout,

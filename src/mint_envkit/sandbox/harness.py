@@ -4,7 +4,7 @@ The harness receives the model's code and the tests on stdin (one JSON line), ru
 code, then each test in the code's namespace, and reports every step as a line
 ``<nonce> {json}`` on its standard output; the nonce is random per run, so lines the
 code prints cannot pass for the harness's own. :func:`read_report` turns those lines
-and the :class:`~mint_envkit.sandbox.RunResult` into a :class:`CodeRun`.
+and the :class:`~mint_envkit.sandbox.ProcessResult` into a :class:`CodeRun`.
 
 Example::
 
@@ -23,9 +23,7 @@ from typing import Literal
 
 import attrs
 
-from mint_envkit.sandbox.executor import RunResult
-
-__all__ = ["CodeRun", "Outcome", "TestResult", "TestStatus"]
+from mint_envkit.sandbox.executor import ProcessResult
 
 Outcome = Literal["pass", "fail", "error", "timeout"]
 """How a run of code against its tests went, as a whole.
@@ -206,12 +204,12 @@ def _events(stdout: str, nonce: str) -> tuple[list[dict], str]:
     return events, text
 
 
-def read_report(result: RunResult, tests: list[str], nonce: str) -> CodeRun:
+def read_report(result: ProcessResult, tests: list[str], nonce: str) -> CodeRun:
     """Turn the harness's report lines and the run's end into a :class:`CodeRun`.
 
     Example::
 
-        run = read_report(RunResult("timeout", -9, "", "", 10.0), ["assert f()"], "n")
+        run = read_report(ProcessResult("timeout", -9, "", "", 10.0), ["assert f()"], "n")
         assert run.outcome == "timeout" and run.tests[0].status == "not_run"
     """
     events, stdout = _events(result.stdout, nonce)

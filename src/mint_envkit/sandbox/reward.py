@@ -32,8 +32,6 @@ from mint_envkit.sandbox.bubblewrap import BubblewrapExecutor
 from mint_envkit.sandbox.executor import Executor, Limits
 from mint_envkit.sandbox.harness import HARNESS, CodeRun, make_input, read_report
 
-__all__ = ["code_passes", "default_executor", "python_code", "run_tests"]
-
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*$", re.MULTILINE)
 _PYTHON = ("python", "py", "python3")
 _OUTCOMES = ("pass", "fail", "error", "timeout")

@@ -24,9 +24,7 @@ import weakref
 
 from mint_envkit.checks import check_integer
 from mint_envkit.sandbox._process import limit_setter, run_command
-from mint_envkit.sandbox.executor import Limits, RunResult
-
-__all__ = ["UnsafeLocalExecutor"]
+from mint_envkit.sandbox.executor import Limits, ProcessResult
 
 
 class UnsafeLocalExecutor:
@@ -53,7 +51,7 @@ class UnsafeLocalExecutor:
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._semaphores = weakref.WeakKeyDictionary()
 
-    async def run(self, source: str, stdin: str, limits: Limits) -> RunResult:
+    async def run(self, source: str, stdin: str, limits: Limits) -> ProcessResult:
         """Run ``source`` as a subprocess in a temporary directory.
 
         Example::

@@ -33,52 +33,26 @@ Example::
 """
 
 from mint_envkit.sweep._answers import HeldOutAnswers, held_out_answers
-from mint_envkit.sweep._env import (
-    DEFAULT_GRID,
-    DEFAULT_OVERRIDES,
-    ENV_VARIABLES,
-    grid_from_env,
-    log_root_from_env,
-)
-from mint_envkit.sweep._grid import GridPoint, apply_fields, expand_grid, normalize_grid
-from mint_envkit.sweep._interpolation import interpolation_grid, interpolation_sweep
-from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
-from mint_envkit.sweep._names import ABBREVIATIONS, config_name, format_value
-from mint_envkit.sweep._runner import ERROR_FILE, Runner, Sweep, SweepResult
-from mint_envkit.sweep._summary import (
-    RunMetrics,
-    SummaryRow,
-    SweepSummary,
-    load_summary,
-    read_run_metrics,
-)
+from mint_envkit.sweep._env import DEFAULT_GRID, grid_from_env, log_root_from_env
+from mint_envkit.sweep._grid import GridPoint
+from mint_envkit.sweep._interpolation import interpolation_sweep
+from mint_envkit.sweep._interpolation_results import InterpolationSweep
+from mint_envkit.sweep._rows import SummaryRow
+from mint_envkit.sweep._runner import Sweep, SweepResult
+from mint_envkit.sweep._summary import SweepSummary, load_summary
 
 __all__ = [
-    "ABBREVIATIONS",
     "DEFAULT_GRID",
-    "DEFAULT_OVERRIDES",
-    "ENV_VARIABLES",
-    "ERROR_FILE",
     "GridPoint",
     "HeldOutAnswers",
-    "InterpolationPoint",
     "InterpolationSweep",
-    "RunMetrics",
-    "Runner",
     "SummaryRow",
     "Sweep",
     "SweepResult",
     "SweepSummary",
-    "apply_fields",
-    "config_name",
-    "expand_grid",
-    "format_value",
     "grid_from_env",
     "held_out_answers",
-    "interpolation_grid",
     "interpolation_sweep",
     "load_summary",
     "log_root_from_env",
-    "normalize_grid",
-    "read_run_metrics",
 ]

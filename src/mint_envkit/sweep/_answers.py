@@ -11,10 +11,18 @@ evaluation's worth; runs written before these metrics existed give None for each
 
 Example::
 
-    from mint_envkit.sweep import held_out_answers, read_run_metrics
+    from mint_envkit.sweep import held_out_answers
 
-    answers = held_out_answers(read_run_metrics("runs/yes-no").history)
-    answers.correct_after, answers.baseline, answers.flag   # (0.575, 0.575, 'COLLAPSE')
+    history = [
+        {"step": 0, "test/env/all/correct": 0.475},
+        {"step": 9, "test_final/env/all/correct": 0.575,
+         "test_final/env/all/answers/baseline_correct": 0.575,
+         "test_final/env/all/answers/top_share": 1.0,
+         "test_final/env/all/answers/distinct": 1,
+         "test_final/env/all/answers/collapse": 1.0},
+    ]  # a run's metrics, one merged line per step (RunMetrics.history)
+    answers = held_out_answers(history)
+    assert (answers.correct_after, answers.baseline, answers.flag) == (0.575, 0.575, "COLLAPSE")
 """
 
 from __future__ import annotations
@@ -26,8 +34,6 @@ from typing import Any
 import attrs
 
 from mint_envkit.checks import is_integer, is_number
-
-__all__ = ["ANSWER_METRICS", "HeldOutAnswers", "held_out_answers"]
 
 ANSWER_METRICS = (
     "baseline_correct",
@@ -43,7 +49,8 @@ ANSWER_METRICS = (
 
 Example::
 
-    [f"test_final/env/all/answers/{name}" for name in ANSWER_METRICS]
+    keys = [f"test_final/env/all/answers/{name}" for name in ANSWER_METRICS]
+    assert keys[0] == "test_final/env/all/answers/baseline_correct"
 """
 
 _SPLITS = ("test_final", "test")
@@ -116,8 +123,14 @@ class HeldOutAnswers:
 
     Example::
 
-        answers = held_out_answers(read_run_metrics("runs/yes-no").history)
-        answers.collapse, answers.top_share, answers.distinct   # (True, 1.0, 1)
+        answers = held_out_answers([
+            {"step": 0, "test/env/all/correct": 0.475},
+            {"step": 9, "test_final/env/all/correct": 0.575,
+             "test_final/env/all/answers/top_share": 1.0,
+             "test_final/env/all/answers/distinct": 1,
+             "test_final/env/all/answers/collapse": 1.0},
+        ])
+        assert (answers.collapse, answers.top_share, answers.distinct) == (True, 1.0, 1)
     """
 
     split: str | None = None
@@ -143,7 +156,7 @@ class HeldOutAnswers:
 
         Example::
 
-            HeldOutAnswers(correct_after=0.5, baseline=0.575).at_or_below_baseline   # True
+            assert HeldOutAnswers(correct_after=0.5, baseline=0.575).at_or_below_baseline
         """
         if self.beats_baseline is not None:
             return not self.beats_baseline
@@ -160,8 +173,8 @@ class HeldOutAnswers:
 
         Example::
 
-            HeldOutAnswers(collapse=True).flag                         # 'COLLAPSE'
-            HeldOutAnswers(correct_after=0.6, baseline=0.575).flag     # ''
+            assert HeldOutAnswers(collapse=True).flag == "COLLAPSE"
+            assert HeldOutAnswers(correct_after=0.6, baseline=0.575).flag == ""
         """
         if self.collapse:
             return "COLLAPSE"
@@ -173,7 +186,7 @@ class HeldOutAnswers:
 
         Example::
 
-            held_out_answers([{"step": 0, "env/all/correct": 0.5}]).known   # False
+            assert not held_out_answers([{"step": 0, "env/all/correct": 0.5}]).known
         """
         return any(
             value is not None
@@ -185,10 +198,19 @@ class HeldOutAnswers:
 
         Example::
 
-            held_out_answers(read_run_metrics("runs/yes-no").history).collapse_note()
-            # 'the final evaluation: 100% of its replies give one answer, 1 distinct; held-out
-            #  correct 0.475 -> 0.575 does not beat the constant-answer baseline 0.575 (always
-            #  giving the most common answer), so the rise is no evidence of learning'
+            history = [
+                {"step": 0, "test/env/all/correct": 0.475},
+                {"step": 9, "test_final/env/all/correct": 0.575,
+                 "test_final/env/all/answers/baseline_correct": 0.575,
+                 "test_final/env/all/answers/top_share": 1.0,
+                 "test_final/env/all/answers/distinct": 1,
+                 "test_final/env/all/answers/collapse": 1.0},
+            ]
+            print(held_out_answers(history).collapse_note())
+            # the final evaluation: 100% of its replies give one answer, 1 distinct; held-out
+            # correct 0.475 -> 0.575 does not beat the constant-answer baseline 0.575 (always
+            # giving the most common answer), so the rise is no evidence of learning
+            assert held_out_answers(history[:1]).collapse_note() is None
         """
         if not self.collapse:
             return None
@@ -217,7 +239,7 @@ class HeldOutAnswers:
 
         Example::
 
-            HeldOutAnswers(collapse=True).as_dict()["flag"]   # 'COLLAPSE'
+            assert HeldOutAnswers(collapse=True).as_dict()["flag"] == "COLLAPSE"
         """
         extra = {"flag": self.flag, "known": self.known, "note": self.collapse_note()}
         return {**attrs.asdict(self), **extra}
@@ -228,7 +250,7 @@ def held_out_answers(
 ) -> HeldOutAnswers:
     """Read the held-out figures from a run's metrics, one merged line per step.
 
-    ``history`` is :attr:`RunMetrics.history <mint_envkit.sweep.RunMetrics>` (or
+    ``history`` is :attr:`RunMetrics.history <mint_envkit.sweep._rows.RunMetrics>` (or
     any list of metrics lines). The evaluation read is the final one
     (``test_final/env/all/...``, after the last update); with ``latest=True`` a run
     without one (still running, or stopped early) gives its latest periodic
@@ -243,7 +265,7 @@ def held_out_answers(
              "test_final/env/all/answers/baseline_correct": 0.575,
              "test_final/env/all/answers/collapse": 1.0},
         ]
-        held_out_answers(history).flag   # 'COLLAPSE'
+        assert held_out_answers(history).flag == "COLLAPSE"
     """
     lines = [line for line in history if isinstance(line, Mapping)]
     before = _rate(lines[0].get("test/env/all/correct")) if lines else None

@@ -21,14 +21,6 @@ from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl.config import Config, validate_field
 
-__all__ = [
-    "DEFAULT_GRID",
-    "DEFAULT_OVERRIDES",
-    "ENV_VARIABLES",
-    "grid_from_env",
-    "log_root_from_env",
-]
-
 DEFAULT_GRID: Mapping[str, tuple[Any, ...]] = {
     "kl_penalty_coef": (0.0, 0.02),
     "temperature": (0.7, 1.0),
@@ -38,7 +30,15 @@ DEFAULT_GRID: Mapping[str, tuple[Any, ...]] = {
 
 Example::
 
-    len(expand_grid(config, DEFAULT_GRID))  # 8
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
+    from mint_envkit.sweep._grid import expand_grid
+
+    assert len(expand_grid(config, DEFAULT_GRID)) == 8
 """
 
 DEFAULT_OVERRIDES: Mapping[str, Any] = {"max_steps": 1}
@@ -46,7 +46,7 @@ DEFAULT_OVERRIDES: Mapping[str, Any] = {"max_steps": 1}
 
 Example::
 
-    DEFAULT_OVERRIDES["max_steps"]  # 1
+    assert DEFAULT_OVERRIDES["max_steps"] == 1
 """
 
 
@@ -86,7 +86,7 @@ ENV_VARIABLES: tuple[_Var, ...] = (
 
 Example::
 
-    {v.name: v.field for v in ENV_VARIABLES}["MINT_RL_TEMPS"]  # 'temperature'
+    assert {v.name: v.field for v in ENV_VARIABLES}["MINT_RL_TEMPS"] == "temperature"
 """
 
 
@@ -153,8 +153,9 @@ def grid_from_env(
     Example::
 
         grid, overrides = grid_from_env({"MINT_RL_TEMPS": "0.7, 1.0", "MINT_RL_STEPS": "3"})
-        grid  # {'kl_penalty_coef': [0.0, 0.02], 'temperature': [0.7, 1.0], 'group_size': [2, 4]}
-        overrides  # {'max_steps': 3}
+        assert grid == {"kl_penalty_coef": [0.0, 0.02], "temperature": [0.7, 1.0],
+                        "group_size": [2, 4]}
+        assert overrides == {"max_steps": 3}
     """
     environ = os.environ if environ is None else environ
     known = {v.field: v for v in ENV_VARIABLES}
@@ -193,7 +194,8 @@ def log_root_from_env(
 
     Example::
 
-        log_root_from_env({}, default="runs/arithmetic-sweep")  # 'runs/arithmetic-sweep'
+        assert log_root_from_env({}, default="runs/arithmetic-sweep") == "runs/arithmetic-sweep"
+        assert log_root_from_env({"MINT_LOG_ROOT": "runs/x"}, default="runs/y") == "runs/x"
     """
     environ = os.environ if environ is None else environ
     raw = environ.get("MINT_LOG_ROOT")

@@ -2,8 +2,7 @@
 
 Example::
 
-    text_grid([["KL", "Steps"], [fmt_kl(0.02), fmt_fixed(None, 3)]])
-    # 'KL    Steps\n0.02  -'
+    assert text_grid([["KL", "Steps"], [fmt_kl(0.02), fmt_fixed(None, 3)]]) == "KL    Steps\\n0.02  -"
 """
 
 from __future__ import annotations
@@ -12,16 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from mint_envkit.sweep._answers import HeldOutAnswers, _number
-
-__all__ = [
-    "HELD_OUT_HEADERS",
-    "HELD_OUT_TITLE",
-    "fmt_fixed",
-    "fmt_kl",
-    "fmt_value",
-    "held_out_cells",
-    "text_grid",
-]
 
 
 def fmt_kl(value: Any) -> str:
@@ -64,7 +53,7 @@ HELD_OUT_HEADERS = ("Corr before", "Corr after", "Baseline", "Trunc", "Distinct"
 
 Example::
 
-    HELD_OUT_HEADERS[2]  # 'Baseline'
+    assert HELD_OUT_HEADERS[2] == "Baseline"
 """
 
 HELD_OUT_TITLE = "Held-out correct: before the first update, after the last, vs a constant answer"

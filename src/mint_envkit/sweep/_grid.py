@@ -8,10 +8,14 @@ filesystem-safe name built from its values (``kl0p02-t0p7-g4``).
 
 Example::
 
-    from mint_envkit.sweep import expand_grid
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
 
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
     points = expand_grid(config, {"temperature": [0.7, 1.0], "group_size": [2, 4]})
-    [p.name for p in points]  # ['t0p7-g2', 't0p7-g4', 't1p0-g2', 't1p0-g4']
+    assert [p.name for p in points] == ["t0p7-g2", "t0p7-g4", "t1p0-g2", "t1p0-g4"]
 """
 
 from __future__ import annotations
@@ -27,9 +31,6 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.rl.agreement import BUILDER_OWNED, builder_value
 from mint_envkit.rl.config import Config, KLReferenceConfig, uses_kl_reference
 from mint_envkit.sweep._names import BUILDER_PREFIX, config_name, jsonable, key_order, short_hash
-
-__all__ = ["GridPoint", "apply_fields", "expand_grid", "normalize_grid"]
-
 
 # Config fields a grid cannot vary: the builder is replaced field by field,
 # and the sweep owns each run's log_path.
@@ -52,8 +53,15 @@ class GridPoint:
 
     Example::
 
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+        from mint_envkit.rl import Config
+
+        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        config = Config(dataset_builder=builder, log_path="unused")
         point = expand_grid(config, {"temperature": [0.7]})[0]
-        point.name, point.params  # ('t0p7', {'temperature': 0.7})
+        assert (point.name, point.params) == ("t0p7", {"temperature": 0.7})
+        assert point.config.temperature == 0.7
     """
 
     name: str
@@ -133,8 +141,14 @@ def normalize_grid(base: Config, grid: Mapping[str, Sequence[Any]]) -> dict[str,
 
     Example::
 
-        normalize_grid(config, {"group_size": (2, 4), "temperature": [1.0]})
-        # {'temperature': [1.0], 'group_size': [2, 4]}
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+        from mint_envkit.rl import Config
+
+        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        config = Config(dataset_builder=builder, log_path="unused")
+        grid = normalize_grid(config, {"group_size": (2, 4), "temperature": [1.0]})
+        assert grid == {"temperature": [1.0], "group_size": [2, 4]}
     """
     if not isinstance(grid, Mapping):
         raise ConfigError(
@@ -198,7 +212,14 @@ def apply_fields(config: Config, fields: Mapping[str, Any], *, label: str = "") 
 
     Example::
 
-        apply_fields(config, {"max_steps": 3, "batch_size": 8})
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+        from mint_envkit.rl import Config
+
+        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        config = Config(dataset_builder=builder, log_path="unused")
+        config = apply_fields(config, {"max_steps": 3, "batch_size": 8})
+        assert config.max_steps == 3 and config.dataset_builder.batch_size == 8
     """
     config_fields: dict[str, Any] = {}
     builder_fields: dict[str, Any] = {}
@@ -237,8 +258,14 @@ def expand_grid(base: Config, grid: Mapping[str, Sequence[Any]]) -> tuple[GridPo
 
     Example::
 
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+        from mint_envkit.rl import Config
+
+        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        config = Config(dataset_builder=builder, log_path="unused")
         points = expand_grid(config, {"kl_penalty_coef": [0.0, 0.02], "group_size": [2, 4]})
-        [p.name for p in points]  # ['kl0p0-g2', 'kl0p0-g4', 'kl0p02-g2', 'kl0p02-g4']
+        assert [p.name for p in points] == ["kl0p0-g2", "kl0p0-g4", "kl0p02-g2", "kl0p02-g4"]
     """
     grid = normalize_grid(base, grid)
     keys = list(grid)

@@ -58,8 +58,6 @@ from mint_envkit.sweep._interpolation_results import (
 from mint_envkit.sweep._names import format_value, short_hash
 from mint_envkit.sweep._store import RESULTS, latest_results, utc_now
 
-__all__ = ["interpolation_grid", "interpolation_sweep", "point_name"]
-
 
 def _number(value: Any, where: str) -> float:
     if not is_number(value) or not math.isfinite(value):

@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mint_envkit.sweep._interpolation_results import InterpolationSweep
 
-__all__ = ["plot_interpolation"]
-
 
 def _series(result: InterpolationSweep) -> list[tuple[str, str, str]]:
     """``(figure key, label, line style)`` of each line, the passes at 1 and at the largest k."""

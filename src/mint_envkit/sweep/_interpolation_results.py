@@ -18,15 +18,6 @@ import attrs
 from mint_envkit.rl.logs import write_text_atomic
 from mint_envkit.sweep._store import utc_now
 
-__all__ = [
-    "FIGURES",
-    "INTERPOLATION_CSV",
-    "INTERPOLATION_MANIFEST",
-    "INTERPOLATION_PNG",
-    "InterpolationPoint",
-    "InterpolationSweep",
-]
-
 INTERPOLATION_MANIFEST = "interpolation.json"
 """The manifest of an interpolation sweep root.
 

@@ -27,8 +27,6 @@ from mint_envkit.rl.logs import write_json_atomic
 from mint_envkit.sweep._names import jsonable
 from mint_envkit.sweep._store import MANIFEST, read_manifest, utc_now
 
-__all__ = ["OPERATIONAL_FIELDS", "check_or_write_manifest", "config_sha", "exclusive"]
-
 _MANIFEST_FORMAT = 1
 
 OPERATIONAL_FIELDS = (

@@ -2,10 +2,9 @@
 
 Example::
 
-    from mint_envkit.sweep import config_name
-
-    config_name({"kl_penalty_coef": 0.02, "temperature": 0.7, "group_size": 4})
-    # 'kl0p02-t0p7-g4'
+    assert config_name({"kl_penalty_coef": 0.02, "temperature": 0.7, "group_size": 4}) == (
+        "kl0p02-t0p7-g4"
+    )
 """
 
 from __future__ import annotations
@@ -18,17 +17,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-
-__all__ = [
-    "ABBREVIATIONS",
-    "BUILDER_PREFIX",
-    "config_name",
-    "format_value",
-    "jsonable",
-    "key_order",
-    "short_hash",
-]
-
 
 ABBREVIATIONS: Mapping[str, str] = {
     "kl_penalty_coef": "kl",
@@ -50,7 +38,7 @@ the listed ones, in alphabetical order.
 
 Example::
 
-    ABBREVIATIONS["kl_penalty_coef"]  # 'kl'
+    assert ABBREVIATIONS["kl_penalty_coef"] == "kl"
 """
 
 BUILDER_PREFIX = "dataset_builder."
@@ -64,7 +52,18 @@ seed, ``sampling_seed`` the config's.)
 
 Example::
 
-    expand_grid(config, {"dataset_builder.seed": [0, 1]})  # names db_seed_0, db_seed_1
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
+    from mint_envkit.sweep._grid import expand_grid
+
+    # seed is the builder's alone, so the prefixed key is the plain one, named s0, s1
+    points = expand_grid(config, {"dataset_builder.seed": [0, 1]})
+    assert [p.name for p in points] == ["s0", "s1"]
+    assert [p.config.dataset_builder.seed for p in points] == [0, 1]
 """
 
 _MAX_NAME = 120
@@ -119,8 +118,8 @@ def format_value(value: Any) -> str:
 
     Example::
 
-        format_value(0.02), format_value(3e-4), format_value(-1), format_value("ppo")
-        # ('0p02', '3em04', 'm1', 'ppo')
+        values = format_value(0.02), format_value(3e-4), format_value(-1), format_value("ppo")
+        assert values == ("0p02", "3em04", "m1", "ppo")
     """
     if value is None:
         return "none"
@@ -153,9 +152,10 @@ def config_name(params: Mapping[str, Any]) -> str:
 
     Example::
 
-        config_name({"kl_penalty_coef": 0.02, "temperature": 0.7, "group_size": 4})
-        # 'kl0p02-t0p7-g4'
-        config_name({"learning_rate": 3e-4, "loss_fn": "ppo"})  # 'lr3em04-loss_fn_ppo'
+        assert config_name({"kl_penalty_coef": 0.02, "temperature": 0.7, "group_size": 4}) == (
+            "kl0p02-t0p7-g4"
+        )
+        assert config_name({"learning_rate": 3e-4, "loss_fn": "ppo"}) == "lr3em04-loss_fn_ppo"
     """
     parts = []
     for key in sorted(params, key=key_order):

@@ -4,10 +4,18 @@ The keys below name the metrics the sweep's table shows.
 
 Example::
 
-    from mint_envkit.sweep import read_run_metrics
+    import json
+    import os
 
-    m = read_run_metrics("runs/sweep/kl0p0-t0p7-g2")
-    m.steps, m.final["env/all/reward/total"]  # (1, -0.1)
+    os.makedirs("runs/sweep/t0p7")
+    with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
+        print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                          "test/env/all/reward/total": -0.25}), file=fh)
+        print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                          "test_final/env/all/reward/total": 0.1}), file=fh)
+
+    m = read_run_metrics("runs/sweep/t0p7")
+    assert (m.steps, m.final["env/all/reward/total"]) == (2, -0.1)
 """
 
 from __future__ import annotations
@@ -24,29 +32,39 @@ from mint_envkit.rl.logs import read_jsonl
 from mint_envkit.sweep._answers import HeldOutAnswers, _number, held_out_answers
 from mint_envkit.sweep._store import METRICS
 
-__all__ = [
-    "CORRECT_KEY",
-    "EVAL_KEY",
-    "FINAL_EVAL_KEY",
-    "REWARD_KEY",
-    "RunMetrics",
-    "SummaryRow",
-    "read_run_metrics",
-]
-
 REWARD_KEY = "env/all/reward/total"
 """The metric shown as "Mean reward": the mean total reward of the final step.
 
 Example::
 
-    read_run_metrics(log_path).final[REWARD_KEY]  # -0.1
+    import json
+    import os
+
+    os.makedirs("runs/sweep/t0p7")
+    with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
+        print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                          "test/env/all/reward/total": -0.25}), file=fh)
+        print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                          "test_final/env/all/reward/total": 0.1}), file=fh)
+
+    assert read_run_metrics("runs/sweep/t0p7").final[REWARD_KEY] == -0.1
 """
 CORRECT_KEY = "env/all/correct"
 """The metric shown as "Correct": the fraction correct at the final step.
 
 Example::
 
-    read_run_metrics(log_path).final.get(CORRECT_KEY)  # 0.25, or None
+    import json
+    import os
+
+    os.makedirs("runs/sweep/t0p7")
+    with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
+        print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                          "test/env/all/reward/total": -0.25}), file=fh)
+        print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                          "test_final/env/all/reward/total": 0.1}), file=fh)
+
+    assert read_run_metrics("runs/sweep/t0p7").final.get(CORRECT_KEY) == 0.0  # None if not logged
 """
 
 EVAL_KEY = "test/env/all/reward/total"
@@ -54,14 +72,34 @@ EVAL_KEY = "test/env/all/reward/total"
 
 Example::
 
-    read_run_metrics(log_path).history[0].get(EVAL_KEY)  # -0.25
+    import json
+    import os
+
+    os.makedirs("runs/sweep/t0p7")
+    with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
+        print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                          "test/env/all/reward/total": -0.25}), file=fh)
+        print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                          "test_final/env/all/reward/total": 0.1}), file=fh)
+
+    assert read_run_metrics("runs/sweep/t0p7").history[0].get(EVAL_KEY) == -0.25
 """
 FINAL_EVAL_KEY = "test_final/env/all/reward/total"
 """The held-out reward after the last update ("Eval after"), on the same problems.
 
 Example::
 
-    read_run_metrics(log_path).final.get(FINAL_EVAL_KEY)  # 0.1
+    import json
+    import os
+
+    os.makedirs("runs/sweep/t0p7")
+    with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
+        print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                          "test/env/all/reward/total": -0.25}), file=fh)
+        print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                          "test_final/env/all/reward/total": 0.1}), file=fh)
+
+    assert read_run_metrics("runs/sweep/t0p7").final.get(FINAL_EVAL_KEY) == 0.1
 """
 
 
@@ -80,8 +118,19 @@ class RunMetrics:
 
     Example::
 
-        m = read_run_metrics("runs/sweep/kl0p0-t0p7-g2")
-        m.steps, m.final.get("env/all/reward/total")  # (1, -0.1)
+        import json
+        import os
+
+        os.makedirs("runs/sweep/t0p7")
+        with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                              "test/env/all/reward/total": -0.25}), file=fh)
+            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                              "test_final/env/all/reward/total": 0.1}), file=fh)
+
+        m = read_run_metrics("runs/sweep/t0p7")
+        assert (m.exists, m.steps, m.final.get("env/all/reward/total")) == (True, 2, -0.1)
+        assert not read_run_metrics("runs/sweep/never-ran").exists
     """
 
     exists: bool
@@ -96,7 +145,17 @@ def read_run_metrics(log_path: str | os.PathLike[str]) -> RunMetrics:
 
     Example::
 
-        read_run_metrics("runs/sweep/kl0p0-t0p7-g2").final["env/all/correct"]  # 0.0
+        import json
+        import os
+
+        os.makedirs("runs/sweep/t0p7")
+        with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                              "test/env/all/reward/total": -0.25}), file=fh)
+            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                              "test_final/env/all/reward/total": 0.1}), file=fh)
+
+        assert read_run_metrics("runs/sweep/t0p7").final["env/all/correct"] == 0.0
     """
     path = Path(log_path) / METRICS
     bad: list[str] = []
@@ -137,8 +196,29 @@ class SummaryRow:
 
     Example::
 
+        import json
+        from pathlib import Path
+
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+        from mint_envkit.rl import Config
+        from mint_envkit.sweep import Sweep
+
+        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                                  "test/env/all/reward/total": -0.25}), file=fh)
+                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        config = Config(dataset_builder=builder, log_path="unused")
+        await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                    runner=runner, quiet=True).run()
+        from mint_envkit.sweep import load_summary
+
         row = load_summary("runs/sweep").rows[0]
-        row.name, row.status, row.mean_reward  # ('kl0p0-t0p7-g2', 'ok', -0.1)
+        assert (row.name, row.status, row.mean_reward) == ("t0p7", "ok", -0.1)
     """
 
     name: str
@@ -156,7 +236,14 @@ class SummaryRow:
 
         Example::
 
-            row.mean_reward  # -0.1
+            from mint_envkit.sweep._rows import RunMetrics
+
+            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
+            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
+                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
+                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
+                             log_path="runs/sweep/t0p7")
+            assert row.mean_reward == -0.1
         """
         return _number(self.metrics.final.get(REWARD_KEY))
 
@@ -166,7 +253,14 @@ class SummaryRow:
 
         Example::
 
-            row.correct  # 0.0
+            from mint_envkit.sweep._rows import RunMetrics
+
+            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
+            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
+                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
+                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
+                             log_path="runs/sweep/t0p7")
+            assert row.correct == 0.0
         """
         return _number(self.metrics.final.get(CORRECT_KEY))
 
@@ -176,7 +270,14 @@ class SummaryRow:
 
         Example::
 
-            row.eval_before, row.eval_after  # (-0.25, 0.1)
+            from mint_envkit.sweep._rows import RunMetrics
+
+            first = {"step": 0, "test/env/all/reward/total": -0.25}
+            last = {"step": 1, "test_final/env/all/reward/total": 0.1}
+            row = SummaryRow(name="t0p7", params={}, settings={}, status="ok", log_path="t0p7",
+                             metrics=RunMetrics(exists=True, steps=2, final=last,
+                                                history=(first, last)))
+            assert (row.eval_before, row.eval_after) == (-0.25, 0.1)
         """
         first = self.metrics.history[0] if self.metrics.history else {}
         return _number(first.get(EVAL_KEY))
@@ -196,8 +297,18 @@ class SummaryRow:
 
         Example::
 
-            row.answers.correct_after, row.answers.baseline, row.answers.flag
-            # (0.575, 0.575, 'COLLAPSE')
+            from mint_envkit.sweep._rows import RunMetrics
+
+            final = {"step": 9, "test_final/env/all/correct": 0.575,
+                     "test_final/env/all/answers/baseline_correct": 0.575,
+                     "test_final/env/all/answers/collapse": 1.0}
+            row = SummaryRow(name="lr1em04", params={}, settings={}, status="ok",
+                             log_path="lr1em04",
+                             metrics=RunMetrics(exists=True, steps=1, final=final,
+                                                history=(final,)))
+            answers = row.answers
+            assert (answers.correct_after, answers.baseline, answers.flag) == (
+                0.575, 0.575, "COLLAPSE")
         """
         return held_out_answers(self.metrics.history)
 
@@ -207,7 +318,14 @@ class SummaryRow:
 
         Example::
 
-            row.datums  # 8
+            from mint_envkit.sweep._rows import RunMetrics
+
+            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
+            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
+                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
+                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
+                             log_path="runs/sweep/t0p7")
+            assert row.datums == 8
         """
         return int(sum(_number(m.get("train/datums")) or 0 for m in self.metrics.history))
 

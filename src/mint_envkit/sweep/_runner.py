@@ -32,8 +32,6 @@ from mint_envkit.sweep._names import jsonable
 from mint_envkit.sweep._store import METRICS, RESULTS, latest_results, utc_now
 from mint_envkit.sweep._summary import SweepSummary, build_summary
 
-__all__ = ["ERROR_FILE", "Runner", "Sweep", "SweepResult"]
-
 Runner = Callable[[Config], Awaitable[Any] | Any]
 """What runs one config: ``async def runner(config) -> Any`` (a plain function works too).
 

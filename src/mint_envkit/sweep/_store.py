@@ -11,9 +11,28 @@ Layout::
 
 Example::
 
+    import json
+    from pathlib import Path
+
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
+    from mint_envkit.sweep import Sweep
+
+    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                              "test/env/all/reward/total": -0.25}), file=fh)
+            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
+    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                runner=runner, quiet=True).run()
     from mint_envkit.sweep._store import latest_results
 
-    latest_results("runs/arithmetic-sweep")["kl0p0-t0p7-g2"]["status"]  # 'ok'
+    assert latest_results("runs/sweep")["t0p7"]["status"] == "ok"
 """
 
 from __future__ import annotations
@@ -27,51 +46,143 @@ from typing import Any
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl.logs import read_jsonl
 
-__all__ = [
-    "MANIFEST",
-    "METRICS",
-    "RESULTS",
-    "SUMMARY_CSV",
-    "SUMMARY_PNG",
-    "latest_results",
-    "read_manifest",
-    "utc_now",
-]
-
 MANIFEST = "sweep.json"
 """File name of the sweep manifest in the sweep root.
 
 Example::
 
-    json.loads((Path(root) / MANIFEST).read_text())["grid"]
+    import json
+    from pathlib import Path
+
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
+    from mint_envkit.sweep import Sweep
+
+    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                              "test/env/all/reward/total": -0.25}), file=fh)
+            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
+    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                runner=runner, quiet=True).run()
+
+    assert json.loads((Path("runs/sweep") / MANIFEST).read_text())["grid"] == {
+        "temperature": [0.7, 1.0]}
 """
 RESULTS = "results.jsonl"
 """File name of the per-attempt results log in the sweep root.
 
 Example::
 
-    read_jsonl(Path(root) / RESULTS)
+    import json
+    from pathlib import Path
+
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
+    from mint_envkit.sweep import Sweep
+
+    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                              "test/env/all/reward/total": -0.25}), file=fh)
+            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
+    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                runner=runner, quiet=True).run()
+    from mint_envkit.rl.logs import read_jsonl
+
+    assert [r["status"] for r in read_jsonl(Path("runs/sweep") / RESULTS)] == ["ok", "ok"]
 """
 METRICS = "metrics.jsonl"
 """File name of a run's per-step metrics in its log_path.
 
 Example::
 
-    read_jsonl(Path(config.log_path) / METRICS)
+    import json
+    from pathlib import Path
+
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
+    from mint_envkit.sweep import Sweep
+
+    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                              "test/env/all/reward/total": -0.25}), file=fh)
+            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
+    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                runner=runner, quiet=True).run()
+    from mint_envkit.rl.logs import read_jsonl
+
+    assert read_jsonl(Path("runs/sweep/t0p7") / METRICS)[-1]["env/all/reward/total"] == -0.1
 """
 SUMMARY_CSV = "summary.csv"
 """File name of the summary table (CSV) in the sweep root.
 
 Example::
 
-    Path(root) / SUMMARY_CSV
+    import json
+    from pathlib import Path
+
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
+    from mint_envkit.sweep import Sweep
+
+    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                              "test/env/all/reward/total": -0.25}), file=fh)
+            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
+    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                runner=runner, quiet=True).run()
+
+    assert (Path("runs/sweep") / SUMMARY_CSV).is_file()  # written by sweep.run()
 """
 SUMMARY_PNG = "summary.png"
 """File name of the mean-reward plot in the sweep root.
 
 Example::
 
-    Path(root) / SUMMARY_PNG
+    import json
+    from pathlib import Path
+
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
+    from mint_envkit.sweep import Sweep
+
+    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                              "test/env/all/reward/total": -0.25}), file=fh)
+            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
+    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                runner=runner, quiet=True).run()
+
+    assert (Path("runs/sweep") / SUMMARY_PNG).is_file()  # with matplotlib installed
 """
 
 
@@ -80,7 +191,10 @@ def utc_now() -> str:
 
     Example::
 
-        utc_now()  # '2026-11-29T09:17:03+00:00'
+        import datetime
+
+        now = utc_now()  # e.g. '2026-11-29T09:17:03+00:00'
+        assert datetime.datetime.fromisoformat(now).utcoffset() == datetime.timedelta(0)
     """
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
@@ -90,7 +204,28 @@ def latest_results(root: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
 
     Example::
 
-        latest_results("runs/sweep").get("kl0p0-t0p7-g2", {}).get("status")  # 'ok'
+        import json
+        from pathlib import Path
+
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+        from mint_envkit.rl import Config
+        from mint_envkit.sweep import Sweep
+
+        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                                  "test/env/all/reward/total": -0.25}), file=fh)
+                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        config = Config(dataset_builder=builder, log_path="unused")
+        await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                    runner=runner, quiet=True).run()
+
+        assert latest_results("runs/sweep").get("t0p7", {}).get("status") == "ok"
+        assert latest_results("runs/no-sweep-here") == {}
     """
     records = read_jsonl(Path(root) / RESULTS)
     latest: dict[str, dict[str, Any]] = {}
@@ -109,7 +244,28 @@ def read_manifest(root: str | os.PathLike[str]) -> dict[str, Any] | None:
 
     Example::
 
-        read_manifest("runs/arithmetic-sweep")["configs"][0]["name"]  # 'kl0p0-t0p7-g2'
+        import json
+        from pathlib import Path
+
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+        from mint_envkit.rl import Config
+        from mint_envkit.sweep import Sweep
+
+        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                                  "test/env/all/reward/total": -0.25}), file=fh)
+                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        config = Config(dataset_builder=builder, log_path="unused")
+        await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                    runner=runner, quiet=True).run()
+
+        assert read_manifest("runs/sweep")["configs"][0]["name"] == "t0p7"
+        assert read_manifest("runs/no-sweep-here") is None
     """
     path = Path(root) / MANIFEST
     try:

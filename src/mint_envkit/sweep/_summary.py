@@ -6,13 +6,36 @@ Everything is read from what the runs wrote: each config's
 
 Example::
 
+    import json
+    from pathlib import Path
+
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
+    from mint_envkit.sweep import Sweep
+
+    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                              "test/env/all/reward/total": -0.25}), file=fh)
+            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
+    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                runner=runner, quiet=True).run()
     from mint_envkit.sweep import load_summary
 
-    summary = load_summary("runs/arithmetic-sweep")
+    summary = load_summary("runs/sweep")
     print(summary.report(summary.write_files()))
-    # KL    Temperature  Group size  Steps  Mean reward  Correct  Status  Log path
-    # 0.00  0.7          2           1      -0.100       0.00     ok      runs/arithmetic-sweep/kl0p0-t0p7-g2
-    # ...
+    # KL    Temperature  Group size  Steps  Mean reward  Correct  Eval before  Eval after  ...
+    # 0.00  0.7          2           2      -0.100       0.00     -0.250       0.100       ...
+    # 0.00  1.0          2           2      -0.100       0.00     -0.250       0.100       ...
+    #
+    # wrote runs/sweep/summary.csv
+    # wrote runs/sweep/summary.png
+    assert [row.mean_reward for row in summary.rows] == [-0.1, -0.1]
 """
 
 from __future__ import annotations
@@ -37,11 +60,6 @@ from mint_envkit.sweep._format import (
     text_grid,
 )
 from mint_envkit.sweep._rows import (
-    CORRECT_KEY,
-    EVAL_KEY,
-    FINAL_EVAL_KEY,
-    REWARD_KEY,
-    RunMetrics,
     SummaryRow,
     read_run_metrics,
 )
@@ -53,21 +71,6 @@ from mint_envkit.sweep._store import (
     latest_results,
     read_manifest,
 )
-
-__all__ = [
-    "COLUMN_LABELS",
-    "CORRECT_KEY",
-    "EVAL_KEY",
-    "FINAL_EVAL_KEY",
-    "HELD_OUT_HEADERS",
-    "REWARD_KEY",
-    "RunMetrics",
-    "SummaryRow",
-    "SweepSummary",
-    "build_summary",
-    "load_summary",
-    "read_run_metrics",
-]
 
 COLUMN_LABELS: Mapping[str, str] = {
     "kl_penalty_coef": "KL",
@@ -85,7 +88,7 @@ COLUMN_LABELS: Mapping[str, str] = {
 
 Example::
 
-    COLUMN_LABELS["group_size"]  # 'Group size'
+    assert COLUMN_LABELS["group_size"] == "Group size"
 """
 
 _FIXED = ("kl_penalty_coef", "temperature", "group_size")
@@ -116,9 +119,31 @@ class SweepSummary:
 
     Example::
 
-        summary = load_summary("runs/arithmetic-sweep")
+        import json
+        from pathlib import Path
+
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+        from mint_envkit.rl import Config
+        from mint_envkit.sweep import Sweep
+
+        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                                  "test/env/all/reward/total": -0.25}), file=fh)
+                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        config = Config(dataset_builder=builder, log_path="unused")
+        await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                    runner=runner, quiet=True).run()
+        from mint_envkit.sweep import load_summary
+
+        summary = load_summary("runs/sweep")
         print(summary.table())
-        summary.write_csv()
+        assert [row.name for row in summary.rows] == ["t0p7", "t1p0"]
+        assert summary.write_csv().name == "summary.csv"
     """
 
     root: str
@@ -138,9 +163,31 @@ class SweepSummary:
 
         Example::
 
+            import json
+            from pathlib import Path
+
+            from mint_envkit import DatasetBuilder, SingleTurnEnv
+            from mint_envkit.rl import Config
+            from mint_envkit.sweep import Sweep
+
+            async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+                with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                    print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                                      "test/env/all/reward/total": -0.25}), file=fh)
+                    print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                                      "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+            config = Config(dataset_builder=builder, log_path="unused")
+            await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                        runner=runner, quiet=True).run()
             print(load_summary("runs/sweep").table())
-            # KL    Temperature  Group size  Steps  Mean reward  Correct  Status  Log path
-            # 0.00  0.7          2           1      -0.100       0.00     ok      runs/sweep/kl0p0-t0p7-g2
+            # KL    Temperature  Group size  Steps  Mean reward  Correct  Eval before  Eval after  ...
+            # 0.00  0.7          2           2      -0.100       0.00     -0.250       0.100       ...
+            # 0.00  1.0          2           2      -0.100       0.00     -0.250       0.100       ...
+            header = load_summary("runs/sweep").table().splitlines()[0]
+            assert header.split("  ")[:4] == ["KL", "Temperature", "Group size", "Steps"]
         """
         body = []
         for row in self.rows:
@@ -174,11 +221,24 @@ class SweepSummary:
 
         Example::
 
-            print(load_summary("runs/yes-no-sweep").held_out_table())
+            from mint_envkit.sweep._rows import RunMetrics
+
+            def row(name, after, distinct, collapse):  # what a run's metrics.jsonl would say
+                first = {"step": 0, "test/env/all/correct": 0.475}
+                last = {"step": 9, "test_final/env/all/correct": after,
+                        "test_final/env/all/answers/baseline_correct": 0.575,
+                        "test_final/env/all/answers/distinct": distinct,
+                        "test_final/env/all/answers/collapse": collapse}
+                return SummaryRow(name=name, params={}, settings={}, status="ok", log_path=name,
+                                  metrics=RunMetrics(exists=True, steps=2, final=last, history=(first, last)))
+
+            summary = SweepSummary(root=".", rows=(row("lr1em04", 0.575, 1, 1.0), row("lr3em05", 0.8, 2, 0.0)))
+            print(summary.held_out_table())
             # Held-out correct: before the first update, after the last, vs a constant answer
             # Config   Corr before  Corr after  Baseline  Trunc  Distinct  Flag
-            # lr1em04  0.475        0.575       0.575     0.00   1         COLLAPSE
-            # lr3em05  0.475        0.800       0.575     0.03   2
+            # lr1em04  0.475        0.575       0.575     -      1         COLLAPSE
+            # lr3em05  0.475        0.800       0.575     -      2
+            assert summary.held_out_table().splitlines()[2].endswith("COLLAPSE")
         """
         answers = [row.answers for row in self.rows]
         if not any(a.known for a in answers):
@@ -201,7 +261,16 @@ class SweepSummary:
 
         Example::
 
-            load_summary("runs/sweep").metric_keys()  # ['env/all/correct', ..., 'step']
+            from mint_envkit.sweep._rows import RunMetrics
+
+            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
+            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
+                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
+                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
+                             log_path="runs/sweep/t0p7")
+            summary = SweepSummary(root=".", rows=(row,))
+            assert summary.metric_keys() == ["env/all/correct", "env/all/reward/total", "step",
+                                             "train/datums"]
         """
         return sorted({key for row in self.rows for key in row.metrics.final})
 
@@ -215,7 +284,17 @@ class SweepSummary:
 
         Example::
 
-            load_summary("runs/sweep").write_csv()  # PosixPath('runs/sweep/summary.csv')
+            from mint_envkit.sweep._rows import RunMetrics
+
+            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
+            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
+                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
+                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
+                             log_path="runs/sweep/t0p7")
+            summary = SweepSummary(root=".", rows=(row,))
+            from pathlib import Path
+
+            assert summary.write_csv() == Path("summary.csv")  # in the summary's root
         """
         path = Path(self.root) / SUMMARY_CSV if path is None else Path(path)
         keys = self.metric_keys()
@@ -253,7 +332,17 @@ class SweepSummary:
 
         Example::
 
-            load_summary("runs/sweep").write_png()  # PosixPath('runs/sweep/summary.png')
+            from mint_envkit.sweep._rows import RunMetrics
+
+            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
+            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
+                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
+                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
+                             log_path="runs/sweep/t0p7")
+            summary = SweepSummary(root=".", rows=(row,))
+            from pathlib import Path
+
+            assert summary.write_png() == Path("summary.png")  # None without matplotlib
         """
         from mint_envkit.sweep._plot import plot_rewards
 
@@ -268,8 +357,15 @@ class SweepSummary:
 
         Example::
 
-            load_summary("runs/sweep").write_files()
-            # ['wrote runs/sweep/summary.csv', 'wrote runs/sweep/summary.png']
+            from mint_envkit.sweep._rows import RunMetrics
+
+            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
+            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
+                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
+                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
+                             log_path="runs/sweep/t0p7")
+            summary = SweepSummary(root=".", rows=(row,))
+            assert summary.write_files() == ["wrote summary.csv", "wrote summary.png"]
         """
         lines = [f"wrote {self.write_csv()}"]
         try:
@@ -293,8 +389,16 @@ class SweepSummary:
 
         Example::
 
-            summary = load_summary("runs/sweep")
+            from mint_envkit.sweep._rows import RunMetrics
+
+            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
+            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
+                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
+                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
+                             log_path="runs/sweep/t0p7")
+            summary = SweepSummary(root=".", rows=(row,))
             print(summary.report(summary.write_files()))
+            assert summary.report(["wrote summary.csv"]).endswith("\\n\\nwrote summary.csv")
         """
         lines = [self.table()]
         failed = [row for row in self.rows if row.status == "failed"]
@@ -321,7 +425,28 @@ def build_summary(
 
     Example::
 
-        build_summary("runs/sweep", read_manifest("runs/sweep")["configs"]).table()
+        import json
+        from pathlib import Path
+
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+        from mint_envkit.rl import Config
+        from mint_envkit.sweep import Sweep
+
+        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                                  "test/env/all/reward/total": -0.25}), file=fh)
+                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        config = Config(dataset_builder=builder, log_path="unused")
+        await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                    runner=runner, quiet=True).run()
+
+        summary = build_summary("runs/sweep", read_manifest("runs/sweep")["configs"])
+        assert [row.status for row in summary.rows] == ["ok", "ok"]
     """
     root_text = os.fspath(root)
     latest = latest_results(root)
@@ -371,7 +496,27 @@ def load_summary(sweep_dir: str | os.PathLike[str]) -> SweepSummary:
 
     Example::
 
-        load_summary("runs/arithmetic-sweep").rows[0].status  # 'ok'
+        import json
+        from pathlib import Path
+
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+        from mint_envkit.rl import Config
+        from mint_envkit.sweep import Sweep
+
+        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                                  "test/env/all/reward/total": -0.25}), file=fh)
+                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        config = Config(dataset_builder=builder, log_path="unused")
+        await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                    runner=runner, quiet=True).run()
+
+        assert load_summary("runs/sweep").rows[0].status == "ok"
     """
     manifest = read_manifest(sweep_dir)
     if manifest is None:

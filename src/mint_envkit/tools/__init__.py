@@ -40,27 +40,13 @@ How a call runs (threads, limits, timeouts, result caps) is told in
 
 from __future__ import annotations
 
-from mint_envkit.tools.arguments import (
-    MAX_ARGUMENT_CHARS,
-    MAX_JSON_DEPTH,
-    load_json,
-    validate_arguments,
-)
-from mint_envkit.tools.mcp import McpServer, McpTool, McpTools
-from mint_envkit.tools.schema import Tool, as_tool, tool
-from mint_envkit.tools.threads import DEFAULT_TOOL_THREADS, ToolThreads
+from mint_envkit.tools.mcp import McpServer
+from mint_envkit.tools.schema import Tool, tool
+from mint_envkit.tools.threads import ToolThreads
 
 __all__ = [
-    "DEFAULT_TOOL_THREADS",
-    "MAX_ARGUMENT_CHARS",
-    "MAX_JSON_DEPTH",
     "McpServer",
-    "McpTool",
-    "McpTools",
     "Tool",
     "ToolThreads",
-    "as_tool",
-    "load_json",
     "tool",
-    "validate_arguments",
 ]

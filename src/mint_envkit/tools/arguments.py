@@ -24,8 +24,6 @@ from mint_envkit.checks import is_integer, is_number
 if TYPE_CHECKING:
     from mint_envkit.tools.schema import Tool
 
-__all__ = ["MAX_ARGUMENT_CHARS", "MAX_JSON_DEPTH", "json_depth", "load_json", "validate_arguments"]
-
 MAX_ARGUMENT_CHARS = 1_000_000
 """The longest JSON text of a tool call's arguments that is read (longer: an invalid call)."""
 MAX_JSON_DEPTH = 64

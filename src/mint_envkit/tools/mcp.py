@@ -45,8 +45,6 @@ from mint_envkit.errors import ConfigError, ToolDefinitionError
 from mint_envkit.tools.mcp_connection import McpConnection, on_mcp_loop
 from mint_envkit.tools.mcp_tool import McpTool
 
-__all__ = ["McpServer", "McpTool", "McpTools", "check_servers", "known_specs"]
-
 
 class McpServer:
     """An MCP server whose tools a :class:`~mint_envkit.ToolEnv` offers (``mcp_servers``).

@@ -40,8 +40,6 @@ from mint_envkit.errors import EnvError, MissingExtraError
 if TYPE_CHECKING:
     from mint_envkit.tools.mcp import McpServer
 
-__all__ = ["McpConnection", "close_all_connections", "import_mcp", "mcp_loop", "on_mcp_loop"]
-
 _T = TypeVar("_T")
 _EXIT_WAIT_S = 10.0
 _KILL_WAIT_S = 3.0

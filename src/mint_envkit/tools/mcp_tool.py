@@ -23,8 +23,6 @@ from mint_envkit.tools.mcp_connection import McpConnection, import_mcp, on_mcp_l
 from mint_envkit.tools.schema import _parse_docstring
 from mint_envkit.tools.threads import ToolThreads
 
-__all__ = ["McpTool"]
-
 _GRACE_S = 2.0
 """Seconds past a call's timeout before the caller stops waiting for the SDK's own timeout."""
 _SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")

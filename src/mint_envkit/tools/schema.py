@@ -24,8 +24,6 @@ from typing import Any, Literal, Union, overload
 from mint_envkit.errors import ToolDefinitionError
 from mint_envkit.tools.threads import ToolThreads, default_threads
 
-__all__ = ["Tool", "as_tool", "tool"]
-
 _PRIMITIVES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _ARGS_HEADERS = ("args:", "arguments:", "parameters:", "params:")
 _SECTION = re.compile(r"^(?:[A-Z][A-Za-z ]*:|[A-Z][A-Za-z ]*\n-{3,})")

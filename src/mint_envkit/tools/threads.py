@@ -31,8 +31,6 @@ from mint_envkit.errors import EnvError
 if TYPE_CHECKING:
     from mint_envkit.tools.schema import Tool
 
-__all__ = ["DEFAULT_TOOL_THREADS", "ToolThreads", "default_threads"]
-
 DEFAULT_TOOL_THREADS = 256
 """How many tool calls may run (or hang) at once in one :class:`ToolThreads`."""
 

@@ -38,8 +38,6 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.rl.logs import read_jsonl
 from mint_envkit.sweep import held_out_answers
 
-__all__ = ["RUN_FILES", "ReportData", "find_runs", "load_report_data"]
-
 RUN_FILES = ("metrics.jsonl", "rollouts.jsonl", "config.json")
 """The files whose presence marks a directory as a run directory.
 

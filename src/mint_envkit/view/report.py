@@ -33,8 +33,6 @@ from typing import Any
 from mint_envkit.checks import is_number
 from mint_envkit.view.load import ReportData, load_report_data
 
-__all__ = ["REPORT_NAME", "audit_section", "render_html", "script_json", "write_report"]
-
 REPORT_NAME = "view.html"
 """The file name a report gets inside the run (or sweep) directory by default.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mint_envkit.local.engine import Engine
+from mint_envkit.local.engine.core import Engine
 
 
 @pytest.fixture(scope="session")
@@ -16,7 +16,7 @@ def engine(tmp_path_factory) -> Engine:
 @pytest.fixture(scope="session")
 def small_model():
     """The built-in tiny-qwen3-small in fp32 on CPU, built in memory (no engine around it)."""
-    from mint_envkit.local.models import build_tiny_model
+    from mint_envkit.local.models.tiny import build_tiny_model
 
     return build_tiny_model("mint-envkit/tiny-qwen3-small")
 

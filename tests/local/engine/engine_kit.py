@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from mint_envkit.local.engine import Engine
+from mint_envkit.local.engine.core import Engine
 from mint_envkit.local.engine.records import SampleSpec
 from mint_envkit.rendering.tokenizer import tiny_tokenizer_dir
 from tiny_llama import tiny_llama

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from engine_kit import PROMPT, SMALL, ce_data, lora_params, max_diff, tiny_llama_dir, trained_lora
 
-from mint_envkit.local.engine import EngineError
+from mint_envkit.local.engine.records import EngineError
 
 
 def test_base_sampler_equals_fresh_lora(engine):

@@ -13,8 +13,9 @@ import pytest
 import torch
 from engine_kit import trained_lora
 
-from mint_envkit.local.engine import Engine, EngineError
+from mint_envkit.local.engine.core import Engine
 from mint_envkit.local.engine.decode import CPU_MIN_ROWS, policy_for
+from mint_envkit.local.engine.records import EngineError
 
 SHORT = [2044, 7, 8, 2045]
 PROMPT = [2044, *range(100, 116), 2045]

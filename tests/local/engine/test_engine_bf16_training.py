@@ -12,9 +12,9 @@ import pytest
 import torch
 from engine_kit import SMALL
 
-from mint_envkit.local.engine import Engine
+from mint_envkit.local.engine.core import Engine
 from mint_envkit.local.engine.records import BaseModelState
-from mint_envkit.local.models import load_base_model, resolve_model_name
+from mint_envkit.local.models.loader import load_base_model, resolve_model_name
 
 PROMPT = [2044] + [(37 * i + 11) % 2000 for i in range(15)]
 

@@ -9,7 +9,9 @@ import pytest
 import torch
 from engine_kit import PROMPT, SMALL, ce_data, max_diff, rel_diff, rl_data, trained_lora
 
-from mint_envkit.local.engine import Engine, EngineError, training
+from mint_envkit.local.engine import training
+from mint_envkit.local.engine.core import Engine
+from mint_envkit.local.engine.records import EngineError
 from mint_envkit.local.engine.sampling import plan_rows, sample_spec
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from engine_kit import PROMPT, SMALL, ce_data, lora_params, max_diff, trained_lora
 
-from mint_envkit.local.engine import Engine, EngineError, SampledSequence
+from mint_envkit.local.engine.core import Engine
+from mint_envkit.local.engine.records import EngineError, SampledSequence
 
 
 def test_save_and_load_state_round_trip(engine):

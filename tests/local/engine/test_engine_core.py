@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from engine_kit import SMALL, ce_data
 
-from mint_envkit.local.engine import Engine, EngineError
+from mint_envkit.local.engine.core import Engine
+from mint_envkit.local.engine.records import EngineError
 
 
 def test_bad_input_is_a_user_error(engine):

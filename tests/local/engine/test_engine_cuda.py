@@ -12,7 +12,7 @@ import pytest
 import torch
 from engine_kit import PROMPT, SMALL, spec
 
-from mint_envkit.local.engine import Engine
+from mint_envkit.local.engine.core import Engine
 from mint_envkit.local.engine.decode import DecodePolicy, decode, policy_for
 from mint_envkit.local.engine.numerics import target_logprobs
 

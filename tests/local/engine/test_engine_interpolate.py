@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mint_envkit.local.engine import EngineError, LoraSpec
 from mint_envkit.local.engine.interpolate import MAX_RANK, combine
+from mint_envkit.local.engine.records import EngineError, LoraSpec
 
 ALPHA = 32.0
 Q, V = (

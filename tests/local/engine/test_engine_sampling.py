@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from engine_kit import PROMPT, SMALL, ce_data, trained_lora
 
-from mint_envkit.local.engine import EngineError, SampledSequence
-from mint_envkit.local.models import load_base_model
+from mint_envkit.local.engine.records import EngineError, SampledSequence
+from mint_envkit.local.models.loader import load_base_model
 from mint_envkit.rendering.tokenizer import get_tokenizer
 
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 from engine_kit import PROMPT, SMALL, ce_data, lora_params, max_diff, rl_data, trained_lora
 
-from mint_envkit.local.engine import Engine, EngineError
+from mint_envkit.local.engine.core import Engine
+from mint_envkit.local.engine.records import EngineError
 
 
 def test_cross_entropy_loss_is_weighted_sum(engine):

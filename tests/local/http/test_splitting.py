@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mint_envkit.local.engine import Engine
+from mint_envkit.local.engine.core import Engine
 from mint_envkit.local.http.limits import Limits
 from mint_envkit.local.http.splitting import submit_split
 from mint_envkit.local.http.worker import SampleJob

@@ -1,5 +1,7 @@
 """The engine of the embedded backend: models, LoRA training, sampling and checkpoints.
 
+Internal: the public names are :class:`mint_envkit.local.Engine` and its records.
+
 Plain synchronous Python (torch + transformers + peft), no HTTP. The server
 (``mint_envkit.local.server``) calls it from one worker thread; every public
 method also takes a lock, so calls never overlap.
@@ -38,7 +40,7 @@ pass, cancellation between chunks) and :mod:`.hf_compat` (the KV cache's name ac
 
 Example::
 
-    from mint_envkit.local.engine import Engine
+    from mint_envkit.local import Engine
 
     engine = Engine(state_dir="/tmp/mint-state")
     model_id = engine.create_lora("mint-envkit/tiny-qwen3-small", rank=8, seed=0)
@@ -52,17 +54,3 @@ Example::
     out = engine.forward(model_id, data, "importance_sampling", None, backward=True)
     engine.optim_step(model_id, learning_rate=3e-3)
 """
-
-from __future__ import annotations
-
-from .core import Engine
-from .records import SUPPORTED_LOSSES, EngineError, ForwardOutput, LoraSpec, SampledSequence
-
-__all__ = [
-    "SUPPORTED_LOSSES",
-    "Engine",
-    "EngineError",
-    "ForwardOutput",
-    "LoraSpec",
-    "SampledSequence",
-]

@@ -43,18 +43,6 @@ import torch
 from .inputs import is_int
 from .records import LORA_ALPHA, BaseModelState, EngineError, LoraSpec, Snapshot, Trainer
 
-__all__ = [
-    "MERGED_COPY_MAX_PARAMS",
-    "activate",
-    "adapter_params",
-    "drop_trainer",
-    "lora_spec",
-    "merges_exactly",
-    "new_trainer",
-    "use_sampler",
-    "use_snapshot",
-]
-
 MERGED_COPY_MAX_PARAMS = 100_000_000
 """Base float32 models up to this size keep a merged plain copy for sampling.
 

@@ -36,8 +36,6 @@ from mint_envkit.checks import is_integer
 
 from .records import EngineError
 
-__all__ = ["DEFAULT_MAX_TOKENS_PER_PASS", "Control", "check_budget", "release_memory"]
-
 DEFAULT_MAX_TOKENS_PER_PASS = 4096
 """Padded tokens per model pass unless the Engine is told otherwise (sized for a laptop)."""
 

@@ -28,11 +28,10 @@ from typing import Any
 
 import torch
 
-from ..models import resolve_model_name
+from mint_envkit.local.models.loader import resolve_model_name
+
 from .inputs import check_name
 from .records import BaseModelState, EngineError, LoraSpec, Snapshot, Trainer
-
-__all__ = ["CHECKPOINT_TYPES", "FORMAT_VERSION", "KIND_DIRS", "CheckpointStore"]
 
 KIND_DIRS = {"state": "weights", "sampler": "sampler_weights"}
 """``save_state``'s ``kind`` -> the folder its checkpoints go to."""

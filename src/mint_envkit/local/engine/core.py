@@ -21,17 +21,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from mint_envkit.local.models.common import ModelLoadError, pin_threads
 from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME, TINY_MODEL_NAMES, cache_dir
 
-from ..models import ModelLoadError, pin_threads
 from . import adapters, sampling, training
 from .budget import DEFAULT_MAX_TOKENS_PER_PASS, Control, check_budget
 from .checkpoints import KIND_DIRS, CheckpointStore
 from .inputs import check_name
 from .records import EngineError, ForwardOutput, LoraSpec, SampledSequence, Snapshot
 from .registry import Registry
-
-__all__ = ["Engine", "default_state_dir"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

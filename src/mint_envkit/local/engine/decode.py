@@ -34,8 +34,6 @@ import torch
 from .kvcache import backend_for
 from .records import SampledSequence, SampleSpec
 
-__all__ = ["CPU_MIN_ROWS", "DecodePolicy", "decode", "draw", "policy_for"]
-
 # Measured (torch 2.13, MKL, 1 thread, a row of F.linear alone vs inside 2..300 rows):
 # with MKL_CBWR=AVX2,STRICT on an AVX2 or AVX-512 CPU every row count rounds alike; MKL's
 # SSE4.2 kernels round 1-7 rows differently from 8 or more (its default AVX-512 ones 1-15

@@ -42,16 +42,14 @@ import attrs
 import torch
 
 from mint_envkit.checks import is_number
+from mint_envkit.local.models.loader import resolve_model_name
 
-from ..models import resolve_model_name
 from .adapters import activate, use_snapshot
 from .budget import RELEASE_AFTER_TOKENS, release_memory
 from .core import Engine, _locked
 from .inputs import float_list, int_list
 from .numerics import causal_lm, decoder_of, head_logits
 from .records import BaseModelState, EngineError, Snapshot, context_length
-
-__all__ = ["ReverseKLOutput", "forward_backward_reverse_kl", "reference_snapshot"]
 
 
 @attrs.frozen

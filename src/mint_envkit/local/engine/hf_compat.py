@@ -21,8 +21,6 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-__all__ = ["cache_keyword", "cache_of", "with_cache"]
-
 _NAMES = ("cache", "past_key_values")
 _KEYWORDS: dict[type, str] = {}
 

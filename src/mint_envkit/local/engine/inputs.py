@@ -23,8 +23,6 @@ from mint_envkit.checks import is_integer, is_number
 
 from .records import EngineError
 
-__all__ = ["check_name", "float_list", "int_list", "is_int", "token_ids"]
-
 _NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 

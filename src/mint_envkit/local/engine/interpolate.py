@@ -36,12 +36,10 @@ from typing import Any, cast
 import torch
 
 from mint_envkit.checks import is_number
+from mint_envkit.local.models.loader import resolve_model_name
 
-from ..models import resolve_model_name
 from .core import Engine, _locked
 from .records import LORA_ALPHA, EngineError, LoraSpec, Trainer
-
-__all__ = ["MAX_RANK", "combine", "interpolate_checkpoints"]
 
 MAX_RANK = 4096
 """The largest LoRA rank a combination may have (the sum of the sources' ranks)."""

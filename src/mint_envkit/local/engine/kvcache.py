@@ -32,8 +32,6 @@ import torch.nn.functional as F
 from .hf_compat import cache_of, with_cache
 from .numerics import causal_lm, decoder_of, head_logits
 
-__all__ = ["STATIC_MODEL_TYPES", "CacheBackend", "StaticBackend", "backend_for"]
-
 STATIC_MODEL_TYPES = frozenset({"qwen3", "qwen2", "llama"})
 """``config.model_type`` values whose bodies :class:`StaticBackend` runs."""
 

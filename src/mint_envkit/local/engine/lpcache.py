@@ -23,14 +23,6 @@ from collections.abc import Sequence
 import attrs
 import torch
 
-__all__ = [
-    "MAX_CACHED_TOKENS",
-    "MAX_FOLLOWUP_FLOATS",
-    "Followup",
-    "FollowupCache",
-    "PromptLogprobCache",
-]
-
 MAX_CACHED_TOKENS = 1 << 18
 """Prompt tokens kept at most (oldest entries dropped first): a few MB of floats."""
 

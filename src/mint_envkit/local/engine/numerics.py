@@ -20,8 +20,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-__all__ = ["causal_lm", "decoder_of", "head_logits", "target_logprobs"]
-
 
 def causal_lm(model: Any) -> Any:
     """The ``transformers`` causal LM inside ``model`` (unwraps a peft model).

@@ -22,23 +22,9 @@ import attrs
 import torch
 
 from mint_envkit.errors import MintEnvkitError
+from mint_envkit.local.models.common import LoadedModel
 
-from ..models import LoadedModel
 from .lpcache import FollowupCache, PromptLogprobCache
-
-__all__ = [
-    "LORA_ALPHA",
-    "SUPPORTED_LOSSES",
-    "BaseModelState",
-    "EngineError",
-    "ForwardOutput",
-    "LoraSpec",
-    "SampleSpec",
-    "SampledSequence",
-    "Snapshot",
-    "Trainer",
-    "context_length",
-]
 
 SUPPORTED_LOSSES = ("cross_entropy", "importance_sampling", "ppo")
 """The ``loss_fn`` values :meth:`Engine.forward` accepts."""

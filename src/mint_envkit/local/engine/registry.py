@@ -15,13 +15,11 @@ from __future__ import annotations
 import uuid
 from typing import Any, TypeVar
 
+from mint_envkit.local.models.common import ModelLoadError, pin_threads
+from mint_envkit.local.models.loader import load_base_model, resolve_model_name
 from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME
 
-from ..models import ModelLoadError, load_base_model, pin_threads, resolve_model_name
 from .records import BaseModelState, EngineError, Snapshot, Trainer
-
-__all__ = ["Registry"]
-
 
 _T = TypeVar("_T")
 

@@ -45,8 +45,6 @@ from .records import (
 )
 from .training import logprobs_batch
 
-__all__ = ["compute_logprobs", "generate", "sample_many", "sample_spec", "snapshot_of"]
-
 
 def snapshot_of(trainer: Trainer) -> Snapshot:
     """A frozen copy of a training client's adapter tensors (later training never changes it).

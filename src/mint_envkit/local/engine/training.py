@@ -31,15 +31,6 @@ from .inputs import float_list, int_list
 from .numerics import target_logprobs
 from .records import BaseModelState, EngineError, ForwardOutput, Trainer, context_length
 
-__all__ = [
-    "LOGIT_BUDGET",
-    "REQUIRED_INPUTS",
-    "forward",
-    "logprobs_batch",
-    "micro_batches",
-    "optim_step",
-]
-
 LOGIT_BUDGET = 1 << 23
 """Logits of one micro-batch hold at most this many floats (32 MB in fp32).
 

@@ -17,30 +17,11 @@ app with uvicorn in a background thread.
 
 Example::
 
-    from mint_envkit.local.http import Backend, build_app
+    from mint_envkit.local.http.app import build_app
+    from mint_envkit.local.http.state import Backend
 
     backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir="/tmp/state")
     app = build_app(backend)          # an ASGI app; serve it with uvicorn
     ...
     backend.close()
 """
-
-from __future__ import annotations
-
-from mint_envkit.local.http.app import build_app
-from mint_envkit.local.http.state import (
-    DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_UNNAMED_SAMPLERS,
-    Backend,
-    check_server_options,
-)
-from mint_envkit.local.http.worker import EngineFactory
-
-__all__ = [
-    "DEFAULT_MAX_BODY_BYTES",
-    "DEFAULT_MAX_UNNAMED_SAMPLERS",
-    "Backend",
-    "EngineFactory",
-    "build_app",
-    "check_server_options",
-]

@@ -33,8 +33,6 @@ from tinker import types as tt
 
 from mint_envkit.local.http.requests import ProtocolError, model_input_tokens, validate_body
 
-__all__ = ["LOSS_FN_REQUIRED_INPUTS", "ForwardOp", "parse_forward"]
-
 LOSS_FN_REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
     "cross_entropy": ("target_tokens",),
     "importance_sampling": ("target_tokens", "logprobs", "advantages"),

@@ -34,8 +34,6 @@ from typing import Any
 
 import attrs
 
-__all__ = ["FutureStore", "Sequencer"]
-
 logger = logging.getLogger("mint_envkit.local.server")
 
 

@@ -35,8 +35,6 @@ import attrs
 
 from mint_envkit.local.http.requests import ProtocolError
 
-__all__ = ["OPEN_ROUTES", "Guard", "generate_api_key", "loopback_hosts"]
-
 OPEN_ROUTES = frozenset({"healthz", "client_config"})
 """Routes answered without the API key (they reveal nothing and the SDK calls them first)."""
 

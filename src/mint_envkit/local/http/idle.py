@@ -27,8 +27,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mint_envkit.local.http.state import Backend
 
-__all__ = ["IdleReaper"]
-
 logger = logging.getLogger("mint_envkit.local.server")
 
 

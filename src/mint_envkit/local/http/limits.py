@@ -37,20 +37,6 @@ from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError
 from mint_envkit.local.http.requests import ProtocolError
 
-__all__ = [
-    "BODY_BYTES_PER_TOKEN",
-    "DEFAULT_IDLE_TIMEOUT_S",
-    "DEFAULT_MAX_REQUEST_TOKENS",
-    "DEFAULT_MAX_SAMPLE_TOKENS",
-    "DEFAULT_SAMPLE_CHUNK_TOKENS",
-    "DEFAULT_SAMPLE_SEGMENT_TOKENS",
-    "DEFAULT_TRAIN_CHUNK_TOKENS",
-    "ENGINE_DEFAULT_MAX_TOKENS",
-    "SMALL_BODY_BYTES",
-    "Limits",
-    "split_seed",
-]
-
 DEFAULT_MAX_REQUEST_TOKENS = 65536
 """Tokens one forward/forward_backward (datums x longest) or prompt_logprobs prompt may hold."""
 

@@ -30,8 +30,6 @@ from tinker import types as tt
 
 from mint_envkit.local.http.requests import ProtocolError, model_input_tokens, validate_body
 
-__all__ = ["InterpolateOp", "ReverseKLOp", "parse_interpolate", "parse_reverse_kl"]
-
 
 class _Strict(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True, protected_namespaces=())

@@ -22,8 +22,6 @@ from typing import Any
 
 from mint_envkit.local.http.requests import ProtocolError
 
-__all__ = ["SamplerTable"]
-
 
 class SamplerTable:
     """Sampler records by id; releases the oldest unnamed one past ``max_unnamed``.

@@ -35,8 +35,6 @@ from mint_envkit.local.http.requests import (
     validate_body,
 )
 
-__all__ = ["MAX_NUM_SAMPLES", "SampleOp", "parse_create_sampling_session", "parse_sample"]
-
 MAX_NUM_SAMPLES = 4096
 """The most sequences one ``asample`` request may ask for."""
 

@@ -43,8 +43,6 @@ import attrs
 from mint_envkit.local.http.limits import ENGINE_DEFAULT_MAX_TOKENS, Limits, split_seed
 from mint_envkit.local.http.worker import SampleBatcher, SampleJob
 
-__all__ = ["submit_split"]
-
 
 class _Request:
     """The pieces of one sample request and what they drew, slot by slot."""

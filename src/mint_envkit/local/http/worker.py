@@ -30,8 +30,6 @@ import attrs
 
 from mint_envkit.errors import MintEnvkitError
 
-__all__ = ["EngineFactory", "EngineWorker", "SampleBatcher", "SampleJob"]
-
 logger = logging.getLogger("mint_envkit.local.server")
 
 EngineFactory = Callable[[], Any]

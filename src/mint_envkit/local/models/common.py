@@ -22,16 +22,6 @@ import torch
 
 from mint_envkit.errors import MintEnvkitError
 
-__all__ = [
-    "LoadedModel",
-    "ModelLoadError",
-    "build_cached_dir",
-    "check_tokenizer_path",
-    "default_device",
-    "pin_threads",
-    "pin_threads_default",
-]
-
 
 class ModelLoadError(MintEnvkitError):
     """A base model cannot be found or loaded; the engine turns it into a user EngineError.

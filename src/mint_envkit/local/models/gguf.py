@@ -33,7 +33,6 @@ import torch
 from mint_envkit.rendering.gguf_files import (
     GGUF_CONVERTER_VERSION,
     SMOLLM2_INSTALL_COMMAND,
-    SMOLLM2_MODEL_NAME,
     file_sha256,
     find_smollm2_gguf,
     gguf_cache_dir,
@@ -41,14 +40,6 @@ from mint_envkit.rendering.gguf_files import (
 )
 
 from .common import ModelLoadError, build_cached_dir, check_tokenizer_path
-
-__all__ = [
-    "SMOLLM2_INSTALL_COMMAND",
-    "SMOLLM2_MODEL_NAME",
-    "gguf_model_dir",
-    "save_dequantized",
-    "smollm2_gguf_path",
-]
 
 
 def smollm2_gguf_path() -> Path:

@@ -28,13 +28,12 @@ from pathlib import Path
 
 import torch
 
+from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME
 from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME, TINY_MODEL_NAMES
 
 from .common import LoadedModel, ModelLoadError, check_tokenizer_path, default_device
-from .gguf import SMOLLM2_MODEL_NAME, gguf_model_dir, smollm2_gguf_path
+from .gguf import gguf_model_dir, smollm2_gguf_path
 from .tiny import tiny_model_dir
-
-__all__ = ["BUILTIN_MODEL_NAMES", "load_base_model", "model_source_dir", "resolve_model_name"]
 
 BUILTIN_MODEL_NAMES: tuple[str, ...] = (*TINY_MODEL_NAMES, SMOLLM2_MODEL_NAME)
 """Every name the embedded backend knows without a path or a hub cache."""

@@ -59,8 +59,6 @@ from mint_envkit.rendering.tokenizer import (
 
 from .common import ModelLoadError, build_cached_dir, check_tokenizer_path
 
-__all__ = ["TINY_SPECS", "build_tiny_model", "tiny_model_dir"]
-
 _TINY_MODEL_VERSION = "v1"
 _TINY_MODEL_SEED = 1_234_567
 _TINY_VOCAB = 2048

@@ -21,20 +21,6 @@ from mint_envkit.local.http.requests import ProtocolError, parse_paging, parse_r
 from mint_envkit.local.http.responses import JSONResponse, error_response
 from mint_envkit.local.http.state import Backend
 
-__all__ = [
-    "auth_token",
-    "capabilities",
-    "client_config",
-    "create_session",
-    "get_session",
-    "healthz",
-    "list_sessions",
-    "retrieve_future",
-    "session_heartbeat",
-    "stats",
-    "telemetry",
-]
-
 
 def _constant(payload: dict[str, Any]) -> Callable[[Backend, Request, Any], Awaitable[dict]]:
     """A handler that always answers ``payload`` (a copy)."""
