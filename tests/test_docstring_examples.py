@@ -37,6 +37,7 @@ RUN = (
     "mint_envkit.rendering",
     "mint_envkit.rewards",
     "mint_envkit.sandbox",
+    "mint_envkit.sweep",
     "mint_envkit.tools",
     "mint_envkit.view",
 )
@@ -47,7 +48,6 @@ NOT_RUN_YET = {
     "mint_envkit.cli": "commands; their examples are shell, checked by test_shell_examples",
     "mint_envkit.local": "the backend: most examples need a model or a running server",
     "mint_envkit.rl": "the training loop: most examples need a backend",
-    "mint_envkit.sweep": "sweeps: most examples need a run folder",
     "mint_envkit.tools.mcp": "needs an MCP server",
     "mint_envkit.tools.mcp_connection": "needs an MCP server",
     "mint_envkit.tools.mcp_tool": "needs an MCP server",

@@ -14,16 +14,34 @@ private: import from ``mint_envkit.sweep``.
 
 Example::
 
+    import json
+    from pathlib import Path
+
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
     from mint_envkit.sweep import Sweep
+
+    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                              "test/env/all/reward/total": -0.25}), file=fh)
+            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
 
     sweep = Sweep(
         base=config,
         grid={"kl_penalty_coef": [0.0, 0.02], "temperature": [0.7, 1.0], "group_size": [2, 4]},
         root="runs/arithmetic-sweep",
         parallel=1,
+        runner=runner,  # None (the default) trains each config with rl.train.main
     )
     results = await sweep.run()  # list[SweepResult]
     print(sweep.table())
+    assert len(results) == 8 and all(r.ok for r in results)
 
     # or from the MINT_RL_* variables (8 configs by default):
     sweep = Sweep.from_env(config, root="runs/arithmetic-sweep")

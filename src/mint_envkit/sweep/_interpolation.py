@@ -18,6 +18,7 @@ Layout::
 
 Example::
 
+    # not run: needs two saved LoRA checkpoints (path_a, path_b) and a backend to mix and sample
     from mint_envkit.sweep import interpolation_sweep
 
     result = await interpolation_sweep(
@@ -74,8 +75,8 @@ def interpolation_grid(grid: Sequence[Any], count: int) -> list[tuple[float, ...
 
     Example::
 
-        interpolation_grid([0.0, 0.25, 1.0], 2)   # [(1.0, 0.0), (0.75, 0.25), (0.0, 1.0)]
-        interpolation_grid([(0.2, 0.3, 0.5)], 3)  # [(0.2, 0.3, 0.5)]
+        assert interpolation_grid([0.0, 0.25, 1.0], 2) == [(1.0, 0.0), (0.75, 0.25), (0.0, 1.0)]
+        assert interpolation_grid([(0.2, 0.3, 0.5)], 3) == [(0.2, 0.3, 0.5)]
     """
     if isinstance(grid, (str, bytes)) or not isinstance(grid, Sequence) or not grid:
         raise ConfigError(f"grid must be a non-empty list of coefficients, got {grid!r}")
@@ -107,7 +108,7 @@ def point_name(coefficients: Sequence[float]) -> str:
 
     Example::
 
-        point_name((0.75, 0.25))   # 'c0p75-0p25'
+        assert point_name((0.75, 0.25)) == "c0p75-0p25"
     """
     return "c" + "-".join(format_value(float(c)) for c in coefficients)
 
@@ -186,6 +187,7 @@ async def interpolation_sweep(
 
     Example::
 
+        # not run: needs two saved LoRA checkpoints (path_a, path_b) and a backend to mix and sample
         result = await interpolation_sweep(builder, model_name="mint-envkit/tiny-qwen3",
             checkpoints=[path_a, path_b], grid=[0, 0.5, 1], root="runs/soup")
         print(result.table())

@@ -7,7 +7,16 @@ constant-answer baseline dashed.
 
 Example::
 
-    plot_interpolation(result, Path("runs/soup/interpolation.png"))
+    from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
+
+    def point(name, a, reward):  # what interpolation_sweep records for each grid point
+        return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
+                                  status="ok", figures={"mean_reward": reward, "correct": reward,
+                                                        "pass@1": reward, "pass@4": 2 * reward})
+
+    result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
+                                points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
+    assert plot_interpolation(result, Path("interpolation.png")) == Path("interpolation.png")
 """
 
 from __future__ import annotations
@@ -34,7 +43,17 @@ def plot_interpolation(result: InterpolationSweep, path: Path) -> Path | None:
 
     Example::
 
-        plot_interpolation(result, Path(result.root) / "interpolation.png")
+        from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
+
+        def point(name, a, reward):  # what interpolation_sweep records for each grid point
+            return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
+                                      status="ok", figures={"mean_reward": reward, "correct": reward,
+                                                            "pass@1": reward, "pass@4": 2 * reward})
+
+        result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
+                                    points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
+        path = plot_interpolation(result, Path(result.root) / "interpolation.png")
+        assert path is None or path.is_file()  # None without matplotlib
     """
     try:
         import matplotlib  # noqa: F401  (the package itself: its submodules may be cached)

@@ -2,9 +2,13 @@
 
 Example::
 
+    import json
+
     from mint_envkit.sweep._interpolation_results import InterpolationPoint
 
-    InterpolationPoint.from_record(json.loads(line)).figures["mean_reward"]
+    line = '{"name": "c0p5-0p5", "coefficients": [0.5, 0.5], "path": "ckpt/c0p5-0p5", ' \\
+           '"status": "ok", "figures": {"mean_reward": 0.4}}'  # a line of results.jsonl
+    assert InterpolationPoint.from_record(json.loads(line)).figures["mean_reward"] == 0.4
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ INTERPOLATION_MANIFEST = "interpolation.json"
 
 Example::
 
+    # not run: needs the root of an interpolation_sweep, which needs checkpoints and a backend
     json.loads((Path(root) / INTERPOLATION_MANIFEST).read_text())["checkpoints"]
 """
 INTERPOLATION_CSV = "interpolation.csv"
@@ -30,14 +35,35 @@ INTERPOLATION_CSV = "interpolation.csv"
 
 Example::
 
-    Path(root) / INTERPOLATION_CSV
+    from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
+
+    def point(name, a, reward):  # what interpolation_sweep records for each grid point
+        return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
+                                  status="ok", figures={"mean_reward": reward, "correct": reward,
+                                                        "pass@1": reward, "pass@4": 2 * reward})
+
+    result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
+                                points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
+    assert result.write_csv() == Path(result.root) / INTERPOLATION_CSV
 """
 INTERPOLATION_PNG = "interpolation.png"
 """The figure of an interpolation sweep root (written when matplotlib is installed).
 
 Example::
 
-    Path(root) / INTERPOLATION_PNG
+    from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
+
+    def point(name, a, reward):  # what interpolation_sweep records for each grid point
+        return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
+                                  status="ok", figures={"mean_reward": reward, "correct": reward,
+                                                        "pass@1": reward, "pass@4": 2 * reward})
+
+    result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
+                                points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
+    from mint_envkit.sweep._interpolation_plot import plot_interpolation
+
+    plot_interpolation(result, Path(result.root) / INTERPOLATION_PNG)
+    assert (Path(result.root) / INTERPOLATION_PNG).is_file()  # with matplotlib installed
 """
 
 FIGURES = ("mean_reward", "correct", "answers/baseline_correct", "parse_failure_rate")
@@ -59,7 +85,10 @@ class InterpolationPoint:
 
     Example::
 
-        point.figures["mean_reward"], point.figures["pass@1"]
+        point = InterpolationPoint(name="c0p5-0p5", coefficients=(0.5, 0.5),
+                                   path="ckpt/c0p5-0p5", status="ok",
+                                   figures={"mean_reward": 0.4, "pass@1": 0.5})
+        assert (point.figures["mean_reward"], point.figures["pass@1"]) == (0.4, 0.5)
     """
 
     name: str
@@ -74,7 +103,9 @@ class InterpolationPoint:
 
         Example::
 
-            point.record()["coefficients"]   # [0.5, 0.5]
+            point = InterpolationPoint(name="c0p5-0p5", coefficients=(0.5, 0.5),
+                                       path="ckpt/c0p5-0p5", status="ok")
+            assert point.record()["coefficients"] == [0.5, 0.5]
         """
         return {
             "name": self.name,
@@ -92,7 +123,13 @@ class InterpolationPoint:
 
         Example::
 
-            InterpolationPoint.from_record(json.loads(line)).status   # 'ok'
+            import json
+
+            point = InterpolationPoint(name="c0p5-0p5", coefficients=(0.5, 0.5),
+                                       path="ckpt/c0p5-0p5", status="ok")
+            line = json.dumps(point.record())  # a line of results.jsonl
+            assert InterpolationPoint.from_record(json.loads(line)) == point
+            assert InterpolationPoint.from_record(json.loads(line)).status == "ok"
         """
         return cls(
             name=str(record["name"]),
@@ -110,9 +147,18 @@ class InterpolationSweep:
 
     Example::
 
-        result = await interpolation_sweep(...)
+        # result = await interpolation_sweep(...) returns one; built by hand here:
+        from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
+
+        def point(name, a, reward):  # what interpolation_sweep records for each grid point
+            return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
+                                      status="ok", figures={"mean_reward": reward, "correct": reward,
+                                                            "pass@1": reward, "pass@4": 2 * reward})
+
+        result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
+                                    points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
         print(result.table())
-        result.best("correct").coefficients
+        assert result.best("correct").coefficients == (0.5, 0.5)
     """
 
     root: str
@@ -124,7 +170,17 @@ class InterpolationSweep:
 
         Example::
 
-            result.columns()   # ['mean_reward', 'correct', ..., 'pass@1', 'pass@4']
+            from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
+
+            def point(name, a, reward):  # what interpolation_sweep records for each grid point
+                return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
+                                          status="ok", figures={"mean_reward": reward, "correct": reward,
+                                                                "pass@1": reward, "pass@4": 2 * reward})
+
+            result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
+                                        points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
+            assert result.columns() == ["mean_reward", "correct", "answers/baseline_correct",
+                                        "parse_failure_rate", "pass@1", "pass@4"]
         """
         ks = sorted(
             {k for p in self.points for k in p.figures if k.startswith("pass@")},
@@ -137,7 +193,20 @@ class InterpolationSweep:
 
         Example::
 
+            from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
+
+            def point(name, a, reward):  # what interpolation_sweep records for each grid point
+                return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
+                                          status="ok", figures={"mean_reward": reward, "correct": reward,
+                                                                "pass@1": reward, "pass@4": 2 * reward})
+
+            result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
+                                        points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
             print(result.table())
+            # point     coefficients  mean_reward  correct  ...  pass@1  pass@4  status
+            # c1p0-0p0  1, 0          0.200        0.200    ...  0.200   0.400   ok
+            # c0p5-0p5  0.5, 0.5      0.400        0.400    ...  0.400   0.800   ok
+            assert result.table().splitlines()[2].startswith("c0p5-0p5  0.5, 0.5      0.400")
         """
         head = ["point", "coefficients", *self.columns(), "status"]
         rows = [head]
@@ -155,7 +224,17 @@ class InterpolationSweep:
 
         Example::
 
-            result.best("correct").path
+            from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
+
+            def point(name, a, reward):  # what interpolation_sweep records for each grid point
+                return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
+                                          status="ok", figures={"mean_reward": reward, "correct": reward,
+                                                                "pass@1": reward, "pass@4": 2 * reward})
+
+            result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
+                                        points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
+            assert result.best("correct").path == "ckpt/c0p5-0p5"
+            assert result.best("no such figure") is None
         """
         scored = [p for p in self.points if isinstance(p.figures.get(figure), (int, float))]
         return max(scored, key=lambda p: float(p.figures[figure] or 0.0), default=None)
@@ -165,7 +244,18 @@ class InterpolationSweep:
 
         Example::
 
-            result.write_csv()   # PosixPath('runs/soup/interpolation.csv')
+            from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
+
+            def point(name, a, reward):  # what interpolation_sweep records for each grid point
+                return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
+                                          status="ok", figures={"mean_reward": reward, "correct": reward,
+                                                                "pass@1": reward, "pass@4": 2 * reward})
+
+            result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
+                                        points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
+            from pathlib import Path
+
+            assert result.write_csv() == Path("interpolation.csv")  # under result.root
         """
         head = ["point", *[f"c{i}" for i in range(len(self.checkpoints))], *self.columns()]
         lines = [",".join([*head, "path", "status"])]

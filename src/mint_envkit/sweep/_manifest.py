@@ -5,8 +5,31 @@ checks that it is the same experiment before anything runs.
 
 Example::
 
-    with exclusive(root):
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
+    from mint_envkit.sweep import Sweep
+    from mint_envkit.sweep._store import read_manifest
+
+    sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep")
+    root = Path(sweep.root)
+    root.mkdir(parents=True)
+    # one entry per config (Sweep.run writes its params and settings too)
+    entries = [{"name": p.name, "config_sha": config_sha(p.config)} for p in sweep.points]
+    with exclusive(root):  # what Sweep.run does first
         check_or_write_manifest(root, sweep.grid, sweep.base, entries)
+    assert read_manifest(root)["grid"] == {"temperature": [0.7, 1.0]}
+    with exclusive(root):  # again, the same experiment: nothing to do
+        check_or_write_manifest(root, sweep.grid, sweep.base, entries)
+    try:  # another grid in the same root
+        check_or_write_manifest(root, {"temperature": [0.5]}, sweep.base, entries)
+    except ConfigError as err:
+        assert "holds a different grid" in str(err)
+    else:
+        raise AssertionError("a different grid was accepted")
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ Example::
     config = Config(dataset_builder=builder, log_path="unused")
     await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                 runner=runner, quiet=True).run()
+    from mint_envkit.sweep import load_summary
 
     assert plot_rewards(load_summary("runs/sweep"), Path("rewards.png")) == Path("rewards.png")
 """
@@ -57,6 +58,7 @@ def plot_rewards(summary: SweepSummary, path: Path) -> Path | None:
 
     Example::
 
+        from mint_envkit.sweep import SummaryRow, SweepSummary
         from mint_envkit.sweep._rows import RunMetrics
 
         step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}

@@ -2,8 +2,28 @@
 
 Example::
 
-    results = await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/t").run()
-    [r.status for r in results]  # ['ok', 'ok']"""
+    import json
+    from pathlib import Path
+
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
+    from mint_envkit.sweep import Sweep
+
+    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                              "test/env/all/reward/total": -0.25}), file=fh)
+            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
+
+    results = await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/t",
+                          runner=runner).run()
+    assert [r.status for r in results] == ["ok", "ok"]
+"""
 
 from __future__ import annotations
 
@@ -40,8 +60,13 @@ The default is :func:`mint_envkit.rl.train.main`.
 
 Example::
 
+    import json
+    from pathlib import Path
+
     async def runner(config: Config) -> None:
-        ...  # train, writing config.log_path/metrics.jsonl
+        ...  # train, writing config.log_path/metrics.jsonl, e.g.:
+        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.1}), file=fh)
 """
 
 ERROR_FILE = "sweep_error.txt"
@@ -49,7 +74,27 @@ ERROR_FILE = "sweep_error.txt"
 
 Example::
 
-    print((Path(result.log_path) / ERROR_FILE).read_text())
+    import json
+    from pathlib import Path
+
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import Config
+    from mint_envkit.sweep import Sweep
+
+    async def runner(config):  # stands in for training; fails at temperature 1.0
+        if config.temperature == 1.0:
+            raise RuntimeError("reward function raised")
+        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.1}), file=fh)
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    config = Config(dataset_builder=builder, log_path="unused")
+    sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                  runner=runner, quiet=True)
+    result = (await sweep.run())[1]
+    print((Path(result.log_path) / ERROR_FILE).read_text())  # the traceback
+    assert "RuntimeError: reward function raised" in (Path(result.log_path) / ERROR_FILE).read_text()
 """
 
 
@@ -72,8 +117,27 @@ class SweepResult:
 
     Example::
 
+        import json
+        from pathlib import Path
+
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+        from mint_envkit.rl import Config
+        from mint_envkit.sweep import Sweep
+
+        async def runner(config):  # stands in for training; fails at temperature 1.0
+            if config.temperature == 1.0:
+                raise RuntimeError("reward function raised")
+            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                print(json.dumps({"step": 0, "env/all/reward/total": -0.1}), file=fh)
+
+        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        config = Config(dataset_builder=builder, log_path="unused")
+        sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                      runner=runner, quiet=True)
         results = await sweep.run()
-        [r.name for r in results if not r.ok]  # ['kl0p02-t1p0-g4']
+        assert [r.name for r in results if not r.ok] == ["t1p0"]
+        assert results[1].error == "RuntimeError: reward function raised"
     """
 
     name: str
@@ -93,7 +157,25 @@ class SweepResult:
 
         Example::
 
-            all(r.ok for r in await sweep.run())
+            import json
+            from pathlib import Path
+
+            from mint_envkit import DatasetBuilder, SingleTurnEnv
+            from mint_envkit.rl import Config
+            from mint_envkit.sweep import Sweep
+
+            async def runner(config):  # stands in for training; fails at temperature 1.0
+                if config.temperature == 1.0:
+                    raise RuntimeError("reward function raised")
+                with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                    print(json.dumps({"step": 0, "env/all/reward/total": -0.1}), file=fh)
+
+            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+            config = Config(dataset_builder=builder, log_path="unused")
+            sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                          runner=runner, quiet=True)
+            assert [r.ok for r in await sweep.run()] == [True, False]
         """
         return self.status == "ok"
 
@@ -159,10 +241,31 @@ class Sweep:
 
     Example::
 
-        sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/temps")
-        [p.name for p in sweep.points]  # ['t0p7', 't1p0']
+        import json
+        from pathlib import Path
+
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+        from mint_envkit.rl import Config
+        from mint_envkit.sweep import Sweep
+
+        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                                  "test/env/all/reward/total": -0.25}), file=fh)
+                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        config = Config(dataset_builder=builder, log_path="unused")
+
+        sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/temps",
+                      runner=runner)  # runner=None trains each config (rl.train.main)
+        assert [p.name for p in sweep.points] == ["t0p7", "t1p0"]
         results = await sweep.run()
         print(sweep.table())
+        assert [r.ok for r in results] == [True, True]
+        assert [r.skipped for r in await sweep.run()] == [True, True]  # resumed: all done
     """
 
     base: Config = attrs.field(validator=_check_base)
@@ -205,8 +308,16 @@ class Sweep:
 
         Example::
 
-            sweep = Sweep.from_env(config, root="runs/arithmetic-sweep")
-            len(sweep.points)  # 8 with no MINT_RL_* variable set
+            from mint_envkit import DatasetBuilder, SingleTurnEnv
+            from mint_envkit.rl import Config
+
+            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+            config = Config(dataset_builder=builder, log_path="unused")
+            sweep = Sweep.from_env(config, root="runs/arithmetic-sweep", environ={})
+            assert len(sweep.points) == 8  # with no MINT_RL_* variable set
+            sweep = Sweep.from_env(config, environ={"MINT_RL_TEMPS": "0.7", "MINT_LOG_ROOT": "runs/t"})
+            assert (len(sweep.points), sweep.root) == (4, "runs/t")
         """
         grid, overrides = grid_from_env(environ, defaults)
         sweep_root = log_root_from_env(environ, default=root)
@@ -223,7 +334,14 @@ class Sweep:
 
         Example::
 
-            sweep.names  # ['kl0p0-t0p7-g2', 'kl0p0-t0p7-g4', ...]
+            from mint_envkit import DatasetBuilder, SingleTurnEnv
+            from mint_envkit.rl import Config
+
+            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+            config = Config(dataset_builder=builder, log_path="unused")
+            sweep = Sweep.from_env(config, root="runs/arithmetic-sweep", environ={})
+            assert sweep.names[:2] == ["kl0p0-t0p7-g2", "kl0p0-t0p7-g4"]
         """
         return [point.name for point in self.points]
 
@@ -253,7 +371,28 @@ class Sweep:
 
         Example::
 
-            sweep.summary().rows[0].mean_reward  # -0.1
+            import json
+            from pathlib import Path
+
+            from mint_envkit import DatasetBuilder, SingleTurnEnv
+            from mint_envkit.rl import Config
+            from mint_envkit.sweep import Sweep
+
+            async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+                with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                    print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                                      "test/env/all/reward/total": -0.25}), file=fh)
+                    print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                                      "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+            config = Config(dataset_builder=builder, log_path="unused")
+
+            sweep = Sweep(base=config, grid={"temperature": [0.7]}, root="runs/sweep", runner=runner)
+            assert sweep.summary().rows[0].status == "missing"  # not run yet
+            await sweep.run()
+            assert sweep.summary().rows[0].mean_reward == -0.1
         """
         return build_summary(self.root, self._entries(), extra_columns=list(self.grid))
 
@@ -265,9 +404,31 @@ class Sweep:
 
         Example::
 
+            import json
+            from pathlib import Path
+
+            from mint_envkit import DatasetBuilder, SingleTurnEnv
+            from mint_envkit.rl import Config
+            from mint_envkit.sweep import Sweep
+
+            async def runner(config):  # stands in for training: writes the run's metrics.jsonl
+                with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                    print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                                      "test/env/all/reward/total": -0.25}), file=fh)
+                    print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                                      "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+
+            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+            config = Config(dataset_builder=builder, log_path="unused")
+            sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                          runner=runner, quiet=True)
+            await sweep.run()
             print(sweep.table())
-            # KL    Temperature  Group size  Steps  Mean reward  Correct  Status  Log path
-            # 0.00  0.7          2           1      -0.100       0.00     ok      runs/s/kl0p0-t0p7-g2
+            # KL    Temperature  Group size  Steps  Mean reward  Correct  Eval before  Eval after  ...
+            # 0.00  0.7          2           2      -0.100       0.00     -0.250       0.100       ...
+            # 0.00  1.0          2           2      -0.100       0.00     -0.250       0.100       ...
+            assert sweep.table().splitlines()[1].startswith("0.00  0.7          2           2      -0.100")
         """
         return self.summary().table()
 
@@ -378,8 +539,28 @@ class Sweep:
 
         Example::
 
+            import json
+            from pathlib import Path
+
+            from mint_envkit import DatasetBuilder, SingleTurnEnv
+            from mint_envkit.rl import Config
+            from mint_envkit.sweep import Sweep
+
+            async def runner(config):  # stands in for training; fails at temperature 1.0
+                if config.temperature == 1.0:
+                    raise RuntimeError("reward function raised")
+                with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
+                    print(json.dumps({"step": 0, "env/all/reward/total": -0.1}), file=fh)
+
+            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+            config = Config(dataset_builder=builder, log_path="unused")
+            sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                          runner=runner, quiet=True)
             results = await sweep.run()
-            sum(r.ok for r in results), len(results)  # (8, 8)
+            assert (sum(r.ok for r in results), len(results)) == (1, 2)
+            results = await sweep.run()  # runs the failed config again (it fails again)
+            assert [r.skipped for r in results] == [True, False]
         """
         root = Path(self.root)
         check_writable(root, what="the sweep root (MINT_LOG_ROOT)")

@@ -108,24 +108,15 @@ METRICS = "metrics.jsonl"
 Example::
 
     import json
-    from pathlib import Path
+    import os
 
-    from mint_envkit import DatasetBuilder, SingleTurnEnv
-    from mint_envkit.rl import Config
-    from mint_envkit.sweep import Sweep
+    os.makedirs("runs/sweep/t0p7")
+    with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
+        print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                          "test/env/all/reward/total": -0.25}), file=fh)
+        print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                          "test_final/env/all/reward/total": 0.1}), file=fh)
 
-    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                              "test/env/all/reward/total": -0.25}), file=fh)
-            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-    config = Config(dataset_builder=builder, log_path="unused")
-    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                runner=runner, quiet=True).run()
     from mint_envkit.rl.logs import read_jsonl
 
     assert read_jsonl(Path("runs/sweep/t0p7") / METRICS)[-1]["env/all/reward/total"] == -0.1
@@ -135,27 +126,17 @@ SUMMARY_CSV = "summary.csv"
 
 Example::
 
-    import json
-    from pathlib import Path
+    from mint_envkit.sweep import SummaryRow, SweepSummary
+    from mint_envkit.sweep._rows import RunMetrics
 
-    from mint_envkit import DatasetBuilder, SingleTurnEnv
-    from mint_envkit.rl import Config
-    from mint_envkit.sweep import Sweep
-
-    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                              "test/env/all/reward/total": -0.25}), file=fh)
-            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-    config = Config(dataset_builder=builder, log_path="unused")
-    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                runner=runner, quiet=True).run()
-
-    assert (Path("runs/sweep") / SUMMARY_CSV).is_file()  # written by sweep.run()
+    step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
+    row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
+                     settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
+                     metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
+                     log_path="runs/sweep/t0p7")
+    summary = SweepSummary(root="runs/sweep", rows=(row,))
+    Path("runs/sweep").mkdir(parents=True)
+    assert summary.write_csv() == Path("runs/sweep") / SUMMARY_CSV
 """
 SUMMARY_PNG = "summary.png"
 """File name of the mean-reward plot in the sweep root.

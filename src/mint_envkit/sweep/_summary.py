@@ -187,7 +187,7 @@ class SweepSummary:
             # 0.00  0.7          2           2      -0.100       0.00     -0.250       0.100       ...
             # 0.00  1.0          2           2      -0.100       0.00     -0.250       0.100       ...
             header = load_summary("runs/sweep").table().splitlines()[0]
-            assert header.split("  ")[:4] == ["KL", "Temperature", "Group size", "Steps"]
+            assert header.startswith("KL    Temperature  Group size  Steps  Mean reward")
         """
         body = []
         for row in self.rows:
