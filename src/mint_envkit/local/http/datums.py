@@ -1,10 +1,14 @@
-"""Request parsing for ``forward`` / ``forward_backward``: datums, loss inputs, loss config.
+"""Request parsing for the bodies that carry training data, as the SDK sends them.
 
-The SDK's public ``Datum`` / ``TensorData`` are plain classes, not pydantic
-models, so the wire shape of a forward request is declared here (the same
-fields, extra fields forbidden as in the SDK's request types) instead of
-importing the SDK's private pydantic modules, which an SDK upgrade may move.
-Errors are :class:`~mint_envkit.local.http.requests.ProtocolError` (422).
+``forward`` / ``forward_backward`` (datums, loss inputs, loss config) and MinT's
+``forward_backward_reverse_kl`` (``mint.mint`` in mindlab-toolkit 0.2.0,
+``mint/mint/_mintx.py``). The SDK's public ``Datum`` / ``TensorData`` are plain
+classes, not pydantic models, so the wire shapes are declared here (the same
+fields, extra fields forbidden as in the SDK's request types, then dropped by
+:func:`~mint_envkit.local.http.requests.validate_body`) instead of importing the
+SDK's private pydantic modules, which an SDK upgrade may move. Every tensor is
+checked by one function: 1-D, finite, token ids non-negative integers. Errors are
+:class:`~mint_envkit.local.http.requests.ProtocolError` (422) naming the field.
 
 Example::
 
@@ -31,7 +35,12 @@ import numpy as np
 import pydantic
 from tinker import types as tt
 
-from mint_envkit.local.http.requests import ProtocolError, model_input_tokens, validate_body
+from mint_envkit.local.http.requests import (
+    ProtocolError,
+    _Strict,
+    model_input_tokens,
+    validate_body,
+)
 
 LOSS_FN_REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
     "cross_entropy": ("target_tokens",),
@@ -42,10 +51,6 @@ LOSS_FN_REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
 the ``loss_fn_inputs`` each needs. ``cispo`` and ``dro`` (in the SDK's enum) are refused."""
 
 _PPO_CLIP_DEFAULTS = {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2}
-
-
-class _Strict(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
 
 
 class _TensorData(_Strict):
@@ -99,6 +104,28 @@ class _ForwardBackwardRequest(_Strict):
     seq_id: int | None = None
 
 
+class _KLTensorData(_Strict):
+    data: list[int] | list[float] | float
+    shape: list[int] | None = None
+    dtype: str = "float32"
+
+
+class _ReverseKLDatum(_Strict):
+    student_input: tt.ModelInput
+    reference_input: tt.ModelInput
+    target_tokens: _KLTensorData
+    weights: _KLTensorData
+
+
+class _ReverseKLRequest(_Strict):
+    model_id: str
+    reference_model_path: str
+    data: list[_ReverseKLDatum]
+    temperature: float = 1.0
+    seq_id: int | None = None
+    type: Literal["mint_forward_backward_reverse_kl"] = "mint_forward_backward_reverse_kl"
+
+
 @attrs.frozen
 class ForwardOp:
     """A validated ``forward`` / ``forward_backward`` request in engine terms.
@@ -118,36 +145,56 @@ class ForwardOp:
     loss_fn_config: dict[str, float] | None
 
 
-def _tensor_list(name: str, tensor: _TensorData, where: str) -> list[float] | list[int]:
-    if tensor.sparse_crow_indices is not None:
+@attrs.frozen
+class ReverseKLOp:
+    """A validated ``forward_backward_reverse_kl`` request in engine terms.
+
+    ``data`` items are ``{"student_input", "reference_input", "target_tokens", "weights"}``
+    (plain lists).
+
+    Example::
+
+        op.model_id, op.reference_model_path, op.temperature
+    """
+
+    model_id: str
+    seq_id: int | None
+    reference_model_path: str
+    temperature: float
+    data: list[dict[str, list[Any]]]
+
+
+def _tensor_values(tensor: Any, where: str, *, token_ids: bool, dtype: Any) -> list[Any]:
+    """The values of a 1-D tensor, read as ``dtype``: finite, token ids non-negative integers."""
+    if getattr(tensor, "sparse_crow_indices", None) is not None:
         shape = tensor.shape if tensor.shape is not None else "unknown"
         raise ProtocolError(
             422,
-            f"{where}: loss_fn_inputs[{name!r}] is a sparse tensor of shape {shape}; "
+            f"{where} is a sparse tensor of shape {shape}; "
             "the local backend takes 1-D arrays (one value per position)",
         )
     try:
-        arr = np.array(tensor.data, dtype=np.int64 if tensor.dtype == "int64" else np.float32)
+        arr = np.array(tensor.data, dtype=dtype)
         if tensor.shape is not None:
             arr = arr.reshape(tensor.shape)
     except (ValueError, OverflowError) as err:
-        raise ProtocolError(422, f"{where}: loss_fn_inputs[{name!r}] is malformed: {err}") from None
+        raise ProtocolError(422, f"{where} is malformed: {err}") from None
     if arr.ndim != 1:
         raise ProtocolError(
             422,
-            f"{where}: loss_fn_inputs[{name!r}] has shape {list(arr.shape)}; "
+            f"{where} has shape {list(arr.shape)}; "
             "the local backend takes 1-D arrays (one value per position)",
         )
     values = arr.tolist()
-    if tensor.dtype == "float32" and not all(math.isfinite(v) for v in values):
-        raise ProtocolError(422, f"{where}: loss_fn_inputs[{name!r}] contains NaN or infinity")
-    if name == "target_tokens":
-        if any(float(v) != int(v) for v in values):
-            raise ProtocolError(422, f"{where}: target_tokens must be integers")
-        values = [int(v) for v in values]
-        if any(v < 0 for v in values):
-            raise ProtocolError(422, f"{where}: target_tokens must be non-negative token ids")
-    return values
+    if not all(math.isfinite(v) for v in values):
+        raise ProtocolError(422, f"{where} contains NaN or infinity")
+    if not token_ids:
+        return values
+    if any(v != int(v) for v in values):
+        raise ProtocolError(422, f"{where} must be integers (token ids)")
+    if any(v < 0 for v in values):
+        raise ProtocolError(422, f"{where} must be non-negative token ids")
+    return [int(v) for v in values]
 
 
 def _check_loss_fn(loss_fn: Any) -> None:
@@ -182,7 +229,12 @@ def _datum(datum: _Datum, required: tuple[str, ...], loss_fn: str, where: str) -
         )
     inputs: dict[str, Any] = {}
     for name, tensor in datum.loss_fn_inputs.items():
-        values = _tensor_list(name, tensor, where)
+        values = _tensor_values(
+            tensor,
+            f"{where}: loss_fn_inputs.{name}",
+            token_ids=name == "target_tokens",
+            dtype=np.int64 if tensor.dtype == "int64" else np.float32,
+        )
         if len(values) != len(tokens):
             raise ProtocolError(
                 422,
@@ -231,4 +283,81 @@ def parse_forward(body: Mapping[str, Any], *, backward: bool) -> ForwardOp:
         data=data,
         loss_fn=fb_input.loss_fn,
         loss_fn_config=config,
+    )
+
+
+def _reverse_kl_datum(i: int, datum: _ReverseKLDatum) -> dict[str, list[Any]]:
+    where = f"forward_backward_reverse_kl: data[{i}]"
+    student = model_input_tokens(datum.student_input, f"{where}.student_input")
+    reference = model_input_tokens(datum.reference_input, f"{where}.reference_input")
+    for key, tokens in (("student_input", student), ("reference_input", reference)):
+        if not tokens:
+            raise ProtocolError(422, f"{where}.{key} is empty")
+    targets = _tensor_values(
+        datum.target_tokens, f"{where}.target_tokens", token_ids=True, dtype=np.float64
+    )
+    weights = _tensor_values(datum.weights, f"{where}.weights", token_ids=False, dtype=np.float64)
+    for key, values in (("target_tokens", targets), ("weights", weights)):
+        if len(values) != len(student):
+            raise ProtocolError(
+                422,
+                f"{where}.{key} has {len(values)} values but student_input has "
+                f"{len(student)} tokens; give one per student_input position",
+            )
+    offset = len(reference) - len(student)
+    for t, w in enumerate(weights):
+        if w == 0.0:
+            continue
+        j = t + offset
+        if j < 0:
+            raise ProtocolError(
+                422,
+                f"{where}.reference_input ({len(reference)} tokens) is too short for the "
+                f"weighted position {t} of student_input ({len(student)} tokens); the two "
+                "inputs are aligned at their ends (the completion is their common suffix)",
+            )
+        if j + 1 < len(reference) and reference[j + 1] != targets[t]:
+            raise ProtocolError(
+                422,
+                f"{where}.reference_input does not end with the student's completion: at "
+                f"weighted position {t} target_tokens holds {targets[t]} but the aligned "
+                f"reference_input token is {reference[j + 1]}; the inputs are aligned at their "
+                "ends, so reference_input must be (reference prompt + the same completion)",
+            )
+    return {
+        "student_input": student,
+        "reference_input": reference,
+        "target_tokens": targets,
+        "weights": weights,
+    }
+
+
+def parse_reverse_kl(body: Mapping[str, Any]) -> ReverseKLOp:
+    """Validate a ``forward_backward_reverse_kl`` body (shapes, lengths, temperature).
+
+    Example::
+
+        parse_reverse_kl(body).data[0]["student_input"]   # [1, 2]
+    """
+    req = validate_body(_ReverseKLRequest, body, "forward_backward_reverse_kl")
+    if not req.data:
+        raise ProtocolError(
+            422, "forward_backward_reverse_kl: data is empty; send at least one ReverseKLDatum"
+        )
+    if not math.isfinite(req.temperature) or req.temperature <= 0:
+        raise ProtocolError(
+            422,
+            f"forward_backward_reverse_kl: temperature must be a finite number > 0, "
+            f"got {req.temperature!r}",
+        )
+    if not req.reference_model_path:
+        raise ProtocolError(
+            422, "forward_backward_reverse_kl: reference_model_path must not be empty"
+        )
+    return ReverseKLOp(
+        model_id=req.model_id,
+        seq_id=req.seq_id,
+        reference_model_path=req.reference_model_path,
+        temperature=float(req.temperature),
+        data=[_reverse_kl_datum(i, d) for i, d in enumerate(req.data)],
     )

@@ -5,9 +5,10 @@ the SDK's public pydantic request types where it has them) and turned into
 plain Python values for the engine, which trusts them. Every problem raises
 :class:`ProtocolError`, which carries the HTTP status and one message a person
 can act on. What only the loaded model knows (its vocabulary and context
-length) is left to the engine. ``forward`` / ``forward_backward`` bodies are
-parsed in :mod:`mint_envkit.local.http.datums`, sampling requests in
-:mod:`mint_envkit.local.http.samples`.
+length) is left to the engine. The bodies that carry training data
+(``forward``, ``forward_backward``, ``forward_backward_reverse_kl``) are parsed
+in :mod:`mint_envkit.local.http.datums`, sampling requests in
+:mod:`mint_envkit.local.http.samples`; the rest here.
 
 Example::
 
@@ -28,7 +29,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import pydantic
@@ -36,6 +37,7 @@ from tinker import types as tt
 
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.local.bounds import learning_rate_problem
+from mint_envkit.tools.arguments import json_depth
 
 MAX_LORA_RANK = 4096
 """The largest LoRA rank ``create_model`` accepts."""
@@ -71,6 +73,12 @@ class ProtocolError(MintEnvkitError):
 # --------------------------------------------------------------------------- helpers
 
 
+class _Strict(pydantic.BaseModel):
+    """A wire shape declared here: frozen, extra fields forbidden (dropped by validate_body)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
+
+
 def parse_json_body(raw: bytes) -> dict[str, Any]:
     """Decode a request body; anything but a JSON object is a 400.
 
@@ -92,7 +100,10 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
         ) from None
     except ValueError as err:  # also JSONDecodeError, UnicodeDecodeError, int digit limit
         raise ProtocolError(400, f"request body is not valid JSON: {err}") from None
-    _check_depth(body)
+    if json_depth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise ProtocolError(
+            400, f"request body is nested too deeply (at most {MAX_JSON_DEPTH} levels)"
+        )
     if not isinstance(body, dict):
         raise ProtocolError(400, f"request body must be a JSON object, got {type(body).__name__}")
     return body
@@ -102,21 +113,6 @@ def _parse_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise ValueError(f"an integer of {len(text)} digits (at most {MAX_INT_DIGITS})")
     return int(text)
-
-
-def _check_depth(value: Any) -> None:
-    """400 when arrays/objects nest deeper than MAX_JSON_DEPTH (checked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_JSON_DEPTH:
-            raise ProtocolError(
-                400, f"request body is nested too deeply (at most {MAX_JSON_DEPTH} levels)"
-            )
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, dict | list))
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node if isinstance(v, dict | list))
 
 
 def _format_validation_error(err: pydantic.ValidationError) -> str:
@@ -418,3 +414,59 @@ def parse_retrieve_future(body: Mapping[str, Any]) -> str:
         parse_retrieve_future({"request_id": "req-1", "allow_metadata_only": True})  # 'req-1'
     """
     return _required_string(body, "request_id", "retrieve_future")
+
+
+# --------------------------------------------------------------------------- MinT
+
+
+class _InterpolateRequest(_Strict):
+    source_paths: list[str]
+    coefficients: list[float]
+    output_path: str | None = None
+    output_checkpoint_type: Literal["sampler"] = "sampler"
+    type: Literal["mint_interpolate_checkpoints"] = "mint_interpolate_checkpoints"
+
+
+@attrs.frozen
+class InterpolateOp:
+    """A validated ``checkpoints/interpolate`` request.
+
+    Example::
+
+        op.source_paths, op.coefficients, op.output_path
+    """
+
+    source_paths: list[str]
+    coefficients: list[float]
+    output_path: str | None
+
+
+def parse_interpolate(body: Mapping[str, Any]) -> InterpolateOp:
+    """Validate a ``checkpoints/interpolate`` body (counts, finite coefficients).
+
+    Example::
+
+        parse_interpolate({"source_paths": ["tinker://a/sampler_weights/s"],
+                           "coefficients": [1.0]}).output_path   # None
+    """
+    req = validate_body(_InterpolateRequest, body, "interpolate_checkpoints")
+    if not req.source_paths:
+        raise ProtocolError(
+            422, "interpolate_checkpoints: source_paths is empty; name at least one checkpoint"
+        )
+    if len(req.coefficients) != len(req.source_paths):
+        raise ProtocolError(
+            422,
+            f"interpolate_checkpoints: coefficients has {len(req.coefficients)} entries but "
+            f"source_paths has {len(req.source_paths)}; give one coefficient per source path",
+        )
+    for i, c in enumerate(req.coefficients):
+        if not math.isfinite(c):
+            raise ProtocolError(
+                422, f"interpolate_checkpoints: coefficients[{i}] must be finite, got {c!r}"
+            )
+    return InterpolateOp(
+        source_paths=list(req.source_paths),
+        coefficients=[float(c) for c in req.coefficients],
+        output_path=req.output_path,
+    )

@@ -25,15 +25,12 @@ from typing import Any
 
 from starlette.requests import Request
 
-from mint_envkit.local.http.mint_requests import (
-    ReverseKLOp,
-    parse_interpolate,
-    parse_reverse_kl,
-)
+from mint_envkit.local.http.datums import ReverseKLOp, parse_reverse_kl
 from mint_envkit.local.http.requests import (
     ProtocolError,
     _check_name,
     check_tinker_path,
+    parse_interpolate,
     run_id_of,
 )
 from mint_envkit.local.http.responses import sanitize_metrics
