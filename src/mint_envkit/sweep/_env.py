@@ -36,6 +36,7 @@ Example::
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
     config = Config(dataset_builder=builder, log_path="unused")
+
     from mint_envkit.sweep._grid import expand_grid
 
     assert len(expand_grid(config, DEFAULT_GRID)) == 8

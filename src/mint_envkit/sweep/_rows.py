@@ -213,8 +213,10 @@ class SummaryRow:
         builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                  batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
         config = Config(dataset_builder=builder, log_path="unused")
+
         await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                     runner=runner, quiet=True).run()
+
         from mint_envkit.sweep import load_summary
 
         row = load_summary("runs/sweep").rows[0]

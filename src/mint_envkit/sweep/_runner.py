@@ -90,6 +90,7 @@ Example::
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
     config = Config(dataset_builder=builder, log_path="unused")
+
     sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                   runner=runner, quiet=True)
     result = (await sweep.run())[1]
@@ -133,6 +134,7 @@ class SweepResult:
         builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                  batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
         config = Config(dataset_builder=builder, log_path="unused")
+
         sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                       runner=runner, quiet=True)
         results = await sweep.run()
@@ -173,6 +175,7 @@ class SweepResult:
             builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                      batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
             config = Config(dataset_builder=builder, log_path="unused")
+
             sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                           runner=runner, quiet=True)
             assert [r.ok for r in await sweep.run()] == [True, False]
@@ -314,6 +317,7 @@ class Sweep:
             builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                      batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
             config = Config(dataset_builder=builder, log_path="unused")
+
             sweep = Sweep.from_env(config, root="runs/arithmetic-sweep", environ={})
             assert len(sweep.points) == 8  # with no MINT_RL_* variable set
             sweep = Sweep.from_env(config, environ={"MINT_RL_TEMPS": "0.7", "MINT_LOG_ROOT": "runs/t"})
@@ -340,6 +344,7 @@ class Sweep:
             builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                      batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
             config = Config(dataset_builder=builder, log_path="unused")
+
             sweep = Sweep.from_env(config, root="runs/arithmetic-sweep", environ={})
             assert sweep.names[:2] == ["kl0p0-t0p7-g2", "kl0p0-t0p7-g4"]
         """
@@ -421,6 +426,7 @@ class Sweep:
             builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                      batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
             config = Config(dataset_builder=builder, log_path="unused")
+
             sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                           runner=runner, quiet=True)
             await sweep.run()
@@ -555,6 +561,7 @@ class Sweep:
             builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                      batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
             config = Config(dataset_builder=builder, log_path="unused")
+
             sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                           runner=runner, quiet=True)
             results = await sweep.run()

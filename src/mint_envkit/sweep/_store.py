@@ -28,8 +28,10 @@ Example::
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
     config = Config(dataset_builder=builder, log_path="unused")
+
     await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                 runner=runner, quiet=True).run()
+
     from mint_envkit.sweep._store import latest_results
 
     assert latest_results("runs/sweep")["t0p7"]["status"] == "ok"
@@ -68,6 +70,7 @@ Example::
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
     config = Config(dataset_builder=builder, log_path="unused")
+
     await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                 runner=runner, quiet=True).run()
 
@@ -96,8 +99,10 @@ Example::
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
     config = Config(dataset_builder=builder, log_path="unused")
+
     await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                 runner=runner, quiet=True).run()
+
     from mint_envkit.rl.logs import read_jsonl
 
     assert [r["status"] for r in read_jsonl(Path("runs/sweep") / RESULTS)] == ["ok", "ok"]
@@ -160,6 +165,7 @@ Example::
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
     config = Config(dataset_builder=builder, log_path="unused")
+
     await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                 runner=runner, quiet=True).run()
 
@@ -202,6 +208,7 @@ def latest_results(root: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
         builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                  batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
         config = Config(dataset_builder=builder, log_path="unused")
+
         await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                     runner=runner, quiet=True).run()
 
@@ -242,6 +249,7 @@ def read_manifest(root: str | os.PathLike[str]) -> dict[str, Any] | None:
         builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                  batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
         config = Config(dataset_builder=builder, log_path="unused")
+
         await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                     runner=runner, quiet=True).run()
 

@@ -23,8 +23,10 @@ Example::
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
     config = Config(dataset_builder=builder, log_path="unused")
+
     await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                 runner=runner, quiet=True).run()
+
     from mint_envkit.sweep import load_summary
 
     summary = load_summary("runs/sweep")
@@ -136,8 +138,10 @@ class SweepSummary:
         builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                  batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
         config = Config(dataset_builder=builder, log_path="unused")
+
         await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                     runner=runner, quiet=True).run()
+
         from mint_envkit.sweep import load_summary
 
         summary = load_summary("runs/sweep")
@@ -180,8 +184,10 @@ class SweepSummary:
             builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                      batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
             config = Config(dataset_builder=builder, log_path="unused")
+
             await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                         runner=runner, quiet=True).run()
+
             print(load_summary("runs/sweep").table())
             # KL    Temperature  Group size  Steps  Mean reward  Correct  Eval before  Eval after  ...
             # 0.00  0.7          2           2      -0.100       0.00     -0.250       0.100       ...
@@ -442,6 +448,7 @@ def build_summary(
         builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                  batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
         config = Config(dataset_builder=builder, log_path="unused")
+
         await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                     runner=runner, quiet=True).run()
 
@@ -513,6 +520,7 @@ def load_summary(sweep_dir: str | os.PathLike[str]) -> SweepSummary:
         builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                                  batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
         config = Config(dataset_builder=builder, log_path="unused")
+
         await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                     runner=runner, quiet=True).run()
 
