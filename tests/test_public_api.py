@@ -218,10 +218,16 @@ def test_public_errors_have_a_docstring_and_share_a_base():
     [
         ("TINY_MODEL_NAME", "mint_envkit.rendering.tokenizer"),
         ("Message", "mint_envkit.envs.base"),
+        ("Metrics", "mint_envkit.envs.base"),
+        ("JudgeComplete", "mint_envkit.judge.model"),
+        ("Status", "mint_envkit.parsers.result"),
+        ("Sampler", "mint_envkit.rl.rollouts"),
+        ("DEFAULT_GRID", "mint_envkit.sweep._env"),
     ],
 )
 def test_constants_and_aliases_have_an_attribute_docstring(name, module):
     """A str constant or a type alias cannot carry ``__doc__``; its source docstring counts."""
+    importlib.import_module(module)
     doc = _attribute_docstring(sys.modules[module], name)
     assert doc, f"{module}.{name} has no docstring in its source"
 
@@ -278,3 +284,43 @@ def test_one_name_means_one_thing_across_the_face():
             if first[1] is not value and name not in SAME_NAME_ALLOWED:
                 clashes.append(f"{name}: {first[0]} and {module_name}")
     assert not clashes, "rename one of each: " + "; ".join(clashes)
+
+
+def _face_objects() -> list[tuple[str, str]]:
+    """(module, name) of every class and function of the whole face, each once."""
+    from test_architecture import public_face
+
+    seen: set[int] = set()
+    found = []
+    for module_name, names in public_face().items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            value = getattr(module, name)
+            if callable(value) and not hasattr(value, "__origin__") and id(value) not in seen:
+                seen.add(id(value))
+                found.append((module_name, name))
+    return found
+
+
+@pytest.mark.parametrize(("module_name", "name"), _face_objects(), ids=lambda part: part)
+def test_every_class_and_function_of_the_face_has_an_example(module_name, name):
+    """The whole face, not only the top level: the values and aliases of the face are the
+    constants above."""
+    doc = inspect.getdoc(getattr(importlib.import_module(module_name), name))
+    assert doc, f"{module_name}.{name} has no docstring"
+    assert "Example" in doc, f"{module_name}.{name}'s docstring has no Example"
+
+
+def test_every_value_of_the_face_is_a_checked_constant():
+    from test_architecture import public_face
+
+    checked = {"TINY_MODEL_NAME", "Message", "Metrics", "JudgeComplete", "Status", "Sampler"}
+    checked |= {"DEFAULT_GRID", "__version__"}
+    values = {
+        name
+        for module_name, names in public_face().items()
+        for name in names
+        if not callable(value := getattr(importlib.import_module(module_name), name))
+        or hasattr(value, "__origin__")
+    }
+    assert values == checked, f"add to the attribute-docstring check: {sorted(values - checked)}"

@@ -35,6 +35,8 @@ its ``<think>`` block, kept apart from the content).
 """
 
 Metrics: TypeAlias = dict[str, float]
+"""What a step reports besides its reward: name -> number, averaged over episodes in the
+loop's logs (``env/all/<name>``). Example: ``{"correct": 1.0, "turns": 2.0}``."""
 
 
 def _copy_messages(value: Any) -> list[Message]:

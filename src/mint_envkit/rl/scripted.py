@@ -45,6 +45,18 @@ class GroupReport:
         metrics: each env's metrics.
         logs: each env's last-step logs (parse status, parsed value...).
         error: why the group failed, or None.
+
+    Example::
+
+        from mint_envkit import DatasetBuilder, ScriptedPolicy, SingleTurnEnv, first_number
+
+        class Sum(SingleTurnEnv):
+            parser = first_number
+
+        builder = DatasetBuilder(env=Sum, problems=[{"question": "2 + 3?", "answer": "5"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        group = ScriptedPolicy(["5", "6"]).run_sync(builder).groups[0]   # a GroupReport
+        assert group.replies == ["5", "6"] and group.rewards[0] > group.rewards[1]
     """
 
     index: int

@@ -41,6 +41,12 @@ class Transition:
         episode_done: True on the last step.
         metrics, logs: from the env's step.
         message: the parsed assistant message (None if it could not be parsed).
+
+    Example::
+
+        step = Transition(ob=[2044, 10], ac=SampledTokens([20, 2045], [-1.2, -0.3], "stop"),
+                          reward=1.0, episode_done=True, metrics={"correct": 1.0})
+        assert step.ac.tokens == [20, 2045]
     """
 
     ob: list[int]
@@ -60,6 +66,14 @@ class Trajectory:
     opening messages, each assistant reply (with ``tool_calls`` and
     ``thinking`` when it had them), and every message the env added (user
     feedback, ``tool`` results and tool errors); empty when not recorded.
+
+    Example::
+
+        reply = SampledTokens([20, 2045], None, "stop")
+        episode = Trajectory([Transition([2044], reply, 0.5, False, {"turns": 1.0}),
+                              Transition([2044], reply, 0.25, True, {"turns": 2.0})],
+                             group_reward=0.25)
+        assert episode.total_reward == 1.0 and episode.metrics == {"turns": 2.0}
     """
 
     transitions: list[Transition]
@@ -93,6 +107,14 @@ class GroupRollout:
         error: None, or ``"ExceptionType: message"`` of the env that raised.
         traceback: the formatted traceback when ``error`` is set.
         tags: the group's logging tags.
+
+    Example::
+
+        reply = SampledTokens([20, 2045], None, "stop")
+        group = GroupRollout(index=0, messages=[{"role": "user", "content": "2+3?"}],
+                             trajectories=[Trajectory([Transition([2044], reply, r, True)])
+                                           for r in (1.0, 0.0)])
+        assert group.rewards == [1.0, 0.0] and group.error is None
     """
 
     index: int
