@@ -183,9 +183,7 @@ def _endpoint(backend: Backend, spec: RouteSpec) -> Callable[[Request], Awaitabl
             if isinstance(result, Response):
                 return result
             return JSONResponse(result)
-        except ProtocolError as err:
-            if err.status >= 500:
-                return error_response(err.status, err.message, **{"x-should-retry": "false"})
+        except ProtocolError as err:  # always a 4xx: the SDK retries a 5xx for minutes
             if err.status == 413:  # the rest of the body is not read: close the connection
                 return error_response(err.status, err.message, connection="close")
             return error_response(err.status, err.message)

@@ -33,8 +33,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from mint_envkit.checks import check_integer
-from mint_envkit.errors import ConfigError
+from mint_envkit.checks import integer, number
 from mint_envkit.local.http.requests import ProtocolError
 
 DEFAULT_MAX_REQUEST_TOKENS = 65536
@@ -97,27 +96,17 @@ class Limits:
         # ProtocolError(413, "asample asks for 64 x (10 + 100) = 7040 tokens ...")
     """
 
-    max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS
-    max_sample_tokens: int = DEFAULT_MAX_SAMPLE_TOKENS
-    sample_chunk_tokens: int = DEFAULT_SAMPLE_CHUNK_TOKENS
-    sample_segment_tokens: int = DEFAULT_SAMPLE_SEGMENT_TOKENS
-    train_chunk_tokens: int = DEFAULT_TRAIN_CHUNK_TOKENS
-    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
-
-    def __attrs_post_init__(self) -> None:
-        for name in (
-            "max_request_tokens",
-            "max_sample_tokens",
-            "sample_chunk_tokens",
-            "sample_segment_tokens",
-            "train_chunk_tokens",
-        ):
-            value = getattr(self, name)
-            least = 0 if name == "sample_segment_tokens" else 1  # 0: no segments
-            why = "0 turns segmenting off" if least == 0 else ""
-            check_integer(value, name, least=least, why=why)
-        if not self.idle_timeout_s > 0:
-            raise ConfigError(f"idle_timeout_s must be > 0 seconds, got {self.idle_timeout_s!r}")
+    max_request_tokens: int = attrs.field(default=DEFAULT_MAX_REQUEST_TOKENS, validator=integer())
+    max_sample_tokens: int = attrs.field(default=DEFAULT_MAX_SAMPLE_TOKENS, validator=integer())
+    sample_chunk_tokens: int = attrs.field(default=DEFAULT_SAMPLE_CHUNK_TOKENS, validator=integer())
+    sample_segment_tokens: int = attrs.field(
+        default=DEFAULT_SAMPLE_SEGMENT_TOKENS,
+        validator=integer(least=0, why="0 turns segmenting off"),
+    )
+    train_chunk_tokens: int = attrs.field(default=DEFAULT_TRAIN_CHUNK_TOKENS, validator=integer())
+    idle_timeout_s: float = attrs.field(
+        default=DEFAULT_IDLE_TIMEOUT_S, validator=number(low=0, low_open=True, why="seconds")
+    )
 
     def check_forward(self, inputs: Sequence[Sequence[int]]) -> int:
         """The cost of a forward batch (datums x longest), or 413 past ``max_request_tokens``.

@@ -116,6 +116,17 @@ def engine_error(err: BaseException) -> ProtocolError:
 # --------------------------------------------------------------------------- bodies
 
 
+def _floats(metrics: Mapping[str, Any] | None) -> dict[str, float]:
+    """The numeric values of ``metrics`` as floats, by string key (others dropped)."""
+    out: dict[str, float] = {}
+    for key, value in (metrics or {}).items():
+        try:
+            out[str(key)] = float(value)
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
 def sanitize_metrics(metrics: Mapping[str, Any] | None) -> dict[str, float]:
     """Metrics as the SDK can combine them: ``name:reduction`` keys, float values.
 
@@ -126,20 +137,11 @@ def sanitize_metrics(metrics: Mapping[str, Any] | None) -> dict[str, float]:
 
         sanitize_metrics({"loss:sum": 1, "lr": 0.1})   # {'loss:sum': 1.0, 'lr:mean': 0.1}
     """
-    out: dict[str, float] = {}
-    for key, value in (metrics or {}).items():
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            continue
-        key = str(key)
-        colons = key.count(":")
-        if colons == 0:
-            key = f"{key}:mean"
-        elif colons > 1:
-            continue
-        out[key] = number
-    return out
+    return {
+        key if ":" in key else f"{key}:mean": number
+        for key, number in _floats(metrics).items()
+        if key.count(":") <= 1
+    }
 
 
 def optim_metrics_json(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -149,13 +151,7 @@ def optim_metrics_json(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
 
         optim_metrics_json({"grad_norm": 1, "note": "x"})   # {'metrics': {'grad_norm': 1.0}}
     """
-    values: dict[str, float] = {}
-    for key, value in dict(metrics or {}).items():
-        try:
-            values[str(key)] = float(value)
-        except (TypeError, ValueError):
-            continue
-    return {"metrics": values}
+    return {"metrics": _floats(metrics)}
 
 
 def forward_output_json(logprobs: Sequence[Sequence[float]], metrics: Mapping[str, Any]) -> dict:

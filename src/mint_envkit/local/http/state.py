@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from mint_envkit.checks import is_integer
+from mint_envkit.checks import check_integer, check_number, is_integer
 from mint_envkit.errors import ConfigError
 from mint_envkit.local.http.futures import FutureStore, Sequencer
 from mint_envkit.local.http.guard import Guard
@@ -74,12 +74,9 @@ def check_server_options(
     """
     if not models:
         raise ConfigError("the server needs at least one model (--model NAME)")
-    if latency_ms < 0:
-        raise ConfigError(f"latency_ms must be >= 0, got {latency_ms}")
-    if max_body_bytes <= 0:
-        raise ConfigError(f"max_body_bytes must be > 0, got {max_body_bytes}")
-    if max_unnamed_samplers < 1:
-        raise ConfigError(f"max_unnamed_samplers must be >= 1, got {max_unnamed_samplers}")
+    check_number(latency_ms, "latency_ms", low=0)
+    check_integer(max_body_bytes, "max_body_bytes")
+    check_integer(max_unnamed_samplers, "max_unnamed_samplers")
 
 
 def _resolve_model_name(name: str) -> str:
@@ -531,12 +528,3 @@ class Backend:
         sid = session_id or "default"
         self.reaper.touch_session(sid)
         return self.sessions.setdefault(sid, {"training_run_ids": [], "sampler_ids": []})
-
-    def run_base_model(self, model_path: str) -> str:
-        """The base model of the training run a ``tinker://`` path belongs to ('' if unknown).
-
-        Example::
-
-            backend.run_base_model("tinker://model-1/sampler_weights/a")   # 'mint-envkit/...'
-        """
-        return str(self.model_registry.get(run_id_of(model_path), {}).get("base_model", ""))

@@ -17,6 +17,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from mint_envkit.local.http.requests import run_id_of
 from mint_envkit.local.http.responses import engine_error, sample_response_json
 from mint_envkit.local.http.samples import SampleOp, parse_create_sampling_session, parse_sample
 from mint_envkit.local.http.splitting import submit_split
@@ -57,7 +58,8 @@ async def create_sampling_session(b: Backend, request: Request, body: dict) -> d
         pending = None
     except TimeoutError:
         sampler_id = f"sampler-pending-{uuid.uuid4().hex}"
-        base = req.base_model or b.run_base_model(req.model_path or "")
+        run = b.model_registry.get(run_id_of(req.model_path or ""), {})
+        base = req.base_model or str(run.get("base_model", ""))
         pending = cf
     except Exception as err:
         raise engine_error(err) from None
