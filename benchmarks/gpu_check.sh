@@ -44,7 +44,7 @@ tests_rc=${PIPESTATUS[0]}
 # bf16 (the engine's CUDA default) sampler vs learner after real updates (issue #21)
 import sys
 import torch
-from mint_envkit.local.engine import Engine
+from mint_envkit.local import Engine
 
 SMALL, PROMPT = "mint-envkit/tiny-qwen3-small", [2044] + [(37 * i + 11) % 2000 for i in range(15)]
 engine = Engine(state_dir="/tmp/gpu_check_state", device="cuda")

@@ -348,9 +348,11 @@ def missing_names(code: str, module: str = "") -> list[str]:
 def run_blocks(jobs: list[dict[str, Any]], timeout: float = 100) -> dict[str, str]:
     """Run the jobs in one subprocess; ``{block id: error text}`` ("" when it passed).
 
-    A job is ``{"module": dotted name or "", "blocks": [[id, code], ...], "shared": bool}``:
-    a docstring job runs each block in a copy of the module's namespace; a markdown
-    job (``shared``) runs its blocks one after another in one namespace.
+    A job is ``{"module": dotted name or "", "blocks": [[id, code], ...], "shared": bool,
+    "given": id}``: a docstring job runs each block in a copy of the module's namespace,
+    after the ``given`` block (the module docstring's example) has run in it, so what the
+    module's example builds is there for the module's other examples; a markdown job
+    (``shared``) runs its blocks one after another in one namespace.
     """
     done = subprocess.run(
         [sys.executable, __file__],
@@ -411,8 +413,14 @@ def _main() -> None:
                 error = traceback.format_exc(limit=-4)
                 results.update({block_id: error for block_id, _ in job["blocks"]})
                 continue
+        given = job.get("given")
+        for block_id, code in job["blocks"]:
+            if block_id == given:
+                results[block_id] = _run_one(code, block_id, base)
         shared = dict(base)
         for block_id, code in job["blocks"]:
+            if block_id == given:
+                continue
             namespace = shared if job.get("shared") else dict(base)
             started = time.monotonic()
             results[block_id] = _run_one(code, block_id, namespace)

@@ -4,7 +4,9 @@ Each block compiles, and every ``mint_envkit`` name it imports or reaches throug
 module exists, so an example teaching a removed name fails. The blocks of the modules on
 :data:`RUN` also run (one subprocess for all, each block in a copy of its module's
 namespace, a fresh temporary directory and a time bound), unless the block's first line
-is ``# not run: REASON``. The conventions are in ``tests/example_blocks.py`` and
+is ``# not run: REASON``. A module docstring's example runs first and is the given of the
+module's other examples: what it builds (a config, a builder, a run folder's path) is in
+their namespace, so each example shows only its own point. The conventions are in ``tests/example_blocks.py`` and
 docs/architecture.md ("The rules of the test suite").
 """
 
@@ -119,9 +121,17 @@ def test_shell_examples_name_real_commands(block: Block):
 @pytest.fixture(scope="module")
 def run_results() -> dict[str, str]:
     jobs: dict[str, list[list[str]]] = collections.defaultdict(list)
+    given: dict[str, str] = {}
     for block in TO_RUN:
         jobs[block.module].append([block.id, block.code])
-    return run_blocks([{"module": module, "blocks": blocks} for module, blocks in jobs.items()])
+        if block.owner == block.module:
+            given.setdefault(block.module, block.id)
+    return run_blocks(
+        [
+            {"module": module, "blocks": blocks, "given": given.get(module)}
+            for module, blocks in jobs.items()
+        ]
+    )
 
 
 @pytest.mark.parametrize("block", TO_RUN, ids=lambda block: block.id)
@@ -204,3 +214,22 @@ def test_not_run_and_shell_conventions_are_read(tmp_path):
 
 def test_src_is_the_package():
     assert (SRC / "__init__.py").is_file()
+
+
+def test_the_module_example_is_the_given_of_the_others():
+    results = run_blocks(
+        [
+            {
+                "module": "mint_envkit.parsers.choice",
+                "given": "module",
+                "blocks": [
+                    ["uses", "assert letters == 'AB'\nletters = 'changed'\n"],
+                    ["module", "letters = 'AB'\n"],
+                    ["again", "assert letters == 'AB'\n"],
+                ],
+            },
+            {"module": "mint_envkit.parsers.choice", "blocks": [["alone", "letters\n"]]},
+        ]
+    )
+    assert results["module"] == results["uses"] == results["again"] == ""
+    assert "NameError" in results["alone"]

@@ -23,7 +23,7 @@ SMALL = "mint-envkit/tiny-qwen3-small"
 
 _HASH_SNIPPET = """
 import hashlib, sys
-from mint_envkit.local.models import build_tiny_model
+from mint_envkit.local.models.tiny import build_tiny_model
 m = build_tiny_model(sys.argv[1])
 h = hashlib.sha256()
 for name, p in m.state_dict().items():

@@ -123,7 +123,7 @@ def test_bad_worker_settings_are_config_errors(workers: object, memory_mb: objec
 _PARENT = """
 import os, sys, threading, time
 from pathlib import Path
-from mint_envkit.parsers import grade_math
+from mint_envkit.parsers.math import grade_math
 assert grade_math(r"\\boxed{2}", "2")[1]
 threading.Thread(target=grade_math, args=(sys.argv[1], "1"), kwargs={"timeout": 600.0},
                  daemon=True).start()

@@ -77,7 +77,7 @@ def test_names_are_stable_across_processes():
     code = textwrap.dedent(
         """
         import json
-        from mint_envkit.sweep import config_name
+        from mint_envkit.sweep._names import config_name
         params = [{"kl_penalty_coef": 0.02, "temperature": 0.7, "group_size": 4},
                   {"learning_rate": 3e-4, "loss_fn": "ppo", "loss_fn_config": {"clip": 0.2}},
                   {"model_name": "a" * 300}]

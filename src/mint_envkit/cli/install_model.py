@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.convert:
         # A fresh interpreter: the packages were installed after this one started.
         code = (
-            "from mint_envkit.local.models import model_source_dir; "
+            "from mint_envkit.local.models.loader import model_source_dir; "
             f"print(model_source_dir({name!r}))"
         )
         done = subprocess.run([sys.executable, "-c", code], check=False)

@@ -52,7 +52,7 @@ Example::
 
 from mint_envkit.sweep._answers import HeldOutAnswers, held_out_answers
 from mint_envkit.sweep._env import DEFAULT_GRID, grid_from_env, log_root_from_env
-from mint_envkit.sweep._grid import GridPoint
+from mint_envkit.sweep._grid import GridPoint, apply_fields
 from mint_envkit.sweep._interpolation import interpolation_sweep
 from mint_envkit.sweep._interpolation_results import InterpolationSweep
 from mint_envkit.sweep._rows import SummaryRow
@@ -68,6 +68,7 @@ __all__ = [
     "Sweep",
     "SweepResult",
     "SweepSummary",
+    "apply_fields",
     "grid_from_env",
     "held_out_answers",
     "interpolation_sweep",

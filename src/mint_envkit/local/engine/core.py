@@ -6,7 +6,7 @@ generation) and :mod:`.checkpoints` (files on disk).
 
 Example::
 
-    from mint_envkit.local.engine import Engine
+    from mint_envkit.local import Engine
 
     engine = Engine(state_dir="/tmp/mint-state")
     model_id = engine.create_lora("mint-envkit/tiny-qwen3-small", rank=8, seed=0)

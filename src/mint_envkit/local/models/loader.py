@@ -15,7 +15,7 @@ other model is ever substituted.
 
 Example::
 
-    from mint_envkit.local.models import load_base_model
+    from mint_envkit.local.models.loader import load_base_model
 
     loaded = load_base_model("mint-envkit/tiny-qwen3-small")
     loaded.model.config.hidden_size  # 64
