@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from engine_kit import SMALL, trained_lora
 
 from mint_envkit.local.engine import sampling
-from mint_envkit.local.engine.lpcache import PromptLogprobCache
+from mint_envkit.local.engine.lpcache import (
+    Followup,
+    FollowupCache,
+    PromptHiddenCache,
+    PromptLogprobCache,
+)
 
 TOKENS = [2044, 100, 200, 300, 2045, 2044, 400, 17, 18, 19, 20]
 
@@ -68,7 +74,7 @@ def test_recomputing_sampled_replies_reuses_the_sampler_logits(engine, monkeypat
             [[drawn]] = engine.sample_many([(sampler, prompt + seq.tokens, {"max_tokens": 1})])
             assert len(drawn.tokens) == 1
             kept.append(engine.compute_logprobs(sampler, prompt + seq.tokens))
-    assert len(passes) == 1  # the shared prompt, once
+    assert passes == []  # the prompt's logprobs come from the sampling prefill's states
     for seq, got in zip(seqs, kept, strict=True):
         fresh = engine.compute_logprobs(sampler, prompt + seq.tokens)
         assert got[0] is None and len(got) == len(fresh)
@@ -92,3 +98,40 @@ def test_a_one_token_continuation_draws_what_a_fresh_pass_draws(engine):
         max(abs(a.logprobs[0] - b.logprobs[0]) for a, b in zip(from_kept, fresh, strict=True))
         < 1e-5
     )
+
+
+def test_a_reply_sampled_twice_is_recomputed_twice_without_a_pass(engine, monkeypatch):
+    """A group's samples often give the same reply: each of its compute_logprobs is kept."""
+    model_id = trained_lora(engine, seed=5, steps=2)
+    sampler, _ = engine.save_for_sampler(model_id, None)
+    prompt = TOKENS[:7]
+    seqs = engine.sample(sampler, prompt, num_samples=8, max_tokens=2, temperature=0.05, seed=1)
+    replies = [tuple(s.tokens) for s in seqs]
+    assert len(set(replies)) < len(replies)  # near-greedy: the same reply several times
+    with monkeypatch.context() as patch:
+        patch.setattr(sampling, "logprobs_batch", _no_pass)
+        patch.setattr(sampling, "decode", _no_pass)
+        kept = [engine.compute_logprobs(sampler, prompt + list(r)) for r in replies]
+        with pytest.raises(Exception, match="ran a model pass"):  # every count taken
+            engine.compute_logprobs(sampler, prompt + list(replies[0]))
+    for reply, got in zip(replies, kept, strict=True):
+        fresh = engine.compute_logprobs(sampler, prompt + list(reply))
+        assert max(abs(a - b) for a, b in zip(got[1:], fresh[1:], strict=True)) < 1e-5
+
+
+def test_followups_count_repeats_and_hidden_states_are_bounded():
+    followups = FollowupCache(max_floats=16)
+    first = Followup(2, [-0.5], torch.zeros(8))
+    followups.put("k", [1, 2, 3], first)
+    followups.put("k", [1, 2, 3], Followup(2, [-0.7], torch.ones(8)))  # the same sequence again
+    assert len(followups) == 1
+    assert followups.take("k", [1, 2, 3]) is first and followups.take("k", [1, 2, 3]) is first
+    assert followups.take("k", [1, 2, 3]) is None
+    hidden = PromptHiddenCache(max_floats=12)
+    hidden.put("k", [1, 2, 3], torch.zeros(2, 4))
+    hidden.put("k", [4, 5], torch.zeros(1, 4))
+    hidden.put("k", [6, 7], torch.zeros(1, 4))  # 16 floats > 12: the oldest goes
+    assert hidden.take("k", [1, 2, 3]) is None and len(hidden) == 2
+    hidden.put("k", [8, 9, 10], torch.zeros(1, 4))  # wrong number of rows: not kept
+    assert hidden.take("k", [8, 9, 10]) is None
+    assert hidden.take("k", [4, 5]).shape == (1, 4) and hidden.take("k", [4, 5]) is None

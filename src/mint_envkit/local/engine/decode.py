@@ -298,6 +298,7 @@ def decode(
     check: Callable[[], None] | None = None,
     prompt_logprobs: dict[int, list[float]] | None = None,
     followups: dict[tuple[int, int], tuple[list[float], torch.Tensor]] | None = None,
+    prompt_hidden: dict[int, torch.Tensor] | None = None,
 ) -> list[list[SampledSequence]]:
     """Sample every spec in one batch on ``model``; one list of sequences per spec.
 
@@ -308,6 +309,8 @@ def decode(
     dict, ``followups`` receives per row ``(spec index, sample)`` its tokens' T=1
     untruncated logprobs and the fp32 logits after its last token (a row that stops at
     step t stays in the batch for that one more step; at the end, one more step runs).
+    Given a dict, ``prompt_hidden`` receives per spec index the prefill's final normed
+    hidden states of its prompt positions but the last (when the backend keeps them).
 
     Example::
 
@@ -328,13 +331,21 @@ def decode(
         if len(specs) < fill:
             rows = _padded(torch.arange(len(specs), device=dev), fill)
             ids, mask, positions = ids[rows], mask[rows], positions[rows]
-        want = prompt_logprobs is not None
-        logits = backend.prefill(ids, mask, positions, length=width + steps, prompt_logprobs=want)
+        want, keep = prompt_logprobs is not None, prompt_hidden is not None
+        logits = backend.prefill(
+            ids, mask, positions, length=width + steps, prompt_logprobs=want, prompt_hidden=keep
+        )
         if prompt_logprobs is not None and backend.prompt_logprobs is not None:
             table = backend.prompt_logprobs.tolist()
             for r, spec in enumerate(specs):
                 n = len(spec.prompt) - 1
                 prompt_logprobs[r] = table[r][len(table[r]) - n :] if n else []
+        if prompt_hidden is not None and backend.prompt_hidden is not None:
+            for r, spec in enumerate(specs):  # left padding: a row's own states are its last
+                if len(spec.prompt) > 1:
+                    start = width - len(spec.prompt)
+                    prompt_hidden[r] = backend.prompt_hidden[r, start:].clone()
+            backend.prompt_hidden = None
         prompt_of = torch.tensor([r for r, _ in state.rows], device=dev)
         backend.expand(_padded(prompt_of, fill))
         logits, next_pos = logits[prompt_of], mask.sum(-1)[prompt_of]

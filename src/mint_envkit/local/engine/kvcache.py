@@ -45,8 +45,13 @@ _HEAD_CHUNK_TOKENS = 256
 """Prompt positions per fp32 head pass (bounds the (tokens, vocab) logits in memory)."""
 
 
-def _next_token_logprobs(head: Any, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """log_softmax(head(hidden)) at ``targets``, (rows, width) fp32, a few positions at a time."""
+def next_token_logprobs(head: Any, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """log_softmax(head(hidden)) at ``targets``, (rows, width) fp32, a few positions at a time.
+
+    Example::
+
+        next_token_logprobs(model.lm_head, hidden[:, :-1], ids[:, 1:]).shape  # (rows, width - 1)
+    """
     rows, width = targets.shape
     out = torch.zeros((rows, width), dtype=torch.float32, device=hidden.device)
     flat_h, flat_t = hidden.reshape(rows * width, -1), targets.reshape(-1)
@@ -76,6 +81,7 @@ class StaticBackend:
         self.filled = torch.zeros(0)
         self.columns = torch.zeros(0)
         self.prompt_logprobs: torch.Tensor | None = None
+        self.prompt_hidden: torch.Tensor | None = None
         self._step = self._decode
         if compile_step:
             self._step = torch.compile(self._decode, mode="reduce-overhead", dynamic=False)
@@ -139,6 +145,7 @@ class StaticBackend:
         cols: torch.Tensor,
         mask: Any,
         every: bool = False,
+        keep_hidden: bool = False,
     ):
         body = self.body
         h = body.embed_tokens(ids)
@@ -148,8 +155,10 @@ class StaticBackend:
             h = h + layer.mlp(layer.post_attention_layernorm(h))
         if every:  # the logprob of every next prompt token too (fp32 head, in chunks)
             normed = body.norm(h)
-            self.prompt_logprobs = _next_token_logprobs(self.head, normed[:, :-1], ids[:, 1:])
+            self.prompt_logprobs = next_token_logprobs(self.head, normed[:, :-1], ids[:, 1:])
             return head_logits(self.head, normed[:, -1])
+        if keep_hidden:  # the prompt positions' states, for a later compute_logprobs
+            self.prompt_hidden = body.norm(h[:, :-1])
         return head_logits(self.head, body.norm(h[:, -1]))
 
     def prefill(
@@ -159,12 +168,15 @@ class StaticBackend:
         positions: torch.Tensor,
         length: int,
         prompt_logprobs: bool = False,
+        prompt_hidden: bool = False,
     ) -> torch.Tensor:
         """Allocate the cache (``length`` columns), run the left-padded prompts; last logits.
 
         With ``prompt_logprobs`` it also leaves in ``self.prompt_logprobs`` the (rows,
         width - 1) fp32 logprob of each prompt token after the first (left padding:
-        a row's own tokens are its last ones), from the same pass.
+        a row's own tokens are its last ones), from the same pass. With ``prompt_hidden``
+        (and not ``prompt_logprobs``) it leaves in ``self.prompt_hidden`` the (rows,
+        width - 1, hidden) final normed states those logprobs would come from.
 
         Example::
 
@@ -187,7 +199,10 @@ class StaticBackend:
         allowed = (causal[None] & self.filled[:, None, :width]) | torch.eye(
             width, dtype=torch.bool, device=ids.device
         )
-        return self._forward(ids, positions, cols, allowed[:, None], every=prompt_logprobs)
+        self.prompt_hidden = None
+        return self._forward(
+            ids, positions, cols, allowed[:, None], every=prompt_logprobs, keep_hidden=prompt_hidden
+        )
 
     def expand(self, index: torch.Tensor) -> None:
         """Keep rows ``index`` of the cache, in that order (repeats allowed).
@@ -249,6 +264,7 @@ class CacheBackend:
         self.mask = torch.zeros(0)
         self.padded = False
         self.prompt_logprobs: torch.Tensor | None = None
+        self.prompt_hidden: torch.Tensor | None = None
 
     def _run(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         kwargs = {
@@ -276,10 +292,12 @@ class CacheBackend:
         positions: torch.Tensor,
         length: int,
         prompt_logprobs: bool = False,
+        prompt_hidden: bool = False,
     ) -> torch.Tensor:
         """Run the left-padded prompts; their last logits (``length`` is not needed here).
 
-        ``prompt_logprobs`` is ignored: this backend leaves ``self.prompt_logprobs`` None.
+        ``prompt_logprobs`` and ``prompt_hidden`` are ignored: this backend leaves
+        ``self.prompt_logprobs`` and ``self.prompt_hidden`` None.
 
         Example::
 

@@ -116,7 +116,9 @@ class FollowupCache:
     The RL loop recomputes each reply's logprobs (``compute_logprobs``, which the SDK
     asks as a one-token sample of prompt + reply) right after sampling it: the
     one-token draw then comes from ``next_logits`` and the reply's logprobs from
-    ``reply_logprobs``, with no model pass over the sequence.
+    ``reply_logprobs``, with no model pass over the sequence. A sequence sampled
+    several times (a group's samples often give the same reply) is kept once and
+    counted: each of its ``compute_logprobs`` calls takes one count.
 
     Example::
 
@@ -127,9 +129,9 @@ class FollowupCache:
 
     def __init__(self, max_floats: int = MAX_FOLLOWUP_FLOATS) -> None:
         self.max_floats = max_floats
-        self._entries: collections.OrderedDict[tuple[str, tuple[int, ...]], Followup] = (
-            collections.OrderedDict()
-        )
+        self._entries: collections.OrderedDict[
+            tuple[str, tuple[int, ...]], tuple[Followup, int]
+        ] = collections.OrderedDict()
         self._floats = 0
 
     def __len__(self) -> int:
@@ -138,6 +140,9 @@ class FollowupCache:
     def put(self, snap_key: str, tokens: Sequence[int], followup: Followup) -> None:
         """Keep ``followup`` of the sequence ``tokens`` (prompt + reply) on ``snap_key``.
 
+        Putting a sequence that is already kept adds one to its count (the kept values
+        stay: they are those of the same tokens on the same weights).
+
         Example::
 
             cache.put(snap.key, prompt + seq.tokens, Followup(len(prompt), lps, logits))
@@ -145,11 +150,15 @@ class FollowupCache:
         size = int(followup.next_logits.numel())
         if size > self.max_floats:
             return
-        self.take(snap_key, tokens)
-        self._entries[(snap_key, tuple(tokens))] = followup
+        key = (snap_key, tuple(tokens))
+        kept = self._entries.pop(key, None)
+        if kept is not None:
+            self._entries[key] = (kept[0], kept[1] + 1)
+            return
+        self._entries[key] = (followup, 1)
         self._floats += size
         while self._floats > self.max_floats:
-            _, dropped = self._entries.popitem(last=False)
+            _, (dropped, _) = self._entries.popitem(last=False)
             self._floats -= int(dropped.next_logits.numel())
 
     def get(self, snap_key: str, tokens: Sequence[int]) -> Followup | None:
@@ -159,16 +168,83 @@ class FollowupCache:
 
             cache.get(snap.key, tokens)
         """
-        return self._entries.get((snap_key, tuple(tokens)))
+        found = self._entries.get((snap_key, tuple(tokens)))
+        return None if found is None else found[0]
 
     def take(self, snap_key: str, tokens: Sequence[int]) -> Followup | None:
-        """The follow-up of ``tokens`` on ``snap_key`` (removed), or None.
+        """The follow-up of ``tokens`` on ``snap_key`` (one count removed), or None.
 
         Example::
 
             cache.take(snap.key, tokens)
         """
+        key = (snap_key, tuple(tokens))
+        found = self._entries.pop(key, None)
+        if found is None:
+            return None
+        followup, count = found
+        if count > 1:
+            self._entries[key] = (followup, count - 1)
+        else:
+            self._floats -= int(followup.next_logits.numel())
+        return followup
+
+
+MAX_HIDDEN_FLOATS = 1 << 22
+"""Floats of prompt hidden states kept at most (16 MB), oldest prompts dropped first."""
+
+
+class PromptHiddenCache:
+    """Per ``(snapshot key, prompt)`` the final normed hidden state of each prompt position
+    but the last, from a sampling prefill (LRU, bounded in floats).
+
+    The recompute's ``compute_logprobs`` of a sampled sequence needs its prompt's
+    logprobs too; the prefill already ran the prompt, so only the fp32 head runs on
+    these states (no pass of the body). Taken once: the logprobs are then kept in the
+    :class:`PromptLogprobCache` for the group's other samples.
+
+    Example::
+
+        cache = PromptHiddenCache()
+        cache.put("k", [1, 2, 3], torch.zeros(2, 64))
+        cache.take("k", [1, 2, 3]).shape  # (2, 64)
+    """
+
+    def __init__(self, max_floats: int = MAX_HIDDEN_FLOATS) -> None:
+        self.max_floats = max_floats
+        self._entries: collections.OrderedDict[tuple[str, tuple[int, ...]], torch.Tensor] = (
+            collections.OrderedDict()
+        )
+        self._floats = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, snap_key: str, tokens: Sequence[int], hidden: torch.Tensor) -> None:
+        """Keep ``hidden`` (``len(tokens) - 1`` rows) of prompt ``tokens`` on ``snap_key``.
+
+        Example::
+
+            cache.put(snap.key, prompt, hidden)
+        """
+        size = int(hidden.numel())
+        if hidden.shape[0] != len(tokens) - 1 or size > self.max_floats:
+            return
+        self.take(snap_key, tokens)
+        self._entries[(snap_key, tuple(tokens))] = hidden
+        self._floats += size
+        while self._floats > self.max_floats:
+            _, dropped = self._entries.popitem(last=False)
+            self._floats -= int(dropped.numel())
+
+    def take(self, snap_key: str, tokens: Sequence[int]) -> torch.Tensor | None:
+        """The hidden states of prompt ``tokens`` on ``snap_key`` (removed), or None.
+
+        Example::
+
+            cache.take(snap.key, prompt)
+        """
         found = self._entries.pop((snap_key, tuple(tokens)), None)
         if found is not None:
-            self._floats -= int(found.next_logits.numel())
+            self._floats -= int(found.numel())
         return found

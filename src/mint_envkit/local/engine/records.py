@@ -24,7 +24,7 @@ import torch
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.local.models.common import LoadedModel
 
-from .lpcache import FollowupCache, PromptLogprobCache
+from .lpcache import FollowupCache, PromptHiddenCache, PromptLogprobCache
 
 SUPPORTED_LOSSES = ("cross_entropy", "importance_sampling", "ppo")
 """The ``loss_fn`` values :meth:`Engine.forward` accepts."""
@@ -181,6 +181,8 @@ class BaseModelState:
     prompt_logprobs: PromptLogprobCache = attrs.field(factory=PromptLogprobCache)
     # Per sampled sequence its T=1 logprobs and next logits (engine/lpcache.py).
     followups: FollowupCache = attrs.field(factory=FollowupCache)
+    # Per sampled prompt its prefill's hidden states, for that compute_logprobs's prompt part.
+    prompt_hidden: PromptHiddenCache = attrs.field(factory=PromptHiddenCache)
 
 
 @attrs.define(eq=False)

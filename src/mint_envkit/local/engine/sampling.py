@@ -33,7 +33,9 @@ from .budget import RELEASE_AFTER_TOKENS, Control, release_memory
 from .decode import decode, draw, policy_for
 from .hf_compat import cache_of, with_cache
 from .inputs import int_list, is_int, token_ids
+from .kvcache import next_token_logprobs
 from .lpcache import Followup
+from .numerics import causal_lm
 from .records import (
     BaseModelState,
     EngineError,
@@ -276,7 +278,8 @@ def _decode_and_keep(
     follow: dict[tuple[int, int], tuple[list[float], torch.Tensor]] | None = (
         {} if longer and fits else None
     )
-    done = decode(model, sub, policy, tokenizer, control.check, scored, follow)
+    hidden: dict[int, torch.Tensor] | None = {} if follow is not None else None
+    done = decode(model, sub, policy, tokenizer, control.check, scored, follow, hidden)
     for i, lps in (scored or {}).items():
         if sub[i].max_tokens == 1:
             base.prompt_logprobs.put(snap.key, sub[i].prompt, lps)
@@ -284,6 +287,8 @@ def _decode_and_keep(
         seq = done[i][k]
         followup = Followup(len(sub[i].prompt), plain, logits)
         base.followups.put(snap.key, [*sub[i].prompt, *seq.tokens], followup)
+    for i, states in (hidden or {}).items():
+        base.prompt_hidden.put(snap.key, sub[i].prompt, states)
     return done
 
 
@@ -361,6 +366,18 @@ def sample_many(
     return results  # type: ignore[return-value]
 
 
+def _prompt_logprobs(base: BaseModelState, snap: Snapshot, prompt: list[int]) -> list[float]:
+    """The logprobs of ``prompt[1:]``: from its sampling prefill's kept hidden states when
+    there are some (only the fp32 head runs), else from a pass over the prompt."""
+    hidden = base.prompt_hidden.take(snap.key, prompt)
+    with torch.no_grad(), use_sampler(base, snap) as model:
+        if hidden is None:
+            return logprobs_batch(model, [prompt[:-1]], [prompt[1:]])[0].cpu().tolist()
+        head = causal_lm(model).get_output_embeddings()
+        targets = torch.tensor([prompt[1:]], device=hidden.device)
+        return next_token_logprobs(head, hidden[None], targets)[0].cpu().tolist()
+
+
 def compute_logprobs(
     base: BaseModelState, snap: Snapshot, prompt: Any, control: Control
 ) -> list[float | None]:
@@ -389,8 +406,7 @@ def compute_logprobs(
         prompt = tokens[: followup.reply_start]
         scored = base.prompt_logprobs.get(snap.key, prompt)
         if scored is None:  # once per prompt: the group's other samples share it
-            with torch.no_grad(), use_sampler(base, snap) as model:
-                scored = logprobs_batch(model, [prompt[:-1]], [prompt[1:]])[0].cpu().tolist()
+            scored = _prompt_logprobs(base, snap, prompt)
             base.prompt_logprobs.put(snap.key, prompt, scored)
         return [None, *scored, *followup.reply_logprobs]
     with torch.no_grad(), use_sampler(base, snap) as model:
