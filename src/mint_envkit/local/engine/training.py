@@ -29,6 +29,7 @@ from .adapters import activate
 from .budget import RELEASE_AFTER_TOKENS, Control, release_memory
 from .inputs import float_list, int_list
 from .numerics import target_logprobs
+from .prefix import SHARED_PREFIX_MIN_TOKENS, Unit, plan, shared_logprobs, supports
 from .records import BaseModelState, EngineError, ForwardOutput, Trainer, context_length
 
 LOGIT_BUDGET = 1 << 23
@@ -234,7 +235,7 @@ def forward(
     if backward:  # to undo this call's part of the gradient if it is cancelled or fails
         grads = {k: p.grad.clone() for k, p in trainer.params.items() if p.grad is not None}
     try:
-        chunks = micro_batches(items, per_batch)
+        chunks = _passes(model, items, per_batch)
         for index, chunk in enumerate(chunks):
             control.check()
             total += _run_chunk(model, chunk, loss_fn, clip, dev, backward, results)
@@ -252,9 +253,26 @@ def forward(
     return ForwardOutput(logprobs=results, metrics={"loss:sum": total})
 
 
+def _passes(model: Any, items: list[dict[str, list]], per_batch: int) -> list[Any]:
+    """The micro-batches of one call, in datum order: a run of datums sharing a prompt is one
+    :class:`.prefix.Unit` (its prefix runs once), the other datums padded batches as before."""
+    if not supports(model):
+        return micro_batches(items, per_batch)
+    out: list[Any] = []
+    plain: list[dict[str, list]] = []
+    for unit in plan(items, per_batch, SHARED_PREFIX_MIN_TOKENS):
+        if unit.shared:
+            out.extend(micro_batches(plain, per_batch))
+            out.append(unit)
+            plain = []
+        else:
+            plain.extend(unit.items)
+    return out + micro_batches(plain, per_batch)
+
+
 def _run_chunk(
     model: Any,
-    chunk: list[dict[str, list]],
+    chunk: list[dict[str, list]] | Unit,
     loss_fn: str,
     clip: tuple[float, float],
     dev: Any,
@@ -263,9 +281,13 @@ def _run_chunk(
 ) -> float:
     """One micro-batch: its loss (and gradient); append its logprobs to ``results``."""
     with contextlib.nullcontext() if backward else torch.no_grad():
-        logp = logprobs_batch(
-            model, [c["tokens"] for c in chunk], [c["target_tokens"] for c in chunk]
-        )
+        if isinstance(chunk, Unit):
+            logp = shared_logprobs(model, chunk)
+            chunk = chunk.items
+        else:
+            logp = logprobs_batch(
+                model, [c["tokens"] for c in chunk], [c["target_tokens"] for c in chunk]
+            )
         loss = _loss(chunk, logp, loss_fn, clip, dev)
         if backward:
             loss.backward()

@@ -1,0 +1,84 @@
+"""forward on datums that share a prompt: the prefix runs once, the result is the unshared one."""
+
+from __future__ import annotations
+
+import pytest
+from engine_kit import rel_diff, trained_lora
+
+from mint_envkit.local.engine import prefix, training
+from mint_envkit.local.engine.core import Engine
+
+PROMPT = [2044] + [(53 * i) % 1900 + 5 for i in range(29)]  # 30 tokens, the group's prompt
+
+
+def _group(engine: Engine, sampler: str, loss_fn: str) -> list[dict]:
+    """Four datums of one prompt and sampled replies of different lengths, then one alone."""
+    seqs = engine.sample(sampler, PROMPT, num_samples=4, max_tokens=7, seed=4)
+    seqs = [s.tokens[: 3 + j] for j, s in enumerate(seqs)]
+    data = []
+    k = len(PROMPT) - 1
+    for j, reply in enumerate([*seqs, [7, 8, 9]]):
+        prompt = PROMPT if j < 4 else [2044, 11, 12, 13]
+        tokens = prompt + reply
+        n = len(tokens) - 1
+        inputs = {"target_tokens": tokens[1:]}
+        if loss_fn == "cross_entropy":
+            inputs["weights"] = [0.0] * (len(prompt) - 1) + [1.0] * len(reply)
+        else:
+            inputs["logprobs"] = [-1.0] * n
+            inputs["advantages"] = [0.0] * k + [float(j % 2) - 0.5] * (n - k)
+            if j == 4:
+                inputs["advantages"] = [0.0] * 3 + [1.0] * (n - 3)
+        data.append({"model_input": tokens[:-1], "loss_fn_inputs": inputs})
+    return data
+
+
+def _forward_backward(engine: Engine, model_id: str, data: list[dict], loss_fn: str):
+    out = engine.forward(model_id, data, loss_fn, None, backward=True)
+    params = engine.registry.trainers[model_id].params
+    grads = {k: p.grad.detach().clone() for k, p in params.items() if p.grad is not None}
+    for p in params.values():
+        p.grad = None
+    return out, grads
+
+
+@pytest.mark.parametrize("loss_fn", ["cross_entropy", "importance_sampling", "ppo"])
+def test_a_shared_prompt_gives_the_loss_logprobs_and_gradients_of_the_unshared_pass(
+    engine, monkeypatch, loss_fn
+):
+    model_id = trained_lora(engine, seed=31, steps=1)
+    sampler, _ = engine.save_for_sampler(model_id, None)
+    data = _group(engine, sampler, loss_fn)
+    items = [{"tokens": d["model_input"]} for d in data]
+    units = prefix.plan(items, per_batch=4096, min_shared=prefix.SHARED_PREFIX_MIN_TOKENS)
+    assert [(len(u.items), u.shared) for u in units] == [(4, len(PROMPT)), (1, 0)]
+    runs = []
+    real = training.shared_logprobs
+    with monkeypatch.context() as patch:
+        patch.setattr(training, "shared_logprobs", lambda *a: runs.append(a) or real(*a))
+        shared, shared_grads = _forward_backward(engine, model_id, data, loss_fn)
+    assert len(runs) == 1  # the four datums of the prompt ran as one shared unit
+    with monkeypatch.context() as patch:
+        patch.setattr(training, "SHARED_PREFIX_MIN_TOKENS", 10**9)  # sharing off
+        patch.setattr(training, "shared_logprobs", None)
+        apart, apart_grads = _forward_backward(engine, model_id, data, loss_fn)
+    # fp32: the same sums over other matmul shapes (the prefix once, then the rest through
+    # the KV cache), so the rounding differs at ~1e-7 relative; bounded relative to the
+    # values as the micro-batch test is (docs/architecture.md, "Numerics in the tests").
+    assert shared.metrics["loss:sum"] == pytest.approx(apart.metrics["loss:sum"], rel=1e-5)
+    assert len(shared.logprobs) == len(apart.logprobs) == len(data)
+    for a, b, d in zip(shared.logprobs, apart.logprobs, data, strict=True):
+        assert len(a) == len(d["model_input"])
+        assert a == pytest.approx(b, rel=1e-5, abs=1e-5)
+    assert set(shared_grads) == set(apart_grads) and shared_grads
+    assert rel_diff(shared_grads, apart_grads) < 1e-5
+
+
+def test_a_shared_unit_stays_within_the_budget_and_leaves_every_datum_a_rest():
+    items = [{"tokens": [1] * 20 + [2 + i] * (3 + i)} for i in range(4)]
+    items.append({"tokens": [1] * 20})  # all prefix: the shared part stops one token short
+    units = prefix.plan(items, per_batch=4096, min_shared=16)
+    assert [(len(u.items), u.shared) for u in units] == [(5, 19)]
+    small = prefix.plan(items, per_batch=40, min_shared=16)  # a 4th datum: 20 + 4 * 6 > 40
+    assert [(len(u.items), u.shared) for u in small] == [(3, 20), (2, 19)]
+    assert prefix.plan(items, per_batch=4096, min_shared=21) == [prefix.Unit([i]) for i in items]
