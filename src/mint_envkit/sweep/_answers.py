@@ -123,13 +123,7 @@ class HeldOutAnswers:
 
     Example::
 
-        answers = held_out_answers([
-            {"step": 0, "test/env/all/correct": 0.475},
-            {"step": 9, "test_final/env/all/correct": 0.575,
-             "test_final/env/all/answers/top_share": 1.0,
-             "test_final/env/all/answers/distinct": 1,
-             "test_final/env/all/answers/collapse": 1.0},
-        ])
+        answers = held_out_answers(history)  # the module example's run
         assert (answers.collapse, answers.top_share, answers.distinct) == (True, 1.0, 1)
     """
 
@@ -198,15 +192,7 @@ class HeldOutAnswers:
 
         Example::
 
-            history = [
-                {"step": 0, "test/env/all/correct": 0.475},
-                {"step": 9, "test_final/env/all/correct": 0.575,
-                 "test_final/env/all/answers/baseline_correct": 0.575,
-                 "test_final/env/all/answers/top_share": 1.0,
-                 "test_final/env/all/answers/distinct": 1,
-                 "test_final/env/all/answers/collapse": 1.0},
-            ]
-            print(held_out_answers(history).collapse_note())
+            print(held_out_answers(history).collapse_note())  # the module example's run
             # the final evaluation: 100% of its replies give one answer, 1 distinct; held-out
             # correct 0.475 -> 0.575 does not beat the constant-answer baseline 0.575 (always
             # giving the most common answer), so the rise is no evidence of learning
@@ -259,13 +245,8 @@ def held_out_answers(
 
     Example::
 
-        history = [
-            {"step": 0, "test/env/all/correct": 0.475},
-            {"step": 9, "test_final/env/all/correct": 0.575,
-             "test_final/env/all/answers/baseline_correct": 0.575,
-             "test_final/env/all/answers/collapse": 1.0},
-        ]
-        assert held_out_answers(history).flag == "COLLAPSE"
+        assert held_out_answers(history).flag == "COLLAPSE"  # the module example's run
+        assert held_out_answers(history[:1]).split is None  # no evaluation after the updates
     """
     lines = [line for line in history if isinstance(line, Mapping)]
     before = _rate(lines[0].get("test/env/all/correct")) if lines else None

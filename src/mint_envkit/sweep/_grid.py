@@ -54,12 +54,6 @@ class GridPoint:
 
     Example::
 
-        from mint_envkit import DatasetBuilder, SingleTurnEnv
-        from mint_envkit.rl import Config
-
-        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-        config = Config(dataset_builder=builder, log_path="unused")
 
         point = expand_grid(config, {"temperature": [0.7]})[0]
         assert (point.name, point.params) == ("t0p7", {"temperature": 0.7})
@@ -143,12 +137,6 @@ def normalize_grid(base: Config, grid: Mapping[str, Sequence[Any]]) -> dict[str,
 
     Example::
 
-        from mint_envkit import DatasetBuilder, SingleTurnEnv
-        from mint_envkit.rl import Config
-
-        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-        config = Config(dataset_builder=builder, log_path="unused")
 
         grid = normalize_grid(config, {"group_size": (2, 4), "temperature": [1.0]})
         assert grid == {"temperature": [1.0], "group_size": [2, 4]}
@@ -215,12 +203,6 @@ def apply_fields(config: Config, fields: Mapping[str, Any], *, label: str = "") 
 
     Example::
 
-        from mint_envkit import DatasetBuilder, SingleTurnEnv
-        from mint_envkit.rl import Config
-
-        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-        config = Config(dataset_builder=builder, log_path="unused")
 
         config = apply_fields(config, {"max_steps": 3, "batch_size": 8})
         assert config.max_steps == 3 and config.dataset_builder.batch_size == 8
@@ -262,12 +244,6 @@ def expand_grid(base: Config, grid: Mapping[str, Sequence[Any]]) -> tuple[GridPo
 
     Example::
 
-        from mint_envkit import DatasetBuilder, SingleTurnEnv
-        from mint_envkit.rl import Config
-
-        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-        config = Config(dataset_builder=builder, log_path="unused")
 
         points = expand_grid(config, {"kl_penalty_coef": [0.0, 0.02], "group_size": [2, 4]})
         assert [p.name for p in points] == ["kl0p0-g2", "kl0p0-g4", "kl0p02-g2", "kl0p02-g4"]

@@ -43,15 +43,6 @@ def plot_interpolation(result: InterpolationSweep, path: Path) -> Path | None:
 
     Example::
 
-        from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
-
-        def point(name, a, reward):  # what interpolation_sweep records for each grid point
-            return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
-                                      status="ok", figures={"mean_reward": reward, "correct": reward,
-                                                            "pass@1": reward, "pass@4": 2 * reward})
-
-        result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
-                                    points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
         path = plot_interpolation(result, Path(result.root) / "interpolation.png")
         assert path is None or path.is_file()  # None without matplotlib
     """

@@ -4,7 +4,16 @@ Example::
 
     import json
 
-    from mint_envkit.sweep._interpolation_results import InterpolationPoint
+    from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
+
+    def point(name, a, reward):  # what interpolation_sweep records for each grid point
+        return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
+                                  status="ok", figures={"mean_reward": reward, "correct": reward,
+                                                        "pass@1": reward, "pass@4": 2 * reward})
+
+    result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
+                                points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
+    assert [p.coefficients for p in result.points] == [(1.0, 0.0), (0.5, 0.5)]
 
     line = '{"name": "c0p5-0p5", "coefficients": [0.5, 0.5], "path": "ckpt/c0p5-0p5", ' \\
            '"status": "ok", "figures": {"mean_reward": 0.4}}'  # a line of results.jsonl
@@ -35,15 +44,6 @@ INTERPOLATION_CSV = "interpolation.csv"
 
 Example::
 
-    from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
-
-    def point(name, a, reward):  # what interpolation_sweep records for each grid point
-        return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
-                                  status="ok", figures={"mean_reward": reward, "correct": reward,
-                                                        "pass@1": reward, "pass@4": 2 * reward})
-
-    result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
-                                points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
     assert result.write_csv() == Path(result.root) / INTERPOLATION_CSV
 """
 INTERPOLATION_PNG = "interpolation.png"
@@ -51,15 +51,6 @@ INTERPOLATION_PNG = "interpolation.png"
 
 Example::
 
-    from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
-
-    def point(name, a, reward):  # what interpolation_sweep records for each grid point
-        return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
-                                  status="ok", figures={"mean_reward": reward, "correct": reward,
-                                                        "pass@1": reward, "pass@4": 2 * reward})
-
-    result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
-                                points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
     from mint_envkit.sweep._interpolation_plot import plot_interpolation
 
     plot_interpolation(result, Path(result.root) / INTERPOLATION_PNG)
@@ -147,16 +138,7 @@ class InterpolationSweep:
 
     Example::
 
-        # result = await interpolation_sweep(...) returns one; built by hand here:
-        from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
-
-        def point(name, a, reward):  # what interpolation_sweep records for each grid point
-            return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
-                                      status="ok", figures={"mean_reward": reward, "correct": reward,
-                                                            "pass@1": reward, "pass@4": 2 * reward})
-
-        result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
-                                    points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
+        # result = await interpolation_sweep(...) returns one; the module's example builds one
         print(result.table())
         assert result.best("correct").coefficients == (0.5, 0.5)
     """
@@ -170,15 +152,6 @@ class InterpolationSweep:
 
         Example::
 
-            from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
-
-            def point(name, a, reward):  # what interpolation_sweep records for each grid point
-                return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
-                                          status="ok", figures={"mean_reward": reward, "correct": reward,
-                                                                "pass@1": reward, "pass@4": 2 * reward})
-
-            result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
-                                        points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
             assert result.columns() == ["mean_reward", "correct", "answers/baseline_correct",
                                         "parse_failure_rate", "pass@1", "pass@4"]
         """
@@ -193,15 +166,6 @@ class InterpolationSweep:
 
         Example::
 
-            from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
-
-            def point(name, a, reward):  # what interpolation_sweep records for each grid point
-                return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
-                                          status="ok", figures={"mean_reward": reward, "correct": reward,
-                                                                "pass@1": reward, "pass@4": 2 * reward})
-
-            result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
-                                        points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
             print(result.table())
             # point     coefficients  mean_reward  correct  ...  pass@1  pass@4  status
             # c1p0-0p0  1, 0          0.200        0.200    ...  0.200   0.400   ok
@@ -224,15 +188,6 @@ class InterpolationSweep:
 
         Example::
 
-            from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
-
-            def point(name, a, reward):  # what interpolation_sweep records for each grid point
-                return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
-                                          status="ok", figures={"mean_reward": reward, "correct": reward,
-                                                                "pass@1": reward, "pass@4": 2 * reward})
-
-            result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
-                                        points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
             assert result.best("correct").path == "ckpt/c0p5-0p5"
             assert result.best("no such figure") is None
         """
@@ -243,17 +198,6 @@ class InterpolationSweep:
         """Write ``ROOT/interpolation.csv`` (one row per point) and return its path.
 
         Example::
-
-            from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
-
-            def point(name, a, reward):  # what interpolation_sweep records for each grid point
-                return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
-                                          status="ok", figures={"mean_reward": reward, "correct": reward,
-                                                                "pass@1": reward, "pass@4": 2 * reward})
-
-            result = InterpolationSweep(root=".", checkpoints=("ckpt/a", "ckpt/b"),
-                                        points=(point("c1p0-0p0", 0.0, 0.2), point("c0p5-0p5", 0.5, 0.4)))
-            from pathlib import Path
 
             assert result.write_csv() == Path("interpolation.csv")  # under result.root
         """

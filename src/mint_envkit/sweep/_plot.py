@@ -6,30 +6,17 @@ config's bars and curve, and collapsed configs hatched and labelled in red.
 
 Example::
 
-    import json
-    from pathlib import Path
+    from mint_envkit.sweep import SummaryRow, SweepSummary
+    from mint_envkit.sweep._rows import RunMetrics
 
-    from mint_envkit import DatasetBuilder, SingleTurnEnv
-    from mint_envkit.rl import Config
-    from mint_envkit.sweep import Sweep
-
-    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                              "test/env/all/reward/total": -0.25}), file=fh)
-            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-    config = Config(dataset_builder=builder, log_path="unused")
-
-    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                runner=runner, quiet=True).run()
-
-    from mint_envkit.sweep import load_summary
-
-    assert plot_rewards(load_summary("runs/sweep"), Path("rewards.png")) == Path("rewards.png")
+    # a sweep's summary (load_summary(root)), of one config built from its fields:
+    step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
+    row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
+                     settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
+                     metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
+                     log_path="runs/sweep/t0p7")
+    summary = SweepSummary(root=".", rows=(row,))
+    assert plot_rewards(summary, Path("rewards.png")) == Path("rewards.png")
 """
 
 from __future__ import annotations
@@ -60,15 +47,7 @@ def plot_rewards(summary: SweepSummary, path: Path) -> Path | None:
 
     Example::
 
-        from mint_envkit.sweep import SummaryRow, SweepSummary
-        from mint_envkit.sweep._rows import RunMetrics
-
-        step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
-        row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
-                         settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
-                         metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
-                         log_path="runs/sweep/t0p7")
-        summary = SweepSummary(root=".", rows=(row,))
+        # summary: the module example's; None without matplotlib
         assert plot_rewards(summary, Path("summary.png")) == Path("summary.png")
     """
     try:

@@ -7,15 +7,24 @@ Example::
     import json
     import os
 
-    os.makedirs("runs/sweep/t0p7")
-    with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
-        print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                          "test/env/all/reward/total": -0.25}), file=fh)
-        print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                          "test_final/env/all/reward/total": 0.1}), file=fh)
+    def write_run(path):  # what a run writes: metrics.jsonl, one line per step
+        os.makedirs(path)
+        with open(os.path.join(path, "metrics.jsonl"), "w") as fh:
+            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
+                              "test/env/all/reward/total": -0.25}), file=fh)
+            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
+                              "test_final/env/all/reward/total": 0.1}), file=fh)
 
+    write_run("runs/sweep/t0p7")
     m = read_run_metrics("runs/sweep/t0p7")
     assert (m.steps, m.final["env/all/reward/total"]) == (2, -0.1)
+
+    # one config's row of a sweep's summary (load_summary(root).rows), from its fields:
+    step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
+    row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
+                     settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
+                     metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
+                     log_path="runs/sweep/t0p7")
 """
 
 from __future__ import annotations
@@ -37,16 +46,7 @@ REWARD_KEY = "env/all/reward/total"
 
 Example::
 
-    import json
-    import os
-
-    os.makedirs("runs/sweep/t0p7")
-    with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
-        print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                          "test/env/all/reward/total": -0.25}), file=fh)
-        print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                          "test_final/env/all/reward/total": 0.1}), file=fh)
-
+    write_run("runs/sweep/t0p7")  # the module example's run
     assert read_run_metrics("runs/sweep/t0p7").final[REWARD_KEY] == -0.1
 """
 CORRECT_KEY = "env/all/correct"
@@ -54,16 +54,7 @@ CORRECT_KEY = "env/all/correct"
 
 Example::
 
-    import json
-    import os
-
-    os.makedirs("runs/sweep/t0p7")
-    with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
-        print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                          "test/env/all/reward/total": -0.25}), file=fh)
-        print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                          "test_final/env/all/reward/total": 0.1}), file=fh)
-
+    write_run("runs/sweep/t0p7")  # the module example's run
     assert read_run_metrics("runs/sweep/t0p7").final.get(CORRECT_KEY) == 0.0  # None if not logged
 """
 
@@ -72,16 +63,7 @@ EVAL_KEY = "test/env/all/reward/total"
 
 Example::
 
-    import json
-    import os
-
-    os.makedirs("runs/sweep/t0p7")
-    with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
-        print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                          "test/env/all/reward/total": -0.25}), file=fh)
-        print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                          "test_final/env/all/reward/total": 0.1}), file=fh)
-
+    write_run("runs/sweep/t0p7")  # the module example's run
     assert read_run_metrics("runs/sweep/t0p7").history[0].get(EVAL_KEY) == -0.25
 """
 FINAL_EVAL_KEY = "test_final/env/all/reward/total"
@@ -89,16 +71,7 @@ FINAL_EVAL_KEY = "test_final/env/all/reward/total"
 
 Example::
 
-    import json
-    import os
-
-    os.makedirs("runs/sweep/t0p7")
-    with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
-        print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                          "test/env/all/reward/total": -0.25}), file=fh)
-        print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                          "test_final/env/all/reward/total": 0.1}), file=fh)
-
+    write_run("runs/sweep/t0p7")  # the module example's run
     assert read_run_metrics("runs/sweep/t0p7").final.get(FINAL_EVAL_KEY) == 0.1
 """
 
@@ -118,16 +91,7 @@ class RunMetrics:
 
     Example::
 
-        import json
-        import os
-
-        os.makedirs("runs/sweep/t0p7")
-        with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
-            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                              "test/env/all/reward/total": -0.25}), file=fh)
-            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                              "test_final/env/all/reward/total": 0.1}), file=fh)
-
+        write_run("runs/sweep/t0p7")  # the module example's run
         m = read_run_metrics("runs/sweep/t0p7")
         assert (m.exists, m.steps, m.final.get("env/all/reward/total")) == (True, 2, -0.1)
         assert not read_run_metrics("runs/sweep/never-ran").exists
@@ -145,16 +109,7 @@ def read_run_metrics(log_path: str | os.PathLike[str]) -> RunMetrics:
 
     Example::
 
-        import json
-        import os
-
-        os.makedirs("runs/sweep/t0p7")
-        with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
-            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                              "test/env/all/reward/total": -0.25}), file=fh)
-            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                              "test_final/env/all/reward/total": 0.1}), file=fh)
-
+        write_run("runs/sweep/t0p7")  # the module example's run
         assert read_run_metrics("runs/sweep/t0p7").final["env/all/correct"] == 0.0
     """
     path = Path(log_path) / METRICS
@@ -196,30 +151,7 @@ class SummaryRow:
 
     Example::
 
-        import json
-        from pathlib import Path
-
-        from mint_envkit import DatasetBuilder, SingleTurnEnv
-        from mint_envkit.rl import Config
-        from mint_envkit.sweep import Sweep
-
-        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                                  "test/env/all/reward/total": -0.25}), file=fh)
-                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-        config = Config(dataset_builder=builder, log_path="unused")
-
-        await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                    runner=runner, quiet=True).run()
-
-        from mint_envkit.sweep import load_summary
-
-        row = load_summary("runs/sweep").rows[0]
+        # load_summary(root).rows holds one per config; the module example builds one:
         assert (row.name, row.status, row.mean_reward) == ("t0p7", "ok", -0.1)
     """
 
@@ -238,14 +170,7 @@ class SummaryRow:
 
         Example::
 
-            from mint_envkit.sweep._rows import RunMetrics
-
-            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
-            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
-                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
-                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
-                             log_path="runs/sweep/t0p7")
-            assert row.mean_reward == -0.1
+            assert row.mean_reward == -0.1  # the module example's row
         """
         return _number(self.metrics.final.get(REWARD_KEY))
 
@@ -255,14 +180,7 @@ class SummaryRow:
 
         Example::
 
-            from mint_envkit.sweep._rows import RunMetrics
-
-            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
-            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
-                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
-                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
-                             log_path="runs/sweep/t0p7")
-            assert row.correct == 0.0
+            assert row.correct == 0.0  # the module example's row
         """
         return _number(self.metrics.final.get(CORRECT_KEY))
 
@@ -271,8 +189,6 @@ class SummaryRow:
         """The held-out reward before the first update (step 0's test eval), or None.
 
         Example::
-
-            from mint_envkit.sweep._rows import RunMetrics
 
             first = {"step": 0, "test/env/all/reward/total": -0.25}
             last = {"step": 1, "test_final/env/all/reward/total": 0.1}
@@ -299,8 +215,6 @@ class SummaryRow:
 
         Example::
 
-            from mint_envkit.sweep._rows import RunMetrics
-
             final = {"step": 9, "test_final/env/all/correct": 0.575,
                      "test_final/env/all/answers/baseline_correct": 0.575,
                      "test_final/env/all/answers/collapse": 1.0}
@@ -320,14 +234,7 @@ class SummaryRow:
 
         Example::
 
-            from mint_envkit.sweep._rows import RunMetrics
-
-            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
-            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
-                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
-                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
-                             log_path="runs/sweep/t0p7")
-            assert row.datums == 8
+            assert row.datums == 8  # the module example's row
         """
         return int(sum(_number(m.get("train/datums")) or 0 for m in self.metrics.history))
 

@@ -16,13 +16,23 @@ Example::
             print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
                               "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
 
+    async def flaky(config):  # fails at temperature 1.0
+        if config.temperature == 1.0:
+            raise RuntimeError("reward function raised")
+        await runner(config)
+
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
     config = Config(dataset_builder=builder, log_path="unused")
 
-    results = await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/t",
-                          runner=runner).run()
+    sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                  runner=runner, quiet=True)
+    results = await sweep.run()
     assert [r.status for r in results] == ["ok", "ok"]
+
+    # the same grid with the failing runner (each example runs in a fresh folder):
+    failing = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/failing",
+                    runner=flaky, quiet=True)
 """
 
 from __future__ import annotations
@@ -60,9 +70,6 @@ The default is :func:`mint_envkit.rl.train.main`.
 
 Example::
 
-    import json
-    from pathlib import Path
-
     async def runner(config: Config) -> None:
         ...  # train, writing config.log_path/metrics.jsonl, e.g.:
         with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
@@ -74,26 +81,7 @@ ERROR_FILE = "sweep_error.txt"
 
 Example::
 
-    import json
-    from pathlib import Path
-
-    from mint_envkit import DatasetBuilder, SingleTurnEnv
-    from mint_envkit.rl import Config
-    from mint_envkit.sweep import Sweep
-
-    async def runner(config):  # stands in for training; fails at temperature 1.0
-        if config.temperature == 1.0:
-            raise RuntimeError("reward function raised")
-        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-            print(json.dumps({"step": 0, "env/all/reward/total": -0.1}), file=fh)
-
-    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-    config = Config(dataset_builder=builder, log_path="unused")
-
-    sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                  runner=runner, quiet=True)
-    result = (await sweep.run())[1]
+    result = (await failing.run())[1]  # the module example's failing sweep
     print((Path(result.log_path) / ERROR_FILE).read_text())  # the traceback
     assert "RuntimeError: reward function raised" in (Path(result.log_path) / ERROR_FILE).read_text()
 """
@@ -118,26 +106,7 @@ class SweepResult:
 
     Example::
 
-        import json
-        from pathlib import Path
-
-        from mint_envkit import DatasetBuilder, SingleTurnEnv
-        from mint_envkit.rl import Config
-        from mint_envkit.sweep import Sweep
-
-        async def runner(config):  # stands in for training; fails at temperature 1.0
-            if config.temperature == 1.0:
-                raise RuntimeError("reward function raised")
-            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                print(json.dumps({"step": 0, "env/all/reward/total": -0.1}), file=fh)
-
-        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-        config = Config(dataset_builder=builder, log_path="unused")
-
-        sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                      runner=runner, quiet=True)
-        results = await sweep.run()
+        results = await failing.run()  # the module example's failing sweep
         assert [r.name for r in results if not r.ok] == ["t1p0"]
         assert results[1].error == "RuntimeError: reward function raised"
     """
@@ -159,26 +128,8 @@ class SweepResult:
 
         Example::
 
-            import json
-            from pathlib import Path
-
-            from mint_envkit import DatasetBuilder, SingleTurnEnv
-            from mint_envkit.rl import Config
-            from mint_envkit.sweep import Sweep
-
-            async def runner(config):  # stands in for training; fails at temperature 1.0
-                if config.temperature == 1.0:
-                    raise RuntimeError("reward function raised")
-                with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                    print(json.dumps({"step": 0, "env/all/reward/total": -0.1}), file=fh)
-
-            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-            config = Config(dataset_builder=builder, log_path="unused")
-
-            sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                          runner=runner, quiet=True)
-            assert [r.ok for r in await sweep.run()] == [True, False]
+            results = await failing.run()  # the module example's failing sweep
+            assert [r.ok for r in results] == [True, False]
         """
         return self.status == "ok"
 
@@ -244,24 +195,6 @@ class Sweep:
 
     Example::
 
-        import json
-        from pathlib import Path
-
-        from mint_envkit import DatasetBuilder, SingleTurnEnv
-        from mint_envkit.rl import Config
-        from mint_envkit.sweep import Sweep
-
-        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                                  "test/env/all/reward/total": -0.25}), file=fh)
-                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-        config = Config(dataset_builder=builder, log_path="unused")
-
         sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/temps",
                       runner=runner)  # runner=None trains each config (rl.train.main)
         assert [p.name for p in sweep.points] == ["t0p7", "t1p0"]
@@ -311,13 +244,6 @@ class Sweep:
 
         Example::
 
-            from mint_envkit import DatasetBuilder, SingleTurnEnv
-            from mint_envkit.rl import Config
-
-            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-            config = Config(dataset_builder=builder, log_path="unused")
-
             sweep = Sweep.from_env(config, root="runs/arithmetic-sweep", environ={})
             assert len(sweep.points) == 8  # with no MINT_RL_* variable set
             sweep = Sweep.from_env(config, environ={"MINT_RL_TEMPS": "0.7", "MINT_LOG_ROOT": "runs/t"})
@@ -337,13 +263,6 @@ class Sweep:
         """The config names, in grid order.
 
         Example::
-
-            from mint_envkit import DatasetBuilder, SingleTurnEnv
-            from mint_envkit.rl import Config
-
-            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-            config = Config(dataset_builder=builder, log_path="unused")
 
             sweep = Sweep.from_env(config, root="runs/arithmetic-sweep", environ={})
             assert sweep.names[:2] == ["kl0p0-t0p7-g2", "kl0p0-t0p7-g4"]
@@ -376,26 +295,7 @@ class Sweep:
 
         Example::
 
-            import json
-            from pathlib import Path
-
-            from mint_envkit import DatasetBuilder, SingleTurnEnv
-            from mint_envkit.rl import Config
-            from mint_envkit.sweep import Sweep
-
-            async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-                with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                    print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                                      "test/env/all/reward/total": -0.25}), file=fh)
-                    print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                                      "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-            config = Config(dataset_builder=builder, log_path="unused")
-
-            sweep = Sweep(base=config, grid={"temperature": [0.7]}, root="runs/sweep", runner=runner)
-            assert sweep.summary().rows[0].status == "missing"  # not run yet
+            assert sweep.summary().rows[0].status == "missing"  # the module example's, not run yet
             await sweep.run()
             assert sweep.summary().rows[0].mean_reward == -0.1
         """
@@ -409,27 +309,7 @@ class Sweep:
 
         Example::
 
-            import json
-            from pathlib import Path
-
-            from mint_envkit import DatasetBuilder, SingleTurnEnv
-            from mint_envkit.rl import Config
-            from mint_envkit.sweep import Sweep
-
-            async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-                with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                    print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                                      "test/env/all/reward/total": -0.25}), file=fh)
-                    print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                                      "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-            config = Config(dataset_builder=builder, log_path="unused")
-
-            sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                          runner=runner, quiet=True)
-            await sweep.run()
+            await sweep.run()  # the module example's sweep
             print(sweep.table())
             # KL    Temperature  Group size  Steps  Mean reward  Correct  Eval before  Eval after  ...
             # 0.00  0.7          2           2      -0.100       0.00     -0.250       0.100       ...
@@ -545,28 +425,9 @@ class Sweep:
 
         Example::
 
-            import json
-            from pathlib import Path
-
-            from mint_envkit import DatasetBuilder, SingleTurnEnv
-            from mint_envkit.rl import Config
-            from mint_envkit.sweep import Sweep
-
-            async def runner(config):  # stands in for training; fails at temperature 1.0
-                if config.temperature == 1.0:
-                    raise RuntimeError("reward function raised")
-                with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                    print(json.dumps({"step": 0, "env/all/reward/total": -0.1}), file=fh)
-
-            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-            config = Config(dataset_builder=builder, log_path="unused")
-
-            sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                          runner=runner, quiet=True)
-            results = await sweep.run()
+            results = await failing.run()  # the module example's failing sweep
             assert (sum(r.ok for r in results), len(results)) == (1, 2)
-            results = await sweep.run()  # runs the failed config again (it fails again)
+            results = await failing.run()  # runs the failed config again (it fails again)
             assert [r.skipped for r in results] == [True, False]
         """
         root = Path(self.root)

@@ -29,8 +29,9 @@ Example::
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
     config = Config(dataset_builder=builder, log_path="unused")
 
-    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                runner=runner, quiet=True).run()
+    sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                  runner=runner, quiet=True)
+    await sweep.run()  # writes the files below (each example runs it again, in its own folder)
 
     from mint_envkit.sweep._store import latest_results
 
@@ -53,27 +54,7 @@ MANIFEST = "sweep.json"
 
 Example::
 
-    import json
-    from pathlib import Path
-
-    from mint_envkit import DatasetBuilder, SingleTurnEnv
-    from mint_envkit.rl import Config
-    from mint_envkit.sweep import Sweep
-
-    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                              "test/env/all/reward/total": -0.25}), file=fh)
-            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-    config = Config(dataset_builder=builder, log_path="unused")
-
-    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                runner=runner, quiet=True).run()
-
+    await sweep.run()  # the module example's sweep
     assert json.loads((Path("runs/sweep") / MANIFEST).read_text())["grid"] == {
         "temperature": [0.7, 1.0]}
 """
@@ -82,29 +63,7 @@ RESULTS = "results.jsonl"
 
 Example::
 
-    import json
-    from pathlib import Path
-
-    from mint_envkit import DatasetBuilder, SingleTurnEnv
-    from mint_envkit.rl import Config
-    from mint_envkit.sweep import Sweep
-
-    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                              "test/env/all/reward/total": -0.25}), file=fh)
-            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-    config = Config(dataset_builder=builder, log_path="unused")
-
-    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                runner=runner, quiet=True).run()
-
-    from mint_envkit.rl.logs import read_jsonl
-
+    await sweep.run()  # the module example's sweep
     assert [r["status"] for r in read_jsonl(Path("runs/sweep") / RESULTS)] == ["ok", "ok"]
 """
 METRICS = "metrics.jsonl"
@@ -112,18 +71,7 @@ METRICS = "metrics.jsonl"
 
 Example::
 
-    import json
-    import os
-
-    os.makedirs("runs/sweep/t0p7")
-    with open("runs/sweep/t0p7/metrics.jsonl", "w") as fh:  # what a run writes, one line per step
-        print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                          "test/env/all/reward/total": -0.25}), file=fh)
-        print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                          "test_final/env/all/reward/total": 0.1}), file=fh)
-
-    from mint_envkit.rl.logs import read_jsonl
-
+    await sweep.run()  # the module example's sweep
     assert read_jsonl(Path("runs/sweep/t0p7") / METRICS)[-1]["env/all/reward/total"] == -0.1
 """
 SUMMARY_CSV = "summary.csv"
@@ -131,44 +79,17 @@ SUMMARY_CSV = "summary.csv"
 
 Example::
 
-    from mint_envkit.sweep import SummaryRow, SweepSummary
-    from mint_envkit.sweep._rows import RunMetrics
+    from mint_envkit.sweep import load_summary
 
-    step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
-    row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
-                     settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
-                     metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
-                     log_path="runs/sweep/t0p7")
-    summary = SweepSummary(root="runs/sweep", rows=(row,))
-    Path("runs/sweep").mkdir(parents=True)
-    assert summary.write_csv() == Path("runs/sweep") / SUMMARY_CSV
+    await sweep.run()  # the module example's sweep; it ends by writing the summary
+    assert load_summary("runs/sweep").write_csv() == Path("runs/sweep") / SUMMARY_CSV
 """
 SUMMARY_PNG = "summary.png"
 """File name of the mean-reward plot in the sweep root.
 
 Example::
 
-    import json
-    from pathlib import Path
-
-    from mint_envkit import DatasetBuilder, SingleTurnEnv
-    from mint_envkit.rl import Config
-    from mint_envkit.sweep import Sweep
-
-    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                              "test/env/all/reward/total": -0.25}), file=fh)
-            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-    config = Config(dataset_builder=builder, log_path="unused")
-
-    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                runner=runner, quiet=True).run()
-
+    await sweep.run()  # the module example's sweep
     assert (Path("runs/sweep") / SUMMARY_PNG).is_file()  # with matplotlib installed
 """
 
@@ -191,27 +112,7 @@ def latest_results(root: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
 
     Example::
 
-        import json
-        from pathlib import Path
-
-        from mint_envkit import DatasetBuilder, SingleTurnEnv
-        from mint_envkit.rl import Config
-        from mint_envkit.sweep import Sweep
-
-        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                                  "test/env/all/reward/total": -0.25}), file=fh)
-                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-        config = Config(dataset_builder=builder, log_path="unused")
-
-        await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                    runner=runner, quiet=True).run()
-
+        await sweep.run()  # the module example's sweep
         assert latest_results("runs/sweep").get("t0p7", {}).get("status") == "ok"
         assert latest_results("runs/no-sweep-here") == {}
     """
@@ -232,27 +133,7 @@ def read_manifest(root: str | os.PathLike[str]) -> dict[str, Any] | None:
 
     Example::
 
-        import json
-        from pathlib import Path
-
-        from mint_envkit import DatasetBuilder, SingleTurnEnv
-        from mint_envkit.rl import Config
-        from mint_envkit.sweep import Sweep
-
-        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                                  "test/env/all/reward/total": -0.25}), file=fh)
-                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-        config = Config(dataset_builder=builder, log_path="unused")
-
-        await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                    runner=runner, quiet=True).run()
-
+        await sweep.run()  # the module example's sweep
         assert read_manifest("runs/sweep")["configs"][0]["name"] == "t0p7"
         assert read_manifest("runs/no-sweep-here") is None
     """

@@ -11,7 +11,8 @@ Example::
 
     from mint_envkit import DatasetBuilder, SingleTurnEnv
     from mint_envkit.rl import Config
-    from mint_envkit.sweep import Sweep
+    from mint_envkit.sweep import Sweep, load_summary
+    from mint_envkit.sweep._rows import RunMetrics
 
     async def runner(config):  # stands in for training: writes the run's metrics.jsonl
         with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
@@ -24,10 +25,9 @@ Example::
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
     config = Config(dataset_builder=builder, log_path="unused")
 
-    await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                runner=runner, quiet=True).run()
-
-    from mint_envkit.sweep import load_summary
+    sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
+                  runner=runner, quiet=True)
+    await sweep.run()
 
     summary = load_summary("runs/sweep")
     print(summary.report(summary.write_files()))
@@ -38,6 +38,15 @@ Example::
     # wrote runs/sweep/summary.csv
     # wrote runs/sweep/summary.png
     assert [row.mean_reward for row in summary.rows] == [-0.1, -0.1]
+
+    # the other examples run the sweep again (each in its own folder), or show this
+    # summary of one config, built from its fields:
+    step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
+    row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
+                     settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
+                     metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
+                     log_path="runs/sweep/t0p7")
+    summary = SweepSummary(root=".", rows=(row,))
 """
 
 from __future__ import annotations
@@ -121,29 +130,7 @@ class SweepSummary:
 
     Example::
 
-        import json
-        from pathlib import Path
-
-        from mint_envkit import DatasetBuilder, SingleTurnEnv
-        from mint_envkit.rl import Config
-        from mint_envkit.sweep import Sweep
-
-        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                                  "test/env/all/reward/total": -0.25}), file=fh)
-                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-        config = Config(dataset_builder=builder, log_path="unused")
-
-        await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                    runner=runner, quiet=True).run()
-
-        from mint_envkit.sweep import load_summary
-
+        await sweep.run()  # the module example's sweep
         summary = load_summary("runs/sweep")
         print(summary.table())
         assert [row.name for row in summary.rows] == ["t0p7", "t1p0"]
@@ -167,27 +154,7 @@ class SweepSummary:
 
         Example::
 
-            import json
-            from pathlib import Path
-
-            from mint_envkit import DatasetBuilder, SingleTurnEnv
-            from mint_envkit.rl import Config
-            from mint_envkit.sweep import Sweep
-
-            async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-                with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                    print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                                      "test/env/all/reward/total": -0.25}), file=fh)
-                    print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                                      "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-            builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                     batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-            config = Config(dataset_builder=builder, log_path="unused")
-
-            await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                        runner=runner, quiet=True).run()
-
+            await sweep.run()  # the module example's sweep
             print(load_summary("runs/sweep").table())
             # KL    Temperature  Group size  Steps  Mean reward  Correct  Eval before  Eval after  ...
             # 0.00  0.7          2           2      -0.100       0.00     -0.250       0.100       ...
@@ -227,8 +194,6 @@ class SweepSummary:
 
         Example::
 
-            from mint_envkit.sweep._rows import RunMetrics
-
             def row(name, after, distinct, collapse):  # what a run's metrics.jsonl would say
                 first = {"step": 0, "test/env/all/correct": 0.475}
                 last = {"step": 9, "test_final/env/all/correct": after,
@@ -267,14 +232,7 @@ class SweepSummary:
 
         Example::
 
-            from mint_envkit.sweep._rows import RunMetrics
-
-            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
-            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
-                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
-                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
-                             log_path="runs/sweep/t0p7")
-            summary = SweepSummary(root=".", rows=(row,))
+            # summary: the module example's, of one config
             assert summary.metric_keys() == ["env/all/correct", "env/all/reward/total", "step",
                                              "train/datums"]
         """
@@ -290,16 +248,7 @@ class SweepSummary:
 
         Example::
 
-            from mint_envkit.sweep._rows import RunMetrics
-
-            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
-            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
-                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
-                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
-                             log_path="runs/sweep/t0p7")
-            summary = SweepSummary(root=".", rows=(row,))
-            from pathlib import Path
-
+            # summary: the module example's, of one config
             assert summary.write_csv() == Path("summary.csv")  # in the summary's root
         """
         path = Path(self.root) / SUMMARY_CSV if path is None else Path(path)
@@ -338,16 +287,7 @@ class SweepSummary:
 
         Example::
 
-            from mint_envkit.sweep._rows import RunMetrics
-
-            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
-            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
-                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
-                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
-                             log_path="runs/sweep/t0p7")
-            summary = SweepSummary(root=".", rows=(row,))
-            from pathlib import Path
-
+            # summary: the module example's, of one config
             assert summary.write_png() == Path("summary.png")  # None without matplotlib
         """
         from mint_envkit.sweep._plot import plot_rewards
@@ -363,14 +303,7 @@ class SweepSummary:
 
         Example::
 
-            from mint_envkit.sweep._rows import RunMetrics
-
-            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
-            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
-                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
-                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
-                             log_path="runs/sweep/t0p7")
-            summary = SweepSummary(root=".", rows=(row,))
+            # summary: the module example's, of one config
             assert summary.write_files() == ["wrote summary.csv", "wrote summary.png"]
         """
         lines = [f"wrote {self.write_csv()}"]
@@ -395,14 +328,7 @@ class SweepSummary:
 
         Example::
 
-            from mint_envkit.sweep._rows import RunMetrics
-
-            step = {"step": 0, "env/all/reward/total": -0.1, "env/all/correct": 0.0, "train/datums": 8}
-            row = SummaryRow(name="t0p7", params={"temperature": 0.7}, status="ok",
-                             settings={"kl_penalty_coef": 0.0, "temperature": 0.7, "group_size": 2},
-                             metrics=RunMetrics(exists=True, steps=1, final=step, history=(step,)),
-                             log_path="runs/sweep/t0p7")
-            summary = SweepSummary(root=".", rows=(row,))
+            # summary: the module example's, of one config
             print(summary.report(summary.write_files()))
             assert summary.report(["wrote summary.csv"]).endswith("\\n\\nwrote summary.csv")
         """
@@ -431,27 +357,7 @@ def build_summary(
 
     Example::
 
-        import json
-        from pathlib import Path
-
-        from mint_envkit import DatasetBuilder, SingleTurnEnv
-        from mint_envkit.rl import Config
-        from mint_envkit.sweep import Sweep
-
-        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                                  "test/env/all/reward/total": -0.25}), file=fh)
-                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-        config = Config(dataset_builder=builder, log_path="unused")
-
-        await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                    runner=runner, quiet=True).run()
-
+        await sweep.run()  # the module example's sweep
         summary = build_summary("runs/sweep", read_manifest("runs/sweep")["configs"])
         assert [row.status for row in summary.rows] == ["ok", "ok"]
     """
@@ -503,27 +409,7 @@ def load_summary(sweep_dir: str | os.PathLike[str]) -> SweepSummary:
 
     Example::
 
-        import json
-        from pathlib import Path
-
-        from mint_envkit import DatasetBuilder, SingleTurnEnv
-        from mint_envkit.rl import Config
-        from mint_envkit.sweep import Sweep
-
-        async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-            with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-                print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                                  "test/env/all/reward/total": -0.25}), file=fh)
-                print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                                  "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
-
-        builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-        config = Config(dataset_builder=builder, log_path="unused")
-
-        await Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                    runner=runner, quiet=True).run()
-
+        await sweep.run()  # the module example's sweep
         assert load_summary("runs/sweep").rows[0].status == "ok"
     """
     manifest = read_manifest(sweep_dir)
