@@ -134,8 +134,7 @@ async def learn(args: argparse.Namespace) -> dict[str, Any]:
     """Evaluate greedily on the held-out tasks, train ``args.steps`` steps, evaluate again."""
     import mint
 
-    from mint_envkit.rl import run_training
-    from mint_envkit.rl.backend import local_api_key, local_backend
+    from mint_envkit.rl import local_api_key, local_backend, run_training
 
     started = time.monotonic()
     model = args.model

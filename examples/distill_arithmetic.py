@@ -32,9 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from arithmetic_env import ArithmeticEnv, arithmetic_problems
 
 from mint_envkit import Config, DatasetBuilder, Message
-from mint_envkit.rl import run_distillation
+from mint_envkit.rl import local_api_key, local_backend, run_distillation
 from mint_envkit.rl.answers import answer_figures, rollout_answers
-from mint_envkit.rl.backend import local_api_key, local_backend
 from mint_envkit.rl.records import rollout_metrics
 from mint_envkit.rl.sampling import sample_batch
 

@@ -30,8 +30,7 @@ from typing import Any
 import attrs
 
 from mint_envkit import Config, DatasetBuilder, ParseResult, SingleTurnEnv, last_number
-from mint_envkit.rl import run_training
-from mint_envkit.rl.backend import shared_local_backend
+from mint_envkit.rl import run_training, shared_local_backend
 from mint_envkit.sweep import interpolation_sweep
 
 SMOLLM2 = "mint-envkit/smollm2-135m-instruct"

@@ -47,9 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from learn_arithmetic import EVAL_TEMPERATURE, TINY, held_out_line
 
 from mint_envkit import Config, DatasetBuilder, Feedback, Message, ToolEnv, last_number, tool
-from mint_envkit.rl import run_training
+from mint_envkit.rl import local_api_key, local_backend, run_training
 from mint_envkit.rl.answers import answer_figures, rollout_answers
-from mint_envkit.rl.backend import local_api_key, local_backend
 from mint_envkit.rl.records import rollout_metrics
 from mint_envkit.rl.sampling import sample_batch
 

@@ -35,10 +35,10 @@ from mint_envkit.evaluation import evaluate
 from mint_envkit.rl import (
     fine_tune_on_rollouts,
     good_rollouts,
+    local_backend,
     run_training,
     supervised_examples,
 )
-from mint_envkit.rl.backend import local_backend
 
 SMOLLM2 = "mint-envkit/smollm2-135m-instruct"
 TINY = "mint-envkit/tiny-qwen3"
