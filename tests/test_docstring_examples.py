@@ -38,6 +38,7 @@ RUN = (
     "mint_envkit.parsers",
     "mint_envkit.rendering",
     "mint_envkit.rewards",
+    "mint_envkit.rl",
     "mint_envkit.sandbox",
     "mint_envkit.sweep",
     "mint_envkit.tools",
@@ -49,7 +50,6 @@ whose examples run."""
 NOT_RUN_YET = {
     "mint_envkit.cli": "commands; their examples are shell, checked by test_shell_examples",
     "mint_envkit.local": "the backend: most examples need a model or a running server",
-    "mint_envkit.rl": "the training loop: most examples need a backend",
     "mint_envkit.tools.mcp": "needs an MCP server",
     "mint_envkit.tools.mcp_connection": "needs an MCP server",
     "mint_envkit.tools.mcp_tool": "needs an MCP server",

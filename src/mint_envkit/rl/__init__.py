@@ -7,6 +7,7 @@ for a script that drives the ``mint`` SDK itself (with :func:`local_api_key`).
 
 Example::
 
+    # not run: needs a running backend (it trains) and a dataset builder
     import asyncio
     from mint_envkit.rl import Config, run_training
 

@@ -8,9 +8,17 @@ as well must be the same (:func:`check_builder_owned` says which to change).
 
 Example::
 
-    BUILDER_OWNED["max_tokens"]  # 'max_generation_tokens'
-    check_builder_owned({"model_name": "Qwen/Qwen3-0.6B"}, tiny_builder)
-    # ConfigError: Config.model_name is 'Qwen/Qwen3-0.6B' but the dataset builder's ...
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    assert BUILDER_OWNED["max_tokens"] == "max_generation_tokens"
+    try:
+        check_builder_owned({"model_name": "Qwen/Qwen3-0.6B"}, builder)
+    except ConfigError as err:  # Config.model_name is 'Qwen/Qwen3-0.6B' but the dataset builder's ...
+        assert "the builder owns it" in str(err)
+    else:
+        raise AssertionError("a model_name the builder does not have was accepted")
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ def builder_value(builder: Any, config_field: str) -> Any:
 
     Example::
 
-        builder_value(builder, "max_tokens")  # builder.max_generation_tokens, e.g. 64
+        assert builder_value(builder, "max_tokens") == 64  # the module example's builder.max_generation_tokens
     """
     return getattr(builder, BUILDER_OWNED[config_field], None)
 
@@ -55,8 +63,11 @@ def check_builder_owned(values: Mapping[str, Any], builder: Any) -> None:
 
     Example::
 
-        check_builder_owned({"max_tokens": 128}, builder)  # builder: max_generation_tokens=64
-        # ConfigError: Config.max_tokens is 128 but the dataset builder's max_generation_tokens ...
+        try:
+            check_builder_owned({"max_tokens": 128}, builder)  # builder: max_generation_tokens=64
+        except ConfigError as err:
+            assert str(err).startswith("Config.max_tokens is 128 but the dataset builder's")
+        check_builder_owned({"max_tokens": 64}, builder)  # the same value: fine
     """
     for field, value in values.items():
         owned = builder_value(builder, field)

@@ -70,6 +70,7 @@ CONCENTRATED_SHARE = 0.8
 
 Example::
 
+    # not run: needs the answer figures of an evaluation
     figures["answers/top_share"] >= CONCENTRATED_SHARE
 """
 
@@ -263,6 +264,7 @@ def answer_metrics(figures: Mapping[str, Any], prefix: str) -> dict[str, float]:
 
     Example::
 
+        # not run: needs an evaluation's rollouts and groups
         answer_metrics(answer_figures(rollout_answers(rollouts, groups)), "test/env")
         # {'test/env/all/answers/baseline_correct': 0.575, ..., 'test/env/all/answers/collapse': 1.0}
     """
@@ -354,6 +356,7 @@ def rollout_answers(
 
     Example::
 
+        # not run: needs a sampling client (a running backend)
         groups = test_data.groups()
         batch = await sample_batch(config, client, groups, salt=-1)
         answer_figures(rollout_answers(batch.rollouts, groups))

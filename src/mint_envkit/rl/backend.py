@@ -8,6 +8,7 @@ examples all ask here.
 
 Example::
 
+    # not run: needs a running backend
     from mint_envkit.rl.backend import connect
 
     async with connect(config) as connection:
@@ -44,6 +45,7 @@ def local_api_key() -> str:
 
     Example::
 
+        # not run: needs a running embedded backend and the mint SDK
         mint.ServiceClient(base_url=server.base_url, api_key=local_api_key())
     """
     return _LOCAL_API_KEY
@@ -154,6 +156,7 @@ def models_to_preload(configs: Iterable[Config]) -> list[str]:
 
     Example::
 
+        # not run: needs a Config built elsewhere
         models_to_preload([config])  # ['mint-envkit/tiny-qwen3']
     """
     models: set[str] = set()
@@ -216,6 +219,7 @@ async def local_backend(
 
     Example::
 
+        # not run: starts the embedded backend (loads a model)
         async with local_backend(["mint-envkit/tiny-qwen3"]) as url:
             service = mint.ServiceClient(base_url=url, api_key=local_api_key())
     """
@@ -237,6 +241,7 @@ async def shared_local_backend(
 
     Example::
 
+        # not run: starts the embedded backend and trains
         async with shared_local_backend(["mint-envkit/tiny-qwen3"]) as url:
             await run_training(config_a)
             await run_training(config_b)   # same server as config_a
@@ -260,6 +265,7 @@ async def connect(config: Config) -> AsyncIterator[Connection]:
 
     Example::
 
+        # not run: needs a running backend
         async with connect(config) as connection:
             connection.base_url  # 'http://127.0.0.1:40123' for a local run
     """
@@ -298,6 +304,7 @@ async def preflight(base_url: str, *, timeout_s: float = 15.0, api_key: str | No
 
     Example::
 
+        # not run: needs a running backend
         await preflight("http://127.0.0.1:8765")
     """
     import httpx
@@ -341,6 +348,7 @@ def close_session(service: Any) -> None:
 
     Example::
 
+        # not run: needs a service client of a running backend
         close_session(service)  # after the last call through service and its clients
     """
     close = getattr(getattr(service, "holder", None), "close", None)
@@ -359,6 +367,7 @@ async def service_client(connection: Connection) -> AsyncIterator[Any]:
 
     Example::
 
+        # not run: needs a running backend
         async with service_client(connection) as service:
             training = await service.create_lora_training_client_async(
                 base_model="mint-envkit/tiny-qwen3", rank=8

@@ -10,6 +10,7 @@ true, "time"}`` for each (see :meth:`~mint_envkit.rl.logs.RunFiles.checkpoints`)
 
 Example::
 
+    # not run: needs a training client
     record = await save_checkpoint(training, config, done=step + 1, total=total)
     if record is not None:
         files.append_checkpoint(record)
@@ -44,6 +45,7 @@ async def save_checkpoint(
 
     Example::
 
+        # not run: needs a training client
         record = await save_checkpoint(training_client, config, done=3, total=3)
         record["name"], record["state_path"]  # ('final', 'tinker://.../final-s0-3')
     """
@@ -68,6 +70,7 @@ def stale_checkpoints(records: list[dict[str, Any]], keep: int | None) -> list[d
 
     Example::
 
+        # not run: needs a run's checkpoints.jsonl
         stale_checkpoints(files.checkpoints(), keep=1)  # every live stepNNNNNN but the last
     """
     if keep is None:
@@ -100,6 +103,7 @@ async def prune_checkpoints(rest: Any, config: Config, files: RunFiles) -> list[
 
     Example::
 
+        # not run: needs a training client
         rest = service_client.create_rest_client()
         await prune_checkpoints(rest, config, files)  # [{'name': 'step000001', ...}]
     """

@@ -5,8 +5,13 @@ config is built, before any network call, with a message naming the field.
 
 Example::
 
+    import json
+
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
     from mint_envkit.rl import Config, KLReferenceConfig
 
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
     config = Config(
         dataset_builder=builder,  # owns model_name, renderer_name, max_generation_tokens
         learning_rate=3e-3,
@@ -46,7 +51,9 @@ LOSS_FNS = ("importance_sampling", "ppo")
 
 Example::
 
-    Config(..., loss_fn="ppo", loss_fn_config={"clip_low_threshold": 0.8})
+    config = Config(dataset_builder=builder, log_path="runs/ppo",  # builder: the module example's
+                    loss_fn="ppo", loss_fn_config={"clip_low_threshold": 0.8})
+    assert config.loss_fn in LOSS_FNS
 """
 
 
@@ -227,8 +234,8 @@ class Config:
 
     Example::
 
-        Config(dataset_builder=builder, log_path="runs/demo", max_steps=1)
-        # config.model_name == builder.model_name; a different one is a ConfigError
+        config = Config(dataset_builder=builder, log_path="runs/demo", max_steps=1)
+        assert config.model_name == builder.model_name  # a different one is a ConfigError
     """
 
     dataset_builder: Any = attrs.field()
@@ -433,7 +440,8 @@ class Config:
 
         Example::
 
-            json.dumps(config.public_dict())
+            text = json.dumps(config.public_dict())  # config: the module example's
+            assert json.loads(text)["max_steps"] == 3
         """
         out: dict[str, Any] = {}
         for field in attrs.fields(Config):
@@ -472,8 +480,10 @@ def validate_field(owner: type, name: str, value: Any) -> None:
 
     Example::
 
-        validate_field(Config, "temperature", 0.0)
-        # ConfigError: Config.temperature must be > 0, a finite number >= 0.001 ...
+        try:
+            validate_field(Config, "temperature", 0.0)
+        except ConfigError as err:
+            assert str(err).startswith("Config.temperature must be > 0, a finite number >= 0.001")
     """
     field = attrs.fields_dict(owner)[name]
     if field.validator is not None:

@@ -11,9 +11,19 @@ previous one, the episode is split there (counted in
 
 Example::
 
+    from mint_envkit import DatasetBuilder, ScriptedPolicy, SingleTurnEnv
+    from mint_envkit.rl.rollouts import rollout_groups
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    train, _ = await builder()
+    rollouts = await rollout_groups(train.get_batch(0), ScriptedPolicy(["5", "7"]))
+    advantages = {0: [0.5, -0.5]}  # group 0: one advantage per episode
+
     samples = training_samples(rollouts, advantages)
     token_advantages = [sample.token_advantages() for sample in samples]
     data = to_datums(samples, token_advantages)
+    assert len(data) == 2  # two single-turn episodes: one datum each
 """
 
 from __future__ import annotations
@@ -51,7 +61,8 @@ class Sample:
 
         Example::
 
-            sample.token_advantages()  # [1.0, 1.0, 1.0]
+            sample = samples[0]  # the module example's: reply "5" and the stop token
+            assert sample.token_advantages() == [0.5, 0.5]
         """
         return [self.advantage] * len(self.reply)
 
@@ -66,7 +77,8 @@ def training_samples(
 
     Example::
 
-        samples = training_samples(rollouts, {0: [0.5, -0.5]})
+        samples = training_samples(rollouts, {0: [0.5, -0.5]})  # rollouts: the module example's
+        assert [s.advantage for s in samples] == [0.5, -0.5]
     """
     out = []
     episode = 0
@@ -149,7 +161,8 @@ def plan_datums(samples: Sequence[Sample]) -> list[list[int]]:
 
     Example::
 
-        plan_datums(samples)  # [[0, 1, 2], [3], [4, 5]]: two multi-turn episodes merged
+        assert plan_datums(samples) == [[0], [1]]  # the module example's single-turn samples
+        # a batch of multi-turn episodes gives e.g. [[0, 1, 2], [3], [4, 5]]: turns merged
     """
     plan: list[list[int]] = []
     for index, sample in enumerate(samples):
@@ -171,8 +184,8 @@ def datum_metrics(samples: Sequence[Sample], plan: Sequence[Sequence[int]]) -> d
 
     Example::
 
-        datum_metrics(samples, plan_datums(samples))
-        # {'train/datums': 2, 'train/datum_tokens': 57, 'train/turn_fallbacks': 0}
+        metrics = datum_metrics(samples, plan_datums(samples))  # samples: the module example's
+        assert metrics == {"train/datums": 2, "train/datum_tokens": 32, "train/turn_fallbacks": 0}
     """
     tokens = 0
     fallbacks = 0

@@ -55,6 +55,7 @@ def samples_from_policy(config: Config) -> bool:
 
     Example::
 
+        # not run: needs a Config built elsewhere
         samples_from_policy(attrs.evolve(config, top_k=5))  # False
     """
     top_k = config.top_k
@@ -73,6 +74,7 @@ def recomputes_behavior_logprobs(config: Config) -> bool:
 
     Example::
 
+        # not run: needs a Config built elsewhere
         recomputes_behavior_logprobs(attrs.evolve(config, temperature=0.7))  # True
         recomputes_behavior_logprobs(attrs.evolve(config, top_p=0.8))  # True
     """
@@ -90,6 +92,7 @@ async def reply_logprobs(client: Any, samples: Sequence[Sample]) -> list[list[fl
 
     Example::
 
+        # not run: needs a training client
         reference_lp = await reply_logprobs(reference_client, samples)
     """
     import tinker
@@ -136,6 +139,7 @@ def learner_logprobs(
 
     Example::
 
+        # not run: needs a training client
         learner_logprobs(fb.loss_fn_outputs, samples, plan_datums(samples))  # [[-0.52, -1.01], ...]
     """
     out: list[list[float]] = [[] for _ in samples]
@@ -165,6 +169,7 @@ def learner_metrics(
 
     Example::
 
+        # not run: needs a training client
         learner_metrics(await fb_future, samples)["optim/entropy"]  # 1.83
     """
     outputs = getattr(output, "loss_fn_outputs", None)

@@ -20,6 +20,7 @@ The per-token reverse KL of the step is logged as ``distill/reverse_kl``
 
 Example::
 
+    # not run: needs a running backend (it trains)
     from mint_envkit.rl import Config, run_distillation
 
     result = await run_distillation(config, teacher=config.model_name)
@@ -97,6 +98,7 @@ async def distill_on_samples(
 
     Example::
 
+        # not run: needs a running backend (it trains)
         metrics = await distill_on_samples(training, config, samples, teacher="Qwen/Qwen3-0.6B")
         metrics["distill/reverse_kl"]  # 0.41
     """
@@ -265,6 +267,7 @@ async def run_distillation(config: Config, *, teacher: str, temperature: float =
 
     Example::
 
+        # not run: needs a running backend (it trains)
         result = await run_distillation(
             Config(dataset_builder=builder, model_name=model, log_path="runs/distill",
                    learning_rate=1e-4, max_steps=20, eval_every=5),

@@ -12,6 +12,7 @@ started is restarted once, and the run resumes from its last checkpoint.
 
 Example::
 
+    # not run: needs a running backend
     watchdog = Watchdog(connection.base_url, api_key=connection.api_key, lost_after_s=20)
     checkpoint = await watchdog.run(train(connection), describe=lambda: "step 3")
 """
@@ -43,6 +44,7 @@ class Watchdog:
 
     Example::
 
+        # not run: needs a running backend
         watchdog = Watchdog("http://127.0.0.1:8765", api_key=None, lost_after_s=20)
         result = await watchdog.run(work(), describe=lambda: "step 2")
     """
@@ -136,6 +138,7 @@ class Watchdog:
 
         Example::
 
+            # not run: needs a running backend
             await watchdog.run(train(), describe=lambda: "step 2", advice=lambda: "re-run")
         """
         task = asyncio.ensure_future(work)
@@ -179,6 +182,7 @@ def resume_advice(config: Config, files: RunFiles) -> str:
 
     Example::
 
+        # not run: needs a run's config and files
         resume_advice(config, files)
         # 'Start the backend again, then run the same training again with log_path ...'
     """
@@ -212,6 +216,7 @@ async def train_watched(
 
     Example::
 
+        # not run: needs a running backend
         checkpoint = await train_watched(config, connection, files, train, total=10)
     """
     restarted = False

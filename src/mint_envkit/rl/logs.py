@@ -156,7 +156,9 @@ def append_jsonl(path: str | os.PathLike[str], record: Mapping[str, Any]) -> Non
 
     Example::
 
+        files.ensure()  # the module example's run folder
         append_jsonl("runs/demo/metrics.jsonl", {"step": 0, "env/all/reward/total": 0.5})
+        assert files.metrics() == [{"step": 0, "env/all/reward/total": 0.5}]
     """
     append_jsonl_lines(path, [record])
 
@@ -166,7 +168,9 @@ def append_jsonl_lines(path: str | os.PathLike[str], records: Sequence[Mapping[s
 
     Example::
 
+        files.ensure()  # the module example's run folder
         append_jsonl_lines("runs/demo/rollouts.jsonl", [{"step": 0}, {"step": 0}])
+        assert read_jsonl("runs/demo/rollouts.jsonl") == [{"step": 0}, {"step": 0}]
     """
     if records:
         _append(path, "".join(json.dumps(_jsonable(dict(r))) + "\n" for r in records).encode())
@@ -177,7 +181,8 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
 
     Example::
 
-        write_json_atomic("runs/sweep/sweep.json", {"grid": {}})
+        write_json_atomic("sweep.json", {"grid": {}})
+        assert json.loads(Path("sweep.json").read_text()) == {"grid": {}}
     """
     text = json.dumps(_jsonable(data), indent=2) + "\n"
     _replace_atomic(Path(path), text)
@@ -208,7 +213,8 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
 
     Example::
 
-        write_text_atomic("runs/sweep/a/sweep_error.txt", traceback_text)
+        write_text_atomic("sweep_error.txt", "Traceback (most recent call last): ...")
+        assert Path("sweep_error.txt").read_text().startswith("Traceback")
     """
     _replace_atomic(Path(path), text)
 
@@ -255,9 +261,10 @@ class RunFiles:
 
     Example::
 
-        files = RunFiles(config.log_path)
+        files = RunFiles("runs/demo")  # a run's log_path
         files.ensure()
         files.append_metrics({"step": 0, "reward/mean": 0.5})
+        assert files.metrics() == [{"step": 0, "reward/mean": 0.5}]
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:

@@ -39,6 +39,7 @@ is the same figure before the update).
 
 Example::
 
+    # not run: needs a sampling client (a running backend)
     pipeline = BatchPipeline(config, train_data, reference, start=0, total=10)
     pipeline.launch(step, sampling_client)   # at the top of every step
     prepared = await pipeline.take(step)
@@ -90,6 +91,7 @@ class PreparedBatch:
 
     Example::
 
+        # not run: needs a sampling client (a running backend)
         prepared = await prepare_batch(config, client, groups, step=3, version=2)
         prepared.step - prepared.version  # staleness: 1
     """
@@ -108,6 +110,7 @@ class PreparedBatch:
 
         Example::
 
+            # not run: needs a sampling client (a running backend)
             prepared.behaviour(0)  # [[-0.41, -1.2], ...]
         """
         if position in self.recomputed:
@@ -123,6 +126,7 @@ class PreparedBatch:
 
         Example::
 
+            # not run: needs a sampling client (a running backend)
             prepared.sampled(scored.advantages)  # [[-0.3, -0.9], ...] or None
         """
         if not self.recomputed:
@@ -140,6 +144,7 @@ class PreparedBatch:
 
         Example::
 
+            # not run: needs a sampling client (a running backend)
             samples, reference, behaviour = prepared.trained(scored.advantages)
         """
         samples: list[Sample] = []
@@ -161,6 +166,7 @@ class PreparedBatch:
 
         Example::
 
+            # not run: needs a sampling client (a running backend)
             len(prepared.every_reply())  # 8: two groups of four single-turn episodes
         """
         zeros = {p: [0.0] * len(self.batch.rollouts[p].trajectories) for p in self.replies}
@@ -175,6 +181,7 @@ class PreparedBatch:
 
         Example::
 
+            # not run: needs a sampling client (a running backend)
             prepared.kl_metrics()["kl_policy_base"]  # 0.0002 at step 0
         """
         metrics = {"optim/behavior_logprobs_recomputed": float(bool(self.recomputed))}
@@ -196,6 +203,7 @@ def staleness_metrics(prepared: PreparedBatch) -> dict[str, float]:
 
     Example::
 
+        # not run: needs a sampling client (a running backend)
         staleness_metrics(prepared)  # {'off_policy/staleness_mean': 1.0, ...}
     """
     ages = [
@@ -217,6 +225,7 @@ def versioned_records(
 
     Example::
 
+        # not run: needs a sampling client (a running backend)
         versioned_records(prepared, scored.advantages)[0]["sampler_version"]  # 2
     """
     records = rollout_records(prepared.step, prepared.batch.rollouts, advantages, "train")
@@ -253,6 +262,7 @@ async def prepare_batch(
 
     Example::
 
+        # not run: needs a sampling client (a running backend)
         prepared = await prepare_batch(config, client, train.get_batch(0), step=0, version=0)
     """
     t0 = time.monotonic()
@@ -299,6 +309,7 @@ class BatchPipeline:
 
     Example::
 
+        # not run: needs a sampling client (a running backend)
         pipeline = BatchPipeline(config, train_data, reference, start=0, total=3)
         try:
             pipeline.launch(0, sampler)
@@ -323,6 +334,7 @@ class BatchPipeline:
 
         Example::
 
+            # not run: needs a Config and a dataset built elsewhere
             BatchPipeline(config_k1, data, None, start=0, total=4).due(0)  # [0, 1]
         """
         k = self.config.max_steps_off_policy

@@ -2,8 +2,24 @@
 
 Example::
 
-    files.append_rollouts(rollout_records(step, rollouts, advantages, "train"))
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import ScriptedPolicy
+    from mint_envkit.rl.logs import RunFiles, read_jsonl
+    from mint_envkit.rl.rollouts import rollout_groups
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    train, _ = await builder()
+    sampler = ScriptedPolicy(["5", "7"])  # stands in for a model: env 0 says 5, env 1 says 7
+    rollouts = await rollout_groups(train.get_batch(0), sampler)
+    advantages = {0: [0.5, -0.5]}  # per group, per env (see mint_envkit.rl.advantages)
+
+    files = RunFiles("runs/demo")
+    files.ensure()
+    files.append_rollouts(rollout_records(0, rollouts, advantages, "train"))
+    metrics = {"step": 0}
     metrics.update(rollout_metrics(rollouts, "env"))
+    assert len(read_jsonl("runs/demo/rollouts.jsonl")) == 2 and metrics["env/all/correct"] == 0.5
 """
 
 from __future__ import annotations
@@ -27,7 +43,7 @@ def rollout_metrics(rollouts: Sequence[GroupRollout], prefix: str) -> dict[str, 
 
     Example::
 
-        rollout_metrics(rollouts, "env")["env/all/reward/total"]  # 0.25
+        assert rollout_metrics(rollouts, "env")["env/all/reward/total"] == 0.5  # the module example's
     """
     out: dict[str, Any] = {}
     ok = [r for r in rollouts if r.error is None]
@@ -72,7 +88,7 @@ def rollout_records(
 
     Example::
 
-        rollout_records(0, rollouts, {}, "test")[0]["reward"]  # 1.0
+        assert rollout_records(0, rollouts, {}, "test")[0]["reward"] == 1.0  # the module example's
     """
     records: list[dict[str, Any]] = []
     for position, rollout in enumerate(rollouts):

@@ -10,8 +10,17 @@ per env.
 
 Example::
 
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import ScriptedPolicy
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    train, _ = await builder()
+    group = train.get_batch(0)[0]
+    sampler = ScriptedPolicy(["5", "7"])  # stands in for a model: env 0 says 5, env 1 says 7
+
     rollout = await rollout_group(group, sampler)
-    rollout.rewards      # one total reward per env
+    assert rollout.rewards == [1.0, 0.0]  # one total reward per env
 """
 
 from __future__ import annotations
@@ -142,7 +151,8 @@ async def rollout_group(
 
     Example::
 
-        rollout = await rollout_group(train.get_batch(0)[0], sampler)
+        rollout = await rollout_group(train.get_batch(0)[0], sampler)  # the module example's
+        assert len(rollout.trajectories) == 2  # one per env of the group
     """
     messages: list[Message] = []
     try:
@@ -218,6 +228,7 @@ async def rollout_groups(
     Example::
 
         rollouts = await rollout_groups(train.get_batch(0), sampler, max_concurrent=8)
+        assert [r.rewards for r in rollouts] == [[1.0, 0.0]]  # one group in the batch
     """
     check_integer(max_concurrent, "max_concurrent", none_ok=True, why="None: no limit")
     if timeout_s is not None and not timeout_s > 0:

@@ -2,6 +2,7 @@
 
 Example::
 
+    # not run: needs a sampling client (a running backend)
     sampler = ClientSampler(sampling_client, max_tokens=32, temperature=0.7, seed=0, salt=step)
     rollouts = await rollout_groups(groups, sampler)
 """
@@ -36,6 +37,7 @@ class ClientSampler:
 
     Example::
 
+        # not run: needs a sampling client (a running backend)
         sampler = ClientSampler(sampling_client, max_tokens=32, temperature=0.7, seed=0, salt=step)
         rollouts = await rollout_groups(groups, sampler)
     """
@@ -66,6 +68,7 @@ class ClientSampler:
 
         Example::
 
+            # not run: needs a sampling client (a running backend)
             sampler = ClientSampler.for_config(sampling_client, config, salt=step)
         """
         return cls(
@@ -111,6 +114,7 @@ class SampledBatch:
 
     Example::
 
+        # not run: needs a sampling client (a running backend)
         batch = await sample_batch(config, sampling_client, groups, salt=step)
         batch.requests, len(batch.rollouts)  # (4, 4)
     """
@@ -128,6 +132,7 @@ async def sample_batch(
 
     Example::
 
+        # not run: needs a sampling client (a running backend)
         batch = await sample_batch(config, sampling_client, train.get_batch(step), salt=step)
     """
     sampler = ClientSampler.for_config(client, config, salt=salt)
@@ -151,6 +156,7 @@ async def sampler_snapshot(training: Any) -> Any:
 
     Example::
 
+        # not run: needs a training client
         client = await sampler_snapshot(training_client)
     """
     loop = asyncio.get_running_loop()

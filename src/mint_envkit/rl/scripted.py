@@ -6,12 +6,14 @@ the replies come from a script.
 
 Example::
 
-    from mint_envkit import ScriptedPolicy
+    from mint_envkit import DatasetBuilder, ScriptedPolicy, SingleTurnEnv
 
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=4, model_name="mint-envkit/tiny-qwen3")
     report = await ScriptedPolicy(["5", "7", "five"]).run(builder)
     for group in report.groups:
-        print(group.rewards, group.metrics)   # [1.0, -0.25, 0.0, 1.0] ...
-    report.mean_reward
+        print(group.rewards, group.metrics)   # [1.0, 0.0, 0.0, 1.0] [{'correct': 1.0, ...}, ...]
+    assert report.mean_reward == 0.5
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ class ScriptedReport:
 
     Example::
 
-        report.mean_reward, report.mean_metrics["correct"], report.errors
+        # report: the module example's
+        assert (report.mean_reward, report.mean_metrics["correct"], report.errors) == (0.5, 0.5, [])
     """
 
     groups: list[GroupReport]
@@ -138,7 +141,8 @@ class ScriptedPolicy:
     Example::
 
         policy = ScriptedPolicy(lambda messages: "5" if "2 + 3" in messages[-1]["content"] else "0")
-        report = await policy.run(builder, max_batches=1)
+        report = await policy.run(builder, max_batches=1)  # builder: the module example's
+        assert report.mean_reward == 1.0
         # per-turn scripts: env 0 calls a tool then answers; env 1 answers at once
         ScriptedPolicy([['<tool_call>{"name": "add", "arguments": {"a": 2}}</tool_call>', "5"], "5"])
     """
@@ -205,7 +209,9 @@ class ScriptedPolicy:
 
         Example::
 
-            await ScriptedPolicy(["5"]).run_group(train.get_batch(0)[0])
+            train, _ = await builder()  # the module example's builder
+            group = await ScriptedPolicy(["5"]).run_group(train.get_batch(0)[0])
+            assert group.rewards == [1.0, 1.0, 1.0, 1.0]
         """
         rollouts = await rollout_groups([group], self)
         return GroupReport.from_rollout(rollouts[0])

@@ -11,6 +11,7 @@ one) and saves a checkpoint. Pass its ``state_path`` to a later RL run as
 
 Example::
 
+    # not run: needs a run's rollouts.jsonl and a training client
     records = good_rollouts("runs/eval/rollouts.jsonl", correct=True)
     examples = supervised_examples(records, builder.renderer())
     sft = await fine_tune_on_rollouts(attrs.evolve(config, log_path="runs/sft"), examples)
@@ -78,6 +79,7 @@ def good_rollouts(
 
     Example::
 
+        # not run: needs a run's rollouts.jsonl
         good_rollouts("runs/eval/rollouts.jsonl", correct=True)       # the right answers
         good_rollouts(records, min_reward=0.5, split="train")
     """
@@ -137,6 +139,7 @@ def supervised_examples(
 
     Example::
 
+        # not run: needs a run's rollouts.jsonl
         examples = supervised_examples(good_rollouts(path, correct=True), builder.renderer())
     """
     stop = renderer.get_stop_sequences()
@@ -196,6 +199,7 @@ class SFTResult:
 
     Example::
 
+        # not run: needs a run's rollouts.jsonl and a training client
         sft.state_path, sft.losses[0] > sft.losses[-1]  # ('tinker://.../final-s0-8', True)
     """
 
@@ -288,6 +292,7 @@ async def fine_tune_on_rollouts(
 
     Example::
 
+        # not run: needs a run's rollouts.jsonl and a training client
         sft = await fine_tune_on_rollouts(attrs.evolve(config, log_path="runs/sft"), examples,
                                           epochs=2, batch_size=8)
         rl = attrs.evolve(config, log_path="runs/rl", load_checkpoint_path=sft.state_path)

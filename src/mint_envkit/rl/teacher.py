@@ -19,6 +19,7 @@ is the student's shifted by ``len(teacher prompt) - len(student prompt)``.
 
 Example::
 
+    # not run: needs a sampling client (a running backend)
     groups = [RecordingGroup(g) for g in train.get_batch(0)]
     batch = await sample_batch(config, sampling_client, groups, salt=0)
     samples = teacher_samples(batch.rollouts, [g.envs for g in groups])
@@ -68,6 +69,7 @@ class RecordingGroup:
 
     Example::
 
+        # not run: needs a sampling client (a running backend)
         groups = [RecordingGroup(g) for g in train.get_batch(step)]
         rollouts = await rollout_groups(groups, sampler)
         groups[0].envs[0].message_env.teacher_messages(...)
@@ -108,6 +110,7 @@ def teacher_prompt(env: Any, history: list[Message], student_prompt: list[int]) 
 
     Example::
 
+        # not run: needs an env and a student prompt built elsewhere
         teacher_prompt(env, [{"role": "user", "content": "2 + 3?"}], student_prompt=ob)
     """
     message_env = env.message_env
@@ -136,6 +139,7 @@ def teacher_samples(
 
     Example::
 
+        # not run: needs a sampling client (a running backend)
         samples = teacher_samples(batch.rollouts, [g.envs for g in groups])
     """
     out: list[TeacherSample] = []

@@ -11,6 +11,7 @@ datums (:mod:`mint_envkit.rl.datums`), :func:`train_on_batch` and
 
 Example::
 
+    # not run: needs a running backend (it trains)
     import asyncio
     from mint_envkit.rl import Config, run_training
 
@@ -86,6 +87,7 @@ class RunResult:
 
     Example::
 
+        # not run: needs a running backend (it trains)
         result = await run_training(config)
         result.steps, result.backend  # (3, 'local')
     """
@@ -110,6 +112,7 @@ class ScoredBatch:
 
     Example::
 
+        # not run: needs rollouts built elsewhere
         scored = score_batch(step, rollouts)
         scored.metrics["env/all/reward/total"]  # 0.25
     """
@@ -134,6 +137,7 @@ def score_batch(
 
     Example::
 
+        # not run: needs rollouts built elsewhere
         score_batch(0, rollouts).advantages  # {0: [0.5, -0.5], 2: [1.0, -1.0]}
     """
     failed = [r for r in rollouts if r.error is not None]
@@ -194,6 +198,7 @@ async def train_on_batch(
 
     Example::
 
+        # not run: needs a training client
         metrics = await train_on_batch(training_client, config, samples, token_advantages)
         metrics["train/datums"]  # 8
     """
@@ -397,6 +402,7 @@ async def run_training(config: Config) -> RunResult:
 
     Example::
 
+        # not run: needs a running backend (it trains)
         result = await run_training(config)
         result.final_metrics["env/all/correct"]
     """
@@ -469,6 +475,7 @@ main = run_training
 
 Example::
 
+    # not run: needs a running backend (it trains)
     result = await main(config)
 """
 

@@ -2,9 +2,20 @@
 
 Example::
 
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rl import ScriptedPolicy
+    from mint_envkit.rl.rollouts import rollout_group
+
+    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
+                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+    train, _ = await builder()
+    group = train.get_batch(0)[0]
+    sampler = ScriptedPolicy(["5", "7"])  # stands in for a model: env 0 says 5, env 1 says 7
+
     rollout = await rollout_group(group, sampler)
     for trajectory in rollout.trajectories:
-        print(trajectory.total_reward, trajectory.transitions[-1].metrics)
+        print(trajectory.total_reward, trajectory.transitions[-1].metrics)  # 1.0 {'correct': 1.0, ...}
+    assert [t.total_reward for t in rollout.trajectories] == [1.0, 0.0]
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ submitted after that and gives ``kl_pre_post_v1|v2``
 
 Example::
 
+    # not run: needs a training client
     metrics = await run_update(training_client, config, samples, token_advantages)
     metrics["train/loss:sum"], metrics.get("kl_pre_post_v1")
 """
@@ -97,6 +98,7 @@ async def run_update(
 
     Example::
 
+        # not run: needs a training client
         metrics = await run_update(training_client, config, samples, token_advantages)
     """
     import tinker
