@@ -349,10 +349,12 @@ def run_blocks(jobs: list[dict[str, Any]], timeout: float = 100) -> dict[str, st
     """Run the jobs in one subprocess; ``{block id: error text}`` ("" when it passed).
 
     A job is ``{"module": dotted name or "", "blocks": [[id, code], ...], "shared": bool,
-    "given": id}``: a docstring job runs each block in a copy of the module's namespace,
-    after the ``given`` block (the module docstring's example) has run in it, so what the
-    module's example builds is there for the module's other examples; a markdown job
-    (``shared``) runs its blocks one after another in one namespace.
+    "given": id, "prelude": [[id, code], ...]}``: a docstring job runs each block in a
+    copy of the module's namespace, after the ``prelude`` (the package docstring's
+    example, whose own result its package's job reports) and the ``given`` block (the
+    module docstring's example) have run in it, so what they build is there for the
+    module's other examples; a markdown job (``shared``) runs its blocks one after another
+    in one namespace.
     """
     done = subprocess.run(
         [sys.executable, __file__],
@@ -413,6 +415,8 @@ def _main() -> None:
                 error = traceback.format_exc(limit=-4)
                 results.update({block_id: error for block_id, _ in job["blocks"]})
                 continue
+        for block_id, code in job.get("prelude", []):
+            _run_one(code, block_id, base)
         given = job.get("given")
         for block_id, code in job["blocks"]:
             if block_id == given:

@@ -6,7 +6,8 @@ module exists, so an example teaching a removed name fails. The blocks of the mo
 namespace, a fresh temporary directory and a time bound), unless the block's first line
 is ``# not run: REASON``. A module docstring's example runs first and is the given of the
 module's other examples: what it builds (a config, a builder, a run folder's path) is in
-their namespace, so each example shows only its own point. The conventions are in ``tests/example_blocks.py`` and
+their namespace, so each example shows only its own point. A subpackage's docstring
+example is likewise the given of its modules' examples (it runs before theirs). The conventions are in ``tests/example_blocks.py`` and
 docs/architecture.md ("The rules of the test suite").
 """
 
@@ -121,17 +122,33 @@ def test_shell_examples_name_real_commands(block: Block):
 @pytest.fixture(scope="module")
 def run_results() -> dict[str, str]:
     jobs: dict[str, list[list[str]]] = collections.defaultdict(list)
-    given: dict[str, str] = {}
+    given: dict[str, Block] = {}
     for block in TO_RUN:
         jobs[block.module].append([block.id, block.code])
         if block.owner == block.module:
-            given.setdefault(block.module, block.id)
+            given.setdefault(block.module, block)
     return run_blocks(
         [
-            {"module": module, "blocks": blocks, "given": given.get(module)}
+            {
+                "module": module,
+                "blocks": blocks,
+                "given": given[module].id if module in given else None,
+                "prelude": [[g.id, g.code] for g in _package_given(module, given)],
+            }
             for module, blocks in jobs.items()
         ]
     )
+
+
+def _package_given(module: str, given: dict[str, Block]) -> list[Block]:
+    """The example of the subpackage a plain module is in (``mint_envkit.sweep`` for
+    ``mint_envkit.sweep._store``): the given of the package's modules too. The top-level
+    package's example is nobody's given."""
+    package = module.rpartition(".")[0]
+    is_package = SRC.joinpath(*module.split("."), "__init__.py").is_file()
+    if package.count(".") < 1 or is_package or package not in given:
+        return []
+    return [given[package]]
 
 
 @pytest.mark.parametrize("block", TO_RUN, ids=lambda block: block.id)
@@ -214,6 +231,32 @@ def test_not_run_and_shell_conventions_are_read(tmp_path):
 
 def test_src_is_the_package():
     assert (SRC / "__init__.py").is_file()
+
+
+def test_a_package_example_is_the_given_of_its_modules():
+    package = Block(
+        file="src/p/__init__.py",
+        line=1,
+        owner="mint_envkit.p",
+        module="mint_envkit.p",
+        code="x = 1\n",
+    )
+    own = Block(
+        file="src/p/m.py", line=1, owner="mint_envkit.p.m", module="mint_envkit.p.m", code=""
+    )
+    given = {"mint_envkit.p": package, "mint_envkit.p.m": own}
+    assert _package_given("mint_envkit.p.m", given) == [package]
+    assert _package_given("mint_envkit.p", given) == []  # the top level is no package given
+    results = run_blocks(
+        [
+            {
+                "module": "mint_envkit.parsers.choice",
+                "prelude": [["pkg", "letters = 'AB'\n"]],
+                "blocks": [["uses", "assert letters == 'AB'\n"]],
+            }
+        ]
+    )
+    assert results == {"uses": ""}
 
 
 def test_the_module_example_is_the_given_of_the_others():

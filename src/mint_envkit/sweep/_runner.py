@@ -2,28 +2,12 @@
 
 Example::
 
-    import json
-    from pathlib import Path
-
-    from mint_envkit import DatasetBuilder, SingleTurnEnv
-    from mint_envkit.rl import Config
-    from mint_envkit.sweep import Sweep
-
-    async def runner(config):  # stands in for training: writes the run's metrics.jsonl
-        with open(Path(config.log_path) / "metrics.jsonl", "w") as fh:
-            print(json.dumps({"step": 0, "env/all/reward/total": -0.25,
-                              "test/env/all/reward/total": -0.25}), file=fh)
-            print(json.dumps({"step": 1, "env/all/reward/total": -0.1, "env/all/correct": 0.0,
-                              "test_final/env/all/reward/total": 0.1, "train/datums": 8}), file=fh)
+    # `runner`, `config` and `Sweep` as in the mint_envkit.sweep example
 
     async def flaky(config):  # fails at temperature 1.0
         if config.temperature == 1.0:
             raise RuntimeError("reward function raised")
         await runner(config)
-
-    builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
-                             batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
-    config = Config(dataset_builder=builder, log_path="unused")
 
     sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
                   runner=runner, quiet=True)
