@@ -24,11 +24,12 @@ app with uvicorn in a background thread.
 
 Example::
 
+    import tempfile
     from mint_envkit.local.http.app import build_app
     from mint_envkit.local.http.state import Backend
 
-    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir="/tmp/state")
+    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
     app = build_app(backend)          # an ASGI app; serve it with uvicorn
-    ...
+    assert backend.preload_errors(timeout=60) == {}
     backend.close()
 """

@@ -11,6 +11,7 @@ big bodies are decoded in a worker thread), calls its handler and turns a
 
 Example::
 
+    # not run: serves until stopped
     import uvicorn
     from mint_envkit.local.http.app import build_app
     from mint_envkit.local.http.state import Backend
@@ -52,7 +53,8 @@ class RouteSpec:
 
     Example::
 
-        RouteSpec("/api/v1/healthz", "healthz", sessions.healthz, ("GET",))
+        spec = RouteSpec("/api/v1/healthz", "healthz", sessions.healthz, ("GET",))
+        assert spec in ROUTES and not spec.body
     """
 
     path: str
@@ -204,8 +206,14 @@ def build_app(backend: Backend) -> Starlette:
 
     Example::
 
-        import uvicorn
-        uvicorn.run(build_app(Backend(models=["mint-envkit/tiny-qwen3"])), port=8765)
+        import tempfile
+
+        backend = Backend(models=["mint-envkit/tiny-qwen3-small"], preload=False,
+                          state_dir=tempfile.mkdtemp())
+        app = build_app(backend)   # then: uvicorn.run(app, port=8765)
+        assert app.state.backend is backend
+        assert len(app.routes) == len(ROUTES)
+        backend.close()
     """
     routes = [
         Route(spec.path, _endpoint(backend, spec), methods=list(spec.methods), name=spec.name)

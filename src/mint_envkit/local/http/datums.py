@@ -21,7 +21,7 @@ Example::
             "loss_fn_inputs": {"target_tokens": {"data": [2, 3], "dtype": "int64"}},
         }]},
     }, backward=True)
-    op.data[0]   # {'model_input': [1, 2], 'loss_fn_inputs': {'target_tokens': [2, 3]}}
+    assert op.data[0] == {"model_input": [1, 2], "loss_fn_inputs": {"target_tokens": [2, 3]}}
 """
 
 from __future__ import annotations
@@ -134,8 +134,9 @@ class ForwardOp:
 
     Example::
 
-        op = parse_forward(body, backward=True)
-        engine.forward(op.model_id, op.data, op.loss_fn, op.loss_fn_config, backward=True)
+        assert (op.model_id, op.seq_id, op.loss_fn, op.loss_fn_config) == ("m-1", 1, "cross_entropy", None)
+        # the server then runs, on the engine worker:
+        # engine.forward(op.model_id, op.data, op.loss_fn, op.loss_fn_config, backward=True)
     """
 
     model_id: str
@@ -154,7 +155,13 @@ class ReverseKLOp:
 
     Example::
 
-        op.model_id, op.reference_model_path, op.temperature
+        tokens = lambda ids: {"chunks": [{"tokens": ids, "type": "encoded_text"}]}
+        op = parse_reverse_kl({
+            "model_id": "m-1", "reference_model_path": "tinker://t-1/sampler_weights/s",
+            "data": [{"student_input": tokens([1, 2]), "reference_input": tokens([9, 1, 2]),
+                      "target_tokens": {"data": [2, 3]}, "weights": {"data": [1.0, 1.0]}}],
+        })
+        assert (op.reference_model_path, op.temperature) == ("tinker://t-1/sampler_weights/s", 1.0)
     """
 
     model_id: str
@@ -337,7 +344,21 @@ def parse_reverse_kl(body: Mapping[str, Any]) -> ReverseKLOp:
 
     Example::
 
-        parse_reverse_kl(body).data[0]["student_input"]   # [1, 2]
+        tokens = lambda ids: {"chunks": [{"tokens": ids, "type": "encoded_text"}]}
+        body = {
+            "model_id": "m-1", "reference_model_path": "tinker://t-1/sampler_weights/s",
+            "data": [{"student_input": tokens([1, 2]), "reference_input": tokens([9, 1, 2]),
+                      "target_tokens": {"data": [2, 3]}, "weights": {"data": [1.0, 1.0]}}],
+        }
+        assert parse_reverse_kl(body).data[0]["student_input"] == [1, 2]
+        # the inputs are aligned at their ends: reference_input is (its prompt + the completion)
+        body["data"][0]["reference_input"] = tokens([9, 1, 5])
+        try:
+            parse_reverse_kl(body)
+        except ProtocolError as err:
+            assert "does not end with the student's completion" in err.message
+        else:
+            raise AssertionError("a misaligned reference_input is refused")
     """
     req = validate_body(_ReverseKLRequest, body, "forward_backward_reverse_kl")
     if not req.data:

@@ -11,14 +11,17 @@ every call happens on that one loop).
 
 Example::
 
-    store = FutureStore()
+    store = FutureStore()                 # on the server's event loop
     request_id = store.create("optim_step")
     store.set_result(request_id, {"metrics": {}})
-    await store.wait(request_id, timeout=30.0)   # {'metrics': {}}
+    assert await store.wait(request_id, timeout=30.0) == {"metrics": {}}
 
+    started = []
     seq = Sequencer("m-1", gap_timeout=30.0)
-    seq.submit(2, "optim_step", "req-b", run_b)   # waits: seq_id 1 has not arrived
-    seq.submit(1, "forward_backward", "req-a", run_a)   # runs run_a, then run_b
+    seq.submit(2, "optim_step", "req-b", lambda: started.append("b"))  # waits for seq_id 1
+    assert started == []
+    seq.submit(1, "forward_backward", "req-a", lambda: started.append("a"))  # a, then b
+    assert started == ["a", "b"]
 """
 
 from __future__ import annotations
@@ -57,7 +60,9 @@ class FutureStore:
         store = FutureStore()
         rid = store.create("asample")
         store.set_error(rid, "prompt token 99999 is outside the vocabulary", "user")
-        await store.wait(rid, 1.0)   # {'error': '...', 'category': 'user'}
+        assert await store.wait(rid, 1.0) == {
+            "error": "prompt token 99999 is outside the vocabulary", "category": "user"}
+        assert await store.wait(rid, 1.0) is not None   # kept: a client may read it again
     """
 
     def __init__(self, *, keep_retrieved: int = 256, max_entries: int = 8192) -> None:
@@ -73,7 +78,10 @@ class FutureStore:
 
         Example::
 
+            store = FutureStore()
             rid = store.create("forward_backward")   # 'req-1a2b3c4d-1'
+            assert rid.startswith("req-") and rid.endswith("-1")
+            assert await store.wait(rid, timeout=0) is None   # pending: "try again"
         """
         request_id = f"req-{self._prefix}-{next(self._counter)}"
         loop = asyncio.get_running_loop()
@@ -86,7 +94,10 @@ class FutureStore:
 
         Example::
 
-            store.kind(store.create("asample"))   # 'asample'
+            store = FutureStore()
+            assert store.kind(store.create("asample")) == "asample"
+            assert store.kind("req-unknown") == ""
+            assert await store.wait(store.create("optim_step"), 0) is None
         """
         entry = self._entries.get(request_id)
         return entry.kind if entry is not None else ""
@@ -96,7 +107,11 @@ class FutureStore:
 
         Example::
 
+            store = FutureStore()
+            rid = store.create("create_model")
             store.set_result(rid, {"type": "create_model", "model_id": "m-1"})
+            store.set_result(rid, {"type": "ignored"})   # the first result stays
+            assert (await store.wait(rid, 0))["model_id"] == "m-1"
         """
         entry = self._entries.get(request_id)
         if entry is not None and not entry.future.done():
@@ -107,7 +122,10 @@ class FutureStore:
 
         Example::
 
+            store = FutureStore()
+            rid = store.create("asample")
             store.set_error(rid, "unknown sampler_id 's-9'", "user")
+            assert await store.wait(rid, 0) == {"error": "unknown sampler_id 's-9'", "category": "user"}
         """
         category = category if category in ("user", "server", "unknown") else "unknown"
         self.set_result(request_id, {"error": message, "category": category})
@@ -118,7 +136,12 @@ class FutureStore:
 
         Example::
 
-            store.pending   # 0 when the server is idle
+            store = FutureStore()
+            rid = store.create("optim_step")
+            assert store.pending == 1
+            store.set_result(rid, {"metrics": {}})
+            assert store.pending == 0   # 0 when the server is idle
+            assert await store.wait(rid, 0) == {"metrics": {}}
         """
         return sum(1 for e in self._entries.values() if not e.future.done())
 
@@ -127,7 +150,11 @@ class FutureStore:
 
         Example::
 
-            loop.call_soon_threadsafe(store.close)
+            store = FutureStore()
+            poll = asyncio.ensure_future(store.wait(store.create("asample"), 30.0))  # a long-poll
+            await asyncio.sleep(0)
+            store.close()   # from another thread: loop.call_soon_threadsafe(store.close)
+            assert await poll is None   # answered at once: try again
         """
         self._closed.set()
 
@@ -138,8 +165,11 @@ class FutureStore:
 
         Example::
 
-            payload = await store.wait(rid, 30.0)
+            store = FutureStore()
+            rid = store.create("optim_step")
+            payload = await store.wait(rid, 0.01)   # no result within the bound
             body = payload if payload is not None else {"type": "try_again", "request_id": rid}
+            assert body["type"] == "try_again"
         """
         entry = self._entries[request_id]
         if not entry.future.done() and timeout > 0 and not self._closed.is_set():
@@ -181,10 +211,12 @@ class Sequencer:
 
     Example::
 
+        started = []
         seq = Sequencer("m-1")
-        seq.submit(1, "forward_backward", "req-1", lambda: print("fb"))   # prints fb
+        seq.submit(1, "forward_backward", "req-1", lambda: started.append("fb"))   # starts fb
         seq.skip(2)       # seq 2 was refused at submission: don't wait for it
-        seq.submit(3, "optim_step", "req-3", lambda: print("opt"))        # prints opt
+        seq.submit(3, "optim_step", "req-3", lambda: started.append("opt"))        # starts opt
+        assert started == ["fb", "opt"] and seq.next_seq == 4
     """
 
     def __init__(self, model_id: str, *, gap_timeout: float = 30.0, remember: int = 4096) -> None:
@@ -202,7 +234,11 @@ class Sequencer:
 
         Example::
 
-            seq.waiting   # 1 after submit(2, ...) while seq_id 1 is missing
+            seq = Sequencer("m-2", gap_timeout=0.01)
+            seq.submit(2, "optim_step", "req-2", lambda: None)
+            assert seq.waiting == 1   # seq_id 1 is missing
+            await asyncio.sleep(0.2)  # it never arrives: past gap_timeout, seq_id 2 goes ahead
+            assert seq.waiting == 0 and seq.next_seq == 3
         """
         return len(self._waiting)
 
@@ -213,8 +249,16 @@ class Sequencer:
 
         Example::
 
-            seq.submit(1, "optim_step", "req-1", start)
-            seq.previous(1, "optim_step")   # 'req-1': a re-sent request gets the same future
+            seq = Sequencer("m-1")
+            seq.submit(1, "optim_step", "req-1", lambda: None)
+            assert seq.previous(1, "optim_step") == "req-1"   # a re-sent request: the same future
+            assert seq.previous(2, "optim_step") is None
+            try:
+                seq.previous(1, "forward_backward")
+            except ValueError as err:
+                assert "already used by a optim_step request" in str(err)
+            else:
+                raise AssertionError("a seq_id used by another kind is refused")
         """
         if seq_id is None or seq_id not in self._seen:
             return None
@@ -233,7 +277,11 @@ class Sequencer:
 
         Example::
 
-            seq.submit(1, "forward_backward", "req-1", lambda: executor.submit(work))
+            started = []   # the server's start() hands the work to the engine worker
+            seq = Sequencer("m-1")
+            seq.submit(None, "forward", "req-0", lambda: started.append(0))   # no seq_id: at once
+            seq.submit(1, "forward_backward", "req-1", lambda: started.append(1))
+            assert started == [0, 1]
         """
         if seq_id is None:
             start()
@@ -257,7 +305,11 @@ class Sequencer:
 
         Example::
 
-            seq.skip(4)   # seq_id 5 will not wait for 4
+            started = []
+            seq = Sequencer("m-1")
+            seq.skip(1)   # seq_id 1 was refused at submission
+            seq.submit(2, "optim_step", "req-2", lambda: started.append(2))   # does not wait for 1
+            assert started == [2]
         """
         if seq_id is None or seq_id < self.next_seq or seq_id in self._waiting:
             return

@@ -18,7 +18,7 @@ Example::
 
     guard = Guard(api_key="sk-local-abc", allowed_hosts=loopback_hosts(8765))
     guard.check("POST", {"host": "127.0.0.1:8765", "content-type": "application/json",
-                         "x-api-key": "sk-local-abc"}, route="asample", body=True)
+                         "x-api-key": "sk-local-abc"}, route="asample", body=True)   # passes
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def generate_api_key() -> str:
     Example::
 
         key = generate_api_key()        # 'sk-local-3f9c...'
-        LocalServer(api_key=key); mint.ServiceClient(base_url=..., api_key=key)
+        assert key.startswith("sk-local-") and len(key) == len("sk-local-") + 32
+        # then: LocalServer(api_key=key), and mint.ServiceClient(base_url=..., api_key=key)
     """
     return "sk-local-" + secrets.token_hex(16)
 
@@ -57,7 +58,7 @@ def loopback_hosts(port: int) -> frozenset[str]:
 
     Example::
 
-        sorted(loopback_hosts(8765))   # ['127.0.0.1:8765', '[::1]:8765', 'localhost:8765']
+        assert sorted(loopback_hosts(8765)) == ["127.0.0.1:8765", "[::1]:8765", "localhost:8765"]
     """
     return frozenset(f"{name}:{port}" for name in _LOOPBACK_NAMES)
 
@@ -82,9 +83,13 @@ class Guard:
 
     Example::
 
-        Guard(api_key=None, allowed_hosts=loopback_hosts(8765)).check(
-            "GET", {"host": "evil.example:8765"}, route="list_user_checkpoints", body=False)
-        # ProtocolError(403, "refused: Host 'evil.example:8765' is not ...")
+        try:
+            Guard(api_key=None, allowed_hosts=loopback_hosts(8765)).check(
+                "GET", {"host": "evil.example:8765"}, route="list_user_checkpoints", body=False)
+        except ProtocolError as err:
+            assert err.status == 403   # "refused: Host 'evil.example:8765' is not ..."
+        else:
+            raise AssertionError("another Host is refused")
     """
 
     api_key: str | None = None
@@ -96,7 +101,9 @@ class Guard:
 
         Example::
 
-            token = guard.issue_token(); guard.token_ok(token)   # True
+            token = guard.issue_token()
+            assert guard.token_ok(token)
+            assert not Guard(api_key="sk-local-abc").token_ok(token)   # another server's secret
         """
         now = int(time.time())
         header = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
@@ -113,7 +120,7 @@ class Guard:
 
         Example::
 
-            guard.token_ok("eyJ.forged.x")   # False
+            assert guard.token_ok("eyJ.forged.x") is False
         """
         parts = token.split(".")
         if len(parts) != 3:
@@ -125,7 +132,9 @@ class Guard:
 
         Example::
 
-            Guard(api_key="k").key_ok("k")   # True
+            assert Guard(api_key="k").key_ok("k") is True
+            assert Guard(api_key="k").key_ok("other") is False
+            assert Guard(api_key=None).key_ok(None) is True   # no key required
         """
         if self.api_key is None:
             return True
@@ -138,7 +147,17 @@ class Guard:
 
         Example::
 
-            guard.check("POST", request.headers, route="asample", body=True)
+            # the server calls guard.check("POST", request.headers, route=..., body=True)
+            headers = {"host": "127.0.0.1:8765", "content-type": "text/plain",
+                       "x-api-key": "sk-local-abc"}
+            try:
+                guard.check("POST", headers, route="asample", body=True)
+            except ProtocolError as err:
+                assert err.status == 415   # a form or text body: what a web page may post
+            else:
+                raise AssertionError("a text/plain body is refused")
+            headers["content-type"] = "application/json"
+            guard.check("GET", {"host": "localhost:8765"}, route="healthz", body=False)  # open
         """
         host = headers.get("host", "")
         if self.allowed_hosts is not None and host.lower() not in self.allowed_hosts:

@@ -12,9 +12,19 @@ the first request.
 
 Example::
 
-    reaper = IdleReaper(backend)
-    reaper.touch_session("session-1")
-    reaper.sweep()          # releases what has been idle past the timeout
+    import tempfile
+    import time
+    from mint_envkit.local.http.limits import Limits
+    from mint_envkit.local.http.state import Backend
+
+    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp(),
+                      limits=Limits(idle_timeout_s=0.05))
+    reaper = backend.reaper   # the backend's IdleReaper(backend)
+    backend.session("session-1")   # a session; this touches it
+    assert reaper.sweep() == []    # active
+    time.sleep(0.1)
+    assert reaper.sweep() == ["session-1"]   # released: idle past the timeout
+    assert "session-1" not in backend.sessions
 """
 
 from __future__ import annotations
@@ -35,7 +45,11 @@ class IdleReaper:
 
     Example::
 
-        reaper = IdleReaper(backend); reaper.ensure_running()   # on the event loop
+        reaper = IdleReaper(backend)
+        reaper.touch_session("session-2")
+        reaper.ensure_running()   # on the event loop: it sweeps every timeout / 4
+        await asyncio.sleep(0.3)
+        assert "session-2" not in reaper.session_seen
     """
 
     def __init__(self, backend: Backend) -> None:
@@ -54,6 +68,7 @@ class IdleReaper:
         Example::
 
             reaper.touch_session("session-1")
+            assert reaper.sweep() == []   # just seen
         """
         self.session_seen[session_id] = time.monotonic()
 
@@ -63,6 +78,8 @@ class IdleReaper:
         Example::
 
             reaper.ensure_running()
+            reaper.ensure_running()   # once: a second call keeps the running sweep
+            await asyncio.sleep(0)
         """
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._loop())
@@ -78,7 +95,15 @@ class IdleReaper:
 
         Example::
 
-            reaper.sweep()   # ['session-1', 'model-3']
+            model_id = backend.worker.submit(
+                lambda e: e.create_lora("mint-envkit/tiny-qwen3-small", rank=4)).result()
+            backend.model_registry[model_id] = {"model_id": model_id,
+                                                "last_request_time": time.time() - 1}
+            reaper.touch_session("session-3")
+            time.sleep(0.1)
+            released = reaper.sweep()   # [..., 'session-3', model_id]: sessions, then clients
+            assert released[-2:] == ["session-3", model_id]   # the training client is unloaded
+            assert model_id not in backend.model_registry
         """
         b = self._backend
         released: list[str] = []

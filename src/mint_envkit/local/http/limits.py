@@ -23,8 +23,8 @@ in another order).
 Example::
 
     limits = Limits(max_request_tokens=65536, max_sample_tokens=131072)
-    limits.check_forward([[1, 2, 3]] * 8)          # fine: 24 tokens
-    limits.sample_chunks(num_samples=64, per_sample=1000)   # [4, 4, ..., 4]: 16 sub-requests
+    assert limits.check_forward([[1, 2, 3]] * 8) == 24          # fine: 24 tokens
+    assert limits.sample_chunks(num_samples=64, per_sample=1000) == [4] * 16   # 16 sub-requests
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ def split_seed(seed: int | None, index: int) -> int | None:
 
     Example::
 
-        split_seed(7, 0), split_seed(None, 3)   # (7, None)
+        assert (split_seed(7, 0), split_seed(None, 3)) == (7, None)
+        assert split_seed(7, 1) == 7 * 1_000_003 + 1   # the engine's seed for its cut at row 0
     """
     if seed is None or index == 0:
         return seed
@@ -92,8 +93,13 @@ class Limits:
 
     Example::
 
-        Limits(max_sample_tokens=4096).check_sample(num_samples=64, prompt=10, max_tokens=100)
-        # ProtocolError(413, "asample asks for 64 x (10 + 100) = 7040 tokens ...")
+        try:
+            Limits(max_sample_tokens=4096).check_sample(num_samples=64, prompt=10, max_tokens=100)
+        except ProtocolError as err:
+            assert err.status == 413
+            assert err.message.startswith("asample asks for 64 x (10 + 100) = 7040 tokens")
+        else:
+            raise AssertionError("over the limit is refused")
     """
 
     max_request_tokens: int = attrs.field(default=DEFAULT_MAX_REQUEST_TOKENS, validator=integer())
@@ -113,7 +119,7 @@ class Limits:
 
         Example::
 
-            Limits().check_forward([[1, 2], [3]])   # 4
+            assert Limits().check_forward([[1, 2], [3]]) == 4   # 2 datums x the longest, 2
         """
         cost = len(inputs) * max((len(x) for x in inputs), default=0)
         if cost > self.max_request_tokens:
@@ -131,7 +137,8 @@ class Limits:
 
         Example::
 
-            Limits().check_sample(num_samples=4, prompt=10, max_tokens=6)   # 64
+            assert Limits().check_sample(num_samples=4, prompt=10, max_tokens=6) == 64
+            assert Limits().check_sample(num_samples=1, prompt=10, max_tokens=None) == 26  # 16 default
         """
         length = prompt + (ENGINE_DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens)
         cost = num_samples * length
@@ -150,7 +157,7 @@ class Limits:
 
         Example::
 
-            Limits(max_request_tokens=100).check_prompt_logprobs(50)
+            Limits(max_request_tokens=100).check_prompt_logprobs(50)   # fine; 101 would be a 413
         """
         if prompt > self.max_request_tokens:
             raise ProtocolError(
@@ -166,7 +173,7 @@ class Limits:
 
         Example::
 
-            Limits(max_request_tokens=1000).body_bytes("forward_backward", 1 << 26)  # 128000
+            assert Limits(max_request_tokens=1000).body_bytes("forward_backward", 1 << 26) == 128000
         """
         if route in ("forward", "forward_backward", "forward_backward_reverse_kl"):
             return min(max_body_bytes, self.max_request_tokens * BODY_BYTES_PER_TOKEN)
@@ -179,7 +186,7 @@ class Limits:
 
         Example::
 
-            Limits(sample_chunk_tokens=100).sample_chunks(num_samples=5, per_sample=40)  # [2, 2, 1]
+            assert Limits(sample_chunk_tokens=100).sample_chunks(num_samples=5, per_sample=40) == [2, 2, 1]
         """
         per = max(1, self.sample_chunk_tokens // max(per_sample, 1))
         if num_samples <= per:

@@ -15,12 +15,15 @@ Example::
     from mint_envkit.local.http.requests import ProtocolError, parse_optim_step
 
     req = parse_optim_step({"model_id": "m-1", "adam_params": {"learning_rate": 1e-3}})
-    req.adam_params.beta1   # 0.9
+    assert req.adam_params.beta1 == 0.9
 
     try:
         parse_optim_step({"model_id": "m-1", "adam_params": {"learning_rate": -1}})
     except ProtocolError as err:
-        err.status, err.message   # (422, 'invalid adam_params: learning_rate must be ...')
+        assert err.status == 422   # 'invalid adam_params: learning_rate must be ...'
+        assert err.message.startswith("invalid adam_params: learning_rate must be")
+    else:
+        raise AssertionError("a negative learning rate is refused")
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ class ProtocolError(MintEnvkitError):
 
     Example::
 
-        raise ProtocolError(404, "unknown model_id 'm-7'; create one with create_lora_training_client")
+        err = ProtocolError(404, "unknown model_id 'm-7'; create one with create_lora_training_client")
+        assert str(err) == err.message   # raise it; the server answers err.status
     """
 
     status: int
@@ -87,8 +91,13 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
 
     Example::
 
-        parse_json_body(b'{"model_id": "m"}')   # {'model_id': 'm'}
-        parse_json_body(b'{oops')                # ProtocolError(400, 'request body is not valid JSON ...')
+        assert parse_json_body(b'{"model_id": "m"}') == {"model_id": "m"}
+        try:
+            parse_json_body(b"{oops")
+        except ProtocolError as err:
+            assert err.status == 400   # 'request body is not valid JSON: ...'
+        else:
+            raise AssertionError("not JSON is refused")
     """
     if not raw.strip():
         raise ProtocolError(400, "request body is empty; send a JSON object")
@@ -149,7 +158,9 @@ def validate_body(model_cls: type[pydantic.BaseModel], body: Mapping[str, Any], 
 
     Example::
 
-        validate_body(tt.OptimStepRequest, body, "optim_step").adam_params.learning_rate
+        body = {"model_id": "m-1", "adam_params": {"learning_rate": 1e-3}, "newer_field": 1}
+        req = validate_body(tt.OptimStepRequest, body, "optim_step")   # the extra is dropped
+        assert req.adam_params.learning_rate == 1e-3
     """
     try:
         return model_cls.model_validate(body)
@@ -171,7 +182,7 @@ def model_input_tokens(model_input: tt.ModelInput, what: str) -> list[int]:
 
     Example::
 
-        model_input_tokens(tt.ModelInput.from_ints([1, 2]), "prompt")   # [1, 2]
+        assert model_input_tokens(tt.ModelInput.from_ints([1, 2]), "prompt") == [1, 2]
     """
     tokens: list[int] = []
     for i, chunk in enumerate(model_input.chunks):
@@ -204,8 +215,13 @@ def check_tinker_path(path: str, what: str) -> str:
 
     Example::
 
-        check_tinker_path("tinker://m-1/weights/a", "load_weights")   # 'tinker://m-1/weights/a'
-        check_tinker_path("tinker://m-1/../x", "load_weights")        # ProtocolError(422, ...)
+        assert check_tinker_path("tinker://m-1/weights/a", "load_weights") == "tinker://m-1/weights/a"
+        try:
+            check_tinker_path("tinker://m-1/../x", "load_weights")
+        except ProtocolError as err:
+            assert err.status == 422   # "load_weights: 'tinker://m-1/../x' must not contain '..'"
+        else:
+            raise AssertionError("'..' is refused")
     """
     if not path.startswith("tinker://"):
         raise ProtocolError(
@@ -230,7 +246,7 @@ def run_id_of(path: str) -> str:
 
     Example::
 
-        run_id_of("tinker://model-1/weights/a")   # 'model-1'
+        assert run_id_of("tinker://model-1/weights/a") == "model-1"
     """
     return path.removeprefix("tinker://").split("/", 1)[0]
 
@@ -253,7 +269,7 @@ def parse_create_model(body: Mapping[str, Any]) -> tt.CreateModelRequest:
         req = parse_create_model({"session_id": "s", "model_seq_id": 0,
                                   "base_model": "mint-envkit/tiny-qwen3",
                                   "lora_config": {"rank": 8}})
-        req.lora_config.rank   # 8
+        assert req.lora_config.rank == 8
     """
     req = validate_body(tt.CreateModelRequest, body, "create_model")
     lora = req.lora_config
@@ -273,7 +289,7 @@ def parse_model_id_request(body: Mapping[str, Any], what: str) -> str:
 
     Example::
 
-        parse_model_id_request({"model_id": "m-1", "type": "get_info"}, "get_info")  # 'm-1'
+        assert parse_model_id_request({"model_id": "m-1", "type": "get_info"}, "get_info") == "m-1"
     """
     return _required_string(body, "model_id", what)
 
@@ -283,7 +299,7 @@ def parse_paging(query: Mapping[str, str], default_limit: int) -> tuple[int, int
 
     Example::
 
-        parse_paging({"limit": "5"}, 20)   # (0, 5)
+        assert parse_paging({"limit": "5"}, 20) == (0, 5)
     """
     try:
         limit = int(query.get("limit", default_limit))
@@ -298,8 +314,13 @@ def parse_run_id(run_id: str) -> str:
 
     Example::
 
-        parse_run_id("model-1")   # 'model-1'
-        parse_run_id("..")        # ProtocolError(422, "invalid model_id '..' ...")
+        assert parse_run_id("model-1") == "model-1"
+        try:
+            parse_run_id("..")
+        except ProtocolError as err:
+            assert err.status == 422   # "invalid training run id (model_id) '..': use ..."
+        else:
+            raise AssertionError("'..' is refused")
     """
     return _check_name(run_id, "training run id (model_id)")
 
@@ -309,7 +330,7 @@ def parse_delete_checkpoint(run_id: str, checkpoint_id: str) -> str:
 
     Example::
 
-        parse_delete_checkpoint("m-1", "weights/a")   # 'tinker://m-1/weights/a'
+        assert parse_delete_checkpoint("m-1", "weights/a") == "tinker://m-1/weights/a"
     """
     parse_run_id(run_id)
     if not checkpoint_id or ".." in checkpoint_id.split("/"):
@@ -330,7 +351,7 @@ def parse_optim_step(body: Mapping[str, Any]) -> tt.OptimStepRequest:
 
         req = parse_optim_step({"model_id": "m-1", "seq_id": 2,
                                 "adam_params": {"learning_rate": 1e-3}})
-        req.adam_params.beta2   # 0.95
+        assert req.adam_params.beta2 == 0.95
     """
     req = validate_body(tt.OptimStepRequest, body, "optim_step")
     p = req.adam_params
@@ -364,7 +385,7 @@ def parse_save_weights(body: Mapping[str, Any]) -> tt.SaveWeightsRequest:
 
     Example::
 
-        parse_save_weights({"model_id": "m-1", "path": "step-1", "seq_id": 3}).path  # 'step-1'
+        assert parse_save_weights({"model_id": "m-1", "path": "step-1", "seq_id": 3}).path == "step-1"
     """
     return _named_save(tt.SaveWeightsRequest, body, "save_weights")
 
@@ -374,7 +395,7 @@ def parse_save_weights_for_sampler(body: Mapping[str, Any]) -> tt.SaveWeightsFor
 
     Example::
 
-        parse_save_weights_for_sampler({"model_id": "m-1", "seq_id": 4}).path   # None
+        assert parse_save_weights_for_sampler({"model_id": "m-1", "seq_id": 4}).path is None
     """
     return _named_save(tt.SaveWeightsForSamplerRequest, body, "save_weights_for_sampler")
 
@@ -386,7 +407,7 @@ def parse_load_weights(body: Mapping[str, Any]) -> tt.LoadWeightsRequest:
 
         req = parse_load_weights({"model_id": "m-2", "path": "tinker://m-1/weights/a",
                                   "optimizer": True, "seq_id": 1})
-        req.optimizer   # True
+        assert req.optimizer is True
     """
     req = validate_body(tt.LoadWeightsRequest, body, "load_weights")
     check_tinker_path(req.path, "load_weights")
@@ -398,7 +419,7 @@ def parse_weights_info(body: Mapping[str, Any]) -> str:
 
     Example::
 
-        parse_weights_info({"tinker_path": "tinker://m-1/weights/a"})   # 'tinker://m-1/weights/a'
+        assert parse_weights_info({"tinker_path": "tinker://m-1/weights/a"}) == "tinker://m-1/weights/a"
     """
     path = body.get("tinker_path")
     if not isinstance(path, str):
@@ -411,7 +432,7 @@ def parse_retrieve_future(body: Mapping[str, Any]) -> str:
 
     Example::
 
-        parse_retrieve_future({"request_id": "req-1", "allow_metadata_only": True})  # 'req-1'
+        assert parse_retrieve_future({"request_id": "req-1", "allow_metadata_only": True}) == "req-1"
     """
     return _required_string(body, "request_id", "retrieve_future")
 
@@ -433,7 +454,9 @@ class InterpolateOp:
 
     Example::
 
-        op.source_paths, op.coefficients, op.output_path
+        op = parse_interpolate({"source_paths": ["tinker://a/sampler_weights/s"],
+                                "coefficients": [1.0], "output_path": "mix"})
+        assert (op.coefficients, op.output_path) == ([1.0], "mix")
     """
 
     source_paths: list[str]
@@ -446,8 +469,9 @@ def parse_interpolate(body: Mapping[str, Any]) -> InterpolateOp:
 
     Example::
 
-        parse_interpolate({"source_paths": ["tinker://a/sampler_weights/s"],
-                           "coefficients": [1.0]}).output_path   # None
+        op = parse_interpolate({"source_paths": ["tinker://a/sampler_weights/s"],
+                                "coefficients": [1.0]})
+        assert op.output_path is None
     """
     req = validate_body(_InterpolateRequest, body, "interpolate_checkpoints")
     if not req.source_paths:

@@ -9,8 +9,8 @@ Example::
 
     from mint_envkit.local.http.responses import JSONResponse, sanitize_metrics
 
-    sanitize_metrics({"loss:sum": 1, "lr": 0.1})   # {'loss:sum': 1.0, 'lr:mean': 0.1}
-    JSONResponse({"loss:sum": float("nan")}).body   # b'{"loss:sum":NaN}'
+    assert sanitize_metrics({"loss:sum": 1, "lr": 0.1}) == {"loss:sum": 1.0, "lr:mean": 0.1}
+    assert JSONResponse({"loss:sum": float("nan")}).body == b'{"loss:sum":NaN}'
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class JSONResponse(Response):
 
     Example::
 
-        JSONResponse({"loss:sum": float("nan")}).body   # b'{"loss:sum":NaN}'
+        assert JSONResponse({"loss:sum": float("inf")}).body == b'{"loss:sum":Infinity}'
     """
 
     media_type = "application/json"
@@ -59,7 +59,9 @@ def error_response(status: int, message: str, **headers: str) -> JSONResponse:
 
     Example::
 
-        error_response(404, "unknown session 's-9'").status_code   # 404
+        answer = error_response(404, "unknown session 's-9'")
+        assert answer.status_code == 404
+        assert json.loads(answer.body) == {"error": "unknown session 's-9'"}
     """
     return JSONResponse({"error": message}, status_code=status, headers=headers or None)
 
@@ -75,7 +77,8 @@ def describe_error(err: BaseException) -> tuple[str, str]:
 
     Example::
 
-        describe_error(ProtocolError(422, "bad"))   # ('bad', 'user')
+        assert describe_error(ProtocolError(422, "bad")) == ("bad", "user")
+        assert describe_error(MintEnvkitError("broken"))[1] == "server"
     """
     disk = disk_error_message(err)
     if disk is not None:
@@ -102,7 +105,10 @@ def engine_error(err: BaseException) -> ProtocolError:
 
     Example::
 
-        engine_error(EngineError("no checkpoint at 'tinker://x/weights/y'")).status   # 404
+        from mint_envkit.local.engine.records import EngineError
+
+        assert engine_error(EngineError("no checkpoint at 'tinker://x/weights/y'")).status == 404
+        assert engine_error(EngineError("rank must be positive")).status == 422
     """
     message, category = describe_error(err)
     if category == "user":
@@ -135,7 +141,8 @@ def sanitize_metrics(metrics: Mapping[str, Any] | None) -> dict[str, float]:
 
     Example::
 
-        sanitize_metrics({"loss:sum": 1, "lr": 0.1})   # {'loss:sum': 1.0, 'lr:mean': 0.1}
+        assert sanitize_metrics({"loss:sum": 1, "lr": 0.1}) == {"loss:sum": 1.0, "lr:mean": 0.1}
+        assert sanitize_metrics({"a:b:c": 1}) == {}   # more than one ':' is dropped
     """
     return {
         key if ":" in key else f"{key}:mean": number
@@ -149,7 +156,7 @@ def optim_metrics_json(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
 
     Example::
 
-        optim_metrics_json({"grad_norm": 1, "note": "x"})   # {'metrics': {'grad_norm': 1.0}}
+        assert optim_metrics_json({"grad_norm": 1, "note": "x"}) == {"metrics": {"grad_norm": 1.0}}
     """
     return {"metrics": _floats(metrics)}
 
@@ -159,8 +166,9 @@ def forward_output_json(logprobs: Sequence[Sequence[float]], metrics: Mapping[st
 
     Example::
 
-        forward_output_json([[-0.5, -1.0]], {"loss:sum": 1.5})["loss_fn_outputs"][0]["logprobs"]
-        # {'data': [-0.5, -1.0], 'dtype': 'float32', 'shape': [2]}
+        body = forward_output_json([[-0.5, -1.0]], {"loss:sum": 1.5})
+        assert body["loss_fn_outputs"][0]["logprobs"] == {
+            "data": [-0.5, -1.0], "dtype": "float32", "shape": [2]}
     """
     outputs = []
     for lp in logprobs:
@@ -180,8 +188,13 @@ def sample_response_json(
 
     Example::
 
-        sample_response_json([seq], None)
-        # {'type': 'sample', 'sequences': [{'tokens': [...], 'logprobs': [...], 'stop_reason': 'stop'}]}
+        from mint_envkit.local.engine.records import SampledSequence
+
+        seq = SampledSequence(tokens=[5, 7], logprobs=[-1.5, -0.25], stop_reason="stop")
+        assert sample_response_json([seq], None) == {
+            "type": "sample",
+            "sequences": [{"tokens": [5, 7], "logprobs": [-1.5, -0.25], "stop_reason": "stop"}],
+        }
     """
     body: dict[str, Any] = {
         "type": "sample",
@@ -204,7 +217,7 @@ def cursor_json(offset: int, limit: int, total: int) -> dict[str, int]:
 
     Example::
 
-        cursor_json(0, 20, 3)   # {'offset': 0, 'limit': 20, 'total_count': 3}
+        assert cursor_json(0, 20, 3) == {"offset": 0, "limit": 20, "total_count": 3}
     """
     return {"offset": offset, "limit": limit, "total_count": total}
 
@@ -214,7 +227,7 @@ def iso_time(value: Any) -> str:
 
     Example::
 
-        iso_time(0)   # '1970-01-01T00:00:00+00:00'
+        assert iso_time(0) == "1970-01-01T00:00:00+00:00"
     """
     if isinstance(value, datetime):
         dt = value if value.tzinfo else value.replace(tzinfo=UTC)
@@ -234,8 +247,9 @@ def checkpoint_json(info: Mapping[str, Any]) -> dict[str, Any]:
 
     Example::
 
-        checkpoint_json({"tinker_path": "tinker://m-1/weights/a", "time": 0, "size_bytes": 10})
-        # {'checkpoint_id': 'weights/a', 'checkpoint_type': 'training', ...}
+        body = checkpoint_json({"tinker_path": "tinker://m-1/weights/a", "time": 0, "size_bytes": 10})
+        assert (body["checkpoint_id"], body["checkpoint_type"]) == ("weights/a", "training")
+        assert body["time"] == "1970-01-01T00:00:00+00:00"
     """
     path = str(info.get("tinker_path", ""))
     try:

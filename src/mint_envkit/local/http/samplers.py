@@ -7,10 +7,17 @@ An RL loop makes one unnamed sampler snapshot per step
 
 Example::
 
-    table = SamplerTable(max_unnamed=2, release=lambda sid: None)
+    released = []
+    table = SamplerTable(max_unnamed=2, release=released.append)
     for sid in ("s-1", "s-2", "s-3"):
         table.add(sid, base_model="mint-envkit/tiny-qwen3", model_path=None, unnamed=True)
-    table.require("s-1")   # ProtocolError(404, "sampling session 's-1' was released: ...")
+    assert released == ["s-1"] and len(table) == 2
+    try:
+        table.require("s-1")
+    except ProtocolError as err:
+        assert err.status == 404   # "sampling session 's-1' was released: ..."
+    else:
+        raise AssertionError("a released sampler is a 404")
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ class SamplerTable:
 
         table = SamplerTable(max_unnamed=64, release=lambda sid: None)
         table.add("sampler-1", base_model="b", model_path="tinker://m/sampler_weights/a")
-        table.get("sampler-1")["model_path"]   # 'tinker://m/sampler_weights/a'
+        assert table.get("sampler-1")["model_path"] == "tinker://m/sampler_weights/a"
     """
 
     def __init__(self, *, max_unnamed: int, release: Callable[[str], None]) -> None:
@@ -62,7 +69,9 @@ class SamplerTable:
 
         Example::
 
+            cf = concurrent.futures.Future()   # the engine call still creating the sampler
             table.add("sampler-pending-1", base_model="b", model_path=None, pending=cf)
+            assert table.pending["sampler-pending-1"] is cf
         """
         self._records[sampler_id] = {
             "sampler_id": sampler_id,
@@ -84,7 +93,9 @@ class SamplerTable:
 
         Example::
 
-            table.get("sampler-1")   # {'sampler_id': 'sampler-1', 'base_model': ..., ...}
+            assert table.get("s-3") == {
+                "sampler_id": "s-3", "base_model": "mint-envkit/tiny-qwen3", "model_path": None}
+            assert table.get("s-1") is None   # released
         """
         rec = self._records.get(sampler_id)
         return None if rec is None else dict(rec)
@@ -94,7 +105,13 @@ class SamplerTable:
 
         Example::
 
-            table.require("sampler-nope")   # ProtocolError(404, "unknown sampling_session_id ...")
+            assert table.require("s-3") == "s-3"
+            try:
+                table.require("sampler-nope")
+            except ProtocolError as err:
+                assert err.message.startswith("unknown sampling_session_id 'sampler-nope'")
+            else:
+                raise AssertionError("an unknown sampler is a 404")
         """
         if sampler_id in self.released:
             raise ProtocolError(
@@ -117,7 +134,12 @@ class SamplerTable:
 
         Example::
 
-            sid = table.adhoc(engine, ("base_model", "mint-envkit/tiny-qwen3"))
+            import tempfile
+            from mint_envkit.local.engine.core import Engine
+
+            engine = Engine(state_dir=tempfile.mkdtemp())   # on the worker thread, in the server
+            sid = table.adhoc(engine, ("base_model", "mint-envkit/tiny-qwen3-small"))
+            assert table.adhoc(engine, ("base_model", "mint-envkit/tiny-qwen3-small")) == sid  # once
         """
         sid = self._adhoc.get(key)
         if sid is None:

@@ -16,7 +16,7 @@ Example::
         "prompt": {"chunks": [{"tokens": [1, 2, 3], "type": "encoded_text"}]},
         "sampling_params": {"max_tokens": 4, "temperature": 1.0},
     })
-    op.prompt, op.max_tokens   # ([1, 2, 3], 4)
+    assert (op.prompt, op.max_tokens) == ([1, 2, 3], 4)
 """
 
 from __future__ import annotations
@@ -45,8 +45,9 @@ class SampleOp:
 
     Example::
 
-        op = parse_sample(body)
-        engine.sample(sampler_id, op.prompt, num_samples=op.num_samples, max_tokens=op.max_tokens)
+        assert (op.num_samples, op.temperature, op.top_k, op.stop) == (2, 1.0, -1, None)
+        # the server then runs, on the engine worker:
+        # engine.sample(sampler_id, op.prompt, num_samples=op.num_samples, max_tokens=op.max_tokens)
     """
 
     sampling_session_id: str | None
@@ -70,7 +71,7 @@ def parse_create_sampling_session(body: Mapping[str, Any]) -> tt.CreateSamplingS
 
         req = parse_create_sampling_session({"session_id": "s", "sampling_session_seq_id": 0,
                                              "base_model": "mint-envkit/tiny-qwen3"})
-        req.base_model   # 'mint-envkit/tiny-qwen3'
+        assert req.base_model == "mint-envkit/tiny-qwen3"
     """
     req = validate_body(tt.CreateSamplingSessionRequest, body, "create_sampling_session")
     if (req.base_model is None) == (req.model_path is None):
@@ -120,7 +121,7 @@ def parse_sample(body: Mapping[str, Any]) -> SampleOp:
         op = parse_sample({"sampling_session_id": "s-1", "num_samples": 4,
                            "prompt": {"chunks": [{"tokens": [5, 6], "type": "encoded_text"}]},
                            "sampling_params": {"max_tokens": 8, "stop": "\\n"}})
-        op.stop   # ['\\n']
+        assert op.stop == ["\\n"]
     """
     req = validate_body(tt.SampleRequest, body, "asample")
     prompt = model_input_tokens(req.prompt, "prompt")

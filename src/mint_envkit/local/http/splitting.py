@@ -25,10 +25,22 @@ off unless asked for (``mint-envkit serve --sample-segment-tokens N``).
 
 Example::
 
-    future = submit_split(batcher, limits, resolve=resolve, ready=None, prompt=[1, 2],
-                          kwargs={"num_samples": 64, "max_tokens": 1000, "seed": 3},
+    import tempfile
+    from mint_envkit.local.engine.core import Engine
+    from mint_envkit.local.http.worker import EngineWorker
+
+    worker = EngineWorker(lambda: Engine(state_dir=tempfile.mkdtemp()))
+    batcher = SampleBatcher(worker, window_s=0.005)
+    sampler = worker.submit(
+        lambda e: e.create_sampler(base_model="mint-envkit/tiny-qwen3-small")).result()
+
+    limits = Limits(sample_chunk_tokens=8)   # 8 // (2 + 2) = 2 samples per piece
+    assert limits.sample_chunks(num_samples=5, per_sample=2 + 2) == [2, 2, 1]
+    future = submit_split(batcher, limits, resolve=lambda e: sampler, ready=None, prompt=[1, 2],
+                          kwargs={"num_samples": 5, "max_tokens": 2, "seed": 3},
                           prompt_logprobs=False)
-    sequences, prompt_lp = future.result()
+    sequences, prompt_lp = future.result(timeout=20)   # in sample order, as one request
+    assert len(sequences) == 5 and prompt_lp is None
 """
 
 from __future__ import annotations
@@ -172,9 +184,10 @@ def submit_split(
 
     Example::
 
-        sequences, _ = submit_split(batcher, Limits(), resolve=lambda e: sid, ready=None,
+        sequences, _ = submit_split(batcher, Limits(), resolve=lambda e: sampler, ready=None,
                                     prompt=[1, 2], kwargs={"num_samples": 2, "max_tokens": 8},
-                                    prompt_logprobs=False).result()
+                                    prompt_logprobs=False).result(timeout=20)
+        assert len(sequences) == 2 and all(len(s.tokens) <= 8 for s in sequences)
     """
     request = _Request(batcher, limits, resolve, ready, prompt, kwargs)
     request.submit(limits, prompt_logprobs)

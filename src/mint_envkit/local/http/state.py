@@ -7,13 +7,14 @@ on the server's event loop, except the request counts (thread-safe).
 
 Example::
 
+    import tempfile
     from mint_envkit.local.http.app import build_app
     from mint_envkit.local.http.state import Backend
 
-    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir="/tmp/state")
+    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
     app = build_app(backend)          # an ASGI app; serve it with uvicorn
-    ...
-    backend.close()
+    assert backend.preload_errors(timeout=60) == {}   # the served model loaded
+    # backend.close() when the server stops
 """
 
 from __future__ import annotations
@@ -70,7 +71,13 @@ def check_server_options(
     Example::
 
         check_server_options(["mint-envkit/tiny-qwen3"], latency_ms=0,
-                             max_body_bytes=1 << 20, max_unnamed_samplers=64)
+                             max_body_bytes=1 << 20, max_unnamed_samplers=64)   # fine
+        try:
+            check_server_options([], latency_ms=0, max_body_bytes=1, max_unnamed_samplers=1)
+        except ConfigError as err:
+            assert "--model NAME" in str(err)
+        else:
+            raise AssertionError("no model is refused")
     """
     if not models:
         raise ConfigError("the server needs at least one model (--model NAME)")
@@ -121,8 +128,10 @@ class Backend:
 
     Example::
 
-        backend = Backend(models=["mint-envkit/tiny-qwen3-small"], latency_ms=50)
-        app = build_app(backend)
+        slow = Backend(models=["mint-envkit/tiny-qwen3-small"], latency_ms=50, preload=False,
+                       state_dir=tempfile.mkdtemp())
+        assert slow.latency_s == 0.05 and slow.limits == Limits()
+        slow.close()
     """
 
     def __init__(
@@ -226,7 +235,7 @@ class Backend:
         Example::
 
             errors = backend.preload_errors(timeout=300)
-            if errors: print(errors)
+            assert errors == {}   # else {model: why it did not load}
         """
         errors: dict[str, str] = {}
         try:
@@ -249,7 +258,10 @@ class Backend:
 
         Example::
 
-            backend.close()
+            other = Backend(models=["mint-envkit/tiny-qwen3-small"], preload=False,
+                            state_dir=tempfile.mkdtemp())
+            other.close()
+            assert other.closing and other.worker.submit(lambda e: None).cancelled()
         """
         self.closing = True
         self.worker.close(cancel_running=True)
@@ -261,7 +273,9 @@ class Backend:
 
         Example::
 
-            backend.count("asample"); backend.request_counts()["asample"]   # 1
+            backend.reset_counts()
+            backend.count("asample")
+            assert backend.request_counts()["asample"] == 1
         """
         with self._counts_lock:
             self._counts[name] += 1
@@ -271,7 +285,9 @@ class Backend:
 
         Example::
 
-            backend.request_counts().most_common(3)
+            backend.reset_counts()
+            backend.count("healthz"); backend.count("healthz"); backend.count("asample")
+            assert backend.request_counts().most_common(1) == [("healthz", 2)]
         """
         with self._counts_lock:
             return collections.Counter(self._counts)
@@ -281,7 +297,9 @@ class Backend:
 
         Example::
 
+            backend.count("asample")
             backend.reset_counts()
+            assert backend.request_counts() == {}
         """
         with self._counts_lock:
             self._counts.clear()
@@ -293,7 +311,7 @@ class Backend:
 
         Example::
 
-            await backend.delay()
+            await backend.delay()   # latency_ms=0: returns at once
         """
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
@@ -303,7 +321,13 @@ class Backend:
 
         Example::
 
-            info = await backend.engine_call(lambda e: e.weights_info(path))
+            assert await backend.engine_call(lambda e: e.supported_models)
+            try:
+                await backend.engine_call(lambda e: e.weights_info("tinker://m-9/weights/none"))
+            except ProtocolError as err:
+                assert err.status == 404   # "no checkpoint at 'tinker://m-9/weights/none'; ..."
+            else:
+                raise AssertionError("an unknown checkpoint is a 404")
         """
         try:
             return await self.worker.call(fn)
@@ -329,9 +353,13 @@ class Backend:
 
         Example::
 
+            mid = await backend.engine_call(lambda e: e.create_lora("mint-envkit/tiny-qwen3-small"))
             rid = backend.futures.create("optim_step")
             backend.start_op(rid, lambda e: e.optim_step(mid, learning_rate=1e-3),
                              lambda m: {"metrics": m})
+            while (body := await backend.futures.wait(rid, 0)) is None:   # as retrieve_future
+                await asyncio.sleep(0.01)
+            assert set(body) == {"metrics"}
         """
         cf = self.worker.submit(fn, self.futures.kind(request_id))
         self.complete_when_done(request_id, cf, convert, on_success)
@@ -347,7 +375,13 @@ class Backend:
 
         Example::
 
-            backend.complete_when_done(rid, job.future, lambda r: sample_response_json(*r))
+            # the server: backend.complete_when_done(rid, job.future, lambda r: sample_response_json(*r))
+            rid = backend.futures.create("asample")
+            cf = backend.worker.submit(lambda e: e.supported_models)
+            backend.complete_when_done(rid, cf, lambda models: {"models": models})
+            while (body := await backend.futures.wait(rid, 0)) is None:
+                await asyncio.sleep(0.01)
+            assert "mint-envkit/tiny-qwen3-small" in body["models"]
         """
         self._spawn(self._finish(request_id, cf, convert, on_success))
 
@@ -392,8 +426,20 @@ class Backend:
 
         Example::
 
-            await backend.submit_training("optim_step", body, parse_optim_step, build)
-            # {'request_id': 'req-...', 'model_id': '...'}
+            from mint_envkit.local.http.requests import parse_optim_step
+
+            mid = await backend.engine_call(lambda e: e.create_lora("mint-envkit/tiny-qwen3-small"))
+            backend.model_registry[mid] = {"model_id": mid}   # as create_model records it
+            build = lambda op: (lambda e: e.optim_step(op.model_id, learning_rate=1e-4),
+                                lambda metrics: {"metrics": metrics}, None)
+            body = {"model_id": mid, "seq_id": 1, "adam_params": {"learning_rate": 1e-4}}
+            answer = await backend.submit_training("optim_step", body, parse_optim_step, build)
+            assert answer["model_id"] == mid and answer["request_id"].startswith("req-")
+            again = await backend.submit_training("optim_step", body, parse_optim_step, build)
+            assert again == answer   # a re-sent seq_id gets the same future
+            while (result := await backend.futures.wait(answer["request_id"], 0)) is None:
+                await asyncio.sleep(0.01)
+            assert "metrics" in result
         """
         model_id = body.get("model_id")
         self.require_model(model_id)
@@ -432,7 +478,8 @@ class Backend:
 
         Example::
 
-            backend.sequencer(model_id).next_seq   # 1 before any training request
+            assert backend.sequencer("m-new").next_seq == 1   # before any training request
+            assert backend.sequencer("m-new") is backend.sequencer("m-new")
         """
         seq = self._sequencers.get(model_id)
         if seq is None:
@@ -446,7 +493,9 @@ class Backend:
 
         Example::
 
-            backend.forget_model(model_id)
+            backend.model_registry["m-old"] = {"model_id": "m-old"}
+            backend.forget_model("m-old")
+            assert "m-old" not in backend.model_registry
         """
         self.model_registry.pop(model_id, None)
         self._sequencers.pop(model_id, None)
@@ -456,7 +505,14 @@ class Backend:
 
         Example::
 
-            backend.require_model(model_id)["base_model"]   # 'mint-envkit/tiny-qwen3'
+            backend.model_registry["m-1"] = {"model_id": "m-1", "base_model": "mint-envkit/tiny-qwen3-small"}
+            assert backend.require_model("m-1")["base_model"] == "mint-envkit/tiny-qwen3-small"
+            try:
+                backend.require_model("m-7")
+            except ProtocolError as err:
+                assert err.status == 404   # "unknown model_id 'm-7' (models on this server: m-1); ..."
+            else:
+                raise AssertionError("an unknown model_id is a 404")
         """
         info = self.model_registry.get(model_id) if isinstance(model_id, str) else None
         if info is None:
@@ -475,7 +531,8 @@ class Backend:
 
         Example::
 
-            backend.served_name("mint-envkit/tiny-qwen3")   # 'mint-envkit/tiny-qwen3'
+            assert backend.served_name("mint-envkit/tiny-qwen3-small") == "mint-envkit/tiny-qwen3-small"
+            assert backend.served_name("mint-envkit/tiny-qwen3") is None   # not served here
         """
         return self._aliases.get(name) or self._aliases.get(_resolve_model_name(name))
 
@@ -484,7 +541,13 @@ class Backend:
 
         Example::
 
-            backend.require_base_model("mint-envkit/tiny-qwen3")
+            assert backend.require_base_model("mint-envkit/tiny-qwen3-small") == "mint-envkit/tiny-qwen3-small"
+            try:
+                backend.require_base_model("mint-envkit/tiny-qwen3")
+            except ProtocolError as err:
+                assert err.status == 404 and "Start it with --model" in err.message
+            else:
+                raise AssertionError("a model not served is a 404")
         """
         served = self.served_name(name)
         if served is not None:
@@ -504,7 +567,12 @@ class Backend:
 
         Example::
 
-            backend.checkpoint_base_model(engine, "tinker://m-1/sampler_weights/a")
+            def saved_base(engine):   # on the worker thread
+                model_id = engine.create_lora("mint-envkit/tiny-qwen3-small", rank=4)
+                _, path = engine.save_for_sampler(model_id, "a")
+                return backend.checkpoint_base_model(engine, path)
+
+            assert await backend.engine_call(saved_base) == "mint-envkit/tiny-qwen3-small"
         """
         self.known_runs.add(run_id_of(model_path))
         base = str(engine.weights_info(model_path).get("base_model", ""))
@@ -523,7 +591,8 @@ class Backend:
 
         Example::
 
-            backend.session("session-1")["training_run_ids"]   # []
+            assert backend.session("session-1") == {"training_run_ids": [], "sampler_ids": []}
+            assert "session-1" in backend.reaper.session_seen   # it is not idle now
         """
         sid = session_id or "default"
         self.reaper.touch_session(sid)

@@ -8,11 +8,19 @@ tinker-cookbook sends) cost about as much as one large request.
 
 Example::
 
-    worker = EngineWorker(lambda: Engine(state_dir="/tmp/state"))
+    import tempfile
+    from mint_envkit.local.engine.core import Engine
+
+    worker = EngineWorker(lambda: Engine(state_dir=tempfile.mkdtemp()))
     batcher = SampleBatcher(worker, window_s=0.005)
-    worker.submit(lambda e: e.ensure_base_model("mint-envkit/tiny-qwen3")).result()
-    batcher.enqueue(job)          # job.future resolves to (sequences, prompt_logprobs)
-    worker.close()
+    sampler = worker.submit(
+        lambda e: e.create_sampler(base_model="mint-envkit/tiny-qwen3-small")).result()
+    job = SampleJob(resolve=lambda e: sampler, prompt=[1, 2],
+                    kwargs={"num_samples": 2, "max_tokens": 3, "seed": 0}, prompt_logprobs=True)
+    batcher.enqueue(job)
+    sequences, prompt_logprobs = job.future.result(timeout=20)
+    assert len(sequences) == 2 and prompt_logprobs[0] is None   # the first token has none
+    # worker.close() when done (the server does, when it stops)
 """
 
 from __future__ import annotations
@@ -41,8 +49,9 @@ class EngineWorker:
 
     Example::
 
-        worker = EngineWorker(lambda: Engine())
-        info = await worker.call(lambda e: e.weights_info(path))
+        assert worker.ready.result(timeout=20) is None   # the engine is built
+        models = await worker.call(lambda e: e.supported_models)
+        assert "mint-envkit/tiny-qwen3-small" in models
     """
 
     def __init__(self, factory: EngineFactory) -> None:
@@ -86,7 +95,8 @@ class EngineWorker:
 
         Example::
 
-            worker.submit(lambda e: e.ensure_base_model("mint-envkit/tiny-qwen3")).result()
+            future = worker.submit(lambda e: e.ensure_base_model("mint-envkit/tiny-qwen3-small"))
+            assert future.result(timeout=20) is None
         """
         try:
             return self._executor.submit(self._run, fn, label, time.perf_counter())
@@ -100,7 +110,9 @@ class EngineWorker:
 
         Example::
 
-            info = await worker.call(lambda e: e.weights_info(path))
+            model_id = await worker.call(lambda e: e.create_lora("mint-envkit/tiny-qwen3-small", rank=4))
+            info = await worker.call(lambda e: e.model_info(model_id))
+            assert info["lora_rank"] == 4
         """
         return await asyncio.wrap_future(self.submit(fn))
 
@@ -111,7 +123,9 @@ class EngineWorker:
 
         Example::
 
-            worker.close(cancel_running=True)
+            other = EngineWorker(lambda: Engine(state_dir=tempfile.mkdtemp()))
+            other.close(cancel_running=True)
+            assert other.submit(lambda e: e.supported_models).cancelled()   # closed
         """
         self._executor.shutdown(wait=False, cancel_futures=True)
         hook = getattr(self._engine, "cancel_running", None)
@@ -136,8 +150,9 @@ class SampleJob:
 
     Example::
 
-        job = SampleJob(resolve=lambda e: "sampler-1", prompt=[1, 2],
+        job = SampleJob(resolve=lambda e: sampler, prompt=[1, 2],
                         kwargs={"num_samples": 1}, prompt_logprobs=False)
+        assert (job.rank, job.ready, job.future.done()) == (0, None, False)
     """
 
     resolve: Callable[[Any], str]
@@ -159,9 +174,19 @@ class SampleBatcher:
 
     Example::
 
+        import threading
+
         batcher = SampleBatcher(worker, window_s=0.005, batch_tokens=8192)
-        batcher.enqueue(job)
-        list(batcher.batches)   # [1]: requests served by each recent engine batch
+        busy = threading.Event()
+        worker.submit(lambda e: busy.wait(10))   # the worker is busy meanwhile
+        jobs = [SampleJob(resolve=lambda e: sampler, prompt=[1, 2, n],
+                          kwargs={"num_samples": 1, "max_tokens": 2}, prompt_logprobs=False)
+                for n in range(3)]
+        for job in jobs:
+            batcher.enqueue(job)      # they pile up, and run as one engine batch
+        busy.set()
+        assert all(len(job.future.result(timeout=20)[0]) == 1 for job in jobs)
+        assert list(batcher.batches) == [3]   # requests served by each recent engine batch
     """
 
     def __init__(
@@ -181,7 +206,11 @@ class SampleBatcher:
 
         Example::
 
-            batcher.enqueue(job)   # job.future resolves to (sequences, prompt_logprobs)
+            job = SampleJob(resolve=lambda e: sampler, prompt=[3, 4],
+                            kwargs={"num_samples": 1, "max_tokens": 2}, prompt_logprobs=False)
+            batcher.enqueue(job)
+            sequences, prompt_logprobs = job.future.result(timeout=20)
+            assert len(sequences[0].tokens) <= 2 and prompt_logprobs is None
         """
         with self._lock:
             self._queue.append(job)
@@ -241,7 +270,12 @@ class SampleBatcher:
 
         Example::
 
-            engine.forward(..., between=lambda: batcher.run_pending(engine))
+            # a split training job: engine.forward(..., between=lambda: batcher.run_pending(engine))
+            job = SampleJob(resolve=lambda e: sampler, prompt=[5],
+                            kwargs={"num_samples": 1, "max_tokens": 2}, prompt_logprobs=False)
+            batcher.enqueue(job)
+            worker.submit(batcher.run_pending).result(timeout=20)   # runs it, if still queued
+            assert job.future.result(timeout=20)[0]
         """
         with self._lock:
             jobs = self._take()

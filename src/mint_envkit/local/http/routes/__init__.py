@@ -12,7 +12,14 @@ route table that binds them to paths is :data:`mint_envkit.local.http.app.ROUTES
 
 Example::
 
+    import tempfile
+    from starlette.requests import Request
     from mint_envkit.local.http.routes import sessions
+    from mint_envkit.local.http.state import Backend
 
-    await sessions.healthz(backend, request, None)   # {'status': 'ok', 'instance': ...}
+    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
+    request = Request({"type": "http", "method": "GET", "path": "/api/v1/healthz", "headers": []})
+    body = await sessions.healthz(backend, request, None)   # {'status': 'ok', 'instance': ...}
+    assert body == {"status": "ok", "instance": backend.instance_id}
+    backend.close()
 """

@@ -14,8 +14,28 @@ refused past ``--max-request-tokens`` (413).
 
 Example::
 
-    await interpolate(backend, request, {"source_paths": [a, b], "coefficients": [0.5, 0.5]})
-    # {'request_id': 'req-...'}
+    import asyncio
+    import tempfile
+    from mint_envkit.local.http.state import Backend
+
+    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
+    request = Request({"type": "http", "method": "POST", "path": "/", "headers": []})
+
+    async def result_of(answer):   # what retrieve_future answers once the engine is done
+        while (body := await backend.futures.wait(answer["request_id"], 0)) is None:
+            await asyncio.sleep(0.01)
+        return body
+
+    def two_checkpoints(e):   # on the engine worker: a run and two sampler checkpoints
+        model_id = e.create_lora("mint-envkit/tiny-qwen3-small", rank=4)
+        return model_id, e.save_for_sampler(model_id, "a")[1], e.save_for_sampler(model_id, "b")[1]
+
+    mid, a, b = await backend.engine_call(two_checkpoints)
+    backend.model_registry[mid] = {"model_id": mid, "base_model": "mint-envkit/tiny-qwen3-small"}
+    answer = await interpolate(backend, request, {"source_paths": [a, b],
+                                                  "coefficients": [0.5, 0.5]})
+    assert set(answer) == {"request_id"}   # {'request_id': 'req-...'}
+    assert (await result_of(answer))["path"].startswith(f"tinker://{mid}/sampler_weights/interp-")
 """
 
 from __future__ import annotations
@@ -67,8 +87,13 @@ async def forward_backward_reverse_kl(b: Backend, request: Request, body: dict) 
 
     Example::
 
-        await forward_backward_reverse_kl(backend, request, {"model_id": mid, "seq_id": 1,
-            "reference_model_path": "tinker://run/sampler_weights/teacher", "data": [...]})
+        tokens = lambda ids: {"chunks": [{"tokens": ids, "type": "encoded_text"}]}
+        answer = await forward_backward_reverse_kl(backend, request, {"model_id": mid, "seq_id": 1,
+            "reference_model_path": a,   # the teacher: a checkpoint on the same base model
+            "data": [{"student_input": tokens([1, 2]), "reference_input": tokens([9, 1, 2]),
+                      "target_tokens": {"data": [2, 3]}, "weights": {"data": [1.0, 1.0]}}]})
+        body = await result_of(answer)
+        assert body["type"] == "mint_forward_backward_reverse_kl" and len(body["outputs"]) == 1
     """
 
     async def parse(bd: dict) -> ReverseKLOp:
@@ -125,8 +150,9 @@ async def interpolate(b: Backend, request: Request, body: dict) -> dict:
 
     Example::
 
-        await interpolate(backend, request, {"source_paths": [a, b],
-                                             "coefficients": [0.5, 0.5], "output_path": "soup"})
+        answer = await interpolate(backend, request, {"source_paths": [a, b],
+                                                      "coefficients": [0.5, 0.5], "output_path": "soup"})
+        assert (await result_of(answer))["path"] == f"tinker://{mid}/sampler_weights/soup"
     """
     op = parse_interpolate(body)
     bases = [

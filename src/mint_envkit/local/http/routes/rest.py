@@ -4,7 +4,25 @@ Every handler is ``async (backend, request, body) -> body | Response``.
 
 Example::
 
-    await list_checkpoints(backend, request, None)   # {'checkpoints': [...]}
+    import tempfile
+    from mint_envkit.local.http.state import Backend
+
+    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
+
+    def get(path="/", query=b"", **path_params):   # a GET request and its path parameters
+        return Request({"type": "http", "method": "GET", "path": path, "headers": [],
+                        "query_string": query, "path_params": path_params})
+
+    def saved_run(e):   # on the engine worker: a training run with one checkpoint
+        model_id = e.create_lora("mint-envkit/tiny-qwen3-small", rank=4)
+        e.save_state(model_id, "step-1")
+        return model_id
+
+    mid = await backend.engine_call(saved_run)
+    backend.model_registry[mid] = {   # as the create_model route records it
+        "model_id": mid, "base_model": "mint-envkit/tiny-qwen3-small", "lora_rank": 4}
+    body = await list_checkpoints(backend, get(run_id=mid), None)   # {'checkpoints': [...]}
+    assert [c["checkpoint_id"] for c in body["checkpoints"]] == ["weights/step-1"]
 """
 
 from __future__ import annotations
@@ -65,7 +83,9 @@ async def list_training_runs(b: Backend, request: Request, body: Any) -> dict:
 
     Example::
 
-        (await list_training_runs(backend, request, None))["cursor"]["total_count"]
+        body = await list_training_runs(backend, get(query=b"limit=5"), None)
+        assert body["cursor"] == {"offset": 0, "limit": 5, "total_count": 1}
+        assert body["training_runs"][0]["last_checkpoint"]["checkpoint_id"] == "weights/step-1"
     """
     offset, limit = parse_paging(request.query_params, 20)
     ids = list(b.model_registry)
@@ -81,7 +101,8 @@ async def get_training_run(b: Backend, request: Request, body: Any) -> dict:
 
     Example::
 
-        (await get_training_run(backend, request, None))["base_model"]
+        run = await get_training_run(backend, get(run_id=mid), None)
+        assert (run["base_model"], run["lora_rank"]) == ("mint-envkit/tiny-qwen3-small", 4)
     """
     model_id = request.path_params["run_id"]
     b.require_model(model_id)
@@ -93,7 +114,8 @@ async def list_checkpoints(b: Backend, request: Request, body: Any) -> dict:
 
     Example::
 
-        (await list_checkpoints(backend, request, None))["checkpoints"][0]["checkpoint_id"]
+        body = await list_checkpoints(backend, get(run_id=mid), None)
+        assert body["checkpoints"][0]["checkpoint_id"] == "weights/step-1"   # the newest
     """
     model_id = parse_run_id(request.path_params["run_id"])
     return {"checkpoints": await _checkpoints_of(b, model_id)}
@@ -104,7 +126,9 @@ async def delete_checkpoint(b: Backend, request: Request, body: Any) -> Response
 
     Example::
 
-        (await delete_checkpoint(backend, request, None)).status_code   # 204
+        await backend.engine_call(lambda e: e.save_state(mid, "scratch"))
+        one = get(run_id=mid, checkpoint_id="weights/scratch")
+        assert (await delete_checkpoint(backend, one, None)).status_code == 204
     """
     path = parse_delete_checkpoint(
         request.path_params["run_id"], request.path_params["checkpoint_id"]
@@ -124,7 +148,8 @@ async def list_user_checkpoints(b: Backend, request: Request, body: Any) -> dict
 
     Example::
 
-        (await list_user_checkpoints(backend, request, None))["cursor"]["total_count"]
+        body = await list_user_checkpoints(backend, get(), None)
+        assert body["cursor"]["total_count"] == 1   # this server's run, step-1
     """
     offset, limit = parse_paging(request.query_params, 100)
     ours = set(b.model_registry) | b.known_runs
@@ -144,7 +169,9 @@ async def get_sampler(b: Backend, request: Request, body: Any) -> dict:
 
     Example::
 
-        (await get_sampler(backend, request, None))["base_model"]
+        backend.samplers.add("sampler-1", base_model="mint-envkit/tiny-qwen3-small", model_path=None)
+        rec = await get_sampler(backend, get(sampler_id="sampler-1"), None)
+        assert rec["base_model"] == "mint-envkit/tiny-qwen3-small"
     """
     sampler_id = request.path_params["sampler_id"]
     rec = b.samplers.get(sampler_id)
@@ -158,7 +185,8 @@ async def not_supported(b: Backend, request: Request, body: Any) -> Any:
 
     Example::
 
-        (await not_supported(backend, request, None)).status_code   # 404
+        answer = await not_supported(backend, get("/api/v1/no_such_thing"), None)
+        assert answer.status_code == 404   # "GET /api/v1/no_such_thing is not supported by ..."
     """
     return error_response(
         404,

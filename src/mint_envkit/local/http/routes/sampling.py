@@ -4,9 +4,28 @@ Every handler is ``async (backend, request, body) -> body | Response``.
 
 Example::
 
-    await asample(backend, request, {"sampling_session_id": sid, "prompt": prompt,
-                                     "sampling_params": {"max_tokens": 8}})
-    # {'request_id': 'req-...'}
+    import asyncio
+    import tempfile
+    from starlette.requests import Request
+    from mint_envkit.local.http.state import Backend
+
+    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
+    request = Request({"type": "http", "method": "POST", "path": "/", "headers": []})
+
+    async def result_of(answer):   # what retrieve_future answers once the engine is done
+        while (body := await backend.futures.wait(answer["request_id"], 0)) is None:
+            await asyncio.sleep(0.01)
+        return body
+
+    session = await create_sampling_session(backend, request, {
+        "session_id": "s", "sampling_session_seq_id": 0,
+        "base_model": "mint-envkit/tiny-qwen3-small"})
+    sid = session["sampling_session_id"]
+    prompt = {"chunks": [{"tokens": [1, 2], "type": "encoded_text"}]}
+    answer = await asample(backend, request, {"sampling_session_id": sid, "prompt": prompt,
+                                              "sampling_params": {"max_tokens": 8}})
+    assert set(answer) == {"request_id"}   # {'request_id': 'req-...'}
+    assert len((await result_of(answer))["sequences"]) == 1
 """
 
 from __future__ import annotations
@@ -34,8 +53,10 @@ async def create_sampling_session(b: Backend, request: Request, body: dict) -> d
 
     Example::
 
-        await create_sampling_session(backend, request, {"session_id": "s",
-            "sampling_session_seq_id": 0, "base_model": "mint-envkit/tiny-qwen3"})
+        answer = await create_sampling_session(backend, request, {"session_id": "s",
+            "sampling_session_seq_id": 1, "base_model": "mint-envkit/tiny-qwen3-small"})
+        sid = answer["sampling_session_id"]
+        assert backend.samplers.get(sid)["base_model"] == "mint-envkit/tiny-qwen3-small"
     """
     req = parse_create_sampling_session(body)
     if req.base_model is not None:
@@ -88,9 +109,11 @@ async def asample(b: Backend, request: Request, body: dict) -> dict:
 
     Example::
 
-        await asample(backend, request, {"sampling_session_id": sid, "num_samples": 2,
+        answer = await asample(backend, request, {"sampling_session_id": sid, "num_samples": 2,
             "prompt": {"chunks": [{"tokens": [1, 2], "type": "encoded_text"}]},
             "sampling_params": {"max_tokens": 8}})
+        body = await result_of(answer)   # {'type': 'sample', 'sequences': [...]}
+        assert body["type"] == "sample" and len(body["sequences"]) == 2
     """
     op = parse_sample(body)
     sampler_key: tuple[str, str] | None = None

@@ -5,7 +5,13 @@ route table is :data:`mint_envkit.local.http.app.ROUTES`.
 
 Example::
 
-    await healthz(backend, request, None)   # {'status': 'ok', 'instance': '3f9c...'}
+    import tempfile
+    from starlette.requests import Request
+    from mint_envkit.local.http.state import Backend
+
+    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
+    request = Request({"type": "http", "method": "GET", "path": "/", "headers": []})
+    assert (await healthz(backend, request, None))["status"] == "ok"   # 'instance': '3f9c...'
 """
 
 from __future__ import annotations
@@ -49,7 +55,9 @@ async def session_heartbeat(b: Backend, request: Request, body: Any) -> dict:
 
     Example::
 
-        await session_heartbeat(backend, request, {"session_id": "session-1"})
+        backend.session("session-1")
+        answer = await session_heartbeat(backend, request, {"session_id": "session-1"})
+        assert answer == {"type": "session_heartbeat"}   # and session-1 is not idle now
     """
     session_id = body.get("session_id") if isinstance(body, dict) else None
     if isinstance(session_id, str) and session_id in b.sessions:
@@ -67,7 +75,8 @@ async def healthz(b: Backend, request: Request, body: Any) -> dict:
 
     Example::
 
-        await healthz(backend, request, None)   # {'status': 'ok', 'instance': '3f9c0a1b2c3d4e5f'}
+        body = await healthz(backend, request, None)   # {'status': 'ok', 'instance': '3f9c0a1b2c3d4e5f'}
+        assert body["instance"] == backend.instance_id and len(body["instance"]) == 16
     """
     return {"status": "ok", "instance": b.instance_id}
 
@@ -77,7 +86,8 @@ async def auth_token(b: Backend, request: Request, body: Any) -> dict:
 
     Example::
 
-        (await auth_token(backend, request, None))["jwt"].startswith("eyJ")   # True
+        jwt = (await auth_token(backend, request, None))["jwt"]
+        assert jwt.startswith("eyJ") and backend.guard.token_ok(jwt)
     """
     return {"jwt": b.guard.issue_token()}
 
@@ -87,7 +97,8 @@ async def create_session(b: Backend, request: Request, body: Any) -> dict:
 
     Example::
 
-        (await create_session(backend, request, None))["session_id"]   # 'session-...'
+        session_id = (await create_session(backend, request, None))["session_id"]  # 'session-...'
+        assert session_id.startswith("session-") and session_id in backend.sessions
     """
     session_id = f"session-{uuid.uuid4().hex[:12]}"
     b.session(session_id)
@@ -99,7 +110,8 @@ async def capabilities(b: Backend, request: Request, body: Any) -> dict:
 
     Example::
 
-        (await capabilities(backend, request, None))["supported_models"][0]["model_name"]
+        body = await capabilities(backend, request, None)
+        assert body == {"supported_models": [{"model_name": "mint-envkit/tiny-qwen3-small"}]}
     """
     return {"supported_models": [{"model_name": m} for m in b.models]}
 
@@ -109,7 +121,9 @@ async def stats(b: Backend, request: Request, body: Any) -> dict:
 
     Example::
 
-        (await stats(backend, request, None))["request_counts"]   # {'asample': 3, ...}
+        backend.count("asample")   # the app counts every request
+        body = await stats(backend, request, None)
+        assert body["request_counts"]["asample"] >= 1 and body["models"] == backend.models
     """
     return {
         "request_counts": dict(b.request_counts()),
@@ -135,7 +149,11 @@ async def retrieve_future(b: Backend, request: Request, body: dict) -> Any:
 
     Example::
 
-        await retrieve_future(backend, request, {"request_id": rid})   # the operation's body
+        rid = backend.futures.create("optim_step")
+        backend.futures.set_result(rid, {"metrics": {}})   # the operation finished
+        assert await retrieve_future(backend, request, {"request_id": rid}) == {"metrics": {}}
+        answer = await retrieve_future(backend, request, {"request_id": "req-never"})
+        assert answer.status_code == 404
     """
     request_id = parse_retrieve_future(body)
     try:
@@ -157,7 +175,10 @@ async def list_sessions(b: Backend, request: Request, body: Any) -> dict:
 
     Example::
 
-        (await list_sessions(backend, request, None))["sessions"]   # ['session-...']
+        backend.session("session-a")
+        page = Request({"type": "http", "method": "GET", "path": "/", "headers": [],
+                        "query_string": b"limit=100"})
+        assert "session-a" in (await list_sessions(backend, page, None))["sessions"]
     """
     offset, limit = parse_paging(request.query_params, 20)
     ids = list(b.sessions)
@@ -169,7 +190,10 @@ async def get_session(b: Backend, request: Request, body: Any) -> dict:
 
     Example::
 
-        (await get_session(backend, request, None))["training_run_ids"]   # ['model-1']
+        backend.session("session-b")["training_run_ids"].append("model-1")
+        one = Request({"type": "http", "method": "GET", "path": "/", "headers": [],
+                       "path_params": {"session_id": "session-b"}})
+        assert (await get_session(backend, one, None))["training_run_ids"] == ["model-1"]
     """
     session_id = request.path_params["session_id"]
     if session_id not in b.sessions:

@@ -6,9 +6,32 @@ ordered by ``seq_id``, answered with a future). Every handler is
 
 Example::
 
-    await optim_step(backend, request, {"model_id": mid, "seq_id": 2,
-                                        "adam_params": {"learning_rate": 1e-3}})
-    # {'request_id': 'req-...', 'model_id': mid}
+    import asyncio
+    import tempfile
+    from starlette.requests import Request
+    from mint_envkit.local.http.state import Backend
+
+    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
+    request = Request({"type": "http", "method": "POST", "path": "/", "headers": []})
+
+    async def result_of(answer):   # what retrieve_future answers once the engine is done
+        while (body := await backend.futures.wait(answer["request_id"], 0)) is None:
+            await asyncio.sleep(0.01)
+        return body
+
+    created = await create_model(backend, request, {
+        "session_id": "s", "model_seq_id": 0, "base_model": "mint-envkit/tiny-qwen3-small",
+        "lora_config": {"rank": 4}})
+    mid = (await result_of(created))["model_id"]
+    fwd = {"loss_fn": "cross_entropy", "data": [{
+        "model_input": {"chunks": [{"tokens": [1, 2, 3], "type": "encoded_text"}]},
+        "loss_fn_inputs": {"target_tokens": [2, 3, 4]}}]}
+    await result_of(await forward_backward(backend, request, {
+        "model_id": mid, "seq_id": 1, "forward_backward_input": fwd}))
+    answer = await optim_step(backend, request, {"model_id": mid, "seq_id": 2,
+                                                 "adam_params": {"learning_rate": 1e-3}})
+    assert answer["model_id"] == mid   # {'request_id': 'req-...', 'model_id': mid}
+    assert "metrics" in await result_of(answer)
 """
 
 from __future__ import annotations
@@ -46,8 +69,10 @@ async def create_model(b: Backend, request: Request, body: dict) -> dict:
 
     Example::
 
-        await create_model(backend, request, {"session_id": "s", "model_seq_id": 0,
-                                              "base_model": "mint-envkit/tiny-qwen3"})
+        answer = await create_model(backend, request, {"session_id": "s", "model_seq_id": 1,
+                                                       "base_model": "mint-envkit/tiny-qwen3-small"})
+        body = await result_of(answer)   # {'type': 'create_model', 'model_id': '...'}
+        assert backend.require_model(body["model_id"])["lora_rank"] == 32   # the default rank
     """
     req = parse_create_model(body)
     base = b.require_base_model(req.base_model)
@@ -86,7 +111,9 @@ async def get_info(b: Backend, request: Request, body: dict) -> dict:
 
     Example::
 
-        (await get_info(backend, request, {"model_id": mid}))["model_data"]["model_name"]
+        info = await get_info(backend, request, {"model_id": mid})
+        assert info["model_data"]["model_name"] == "mint-envkit/tiny-qwen3-small"
+        assert info["lora_rank"] == 4
     """
     info = b.require_model(parse_model_id_request(body, "get_info"))
     await b.delay()
@@ -109,7 +136,11 @@ async def unload_model(b: Backend, request: Request, body: dict) -> dict:
 
     Example::
 
-        await unload_model(backend, request, {"model_id": mid})
+        created = await create_model(backend, request, {"session_id": "s", "model_seq_id": 2,
+                                                        "base_model": "mint-envkit/tiny-qwen3-small"})
+        other = (await result_of(created))["model_id"]
+        await result_of(await unload_model(backend, request, {"model_id": other}))
+        assert other not in backend.model_registry   # its model_id now answers 404
     """
     model_id = parse_model_id_request(body, "unload_model")
     b.require_model(model_id)
@@ -162,7 +193,9 @@ async def forward(b: Backend, request: Request, body: dict) -> dict:
 
     Example::
 
-        await forward(backend, request, {"model_id": mid, "seq_id": 1, "forward_input": fwd})
+        answer = await forward(backend, request, {"model_id": mid, "forward_input": fwd})
+        out = await result_of(answer)
+        assert len(out["loss_fn_outputs"][0]["logprobs"]["data"]) == 3   # one per target token
     """
     return await _forward_like(b, request, body, backward=False)
 
@@ -172,8 +205,9 @@ async def forward_backward(b: Backend, request: Request, body: dict) -> dict:
 
     Example::
 
-        await forward_backward(backend, request, {"model_id": mid, "seq_id": 1,
-                                                  "forward_backward_input": fwd})
+        answer = await forward_backward(backend, request, {"model_id": mid,
+                                                           "forward_backward_input": fwd})
+        assert "loss:sum" in (await result_of(answer))["metrics"]
     """
     return await _forward_like(b, request, body, backward=True)
 
@@ -183,8 +217,9 @@ async def optim_step(b: Backend, request: Request, body: dict) -> dict:
 
     Example::
 
-        await optim_step(backend, request, {"model_id": mid, "seq_id": 2,
-                                            "adam_params": {"learning_rate": 1e-3}})
+        answer = await optim_step(backend, request, {"model_id": mid,
+                                                     "adam_params": {"learning_rate": 1e-3}})
+        assert "metrics" in await result_of(answer)
     """
 
     def build(req: Any) -> tuple[Any, Any, None]:
@@ -211,7 +246,8 @@ async def save_weights(b: Backend, request: Request, body: dict) -> dict:
 
     Example::
 
-        await save_weights(backend, request, {"model_id": mid, "path": "step-1", "seq_id": 3})
+        answer = await save_weights(backend, request, {"model_id": mid, "path": "step-1"})
+        assert (await result_of(answer))["path"] == f"tinker://{mid}/weights/step-1"
     """
 
     def build(req: Any) -> tuple[Any, Any, None]:
@@ -230,7 +266,9 @@ async def save_weights_for_sampler(b: Backend, request: Request, body: dict) -> 
 
     Example::
 
-        await save_weights_for_sampler(backend, request, {"model_id": mid, "seq_id": 4})
+        answer = await save_weights_for_sampler(backend, request, {"model_id": mid})
+        sid = (await result_of(answer))["sampling_session_id"]   # unnamed: in memory only
+        assert backend.samplers.get(sid)["model_path"] is None
     """
 
     def build(req: Any) -> tuple[Any, Any, Any]:
@@ -269,8 +307,10 @@ async def load_weights(b: Backend, request: Request, body: dict) -> dict:
 
     Example::
 
-        await load_weights(backend, request, {"model_id": mid, "seq_id": 5, "optimizer": True,
-                                              "path": "tinker://model-1/weights/step-1"})
+        saved = await result_of(await save_weights(backend, request, {"model_id": mid, "path": "a"}))
+        answer = await load_weights(backend, request, {"model_id": mid, "optimizer": True,
+                                                       "path": saved["path"]})
+        assert await result_of(answer) == {"type": "load_weights", "path": saved["path"]}
     """
 
     def build(req: Any) -> tuple[Any, Any, None]:
@@ -289,7 +329,9 @@ async def weights_info(b: Backend, request: Request, body: dict) -> dict:
 
     Example::
 
-        await weights_info(backend, request, {"tinker_path": "tinker://model-1/weights/a"})
+        saved = await result_of(await save_weights(backend, request, {"model_id": mid, "path": "b"}))
+        info = await weights_info(backend, request, {"tinker_path": saved["path"]})
+        assert info["base_model"] == "mint-envkit/tiny-qwen3-small" and info["lora_rank"] == 4
     """
     path = parse_weights_info(body)
     info = dict(await b.engine_call(lambda e: e.weights_info(path)))
