@@ -8,10 +8,18 @@ Tinker wire protocol on top of it. Importing this package is cheap: the engine
 
 Example::
 
+    import tempfile
     from mint_envkit.local import Engine, EngineError
 
-    engine = Engine(state_dir="/tmp/mint-state")
+    engine = Engine(state_dir=tempfile.mkdtemp())
     model_id = engine.create_lora("mint-envkit/tiny-qwen3-small", rank=8, seed=0)
+    assert engine.model_info(model_id)["lora_rank"] == 8
+    try:
+        engine.model_info("no-such-model")
+    except EngineError as err:
+        assert err.category == "user"   # "unknown model_id 'no-such-model'; ..."
+    else:
+        raise AssertionError("an unknown model_id is refused")
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ Example::
 
     from mint_envkit.local.bounds import learning_rate_problem, temperature_problem
 
-    temperature_problem(1e-40)   # 'temperature must be > 0, a finite number >= 0.001 ...'
-    temperature_problem(0.7)     # None
-    learning_rate_problem(1e30)  # 'learning_rate must be finite and >= 0, at most 1 ...'
+    assert temperature_problem(1e-40).startswith("temperature must be > 0, a finite number >= 0.001")
+    assert temperature_problem(0.7) is None
+    assert learning_rate_problem(1e30).startswith("learning_rate must be finite and >= 0, at most 1")
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ def temperature_problem(value: Any, *, field: str = "temperature") -> str | None
 
     Example::
 
-        temperature_problem(0)   # 'temperature must be > 0, a finite number >= 0.001 ...'
+        assert temperature_problem(0).startswith("temperature must be > 0")
+        assert temperature_problem(float("nan"), field="sampling_params.temperature").startswith(
+            "sampling_params.temperature must be")
+        assert temperature_problem(TEMPERATURE_MIN) is None
     """
     if _number(value) and math.isfinite(value) and value >= TEMPERATURE_MIN:
         return None
@@ -58,7 +61,9 @@ def learning_rate_problem(value: Any, *, field: str = "learning_rate") -> str | 
 
     Example::
 
-        learning_rate_problem(1e-4)   # None
+        assert learning_rate_problem(1e-4) is None
+        assert learning_rate_problem(0) is None   # a step that changes nothing
+        assert learning_rate_problem(-1e-4) is not None
     """
     if _number(value) and math.isfinite(value) and 0 <= value <= LEARNING_RATE_MAX:
         return None

@@ -4,8 +4,11 @@ Example::
 
     from mint_envkit.local.messages import SERVER_SHUTTING_DOWN
 
+    error = RuntimeError(f"asample failed: {SERVER_SHUTTING_DOWN}")   # as a client sees it
     if SERVER_SHUTTING_DOWN in str(error):
         ...  # the backend is going away: not a failure of this request alone
+    else:
+        raise AssertionError("the message is recognised")
 """
 
 from __future__ import annotations

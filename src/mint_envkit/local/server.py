@@ -8,13 +8,17 @@ thread; see ``docs/local-backend.md``.
 
 Example::
 
+    import tempfile
     import mint
     from mint_envkit.local.server import LocalServer
 
-    with LocalServer(models=["mint-envkit/tiny-qwen3-small"], state_dir="/tmp/state") as server:
-        client = mint.ServiceClient(base_url=server.base_url, api_key="sk-local")
-        training = client.create_lora_training_client(base_model="mint-envkit/tiny-qwen3-small")
-        server.request_counts()["create_model"]   # 1
+    server = LocalServer(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
+    server.start()   # or: with LocalServer(...) as server: ...
+    client = mint.ServiceClient(base_url=server.base_url, api_key="sk-local")
+    training = client.create_lora_training_client(base_model="mint-envkit/tiny-qwen3-small",
+                                                  rank=4)
+    assert server.request_counts()["create_model"] == 1
+    # server.close() when done
 """
 
 from __future__ import annotations
@@ -58,8 +62,8 @@ def is_loopback_host(host: str) -> bool:
 
     Example::
 
-        is_loopback_host("127.0.0.1")   # True
-        is_loopback_host("0.0.0.0")     # False: every interface
+        assert is_loopback_host("127.0.0.1") and is_loopback_host("[::1]")
+        assert not is_loopback_host("0.0.0.0")   # every interface
     """
     if host.strip().lower() == "localhost":
         return True
@@ -121,10 +125,11 @@ class LocalServer:
 
     Example::
 
-        with LocalServer(models=["mint-envkit/tiny-qwen3-small"], latency_ms=0) as server:
-            server.base_url            # 'http://127.0.0.1:54321'
-            server.request_counts()    # Counter() until a client calls
-            server.reset_counts()
+        with LocalServer(models=["mint-envkit/tiny-qwen3-small"], latency_ms=0,
+                         state_dir=tempfile.mkdtemp()) as local:
+            assert local.base_url == f"http://127.0.0.1:{local.port}"   # 'http://127.0.0.1:54321'
+            assert local.request_counts() == collections.Counter()   # until a client calls
+            local.reset_counts()
     """
 
     def __init__(
@@ -209,9 +214,10 @@ class LocalServer:
 
         Example::
 
-            server = LocalServer(models=["mint-envkit/tiny-qwen3-small"]).start()
-            ...
-            server.close()
+            other = LocalServer(models=["mint-envkit/tiny-qwen3-small"],
+                                state_dir=tempfile.mkdtemp()).start()
+            assert other.start() is other   # started once
+            other.close()
         """
         if self._thread is not None:
             return self
@@ -305,7 +311,10 @@ class LocalServer:
 
         Example::
 
-            server.close()
+            other = LocalServer(models=["mint-envkit/tiny-qwen3-small"],
+                                state_dir=tempfile.mkdtemp()).start()
+            other.close()
+            other.close()   # idempotent
         """
         if self._finalizer is not None:
             self._finalizer()
@@ -316,7 +325,10 @@ class LocalServer:
 
         Example::
 
-            threading.Timer(60, server.close).start(); server.wait()
+            other = LocalServer(models=["mint-envkit/tiny-qwen3-small"],
+                                state_dir=tempfile.mkdtemp()).start()
+            threading.Timer(0.2, other.close).start()   # e.g. after 60 s, or from a signal
+            other.wait()   # returns once it has stopped
         """
         thread = self._thread
         while thread is not None and thread.is_alive():
@@ -342,7 +354,13 @@ class LocalServer:
 
         Example::
 
-            LocalServer(port=0).start().port   # e.g. 41873
+            assert 0 < server.port < 65536   # port=0 (the default) picks a free one: e.g. 41873
+            try:
+                LocalServer().port
+            except BackendError as err:
+                assert "not started" in str(err)
+            else:
+                raise AssertionError("no port before start()")
         """
         if self._port is None:
             raise BackendError("the server is not started; call start() or use `with`")
@@ -354,7 +372,8 @@ class LocalServer:
 
         Example::
 
-            mint.ServiceClient(base_url=server.base_url, api_key="sk-local")
+            client = mint.ServiceClient(base_url=server.base_url, api_key="sk-local")
+            assert server.base_url.startswith("http://127.0.0.1:")
         """
         host = self._connect_host()
         if ":" in host:
@@ -366,7 +385,12 @@ class LocalServer:
 
         Example::
 
-            server.request_counts()["asample"]   # how many sample requests arrived
+            from tinker import types
+
+            sampling = client.create_sampling_client(base_model="mint-envkit/tiny-qwen3-small")
+            sampling.sample(prompt=types.ModelInput.from_ints([1, 2]), num_samples=1,
+                            sampling_params=types.SamplingParams(max_tokens=2)).result()
+            assert server.request_counts()["asample"] == 1   # how many sample requests arrived
         """
         if self.backend is None:
             return collections.Counter()
@@ -377,7 +401,9 @@ class LocalServer:
 
         Example::
 
-            server.reset_counts(); run_benchmark(); print(server.request_counts())
+            server.reset_counts()
+            client.get_server_capabilities()   # what you measure, e.g. a benchmark
+            assert server.request_counts() == {"get_server_capabilities": 1}
         """
         if self.backend is not None:
             self.backend.reset_counts()
@@ -388,7 +414,7 @@ class LocalServer:
         Example::
 
             if errors := server.preload_errors(timeout=600):
-                raise SystemExit(f"cannot serve: {errors}")
+                raise SystemExit(f"cannot serve: {errors}")   # {model: why it did not load}
         """
         if self.backend is None:
             raise BackendError("the server is not started")

@@ -5,7 +5,8 @@ Example::
 
     from mint_envkit.local.state_dir import check_state_dir
 
-    check_state_dir("/tmp/mint-state")   # Path('/tmp/mint-state'), or ConfigError naming it
+    state = check_state_dir("mint-state")   # Path('/.../mint-state'), or ConfigError naming it
+    assert state.is_dir() and state.is_absolute()
 """
 
 from __future__ import annotations
@@ -38,7 +39,13 @@ def check_state_dir(path: str | os.PathLike[str], min_free_bytes: int = MIN_FREE
 
     Example::
 
-        check_state_dir("/tmp/mint-state", min_free_bytes=0)   # Path('/tmp/mint-state')
+        assert check_state_dir("mint-state", min_free_bytes=0) == Path("mint-state").resolve()
+        try:
+            check_state_dir("mint-state", min_free_bytes=1 << 62)
+        except ConfigError as err:
+            assert "MB free" in str(err)   # "state directory '...' has ... MB free, under ..."
+        else:
+            raise AssertionError("too little free space is refused")
     """
     target = Path(path).expanduser().resolve()
     fix = "pass another --state-dir (LocalServer(state_dir=...)) or MINT_ENVKIT_STATE_DIR"
@@ -67,8 +74,9 @@ def disk_error_message(err: BaseException) -> str | None:
 
     Example::
 
-        disk_error_message(OSError(28, "No space left on device", "/s/m-1/.tmp-x/a"))
-        # "cannot write in '/s/m-1': no space left; ... nothing was saved ..."
+        message = disk_error_message(OSError(28, "No space left on device", "/s/m-1/.tmp-x/a"))
+        assert message.startswith("cannot write in '/s/m-1': no space left. Nothing was saved")
+        assert disk_error_message(ValueError("bad")) is None   # not a disk error
     """
     seen: set[int] = set()
     node: BaseException | None = err
@@ -97,9 +105,12 @@ def state_dir_note(given: str | os.PathLike[str] | None) -> str:
 
     Example::
 
-        state_dir_note(None)
+        note = state_dir_note(None)
         # "state dir /home/me/.cache/mint_envkit/state (the default: shared by every job of
         #  user me on this machine; --state-dir or MINT_ENVKIT_STATE_DIR gives one its own)"
+        # (with MINT_ENVKIT_STATE_DIR set: "state dir /... (MINT_ENVKIT_STATE_DIR)")
+        assert note.startswith("state dir /")
+        assert state_dir_note("mint-state") == f"state dir {Path('mint-state').resolve()}"
     """
     from mint_envkit.local.engine.core import default_state_dir
 

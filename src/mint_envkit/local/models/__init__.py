@@ -11,6 +11,7 @@ Example::
     from mint_envkit.local.models.loader import load_base_model
 
     loaded = load_base_model("mint-envkit/tiny-qwen3-small")
-    loaded.model.config.hidden_size  # 64
+    assert loaded.model.config.hidden_size == 64
     loaded.tokenizer_dir             # '/home/me/.cache/mint_envkit/models/tiny-qwen3-small-...'
+    assert "/models/tiny-qwen3-small-" in loaded.tokenizer_dir
 """

@@ -5,7 +5,8 @@ Example::
     from mint_envkit.local.models.common import default_device, pin_threads
 
     device, dtype = default_device()  # (device(type='cpu'), torch.float32) without a GPU
-    pin_threads()                     # 1
+    assert dtype == (torch.bfloat16 if device.type == "cuda" else torch.float32)
+    pin_threads()                     # 1 (MINT_ENVKIT_NUM_THREADS, when set)
 """
 
 from __future__ import annotations
@@ -28,10 +29,15 @@ class ModelLoadError(MintEnvkitError):
 
     Example::
 
+        from mint_envkit.local.models.loader import load_base_model
+
         try:
             load_base_model("someone/not-downloaded")
         except ModelLoadError as err:
-            print(err)  # model 'someone/not-downloaded' is not available locally: ...
+            message = str(err)  # "model 'someone/not-downloaded' is not available locally: ..."
+            assert message.startswith("model 'someone/not-downloaded' is not available locally")
+        else:
+            raise AssertionError("the backend never downloads")
     """
 
 
@@ -50,8 +56,10 @@ class LoadedModel:
 
     Example::
 
+        from mint_envkit.local.models.loader import load_base_model
+
         loaded = load_base_model("mint-envkit/tiny-qwen3-small")
-        loaded.vocab_size  # 2048
+        assert (loaded.vocab_size, loaded.arch) == (2048, "qwen3")
     """
 
     name: str
@@ -69,7 +77,7 @@ def default_device(device: str | None = None) -> tuple[torch.device, torch.dtype
     Example::
 
         default_device()       # (device(type='cpu'), torch.float32) on a machine without a GPU
-        default_device("cpu")  # forced
+        assert default_device("cpu") == (torch.device("cpu"), torch.float32)  # forced
     """
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -86,8 +94,9 @@ def pin_threads(num_threads: int | None = None) -> int:
 
     Example::
 
-        pin_threads()   # 1
-        pin_threads(2)
+        assert pin_threads() == pin_threads_default()   # 1 unless MINT_ENVKIT_NUM_THREADS is set
+        assert pin_threads(2) == 2 == torch.get_num_threads()
+        pin_threads()   # back to the default
     """
     n = max(1, int(num_threads if num_threads is not None else pin_threads_default()))
     if torch.get_num_threads() != n:
@@ -106,7 +115,7 @@ def pin_threads_default() -> int:
 
     Example::
 
-        pin_threads_default()  # 1
+        pin_threads_default()  # 1 (MINT_ENVKIT_NUM_THREADS, when set)
     """
     env = os.environ.get("MINT_ENVKIT_NUM_THREADS", "").strip()
     if env:
@@ -129,7 +138,12 @@ def check_tokenizer_path(path: str) -> str:
     Example::
 
         check_tokenizer_path("/home/me/.cache/mint_envkit/models/tiny-qwen3-abc")  # fine
-        check_tokenizer_path("/data/tok")  # raises ModelLoadError
+        try:
+            check_tokenizer_path("/data/tok")   # exactly two '/': the SDK reads 'data/tok'
+        except ModelLoadError as err:
+            assert "would be misread by the tinker SDK" in str(err)
+        else:
+            raise AssertionError("raises ModelLoadError")
     """
     if path.count("/") == 2 or ":" in path:
         raise ModelLoadError(
@@ -150,8 +164,11 @@ def build_cached_dir(target: Path, build: Callable[[Path], None], *, done: str) 
 
     Example::
 
-        build_cached_dir(root / "my-model-abc123", lambda tmp: model.save_pretrained(tmp),
-                         done="model.safetensors")
+        # e.g. build_cached_dir(root / "my-model-abc123", model.save_pretrained, done="model.safetensors")
+        write = lambda tmp: (tmp / "model.safetensors").write_text("weights")
+        target = build_cached_dir(Path("cache") / "my-model-abc123", write, done="model.safetensors")
+        assert sorted(p.name for p in target.iterdir()) == ["model.safetensors"]
+        assert build_cached_dir(target, None, done="model.safetensors") == target   # built once
     """
     if (target / done).is_file():
         return target

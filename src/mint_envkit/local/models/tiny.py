@@ -34,7 +34,7 @@ Example::
     from mint_envkit.local.models.tiny import build_tiny_model, tiny_model_dir
 
     model = build_tiny_model("mint-envkit/tiny-qwen3-small")
-    model.config.hidden_size  # 64
+    assert model.config.hidden_size == 64
     tiny_model_dir("mint-envkit/tiny-qwen3-small")  # ~/.cache/mint_envkit/models/tiny-qwen3-small-...
 """
 
@@ -137,7 +137,7 @@ def build_tiny_model(name: str = TINY_MODEL_NAME, *, seed: int = _TINY_MODEL_SEE
 
         a = build_tiny_model("mint-envkit/tiny-qwen3-small")
         b = build_tiny_model("mint-envkit/tiny-qwen3-small")
-        all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters()))  # True
+        assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters()))  # fixed seed
     """
     from transformers import Qwen3ForCausalLM
 
@@ -174,7 +174,7 @@ def tiny_model_dir(name: str = TINY_MODEL_NAME) -> Path:
     Example::
 
         d = tiny_model_dir("mint-envkit/tiny-qwen3-small")
-        sorted(p.name for p in d.iterdir())[:2]  # ['chat_template.jinja', 'config.json']
+        assert sorted(p.name for p in d.iterdir())[:2] == ["chat_template.jinja", "config.json"]
     """
     if name not in TINY_SPECS:
         raise ModelLoadError(f"{name!r} is not a built-in tiny model; known: {sorted(TINY_SPECS)}")
