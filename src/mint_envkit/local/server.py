@@ -126,9 +126,9 @@ class LocalServer:
     Example::
 
         with LocalServer(models=["mint-envkit/tiny-qwen3-small"], latency_ms=0,
-                         state_dir=tempfile.mkdtemp()) as local:
+                         state_dir="mint-state") as local:
             assert local.base_url == f"http://127.0.0.1:{local.port}"   # 'http://127.0.0.1:54321'
-            assert local.request_counts() == collections.Counter()   # until a client calls
+            assert not local.request_counts()   # Counter() until a client calls
             local.reset_counts()
     """
 
