@@ -40,17 +40,23 @@ pass, cancellation between chunks) and :mod:`.hf_compat` (the KV cache's name ac
 
 Example::
 
+    import tempfile
+
     from mint_envkit.local import Engine
 
-    engine = Engine(state_dir="/tmp/mint-state")
+    engine = Engine(state_dir=tempfile.mkdtemp())
     model_id = engine.create_lora("mint-envkit/tiny-qwen3-small", rank=8, seed=0)
-    sampler = engine.save_for_sampler(model_id, None)[0]
-    seqs = engine.sample(sampler, [2044, 10, 11], num_samples=4, max_tokens=8, seed=1)
-    data = [{"model_input": [2044, 10, 11] + s.tokens[:-1],
-             "loss_fn_inputs": {"target_tokens": [10, 11] + s.tokens,
+    sampler_id, _ = engine.save_for_sampler(model_id, None)
+    prompt = [2044, 10, 11]
+    seqs = engine.sample(sampler_id, prompt, num_samples=4, max_tokens=8, seed=1)
+    data = [{"model_input": prompt + s.tokens[:-1],
+             "loss_fn_inputs": {"target_tokens": prompt[1:] + s.tokens,
                                 "logprobs": [0.0, 0.0] + s.logprobs,
                                 "advantages": [0.0, 0.0] + [1.0] * len(s.tokens)}}
             for s in seqs]
     out = engine.forward(model_id, data, "importance_sampling", None, backward=True)
     engine.optim_step(model_id, learning_rate=3e-3)
+    # the internals: the base model's state, the training client, the sampler's snapshot
+    state, trainer = engine.registry.trainer(model_id)
+    snap = engine.registry.sampler(sampler_id)[1]
 """

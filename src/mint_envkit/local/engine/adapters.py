@@ -21,11 +21,17 @@ computes what the learner computes.
 
 Example::
 
-    from mint_envkit.local.engine import adapters
+    import torch
 
-    trainer = adapters.new_trainer(state, LoraSpec(rank=4), seed=0)
-    with adapters.use_sampler(state, snapshot) as model:
+    from mint_envkit.local.engine import adapters
+    from mint_envkit.local.engine.records import LoraSpec
+
+    # the package example's base model state and sampler snapshot
+    fresh = adapters.new_trainer(state, LoraSpec(rank=4), seed=0)  # a second adapter on it
+    ids = torch.tensor([[2044, 10, 11]])
+    with torch.no_grad(), adapters.use_sampler(state, snap) as model:
         logits = model(input_ids=ids).logits
+    assert logits.shape == (1, 3, 2048)
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ def lora_spec(
 
     Example::
 
-        lora_spec(8, 0, train_mlp=True, train_attn=True, train_unembed=False).rank  # 8
+        assert lora_spec(8, 0, train_mlp=True, train_attn=True, train_unembed=False).rank == 8
     """
     if not is_int(rank) or rank < 1 or rank > 4096:
         raise EngineError(f"LoRA rank must be an integer from 1 to 4096, got {rank!r}")
@@ -82,7 +88,8 @@ def adapter_params(base: BaseModelState, adapter: str) -> dict[str, torch.nn.Par
 
     Example::
 
-        adapter_params(state, "t_0f3a")  # {'base_model.model....lora_A.weight': ...}
+        adapter_params(state, trainer.adapter)  # {'base_model.model....lora_A.weight': ...}
+        assert adapter_params(state, trainer.adapter).keys() == trainer.params.keys()
     """
     marker = f".{adapter}."
     params = {
@@ -133,7 +140,8 @@ def merges_exactly(model: Any) -> bool:
 
     Example::
 
-        merges_exactly(model.to(torch.bfloat16))  # False: sample through peft
+        assert merges_exactly(state.loaded.model)  # float32 (on CPU): a merged copy
+        assert not merges_exactly(torch.nn.Linear(2, 2).to(torch.bfloat16))  # sample via peft
     """
     return all(p.dtype == torch.float32 for p in model.parameters())
 
@@ -175,6 +183,7 @@ def activate(base: BaseModelState, adapter: str) -> None:
     Example::
 
         activate(state, trainer.adapter)
+        assert state.peft.active_adapter == trainer.adapter
     """
     if base.peft.active_adapter != adapter:
         base.peft.set_adapter(adapter)
@@ -186,6 +195,7 @@ def new_trainer(base: BaseModelState, spec: LoraSpec, seed: int | None) -> Train
     Example::
 
         trainer = new_trainer(state, LoraSpec(rank=8), seed=0)
+        assert trainer.step == 0 and trainer.adapter == "t_" + trainer.model_id.replace("-", "")
     """
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "little")
@@ -209,7 +219,9 @@ def drop_trainer(base: BaseModelState, trainer: Trainer) -> None:
 
     Example::
 
-        drop_trainer(state, trainer)
+        doomed = new_trainer(state, LoraSpec(rank=2), seed=0)
+        drop_trainer(state, doomed)
+        assert doomed.adapter not in state.peft.peft_config
     """
     trainer.optimizer.state.clear()
     if len(base.peft.peft_config) > 1:
@@ -225,7 +237,7 @@ def use_snapshot(base: BaseModelState, snap: Snapshot) -> Iterator[Any]:
 
     Example::
 
-        with use_snapshot(state, snap) as model:
+        with torch.no_grad(), use_snapshot(state, snap) as model:
             model(input_ids=ids)
     """
     model = base.loaded.model

@@ -19,7 +19,16 @@ Example::
     from mint_envkit.local.engine.budget import Control
 
     control = Control(max_tokens_per_pass=4096)
-    control.check()  # raises EngineError(category="cancelled") once cancel() was called
+    control.enter()  # a call begins
+    control.check()  # not cancelled: the call goes on
+    assert control.cancel()  # True: a call was running
+    try:
+        control.check()
+    except EngineError as err:
+        assert err.category == "cancelled"
+    else:
+        raise AssertionError("not cancelled")
+    control.leave()
 """
 
 from __future__ import annotations
@@ -48,7 +57,7 @@ def check_budget(value: Any) -> int:
 
     Example::
 
-        check_budget(4096)  # 4096
+        assert check_budget(4096) == 4096
     """
     if not is_integer(value) or value < 16:
         raise EngineError(f"max_tokens_per_pass must be an integer >= 16, got {value!r}")

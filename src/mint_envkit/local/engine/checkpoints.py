@@ -7,11 +7,16 @@ LoRA config, step), addressed by ``tinker://<model_id>/<kind>/<name>``.
 
 Example::
 
+    import tempfile
+    from pathlib import Path
+
     from mint_envkit.local.engine.checkpoints import CheckpointStore
 
-    store = CheckpointStore(Path("/tmp/mint-state"))
+    store = CheckpointStore(Path(tempfile.mkdtemp()))
     path = store.write(trainer, "weights", "step-1", None, with_optimizer=True)
+    assert path == f"tinker://{trainer.model_id}/weights/step-1"
     meta, tensors, opt = store.read(path, with_optimizer=True)
+    assert meta["step"] == trainer.step == 1 and meta["lora"]["rank"] == 8
 """
 
 from __future__ import annotations
@@ -88,7 +93,8 @@ class CheckpointStore:
     Example::
 
         store = CheckpointStore(Path("/tmp/mint-state").resolve())
-        store.dir("tinker://m-1/weights/step-1")  # Path('/tmp/mint-state/m-1/weights/step-1')
+        where = store.dir("tinker://m-1/weights/step-1")  # /tmp/mint-state/m-1/weights/step-1
+        assert where == store.state_dir / "m-1" / "weights" / "step-1"
     """
 
     def __init__(self, state_dir: Path) -> None:
@@ -101,7 +107,7 @@ class CheckpointStore:
 
         Example::
 
-            store.parse("tinker://m-1/weights/a")  # ('m-1', 'weights', 'a')
+            assert store.parse("tinker://m-1/weights/a") == ("m-1", "weights", "a")
         """
         if not isinstance(path, str) or not path.startswith("tinker://"):
             raise EngineError(
@@ -124,7 +130,7 @@ class CheckpointStore:
 
         Example::
 
-            store.dir("tinker://m-1/sampler_weights/a").name  # 'a'
+            assert store.dir("tinker://m-1/sampler_weights/a").name == "a"
         """
         model_id, kind, name = self.parse(path)
         target = (self.state_dir / model_id / kind / name).resolve()
@@ -155,6 +161,7 @@ class CheckpointStore:
         Example::
 
             store.write(trainer, "sampler_weights", "step-1", None, with_optimizer=False)
+            # 'tinker://<model_id>/sampler_weights/step-1'
         """
         path = f"tinker://{trainer.model_id}/{kind}/{name}"
         target = self.dir(path)
@@ -200,7 +207,8 @@ class CheckpointStore:
 
         Example::
 
-            meta, tensors, _ = store.read("tinker://m-1/weights/a", with_optimizer=False)
+            meta, tensors, _ = store.read(path, with_optimizer=False)
+            assert meta["base_model"] == "mint-envkit/tiny-qwen3-small"
         """
         from safetensors.torch import load_file
 
@@ -224,7 +232,8 @@ class CheckpointStore:
 
         Example::
 
-            snap = store.snapshot("tinker://m-1/sampler_weights/a", registry.base)
+            snap = store.snapshot(path, engine.registry.base)
+            assert snap.spec.rank == 8 and store.snapshots[path] is snap
         """
         cached = self.snapshots.get(path)
         if cached is not None and self.dir(path).is_dir():
@@ -248,7 +257,7 @@ class CheckpointStore:
 
         Example::
 
-            store.load_into(trainer, "tinker://m-1/weights/a", with_optimizer=True)
+            store.load_into(trainer, path, with_optimizer=True)
         """
         meta, tensors, opt = self.read(path, with_optimizer=with_optimizer)
         spec = LoraSpec.from_json(meta["lora"])
@@ -283,7 +292,7 @@ class CheckpointStore:
 
         Example::
 
-            [c["tinker_path"] for c in store.list("m-1")]
+            assert path in [c["tinker_path"] for c in store.list(trainer.model_id)]
         """
         if model_id is not None:
             check_name(model_id, "model_id")
@@ -322,7 +331,8 @@ class CheckpointStore:
 
         Example::
 
-            store.delete("tinker://m-1/sampler_weights/a")
+            doomed = store.write(trainer, "sampler_weights", "a", None, with_optimizer=False)
+            store.delete(doomed)
         """
         target = self.dir(path)
         if not (target / "meta.json").is_file():
@@ -341,7 +351,7 @@ class CheckpointStore:
 
         Example::
 
-            store.weights_info("tinker://m-1/weights/a")["train_unembed"]  # False
+            assert store.weights_info(path)["train_unembed"] is True
         """
         _, meta = self._meta(path)
         spec = LoraSpec.from_json(meta["lora"])

@@ -8,8 +8,9 @@ Example::
 
     from mint_envkit.local import Engine
 
-    engine = Engine(state_dir="/tmp/mint-state")
-    model_id = engine.create_lora("mint-envkit/tiny-qwen3-small", rank=8, seed=0)
+    # the package's example built `engine` and trained `model_id` one step
+    assert isinstance(engine, Engine)
+    assert engine.model_info(model_id)["step"] == 1
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def default_state_dir() -> Path:
 
     Example::
 
-        default_state_dir()  # PosixPath('/home/me/.cache/mint_envkit/state')
+        default_state_dir()  # e.g. PosixPath('/home/me/.cache/mint_envkit/state')
     """
     env = os.environ.get("MINT_ENVKIT_STATE_DIR")
     return Path(env) if env else cache_dir() / "state"
@@ -78,7 +79,7 @@ class Engine:
             ``cache_dir()/"state"``.
         device: ``"cuda"`` / ``"cpu"``; default CUDA (bf16) when available, else CPU (fp32).
         num_threads: torch intra-op threads, pinned for determinism; default
-            ``MINT_ENVKIT_NUM_THREADS``, else 1 (see ``models.pin_threads_default``).
+            ``MINT_ENVKIT_NUM_THREADS``, else 1 (see ``models.common.pin_threads_default``).
         default_model: the base model named first in :attr:`supported_models`.
         max_tokens_per_pass: padded tokens one model pass may hold (micro-batches of
             ``forward``, sub-batches of sampling, chunks of ``compute_logprobs``); bounds
@@ -92,9 +93,11 @@ class Engine:
 
     Example::
 
-        engine = Engine(state_dir="/tmp/mint-state")
+        import tempfile
+
+        engine = Engine(state_dir=tempfile.mkdtemp())
         model_id = engine.create_lora("mint-envkit/tiny-qwen3-small", rank=4, seed=0)
-        engine.model_info(model_id)["lora_rank"]  # 4
+        assert engine.model_info(model_id)["lora_rank"] == 4
     """
 
     def __init__(
@@ -131,6 +134,7 @@ class Engine:
         Example::
 
             engine.max_tokens_per_pass = 2048
+            assert engine.max_tokens_per_pass == 2048
         """
         return self._control.max_tokens_per_pass
 
@@ -149,8 +153,15 @@ class Engine:
 
         Example::
 
-            threading.Timer(1.0, engine.cancel_running).start()
-            engine.sample(sampler_id, prompt, num_samples=64, max_tokens=1000)  # cancelled
+            import threading
+
+            threading.Timer(0.2, engine.cancel_running).start()
+            try:
+                engine.sample(sampler_id, prompt, num_samples=64, max_tokens=1000)
+            except EngineError as err:  # after about 0.2 s
+                assert err.category == "cancelled"
+            else:
+                raise AssertionError("not cancelled")
         """
         return self._control.cancel()
 
@@ -160,7 +171,10 @@ class Engine:
 
         Example::
 
-            Engine().supported_models  # ['mint-envkit/tiny-qwen3', 'mint-envkit/tiny-qwen3-small']
+            assert Engine().supported_models == [
+                "mint-envkit/tiny-qwen3",
+                "mint-envkit/tiny-qwen3-small",
+            ]
         """
         names = [self.default_model, *sorted(TINY_MODEL_NAMES), *self.registry.bases]
         return list(dict.fromkeys(names))
@@ -177,6 +191,7 @@ class Engine:
         Example::
 
             engine.ensure_base_model("mint-envkit/tiny-qwen3")
+            engine.ensure_base_model("mint-envkit/tiny-qwen3")  # loaded already: free
         """
         self.registry.base(name)
 
@@ -188,7 +203,8 @@ class Engine:
 
         Example::
 
-            engine.tokenizer_dir("mint-envkit/tiny-qwen3")  # '/.../models/tiny-qwen3-<hash>'
+            engine.tokenizer_dir("mint-envkit/tiny-qwen3-small")
+            # '/.../mint_envkit/models/tiny-qwen3-small-<hash>'
         """
         return self.registry.base(base_model).loaded.tokenizer_dir
 
@@ -210,8 +226,9 @@ class Engine:
 
         Example::
 
-            model_id = engine.create_lora("mint-envkit/tiny-qwen3", rank=16, seed=0,
-                                          train_unembed=True)
+            model_id = engine.create_lora("mint-envkit/tiny-qwen3-small", rank=16, seed=0,
+                                          train_unembed=False)
+            assert engine.model_info(model_id)["step"] == 0
         """
         spec = adapters.lora_spec(
             rank, seed, train_mlp=train_mlp, train_attn=train_attn, train_unembed=train_unembed
@@ -226,8 +243,9 @@ class Engine:
         Example::
 
             engine.model_info(model_id)
-            # {'base_model': 'mint-envkit/tiny-qwen3', 'lora_rank': 32,
-            #  'tokenizer_dir': '/.../tiny-qwen3-<hash>', 'arch': 'qwen3', ...}
+            # {'base_model': 'mint-envkit/tiny-qwen3-small', 'lora_rank': 8,
+            #  'tokenizer_dir': '/.../tiny-qwen3-small-<hash>', 'arch': 'qwen3', ...}
+            assert engine.model_info(model_id)["lora_rank"] == 8
         """
         base, trainer = self.registry.trainer(model_id)
         return {
@@ -247,7 +265,8 @@ class Engine:
 
         Example::
 
-            engine.unload(model_id)
+            doomed = engine.create_lora("mint-envkit/tiny-qwen3-small", rank=4, seed=0)
+            engine.unload(doomed)
         """
         base, trainer = self.registry.trainer(model_id)
         del self.registry.trainers[model_id]
@@ -287,7 +306,7 @@ class Engine:
                                              "loss_fn_inputs": {"target_tokens": [2, 3, 4],
                                                                 "weights": [0, 1, 1]}}],
                                  "cross_entropy", None, backward=True)
-            out.metrics["loss:sum"]
+            assert out.metrics["loss:sum"] > 0 and len(out.logprobs[0]) == 3
         """
         base, trainer = self.registry.trainer(model_id)
         return training.forward(
@@ -327,7 +346,9 @@ class Engine:
 
         Example::
 
-            engine.optim_step(model_id, learning_rate=3e-3, weight_decay=0.01, grad_clip_norm=1.0)
+            stats = engine.optim_step(model_id, learning_rate=3e-3, weight_decay=0.01,
+                                      grad_clip_norm=1.0)
+            assert set(stats) == {"grad_norm", "learning_rate", "step"}
         """
         _, trainer = self.registry.trainer(model_id)
         return training.optim_step(
@@ -348,6 +369,7 @@ class Engine:
         Example::
 
             sampler_id, path = engine.save_for_sampler(model_id, "step-0010")
+            assert path == f"tinker://{model_id}/sampler_weights/step-0010"
         """
         _, trainer = self.registry.trainer(model_id)
         if name is not None:
@@ -370,8 +392,9 @@ class Engine:
 
         Example::
 
-            ref = engine.create_sampler(base_model="mint-envkit/tiny-qwen3")
-            pol = engine.create_sampler(model_path="tinker://<model_id>/sampler_weights/step-1")
+            ref = engine.create_sampler(base_model="mint-envkit/tiny-qwen3-small")
+            _, path = engine.save_for_sampler(model_id, "step-1")
+            pol = engine.create_sampler(model_path=path)  # tinker://<model_id>/sampler_weights/step-1
         """
         if (base_model is None) == (model_path is None):
             raise EngineError("create_sampler needs exactly one of base_model or model_path")
@@ -388,7 +411,8 @@ class Engine:
 
         Example::
 
-            engine.release_sampler(sampler_id)
+            doomed, _ = engine.save_for_sampler(model_id, None)
+            engine.release_sampler(doomed)
         """
         self.registry.sampler(sampler_id)
         del self.registry.samplers[sampler_id]
@@ -420,7 +444,8 @@ class Engine:
 
             seqs = engine.sample(sampler_id, prompt, num_samples=4, max_tokens=32,
                                  temperature=1.0, seed=0, stop=[2045])
-            [s.stop_reason for s in seqs]  # ['stop', 'length', ...]
+            [s.stop_reason for s in seqs]  # e.g. ['length', 'stop', 'stop', 'length']
+            assert all(s.stop_reason == "stop" or len(s.tokens) == 32 for s in seqs)
         """
         base, snap = self.registry.sampler(sampler_id)
         spec = sampling.sample_spec(
@@ -450,8 +475,9 @@ class Engine:
 
         Example::
 
-            out = engine.sample_many([(sid, p1, {"num_samples": 4}), (sid, p2, {"seed": 1})])
-            out[0][0].tokens
+            out = engine.sample_many([(sampler_id, [2044, 10], {"num_samples": 4}),
+                                      (sampler_id, [2044, 12], {"seed": 1})])
+            assert [len(seqs) for seqs in out] == [4, 1]
         """
         return sampling.sample_many(requests, self.registry.sampler, self._control)
 
@@ -461,7 +487,7 @@ class Engine:
 
         Example::
 
-            engine.compute_logprobs(ref_sampler, [2044, 10, 11])  # [None, -7.6, -7.5]
+            engine.compute_logprobs(sampler_id, [2044, 10, 11])  # [None, -7.6, -7.9]
         """
         return sampling.compute_logprobs(*self.registry.sampler(sampler_id), prompt, self._control)
 
@@ -479,6 +505,7 @@ class Engine:
         Example::
 
             path = engine.save_state(model_id, "step-0100")
+            assert path == f"tinker://{model_id}/weights/step-0100"
         """
         _, trainer = self.registry.trainer(model_id)
         check_name(name)
@@ -494,7 +521,8 @@ class Engine:
 
         Example::
 
-            engine.load_state(model_id, "tinker://<id>/weights/step-0100", with_optimizer=True)
+            path = engine.save_state(model_id, "step-0100")
+            engine.load_state(model_id, path, with_optimizer=True)
         """
         _, trainer = self.registry.trainer(model_id)
         self._checkpoints.load_into(trainer, path, with_optimizer=with_optimizer)
@@ -505,8 +533,9 @@ class Engine:
 
         Example::
 
-            new_id = engine.create_lora_from_state("tinker://<id>/weights/step-0100",
-                                                   with_optimizer=True)
+            path = engine.save_state(model_id, "step-0100")
+            new_id = engine.create_lora_from_state(path, with_optimizer=True)
+            assert engine.model_info(new_id)["step"] == engine.model_info(model_id)["step"]
         """
         meta, _, _ = self._checkpoints.read(path, with_optimizer=False)
         base = self.registry.base(meta["base_model"])
@@ -530,6 +559,7 @@ class Engine:
         Example::
 
             [c["tinker_path"] for c in engine.list_checkpoints(model_id)]
+            # ['tinker://<model_id>/weights/step-0100', ...]
         """
         return self._checkpoints.list(model_id)
 
@@ -541,7 +571,8 @@ class Engine:
 
         Example::
 
-            engine.delete_checkpoint("tinker://<id>/sampler_weights/step-0010")
+            _, path = engine.save_for_sampler(model_id, "step-0010")
+            engine.delete_checkpoint(path)
         """
         self._checkpoints.delete(path)
 
@@ -554,8 +585,10 @@ class Engine:
 
         Example::
 
-            engine.weights_info("tinker://<id>/weights/step-0100")
-            # {'base_model': 'mint-envkit/tiny-qwen3', 'is_lora': True, 'lora_rank': 32,
-            #  'train_mlp': True, 'train_attn': True, 'train_unembed': False}
+            path = engine.save_state(model_id, "step-0100")
+            assert engine.weights_info(path) == {
+                "base_model": "mint-envkit/tiny-qwen3-small", "is_lora": True, "lora_rank": 8,
+                "train_mlp": True, "train_attn": True, "train_unembed": True,
+            }
         """
         return self._checkpoints.weights_info(path)

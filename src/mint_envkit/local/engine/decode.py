@@ -17,9 +17,13 @@ same seed gives different tokens on CPU and on CUDA (different generators).
 
 Example::
 
-    from mint_envkit.local.engine import decode
+    from mint_envkit.local.engine.decode import decode, policy_for
+    from mint_envkit.local.engine.sampling import sample_spec
 
-    seqs = decode.decode(model, [spec], decode.policy_for(torch.device("cpu")), None)
+    model = state.loaded.model  # the tiny base model the package's example loaded
+    spec = sample_spec(state, [2044, 10, 11], num_samples=2, max_tokens=4, seed=0)
+    seqs = decode(model, [spec], policy_for(state.loaded.device), None)
+    assert [len(s.tokens) for s in seqs[0]] == [4, 4]  # one request, two samples
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class DecodePolicy:
     Example::
 
         DecodePolicy(sync_every=1, compile_step=False, static_shapes=False, min_rows=8)
+        # (policy_for(torch.device("cpu")) when MINT_ENVKIT_SYNC_EVERY is unset)
 
     ``min_rows``: the model always runs at least this many rows (copies of the first
     one fill up; their results are dropped). CPU matrix products round a batch of a few
@@ -70,7 +75,7 @@ def policy_for(device: torch.device) -> DecodePolicy:
 
     Example::
 
-        policy_for(torch.device("cpu")).sync_every  # 1
+        policy_for(torch.device("cpu")).sync_every  # 1 (unless MINT_ENVKIT_SYNC_EVERY is set)
     """
     cuda = device.type == "cuda"
     every = int(os.environ.get("MINT_ENVKIT_SYNC_EVERY", "16" if cuda else "1"))
@@ -98,7 +103,9 @@ def draw(
 
     Example::
 
-        draw(logits, spec, torch.empty_like(logits).exponential_())
+        logits = torch.randn(2, 2048)  # two rows
+        tokens, logprobs = draw(logits, spec, torch.empty_like(logits).exponential_())
+        assert tokens.shape == logprobs.shape == (2,) and bool((logprobs <= 0).all())
     """
     scaled = logits / spec.temperature
     if 0 < spec.top_k < scaled.shape[-1]:
@@ -314,7 +321,7 @@ def decode(
 
     Example::
 
-        decode(model, [spec], policy_for(torch.device("cpu")), None)[0][0].tokens
+        decode(model, [spec], policy_for(torch.device("cpu")), None)[0][0].tokens  # 4 tokens
     """
     dev = next(model.parameters()).device
     steps = max(spec.max_tokens for spec in specs)

@@ -23,13 +23,14 @@ Example::
 
     from mint_envkit.local.engine import distill
 
-    out = distill.forward_backward_reverse_kl(
-        engine, model_id, "tinker://run/sampler_weights/teacher",
-        [{"student_input": [1, 2, 3], "reference_input": [9, 1, 2, 3],
-          "target_tokens": [2, 3, 4], "weights": [0.0, 1.0, 1.0]}],
-        temperature=1.0,
-    )
+    # the package example's client, its weights saved as the teacher
+    teacher = engine.save_state(model_id, "teacher", kind="sampler")
+    kl_data = [{"student_input": [1, 2, 3], "reference_input": [9, 1, 2, 3],
+                "target_tokens": [2, 3, 4], "weights": [0.0, 1.0, 1.0]}]
+    out = distill.forward_backward_reverse_kl(engine, model_id, teacher, kl_data,
+                                              temperature=1.0)
     out.losses, out.metrics["reverse_kl:mean"]
+    assert len(out.losses) == 1 and out.metrics["reverse_kl:mean"] >= 0
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class ReverseKLOutput:
     Example::
 
         out.losses[0], out.metrics["reverse_kl:mean"]
+        assert out.metrics["num_samples:sum"] == 1 and out.metrics["num_tokens:sum"] == 2
     """
 
     losses: list[float]
@@ -76,7 +78,7 @@ def reference_snapshot(engine: Engine, reference: str) -> Snapshot:
 
     Example::
 
-        reference_snapshot(engine, "mint-envkit/tiny-qwen3").tensors  # None
+        assert reference_snapshot(engine, "mint-envkit/tiny-qwen3").tensors is None
     """
     if reference.startswith("tinker://"):
         return engine._checkpoints.snapshot(reference, engine.registry.base)
@@ -195,8 +197,8 @@ def forward_backward_reverse_kl(
 
     Example::
 
-        out = forward_backward_reverse_kl(engine, model_id, "mint-envkit/tiny-qwen3",
-                                          data, temperature=1.0)
+        out = forward_backward_reverse_kl(engine, model_id, "mint-envkit/tiny-qwen3-small",
+                                          kl_data, temperature=1.0)
         engine.optim_step(model_id, learning_rate=1e-3)
     """
     base, trainer = engine.registry.trainer(model_id)

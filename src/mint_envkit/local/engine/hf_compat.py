@@ -10,10 +10,15 @@ engine uses is stable across it: ``use_cache``, ``logits_to_keep`` (4.50+),
 
 Example::
 
+    import torch
+
     from mint_envkit.local.engine.hf_compat import cache_of, with_cache
 
+    model = state.loaded.model  # the tiny base model the package's example loaded
+    ids, next_ids = torch.tensor([[2044, 10, 11]]), torch.tensor([[12]])
     out = model(input_ids=ids, use_cache=True)
     out = model(input_ids=next_ids, use_cache=True, **with_cache(model, cache_of(out)))
+    assert out.logits.shape == (1, 1, 2048)
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ def cache_keyword(model: Any) -> str:
     Example::
 
         cache_keyword(model)  # 'past_key_values' on transformers 4.51, 'cache' on 5.24
+        assert cache_keyword(model) in ("cache", "past_key_values")
     """
     kind = type(model)
     found = _KEYWORDS.get(kind)
@@ -46,7 +52,8 @@ def with_cache(model: Any, cache: Any) -> dict[str, Any]:
 
     Example::
 
-        model(input_ids=ids, use_cache=True, **with_cache(model, cache))
+        cache = cache_of(model(input_ids=ids, use_cache=True))
+        model(input_ids=next_ids, use_cache=True, **with_cache(model, cache))
     """
     return {cache_keyword(model): cache}
 
@@ -59,6 +66,7 @@ def cache_of(output: Any) -> Any:
     Example::
 
         cache = cache_of(model(input_ids=ids, use_cache=True))
+        assert cache is not None
     """
     fields = getattr(type(output), "__dataclass_fields__", {})
     for name in _NAMES:

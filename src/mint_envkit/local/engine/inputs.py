@@ -9,7 +9,7 @@ Example::
 
     from mint_envkit.local.engine.inputs import int_list
 
-    int_list([1, 2.0], "prompt")  # [1, 2]
+    assert int_list([1, 2.0], "prompt") == [1, 2]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def is_int(x: Any) -> bool:
 
     Example::
 
-        is_int(3), is_int(True)  # (True, False)
+        assert (is_int(3), is_int(True)) == (True, False)
     """
     return is_integer(x)
 
@@ -59,7 +59,7 @@ def int_list(value: Any, what: str) -> list[int]:
 
     Example::
 
-        int_list([1, 2.0], "prompt")  # [1, 2]
+        assert int_list([1, 2.0], "prompt") == [1, 2]
     """
     return [int(x) for x in _each(value, what, "token ids", _is_token, "an integer token id")]
 
@@ -69,7 +69,7 @@ def float_list(value: Any, what: str) -> list[float]:
 
     Example::
 
-        float_list([0, 0.5], "weights")  # [0.0, 0.5]
+        assert float_list([0, 0.5], "weights") == [0.0, 0.5]
     """
     return [float(x) for x in _each(value, what, "numbers", _is_finite, "a finite number")]
 
@@ -79,7 +79,7 @@ def token_ids(value: Any, vocab: int, what: str = "prompt") -> list[int]:
 
     Example::
 
-        token_ids([2044, 10], vocab=2048)  # [2044, 10]
+        assert token_ids([2044, 10], vocab=2048) == [2044, 10]
     """
     tokens = int_list(value, what)
     if not tokens:
@@ -95,7 +95,7 @@ def check_name(name: Any, what: str = "checkpoint name") -> str:
 
     Example::
 
-        check_name("step-0010")  # 'step-0010'
+        assert check_name("step-0010") == "step-0010"
     """
     if (
         not isinstance(name, str)

@@ -22,9 +22,12 @@ Example::
 
     from mint_envkit.local.engine import interpolate
 
+    path_a = engine.save_state(model_id, "a", kind="sampler")  # the package example's client
+    other = engine.create_lora("mint-envkit/tiny-qwen3-small", rank=4, seed=1)
+    path_b = engine.save_state(other, "b", kind="sampler")
     path = interpolate.interpolate_checkpoints(
-        engine, ["tinker://a/sampler_weights/s", "tinker://b/sampler_weights/s"],
-        [0.5, 0.5], output="tinker://a/sampler_weights/soup")
+        engine, [path_a, path_b], [0.5, 0.5], output=f"tinker://{model_id}/sampler_weights/soup")
+    assert engine.weights_info(path)["lora_rank"] == 8 + 4  # the ranks add up
 """
 
 from __future__ import annotations
@@ -72,8 +75,10 @@ def combine(
 
     Example::
 
+        spec_a, tensors_a = snap.spec, snap.tensors  # the package example's snapshot (rank 8)
+        spec_b, tensors_b = snap.spec, snap.tensors
         spec, tensors = combine([(spec_a, tensors_a), (spec_b, tensors_b)], [0.5, 0.5])
-        spec.rank  # spec_a.rank + spec_b.rank
+        assert spec.rank == spec_a.rank + spec_b.rank
     """
     if not sources:
         raise EngineError("source_paths must name at least one LoRA checkpoint")
@@ -142,8 +147,9 @@ def interpolate_checkpoints(
 
     Example::
 
-        interpolate_checkpoints(engine, [path_a, "mint-envkit/tiny-qwen3"], [0.5, 0.5],
-                                output="tinker://a/sampler_weights/half")
+        interpolate_checkpoints(engine, [path_a, "mint-envkit/tiny-qwen3-small"], [0.5, 0.5],
+                                output=f"tinker://{model_id}/sampler_weights/half")
+        # 'tinker://<model_id>/sampler_weights/half': half the LoRA's delta
     """
     if not isinstance(source_paths, Sequence) or isinstance(source_paths, str) or not source_paths:
         raise EngineError("source_paths must be a non-empty list of checkpoint paths")

@@ -14,12 +14,20 @@ Both compute the final projection and log-softmax inputs in float32 (:mod:`.nume
 
 Example::
 
+    import torch
+
     from mint_envkit.local.engine.kvcache import backend_for
 
+    model = state.loaded.model  # the tiny Qwen3 model the package's example loaded
+    ids = torch.tensor([[0, 2044, 10], [2044, 11, 12]])  # two prompts, left-padded
+    mask = torch.tensor([[0, 1, 1], [1, 1, 1]])
+    positions = (mask.cumsum(-1) - 1).clamp_min(0)
     be = backend_for(model, static_shapes=False, compile_step=False)
-    logits = be.prefill(ids, mask, positions, length=64)   # (prompts, vocab) float32
-    be.expand(torch.tensor([0, 0, 1]))                      # one row per sample
-    logits = be.step(tokens, positions, column=ids.shape[1])
+    logits = be.prefill(ids, mask, positions, length=64)  # (prompts, vocab) float32
+    be.expand(torch.tensor([0, 0, 1]))  # one row per sample
+    tokens, next_positions = torch.tensor([5, 6, 7]), torch.tensor([2, 2, 3])
+    logits = be.step(tokens, next_positions, column=ids.shape[1])
+    assert logits.shape == (3, 2048) and logits.dtype == torch.float32
 """
 
 from __future__ import annotations
@@ -50,7 +58,9 @@ def next_token_logprobs(head: Any, hidden: torch.Tensor, targets: torch.Tensor) 
 
     Example::
 
-        next_token_logprobs(model.lm_head, hidden[:, :-1], ids[:, 1:]).shape  # (rows, width - 1)
+        hidden = model.model(input_ids=ids[1:]).last_hidden_state
+        lp = next_token_logprobs(model.lm_head, hidden[:, :-1], ids[1:, 1:])
+        assert lp.shape == (1, 2)  # (rows, width - 1)
     """
     rows, width = targets.shape
     out = torch.zeros((rows, width), dtype=torch.float32, device=hidden.device)
@@ -69,7 +79,8 @@ class StaticBackend:
 
     Example::
 
-        StaticBackend.supports(model)  # True for the built-in tiny Qwen3 models
+        assert StaticBackend.supports(model)  # True for the built-in tiny Qwen3 models
+        assert isinstance(be, StaticBackend)
     """
 
     def __init__(self, model: Any, *, static_shapes: bool, compile_step: bool) -> None:
@@ -92,7 +103,7 @@ class StaticBackend:
 
         Example::
 
-            StaticBackend.supports(model)
+            StaticBackend.supports(model)  # True
         """
         body = decoder_of(model)
         config = getattr(body, "config", None)
@@ -180,7 +191,7 @@ class StaticBackend:
 
         Example::
 
-            be.prefill(ids, mask, positions, length=40).shape  # (prompts, vocab)
+            assert be.prefill(ids, mask, positions, length=40).shape == (2, 2048)  # (prompts, vocab)
         """
         config = self.body.config
         rows, width = ids.shape
@@ -209,7 +220,9 @@ class StaticBackend:
 
         Example::
 
+            be.prefill(ids, mask, positions, length=40)
             be.expand(torch.tensor([0, 0, 0]))  # three samples of prompt 0
+            assert be.filled.shape == (3, 40)
         """
         self.keys = [k.index_select(0, index) for k in self.keys]
         self.values = [v.index_select(0, index) for v in self.values]
@@ -235,7 +248,8 @@ class StaticBackend:
 
         Example::
 
-            be.step(tokens, positions, column=12).shape  # (rows, vocab)
+            be.prefill(ids, mask, positions, length=40)
+            assert be.step(torch.tensor([5, 6]), torch.tensor([2, 3]), column=3).shape == (2, 2048)
         """
         col = self.columns[column : column + 1]
         if self.static_shapes:
@@ -253,7 +267,7 @@ class CacheBackend:
 
     Example::
 
-        be = CacheBackend(model)
+        be = CacheBackend(model)  # transformers' own cache, for any causal LM
     """
 
     def __init__(self, model: Any) -> None:
@@ -301,7 +315,8 @@ class CacheBackend:
 
         Example::
 
-            be.prefill(ids, mask, positions, length=40)
+            be = CacheBackend(model)
+            assert be.prefill(ids, mask, positions, length=40).shape == (2, 2048)
         """
         self.cache, self.mask = None, mask
         self.padded = bool((mask == 0).any())
@@ -312,7 +327,10 @@ class CacheBackend:
 
         Example::
 
+            be = CacheBackend(model)
+            be.prefill(ids, mask, positions, length=40)
             be.expand(torch.tensor([0, 0, 1]))
+            assert be.mask.shape == (3, 3)
         """
         self.cache.batch_select_indices(index)
         self.mask = self.mask.index_select(0, index)
@@ -324,7 +342,9 @@ class CacheBackend:
 
         Example::
 
-            be.step(tokens, positions, column=12)
+            be = CacheBackend(model)
+            be.prefill(ids, mask, positions, length=40)
+            assert be.step(torch.tensor([5, 6]), torch.tensor([2, 3]), column=3).shape == (2, 2048)
         """
         self.mask = torch.cat([self.mask, torch.ones_like(self.mask[:, :1])], dim=-1)
         return self._run(tokens[:, None], positions[:, None])
@@ -335,7 +355,7 @@ def backend_for(model: Any, *, static_shapes: bool, compile_step: bool) -> Any:
 
     Example::
 
-        backend_for(model, static_shapes=False, compile_step=False)
+        backend_for(model, static_shapes=False, compile_step=False)  # a StaticBackend here
     """
     if StaticBackend.supports(model):
         return StaticBackend(model, static_shapes=static_shapes, compile_step=compile_step)

@@ -10,9 +10,12 @@ Values agree with a fresh pass to the rounding of a batched prefill (~1e-6 in fp
 
 Example::
 
+    from mint_envkit.local.engine.lpcache import PromptLogprobCache
+
     cache = PromptLogprobCache()
     cache.put("snap-key", [5, 6, 7], [-1.0, -2.0])
-    cache.take("snap-key", [5, 6, 7])  # [None, -1.0, -2.0]; a second take gives None
+    assert cache.take("snap-key", [5, 6, 7]) == [None, -1.0, -2.0]
+    assert cache.take("snap-key", [5, 6, 7]) is None  # taken once
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ class PromptLogprobCache:
 
         cache = PromptLogprobCache(max_tokens=1000)
         cache.put("k", [1, 2], [-0.5])
-        cache.take("k", [1, 2])  # [None, -0.5]
+        assert cache.take("k", [1, 2]) == [None, -0.5]
     """
 
     def __init__(self, max_tokens: int = MAX_CACHED_TOKENS) -> None:
@@ -52,7 +55,7 @@ class PromptLogprobCache:
 
         Example::
 
-            cache.put(snap.key, prompt, lps)
+            cache.put(snap.key, prompt, [-7.6, -7.9])  # one logprob per token after the first
         """
         if len(logprobs) != len(tokens) - 1 or len(tokens) > self.max_tokens:
             return
@@ -71,7 +74,8 @@ class PromptLogprobCache:
 
         Example::
 
-            cache.get(snap.key, prompt)  # [-7.6, ...] or None
+            cache.put(snap.key, prompt, [-7.6, -7.9])
+            assert cache.get(snap.key, prompt) == [-7.6, -7.9]  # kept: None when it is not
         """
         found = self._entries.get((snap_key, tuple(tokens)))
         if found is not None:
@@ -83,7 +87,9 @@ class PromptLogprobCache:
 
         Example::
 
-            cache.take(snap.key, prompt)  # [None, -7.6, ...] or None
+            cache.put(snap.key, prompt, [-7.6, -7.9])
+            assert cache.take(snap.key, prompt) == [None, -7.6, -7.9]  # removed
+            assert cache.take(snap.key, prompt) is None
         """
         found = self._entries.pop((snap_key, tuple(tokens)), None)
         if found is None:
@@ -124,7 +130,7 @@ class FollowupCache:
 
         cache = FollowupCache()
         cache.put("k", [1, 2, 3], Followup(2, [-0.5], torch.zeros(8)))
-        cache.get("k", [1, 2, 3]).reply_start  # 2
+        assert cache.get("k", [1, 2, 3]).reply_start == 2
     """
 
     def __init__(self, max_floats: int = MAX_FOLLOWUP_FLOATS) -> None:
@@ -145,7 +151,9 @@ class FollowupCache:
 
         Example::
 
-            cache.put(snap.key, prompt + seq.tokens, Followup(len(prompt), lps, logits))
+            cache, seq = FollowupCache(), seqs[0]  # a sequence the package's example sampled
+            logits = torch.zeros(2048)  # the next-token logits after it
+            cache.put(snap.key, prompt + seq.tokens, Followup(len(prompt), seq.logprobs, logits))
         """
         size = int(followup.next_logits.numel())
         if size > self.max_floats:
@@ -166,7 +174,9 @@ class FollowupCache:
 
         Example::
 
-            cache.get(snap.key, tokens)
+            cache, tokens = FollowupCache(), prompt + seqs[0].tokens
+            cache.put(snap.key, tokens, Followup(len(prompt), seqs[0].logprobs, torch.zeros(8)))
+            assert cache.get(snap.key, tokens).reply_start == len(prompt)
         """
         found = self._entries.get((snap_key, tuple(tokens)))
         return None if found is None else found[0]
@@ -176,7 +186,10 @@ class FollowupCache:
 
         Example::
 
-            cache.take(snap.key, tokens)
+            cache, tokens = FollowupCache(), prompt + seqs[0].tokens
+            cache.put(snap.key, tokens, Followup(len(prompt), seqs[0].logprobs, torch.zeros(8)))
+            assert cache.take(snap.key, tokens) is not None
+            assert cache.take(snap.key, tokens) is None  # taken once
         """
         key = (snap_key, tuple(tokens))
         found = self._entries.pop(key, None)
@@ -207,7 +220,7 @@ class PromptHiddenCache:
 
         cache = PromptHiddenCache()
         cache.put("k", [1, 2, 3], torch.zeros(2, 64))
-        cache.take("k", [1, 2, 3]).shape  # (2, 64)
+        assert cache.take("k", [1, 2, 3]).shape == (2, 64)
     """
 
     def __init__(self, max_floats: int = MAX_HIDDEN_FLOATS) -> None:
@@ -225,7 +238,8 @@ class PromptHiddenCache:
 
         Example::
 
-            cache.put(snap.key, prompt, hidden)
+            cache = PromptHiddenCache()
+            cache.put(snap.key, prompt, torch.zeros(len(prompt) - 1, 64))  # states but the last
         """
         size = int(hidden.numel())
         if hidden.shape[0] != len(tokens) - 1 or size > self.max_floats:
@@ -242,7 +256,10 @@ class PromptHiddenCache:
 
         Example::
 
-            cache.take(snap.key, prompt)
+            cache = PromptHiddenCache()
+            cache.put(snap.key, prompt, torch.zeros(len(prompt) - 1, 64))
+            assert cache.take(snap.key, prompt).shape == (2, 64)
+            assert cache.take(snap.key, prompt) is None  # taken once
         """
         found = self._entries.pop((snap_key, tuple(tokens)), None)
         if found is not None:

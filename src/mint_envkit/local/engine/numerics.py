@@ -7,10 +7,16 @@ alone: the ``lm_head`` matmul over the vocabulary and the log-softmax never run 
 
 Example::
 
+    import torch
+
     from mint_envkit.local.engine import numerics
 
-    logits = numerics.head_logits(model.lm_head, hidden)     # float32
-    lp = numerics.target_logprobs(model, ids, targets)       # (B, T) float32
+    model = state.peft  # the package example's tiny model with its LoRA adapters (peft)
+    ids, targets = torch.tensor([[2044, 10, 11]]), torch.tensor([[10, 11, 12]])
+    hidden = numerics.decoder_of(model)(input_ids=ids).last_hidden_state
+    logits = numerics.head_logits(numerics.causal_lm(model).lm_head, hidden)  # float32
+    lp = numerics.target_logprobs(model, ids, targets)  # (B, T) float32
+    assert logits.dtype == lp.dtype == torch.float32 and lp.shape == (1, 3)
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ def causal_lm(model: Any) -> Any:
 
     Example::
 
-        causal_lm(peft_model).lm_head
+        causal_lm(model).lm_head  # the transformers model inside the peft one
+        assert causal_lm(model) is state.loaded.model
     """
     get_base = getattr(model, "get_base_model", None)
     return get_base() if callable(get_base) else model
@@ -40,7 +47,7 @@ def decoder_of(model: Any) -> Any | None:
 
     Example::
 
-        decoder_of(qwen3_model).layers[0]
+        decoder_of(state.loaded.model).layers[0]  # the Qwen3 body's first layer
     """
     lm = causal_lm(model)
     config = getattr(lm, "config", None)
@@ -77,7 +84,7 @@ def head_logits(head: Any, hidden: torch.Tensor) -> torch.Tensor:
 
     Example::
 
-        head_logits(model.lm_head, hidden[:, -1]).dtype  # torch.float32
+        assert head_logits(causal_lm(model).lm_head, hidden[:, -1]).dtype == torch.float32
     """
     base = getattr(head, "base_layer", head)
     wrapped = base is not head
@@ -97,7 +104,7 @@ def target_logprobs(model: Any, ids: torch.Tensor, targets: torch.Tensor) -> tor
 
     Example::
 
-        target_logprobs(model, torch.tensor([[1, 2]]), torch.tensor([[2, 3]])).shape  # (1, 2)
+        assert target_logprobs(model, torch.tensor([[1, 2]]), torch.tensor([[2, 3]])).shape == (1, 2)
     """
     body = decoder_of(model)
     if body is None:

@@ -18,7 +18,11 @@ Example::
 
     from mint_envkit.local.engine import prefix
 
-    units = prefix.plan(items, per_batch=170, min_shared=SHARED_PREFIX_MIN_TOKENS)
+    prompt = list(range(100, 140))  # four datums: one 40-token prompt, each its own reply
+    items = [{"tokens": prompt + [200 + i] * 5, "target_tokens": prompt[1:] + [200 + i] * 6}
+             for i in range(4)]
+    units = prefix.plan(items, per_batch=170, min_shared=prefix.SHARED_PREFIX_MIN_TOKENS)
+    assert [(len(u.items), u.shared) for u in units] == [(4, 40)]  # the prompt runs once
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ class Unit:
 
     Example::
 
-        Unit(items=[a, b, c, d], shared=45)
+        Unit(items=items, shared=40)
     """
 
     items: list[dict[str, list]]
@@ -71,7 +75,8 @@ def plan(items: list[dict[str, list]], per_batch: int, min_shared: int) -> list[
 
     Example::
 
-        [u.shared for u in plan(items, per_batch=170, min_shared=16)]  # [45, 44, 0, 47]
+        assert [u.shared for u in plan(items, per_batch=50, min_shared=16)] == [40, 40]
+        assert [u.shared for u in plan(items, per_batch=170, min_shared=41)] == [0, 0, 0, 0]
     """
     units: list[Unit] = []
     start = 0
@@ -98,7 +103,7 @@ def supports(model: Any) -> bool:
 
     Example::
 
-        supports(peft_model)  # True for the Llama / Qwen bodies
+        assert supports(state.peft)  # True for the Llama / Qwen bodies
     """
     return decoder_of(model) is not None
 
@@ -108,7 +113,8 @@ def shared_logprobs(model: Any, unit: Unit) -> torch.Tensor:
 
     Example::
 
-        shared_logprobs(model, Unit(items=[a, b], shared=30)).shape  # (2, max(len(a), len(b)))
+        lp = shared_logprobs(state.peft, Unit(items=items[:2], shared=40))
+        assert lp.shape == (2, 45)  # (datums, longest)
     """
     body = decoder_of(model)
     head = causal_lm(model).get_output_embeddings()

@@ -10,7 +10,7 @@ Example::
 
     from mint_envkit.local.engine.records import LoraSpec
 
-    LoraSpec(rank=8, train_unembed=False).target_modules()[:2]  # ['q_proj', 'k_proj']
+    assert LoraSpec(rank=8, train_unembed=False).target_modules()[:2] == ["q_proj", "k_proj"]
 """
 
 from __future__ import annotations
@@ -48,8 +48,10 @@ class EngineError(MintEnvkitError):
         try:
             engine.sample("no-such-sampler", [1, 2])
         except EngineError as err:
-            err.category  # 'user'
-            err.message   # "unknown sampler_id 'no-such-sampler'; ..."
+            assert err.category == "user"
+            assert err.message.startswith("unknown sampler_id 'no-such-sampler'; ")
+        else:
+            raise AssertionError("no error")
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class ForwardOutput:
 
         out = engine.forward(model_id, data, "cross_entropy", None, backward=False)
         out.metrics["loss:sum"], len(out.logprobs[0])
+        assert len(out.logprobs) == len(data)  # one list per datum
     """
 
     logprobs: list[list[float]]
@@ -105,6 +108,7 @@ class LoraSpec:
 
         spec = LoraSpec(rank=8, train_mlp=True, train_attn=True, train_unembed=False)
         spec.target_modules()  # ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', ...]
+        assert "lm_head" not in spec.target_modules()
     """
 
     rank: int
@@ -163,7 +167,10 @@ class BaseModelState:
 
     Example::
 
+        from mint_envkit.local.models.loader import load_base_model
+
         state = BaseModelState(loaded=load_base_model("mint-envkit/tiny-qwen3-small"))
+        assert state.peft is None  # until its first adapter
     """
 
     loaded: LoadedModel
@@ -192,6 +199,7 @@ class Trainer:
     Example::
 
         trainer.params  # {'base_model.model....lora_A.weight': Parameter, ...}
+        assert all(".lora_A." in name or ".lora_B." in name for name in trainer.params)
     """
 
     model_id: str
@@ -209,7 +217,10 @@ class SampleSpec:
 
     Example::
 
-        spec.prompt, spec.num_samples, spec.seed
+        from mint_envkit.local.engine.sampling import sample_spec
+
+        spec = sample_spec(state, [2044, 10], num_samples=2, seed=0)
+        assert (spec.prompt, spec.num_samples, spec.seed) == ([2044, 10], 2, 0)
     """
 
     prompt: list[int]
@@ -247,6 +258,6 @@ def context_length(base: BaseModelState) -> int:
 
     Example::
 
-        context_length(state)  # 2048
+        assert context_length(state) == 4096  # the tiny model's max_position_embeddings
     """
     return int(getattr(base.loaded.model.config, "max_position_embeddings", 1 << 30))

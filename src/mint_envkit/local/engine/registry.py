@@ -6,8 +6,9 @@ Example::
 
     from mint_envkit.local.engine.registry import Registry
 
-    registry = Registry(device=None, num_threads=1)
-    state = registry.base("mint-envkit/tiny-qwen3-small")
+    registry = Registry(device=None, num_threads=1)  # what an Engine keeps as .registry
+    base = registry.base("mint-envkit/tiny-qwen3-small")  # loaded on first use
+    assert registry.base("mint-envkit/tiny-qwen3-small") is base  # then kept
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class Registry:
 
     Example::
 
-        engine.registry.trainers[model_id].step  # 0
+        assert engine.registry.trainers[model_id].step == 1  # the package example's one step
     """
 
     def __init__(self, *, device: str | None, num_threads: int) -> None:
@@ -51,7 +52,7 @@ class Registry:
 
         Example::
 
-            registry.base("mint-envkit/tiny-qwen3").loaded.vocab_size
+            assert registry.base("mint-envkit/tiny-qwen3").loaded.vocab_size == 2048
         """
         if not isinstance(name, str) or not name.strip():
             raise EngineError(
@@ -74,7 +75,8 @@ class Registry:
 
         Example::
 
-            state, trainer = registry.trainer(model_id)
+            state, trainer = engine.registry.trainer(model_id)
+            assert trainer.model_id == model_id
         """
         how = "create one with create_lora (or create_lora_from_state) first; "
         trainer = _find(
@@ -87,7 +89,8 @@ class Registry:
 
         Example::
 
-            state, snap = registry.sampler(sampler_id)
+            state, snap = engine.registry.sampler(sampler_id)
+            assert snap.base == state.loaded.name == "mint-envkit/tiny-qwen3-small"
         """
         how = "create one with save_for_sampler or create_sampler first"
         snap = _find(self.samplers, sampler_id, "sampler_id", how)
@@ -98,7 +101,11 @@ class Registry:
 
         Example::
 
-            model_id = registry.add_trainer(adapters.new_trainer(state, spec, seed=0))
+            from mint_envkit.local.engine import adapters
+            from mint_envkit.local.engine.records import LoraSpec
+
+            model_id = registry.add_trainer(adapters.new_trainer(base, LoraSpec(rank=4), seed=0))
+            assert registry.trainer(model_id)[0] is base
         """
         self.trainers[trainer.model_id] = trainer
         return trainer.model_id
@@ -109,6 +116,7 @@ class Registry:
         Example::
 
             sampler_id = registry.add_sampler(snap)  # 'sampler-3f2a...'
+            assert sampler_id.startswith("sampler-") and registry.samplers[sampler_id] is snap
         """
         sampler_id = "sampler-" + uuid.uuid4().hex
         self.samplers[sampler_id] = snap

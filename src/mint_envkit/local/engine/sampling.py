@@ -14,9 +14,12 @@ The protocol checks ``temperature`` (> 0), ``top_p`` (in (0, 1]) and ``top_k``
 Example::
 
     from mint_envkit.local.engine import sampling
+    from mint_envkit.local.engine.budget import Control
 
+    control = Control(max_tokens_per_pass=4096)
     spec = sampling.sample_spec(state, [2044, 10], num_samples=2, max_tokens=4, seed=0)
-    [seqs] = sampling.generate(state, snapshot, [spec], Control(max_tokens_per_pass=4096))
+    [seqs] = sampling.generate(state, snap, [spec], control)
+    assert [len(s.tokens) for s in seqs] == [4, 4]  # two samples of four tokens
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ def snapshot_of(trainer: Trainer) -> Snapshot:
     Example::
 
         snap = snapshot_of(trainer)
+        assert snap.spec == trainer.spec and snap.source == trainer.model_id
     """
     tensors = {k: p.detach().clone() for k, p in trainer.params.items()}
     return Snapshot(base=trainer.base, spec=trainer.spec, tensors=tensors, source=trainer.model_id)
@@ -110,7 +114,7 @@ def sample_spec(
 
     Example::
 
-        sample_spec(state, [2044, 10], max_tokens=8, stop=["\\n"]).stop_strs  # ('\\n',)
+        assert sample_spec(state, [2044, 10], max_tokens=8, stop=["\\n"]).stop_strs == ("\\n",)
     """
     vocab = base.loaded.vocab_size
     tokens = token_ids(prompt, vocab)
@@ -160,7 +164,10 @@ def plan_rows(specs: Sequence[SampleSpec], budget: int) -> list[list[tuple[int, 
 
     Example::
 
-        plan_rows([spec_a, spec_b], budget=4096)  # [[(0, 0), (0, 1), (1, 0)]]
+        spec_a = sample_spec(state, [2044, 10], num_samples=2, max_tokens=4)  # 6 tokens a row
+        spec_b = sample_spec(state, [2044, 11], max_tokens=4)
+        assert plan_rows([spec_a, spec_b], budget=4096) == [[(0, 0), (0, 1), (1, 0)]]
+        assert plan_rows([spec_a, spec_b], budget=12) == [[(0, 0), (0, 1)], [(1, 0)]]
     """
     plan: list[list[tuple[int, int]]] = []
     current: list[tuple[int, int]] = []
@@ -211,7 +218,8 @@ def _length_groups(specs: Sequence[SampleSpec], by_length: bool) -> list[list[in
 
     Example::
 
-        _length_groups([spec_len5, spec_len7, spec_len5], True)  # [[0, 2], [1]]
+        spec_len5, spec_len7 = sample_spec(state, [2044] * 5), sample_spec(state, [2044] * 7)
+        assert _length_groups([spec_len5, spec_len7, spec_len5], True) == [[0, 2], [1]]
     """
     if not by_length:
         return [list(range(len(specs)))]
@@ -231,7 +239,10 @@ def generate(
 
     Example::
 
-        generate(state, snap, [spec_a, spec_b], Control(max_tokens_per_pass=4096))[1][0].tokens
+        spec_a = sample_spec(state, [2044, 10], num_samples=2, max_tokens=4, seed=0)
+        spec_b = sample_spec(state, [2044, 11, 12], max_tokens=3, seed=1)
+        out = generate(state, snap, [spec_a, spec_b], Control(max_tokens_per_pass=4096))
+        assert [len(seqs) for seqs in out] == [2, 1] and len(out[1][0].tokens) == 3
     """
     tokenizer = _tokenizer(base) if any(s.stop_strs for s in specs) else None
     policy = policy_for(base.loaded.device)
@@ -303,7 +314,10 @@ def continue_sampled(
 
     Example::
 
-        continue_sampled(state, snap, spec, 4096)  # [SampledSequence(tokens=[17], ...)] or None
+        assert continue_sampled(state, snap, spec, 4096) is None  # spec asks for 4 tokens
+        one = sample_spec(state, [2044, 10] + seqs[0].tokens, max_tokens=1, seed=0)
+        [again] = continue_sampled(state, snap, one, 4096)  # from the kept logits, no pass
+        assert len(again.tokens) == 1
     """
     if spec.max_tokens != 1 or spec.stop_seqs or spec.stop_strs:
         return None
@@ -337,7 +351,9 @@ def sample_many(
 
     Example::
 
-        sample_many([(sid, [1, 2], {"seed": 0})], engine_lookup, control)[0][0].tokens
+        out = sample_many([(sampler_id, [1, 2], {"seed": 0}), ("nope", [1, 2], {})],
+                          engine.registry.sampler, control)
+        assert len(out[0][0].tokens) == 16 and isinstance(out[1], EngineError)
     """
     results: list[list[SampledSequence] | EngineError | None] = [None] * len(requests)
     groups: dict[str, list[tuple[int, SampleSpec]]] = {}
@@ -392,7 +408,8 @@ def compute_logprobs(
 
     Example::
 
-        compute_logprobs(state, snap, [2044, 10, 11], control)  # [None, -7.6, -7.5]
+        compute_logprobs(state, snap, [2044, 10, 11], control)  # [None, -7.6, -7.9]
+        assert compute_logprobs(state, snap, [2044, 10, 11], control)[0] is None
     """
     tokens = token_ids(prompt, base.loaded.vocab_size)
     if len(tokens) == 1:

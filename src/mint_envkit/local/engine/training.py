@@ -8,10 +8,13 @@ Gradients accumulate across ``forward(backward=True)`` calls until :func:`optim_
 Example::
 
     from mint_envkit.local.engine import training
+    from mint_envkit.local.engine.budget import Control
 
-    out = training.forward(state, trainer, data, "cross_entropy", None, backward=True,
+    # the package example's state, trainer and RL datums
+    out = training.forward(state, trainer, data, "importance_sampling", None, backward=True,
                            control=Control(max_tokens_per_pass=4096))
-    training.optim_step(trainer, 3e-3, 0.9, 0.95, 1e-12, 0.0, 0.0)
+    stats = training.optim_step(trainer, 3e-3, 0.9, 0.95, 1e-12, 0.0, 0.0)
+    assert stats["step"] == trainer.step == 2
 """
 
 from __future__ import annotations
@@ -124,7 +127,7 @@ def logprobs_batch(
 
     Example::
 
-        logprobs_batch(model, [[1, 2, 3]], [[2, 3, 4]]).shape  # (1, 3)
+        assert logprobs_batch(state.peft, [[1, 2, 3]], [[2, 3, 4]]).shape == (1, 3)
     """
     dev = next(model.parameters()).device
     width = max(len(t) for t in token_lists)
@@ -145,7 +148,7 @@ def micro_batches(items: list[dict[str, list]], per_batch: int) -> list[list[dic
 
     Example::
 
-        [len(b) for b in micro_batches([{"tokens": [1] * 3}] * 5, per_batch=6)]  # [2, 2, 1]
+        assert [len(b) for b in micro_batches([{"tokens": [1] * 3}] * 5, per_batch=6)] == [2, 2, 1]
     """
     batches = []
     start = 0
@@ -218,6 +221,7 @@ def forward(
 
         out = forward(state, trainer, data, "ppo", {"clip_high_threshold": 1.3},
                       backward=True, control=Control(max_tokens_per_pass=4096))
+        assert len(out.logprobs) == len(data)
     """
     clip = _ppo_clip(loss_fn, loss_fn_config)
     model = base.loaded.model
@@ -314,7 +318,7 @@ def optim_step(
 
     Example::
 
-        optim_step(trainer, 3e-3, 0.9, 0.95, 1e-12, 0.0, 1.0)["grad_norm"]
+        optim_step(trainer, 3e-3, 0.9, 0.95, 1e-12, 0.0, 1.0)["grad_norm"]  # before clipping
     """
     finite = {"eps": eps, "weight_decay": weight_decay, "grad_clip_norm": grad_clip_norm}
     for key, value in finite.items():
