@@ -51,8 +51,6 @@ whose examples run."""
 
 NOT_RUN_YET = {
     "mint_envkit.cli": "commands; their examples are shell, checked by test_shell_examples",
-    "mint_envkit.local.engine": "the engine: its examples are not made to run yet (most need a "
-    "loaded model)",
     "mint_envkit.tools.mcp": "needs an MCP server",
     "mint_envkit.tools.mcp_connection": "needs an MCP server",
     "mint_envkit.tools.mcp_tool": "needs an MCP server",
