@@ -68,7 +68,7 @@ def test_tiny_model_shapes_and_output_scale():
         p.numel() for n, p in model.named_parameters() if "embed" not in n and "lm_head" not in n
     )
     assert 50_000 < body < 600_000
-    big = models.TINY_SPECS["mint-envkit/tiny-qwen3"]
+    big = models.tiny.TINY_SPECS["mint-envkit/tiny-qwen3"]
     assert big["hidden_size"] == 256 and big["num_hidden_layers"] == 6
 
 

@@ -3,7 +3,7 @@
 The server speaks the Tinker wire protocol over HTTP on 127.0.0.1, so the
 unmodified ``mint`` / ``tinker`` SDK (and tinker-cookbook) trains against it
 exactly as against the hosted service, with no account and no network. The
-work is done by :class:`mint_envkit.local.engine.Engine` on one worker
+work is done by :class:`mint_envkit.local.Engine` on one worker
 thread; see ``docs/local-backend.md``.
 
 Example::

@@ -106,7 +106,7 @@ class Backend:
         latency_ms: a fixed delay added to every operation before its answer
             is available (an async sleep; the engine worker is not delayed).
         max_body_bytes: larger request bodies get 413.
-        engine_factory: builds the engine (default: ``mint_envkit.local.engine.Engine``);
+        engine_factory: builds the engine (default: ``mint_envkit.local.Engine``);
             called once, on the worker thread.
         long_poll_s: how long ``retrieve_future`` waits for a result before try_again.
         seq_gap_timeout_s: how long a training request waits for a missing lower
