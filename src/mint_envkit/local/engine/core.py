@@ -154,11 +154,16 @@ class Engine:
         Example::
 
             import threading
+            import time
 
-            threading.Timer(0.2, engine.cancel_running).start()
+            def cancel_once_running():  # from another thread, e.g. a SIGTERM handler
+                while not engine.cancel_running():  # False: no call is running yet
+                    time.sleep(0.01)
+
+            threading.Thread(target=cancel_once_running, daemon=True).start()
             try:
                 engine.sample(sampler_id, prompt, num_samples=64, max_tokens=1000)
-            except EngineError as err:  # after about 0.2 s
+            except EngineError as err:  # at its next check, within one model pass
                 assert err.category == "cancelled"
             else:
                 raise AssertionError("not cancelled")

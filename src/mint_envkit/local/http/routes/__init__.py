@@ -12,14 +12,21 @@ route table that binds them to paths is :data:`mint_envkit.local.http.app.ROUTES
 
 Example::
 
+    import asyncio
     import tempfile
     from starlette.requests import Request
     from mint_envkit.local.http.routes import sessions
     from mint_envkit.local.http.state import Backend
 
     backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
-    request = Request({"type": "http", "method": "GET", "path": "/api/v1/healthz", "headers": []})
+    request = Request({"type": "http", "method": "POST", "path": "/", "headers": []})
     body = await sessions.healthz(backend, request, None)   # {'status': 'ok', 'instance': ...}
     assert body == {"status": "ok", "instance": backend.instance_id}
-    backend.close()
+
+    async def result_of(answer):   # what retrieve_future answers once the engine is done
+        while (body := await backend.futures.wait(answer["request_id"], 0)) is None:
+            await asyncio.sleep(0.01)
+        return body
+
+(``backend``, ``request`` and ``result_of`` are there for the route modules' examples.)
 """

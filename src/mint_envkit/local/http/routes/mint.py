@@ -14,18 +14,7 @@ refused past ``--max-request-tokens`` (413).
 
 Example::
 
-    import asyncio
-    import tempfile
-    from mint_envkit.local.http.state import Backend
-
-    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
-    request = Request({"type": "http", "method": "POST", "path": "/", "headers": []})
-
-    async def result_of(answer):   # what retrieve_future answers once the engine is done
-        while (body := await backend.futures.wait(answer["request_id"], 0)) is None:
-            await asyncio.sleep(0.01)
-        return body
-
+    # `backend`, `request` and `result_of(answer)` as in the routes package example
     def two_checkpoints(e):   # on the engine worker: a run and two sampler checkpoints
         model_id = e.create_lora("mint-envkit/tiny-qwen3-small", rank=4)
         return model_id, e.save_for_sampler(model_id, "a")[1], e.save_for_sampler(model_id, "b")[1]

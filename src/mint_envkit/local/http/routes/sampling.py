@@ -4,19 +4,7 @@ Every handler is ``async (backend, request, body) -> body | Response``.
 
 Example::
 
-    import asyncio
-    import tempfile
-    from starlette.requests import Request
-    from mint_envkit.local.http.state import Backend
-
-    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
-    request = Request({"type": "http", "method": "POST", "path": "/", "headers": []})
-
-    async def result_of(answer):   # what retrieve_future answers once the engine is done
-        while (body := await backend.futures.wait(answer["request_id"], 0)) is None:
-            await asyncio.sleep(0.01)
-        return body
-
+    # `backend`, `request` and `result_of(answer)` as in the routes package example
     session = await create_sampling_session(backend, request, {
         "session_id": "s", "sampling_session_seq_id": 0,
         "base_model": "mint-envkit/tiny-qwen3-small"})

@@ -6,19 +6,7 @@ ordered by ``seq_id``, answered with a future). Every handler is
 
 Example::
 
-    import asyncio
-    import tempfile
-    from starlette.requests import Request
-    from mint_envkit.local.http.state import Backend
-
-    backend = Backend(models=["mint-envkit/tiny-qwen3-small"], state_dir=tempfile.mkdtemp())
-    request = Request({"type": "http", "method": "POST", "path": "/", "headers": []})
-
-    async def result_of(answer):   # what retrieve_future answers once the engine is done
-        while (body := await backend.futures.wait(answer["request_id"], 0)) is None:
-            await asyncio.sleep(0.01)
-        return body
-
+    # `backend`, `request` and `result_of(answer)` as in the routes package example
     created = await create_model(backend, request, {
         "session_id": "s", "model_seq_id": 0, "base_model": "mint-envkit/tiny-qwen3-small",
         "lora_config": {"rank": 4}})
