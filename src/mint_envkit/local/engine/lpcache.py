@@ -22,12 +22,55 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import torch
 
 MAX_CACHED_TOKENS = 1 << 18
 """Prompt tokens kept at most (oldest entries dropped first): a few MB of floats."""
+
+_Key = tuple[str, tuple[int, ...]]
+
+
+class _SizedLRU:
+    """Values keyed by ``(snapshot key, tokens)``, each with a size; past ``limit`` in all,
+    the least recently put (or touched) go first. The one mechanism of the caches below."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._entries: collections.OrderedDict[_Key, tuple[Any, int]] = collections.OrderedDict()
+        self._size = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, key: _Key, value: Any, size: int) -> None:
+        """Keep ``value`` as the newest entry (replacing one under ``key``); callers keep
+        ``size`` within ``limit``."""
+        self.pop(key)
+        self._entries[key] = (value, size)
+        self._size += size
+        while self._size > self.limit:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self._size -= dropped
+
+    def get(self, key: _Key, *, touch: bool = False) -> Any:
+        """The value under ``key`` (kept; the newest again with ``touch``), or None."""
+        found = self._entries.get(key)
+        if found is None:
+            return None
+        if touch:
+            self._entries.move_to_end(key)
+        return found[0]
+
+    def pop(self, key: _Key) -> Any:
+        """The value under ``key`` (removed), or None."""
+        found = self._entries.pop(key, None)
+        if found is None:
+            return None
+        self._size -= found[1]
+        return found[0]
 
 
 class PromptLogprobCache:
@@ -42,13 +85,10 @@ class PromptLogprobCache:
 
     def __init__(self, max_tokens: int = MAX_CACHED_TOKENS) -> None:
         self.max_tokens = max_tokens
-        self._entries: collections.OrderedDict[tuple[str, tuple[int, ...]], list[float]] = (
-            collections.OrderedDict()
-        )
-        self._tokens = 0
+        self._kept = _SizedLRU(max_tokens)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._kept)
 
     def put(self, snap_key: str, tokens: Sequence[int], logprobs: Sequence[float]) -> None:
         """Keep ``logprobs`` (one per token after the first) of ``tokens`` on ``snap_key``.
@@ -59,15 +99,7 @@ class PromptLogprobCache:
         """
         if len(logprobs) != len(tokens) - 1 or len(tokens) > self.max_tokens:
             return
-        key = (snap_key, tuple(tokens))
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self._tokens -= len(old)
-        self._entries[key] = list(logprobs)
-        self._tokens += len(logprobs)
-        while self._tokens > self.max_tokens:
-            _, dropped = self._entries.popitem(last=False)
-            self._tokens -= len(dropped)
+        self._kept.put((snap_key, tuple(tokens)), list(logprobs), len(logprobs))
 
     def get(self, snap_key: str, tokens: Sequence[int]) -> list[float] | None:
         """The logprobs of ``tokens[1:]`` on ``snap_key`` (kept), or None.
@@ -77,10 +109,7 @@ class PromptLogprobCache:
             cache.put(snap.key, prompt, [-7.6, -7.9])
             assert cache.get(snap.key, prompt) == [-7.6, -7.9]  # kept: None when it is not
         """
-        found = self._entries.get((snap_key, tuple(tokens)))
-        if found is not None:
-            self._entries.move_to_end((snap_key, tuple(tokens)))
-        return found
+        return self._kept.get((snap_key, tuple(tokens)), touch=True)
 
     def take(self, snap_key: str, tokens: Sequence[int]) -> list[float | None] | None:
         """The ``compute_logprobs`` answer for ``tokens`` on ``snap_key`` (removed), or None.
@@ -91,11 +120,8 @@ class PromptLogprobCache:
             assert cache.take(snap.key, prompt) == [None, -7.6, -7.9]  # removed
             assert cache.take(snap.key, prompt) is None
         """
-        found = self._entries.pop((snap_key, tuple(tokens)), None)
-        if found is None:
-            return None
-        self._tokens -= len(found)
-        return [None, *found]
+        found = self._kept.pop((snap_key, tuple(tokens)))
+        return None if found is None else [None, *found]
 
 
 MAX_FOLLOWUP_FLOATS = 1 << 24
@@ -135,13 +161,10 @@ class FollowupCache:
 
     def __init__(self, max_floats: int = MAX_FOLLOWUP_FLOATS) -> None:
         self.max_floats = max_floats
-        self._entries: collections.OrderedDict[
-            tuple[str, tuple[int, ...]], tuple[Followup, int]
-        ] = collections.OrderedDict()
-        self._floats = 0
+        self._kept = _SizedLRU(max_floats)  # values: (followup, count)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._kept)
 
     def put(self, snap_key: str, tokens: Sequence[int], followup: Followup) -> None:
         """Keep ``followup`` of the sequence ``tokens`` (prompt + reply) on ``snap_key``.
@@ -155,19 +178,12 @@ class FollowupCache:
             logits = torch.zeros(2048)  # the next-token logits after it
             cache.put(snap.key, prompt + seq.tokens, Followup(len(prompt), seq.logprobs, logits))
         """
-        size = int(followup.next_logits.numel())
-        if size > self.max_floats:
-            return
         key = (snap_key, tuple(tokens))
-        kept = self._entries.pop(key, None)
-        if kept is not None:
-            self._entries[key] = (kept[0], kept[1] + 1)
-            return
-        self._entries[key] = (followup, 1)
-        self._floats += size
-        while self._floats > self.max_floats:
-            _, (dropped, _) = self._entries.popitem(last=False)
-            self._floats -= int(dropped.next_logits.numel())
+        kept = self._kept.get(key)
+        followup, count = (followup, 1) if kept is None else (kept[0], kept[1] + 1)
+        size = int(followup.next_logits.numel())
+        if size <= self.max_floats:
+            self._kept.put(key, (followup, count), size)
 
     def get(self, snap_key: str, tokens: Sequence[int]) -> Followup | None:
         """The follow-up of ``tokens`` on ``snap_key`` (kept), or None.
@@ -178,7 +194,7 @@ class FollowupCache:
             cache.put(snap.key, tokens, Followup(len(prompt), seqs[0].logprobs, torch.zeros(8)))
             assert cache.get(snap.key, tokens).reply_start == len(prompt)
         """
-        found = self._entries.get((snap_key, tuple(tokens)))
+        found = self._kept.get((snap_key, tuple(tokens)))
         return None if found is None else found[0]
 
     def take(self, snap_key: str, tokens: Sequence[int]) -> Followup | None:
@@ -192,14 +208,12 @@ class FollowupCache:
             assert cache.take(snap.key, tokens) is None  # taken once
         """
         key = (snap_key, tuple(tokens))
-        found = self._entries.pop(key, None)
+        found = self._kept.pop(key)
         if found is None:
             return None
         followup, count = found
-        if count > 1:
-            self._entries[key] = (followup, count - 1)
-        else:
-            self._floats -= int(followup.next_logits.numel())
+        if count > 1:  # the other counts stay, as the newest entry
+            self._kept.put(key, (followup, count - 1), int(followup.next_logits.numel()))
         return followup
 
 
@@ -225,13 +239,10 @@ class PromptHiddenCache:
 
     def __init__(self, max_floats: int = MAX_HIDDEN_FLOATS) -> None:
         self.max_floats = max_floats
-        self._entries: collections.OrderedDict[tuple[str, tuple[int, ...]], torch.Tensor] = (
-            collections.OrderedDict()
-        )
-        self._floats = 0
+        self._kept = _SizedLRU(max_floats)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._kept)
 
     def put(self, snap_key: str, tokens: Sequence[int], hidden: torch.Tensor) -> None:
         """Keep ``hidden`` (``len(tokens) - 1`` rows) of prompt ``tokens`` on ``snap_key``.
@@ -244,12 +255,7 @@ class PromptHiddenCache:
         size = int(hidden.numel())
         if hidden.shape[0] != len(tokens) - 1 or size > self.max_floats:
             return
-        self.take(snap_key, tokens)
-        self._entries[(snap_key, tuple(tokens))] = hidden
-        self._floats += size
-        while self._floats > self.max_floats:
-            _, dropped = self._entries.popitem(last=False)
-            self._floats -= int(dropped.numel())
+        self._kept.put((snap_key, tuple(tokens)), hidden, size)
 
     def take(self, snap_key: str, tokens: Sequence[int]) -> torch.Tensor | None:
         """The hidden states of prompt ``tokens`` on ``snap_key`` (removed), or None.
@@ -261,7 +267,4 @@ class PromptHiddenCache:
             assert cache.take(snap.key, prompt).shape == (2, 64)
             assert cache.take(snap.key, prompt) is None  # taken once
         """
-        found = self._entries.pop((snap_key, tuple(tokens)), None)
-        if found is not None:
-            self._floats -= int(found.numel())
-        return found
+        return self._kept.pop((snap_key, tuple(tokens)))
