@@ -43,6 +43,12 @@ logger = logging.getLogger("mint_envkit.local.server")
 EngineFactory = Callable[[], Any]
 """Builds the engine; called once, on the worker thread."""
 
+WAIT_FRACTION = 0.03
+"""A sample batch waits for more jobs up to this share of the last batch's engine time."""
+
+MAX_WAIT_S = 0.25
+"""The longest a sample batch waits for more jobs (the first one waits ``window_s``)."""
+
 
 class EngineWorker:
     """One thread that builds the engine and then runs every call on it, in FIFO order.
@@ -172,6 +178,15 @@ class SampleBatcher:
     ``batch_tokens`` tokens in all (at least one job); the rest wait for the
     next batch, which is queued behind whatever else the worker has to do.
 
+    How long a batch waits for more jobs before it runs (:meth:`wait_s`): at least
+    ``window_s``, and up to :data:`WAIT_FRACTION` of its expected engine time (at
+    most :data:`MAX_WAIT_S`), so requests sent together share one batch even when
+    they arrive tens of milliseconds apart (an RL step's one request per group
+    reached the server over 40-110 ms for SmolLM2's 8 groups, and a 5 ms window
+    split them into two batches). On a model whose batches take milliseconds the
+    wait stays ``window_s``; on SmolLM2 on CPU, where a decode step costs about as
+    much for 8 rows as for 32, a step's requests cost one decode instead of two.
+
     Example::
 
         import threading
@@ -200,6 +215,23 @@ class SampleBatcher:
         self.batch_tokens = batch_tokens
         self.batches: collections.deque[int] = collections.deque(maxlen=1000)
         """How many requests each recent engine sample batch served."""
+        self._step_seconds: collections.deque[float] = collections.deque(maxlen=8)
+
+    def wait_s(self, max_tokens: int = 16) -> float:
+        """How long a batch of ``max_tokens`` steps waits for more jobs at most.
+
+        :data:`WAIT_FRACTION` of its expected engine time (the slowest engine
+        seconds per token step of the last 8 batches, times ``max_tokens``), at
+        least ``window_s``, at most :data:`MAX_WAIT_S`; 0 when ``window_s`` is 0.
+
+        Example::
+
+            assert batcher.wait_s(16) >= batcher.window_s
+        """
+        if self.window_s <= 0:
+            return 0.0
+        expected = max(self._step_seconds, default=0.0) * max_tokens
+        return max(self.window_s, min(MAX_WAIT_S, WAIT_FRACTION * expected))
 
     def enqueue(self, job: SampleJob) -> None:
         """Queue a sample job; it joins the next batch the worker runs.
@@ -251,9 +283,11 @@ class SampleBatcher:
 
     def _run_batch(self, engine: Any) -> None:
         # Requests sent together (one per group, or one per env) reach the server
-        # a few milliseconds apart: wait that long so they share the batch.
-        if self.window_s > 0:
-            time.sleep(self.window_s)
+        # milliseconds apart: wait for them so they share the batch.
+        with self._lock:
+            wait = self.wait_s(_max_tokens(self._queue[:1]))
+        if wait > 0:
+            time.sleep(wait)
         with self._lock:
             jobs = self._take()
             self._batch_queued = bool(self._queue)
@@ -297,12 +331,14 @@ class SampleBatcher:
                 job.future.set_exception(err)
         if not runnable:
             return
+        started = time.monotonic()
         try:
             results = engine.sample_many([(sid, job.prompt, job.kwargs) for job, sid in runnable])
         except BaseException as err:  # e.g. cancelled while the server stops
             for job, _ in runnable:
                 job.future.set_exception(err)
             return
+        self._step_seconds.append((time.monotonic() - started) / _max_tokens(jobs))
         self.batches.append(len(runnable))
         for (job, sid), result in zip(runnable, results, strict=True):
             if isinstance(result, BaseException):
@@ -316,3 +352,9 @@ class SampleBatcher:
                 job.future.set_exception(err)
                 continue
             job.future.set_result((result, prompt_lp))
+
+
+def _max_tokens(jobs: list[SampleJob]) -> int:
+    """The most token steps one of ``jobs`` asks for (16, the engine's default, if none says)."""
+    asked = [job.kwargs.get("max_tokens", 16) for job in jobs]
+    return max([n for n in asked if isinstance(n, int) and n > 0] or [16])
