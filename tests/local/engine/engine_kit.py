@@ -44,9 +44,11 @@ def rel_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
     return max_diff(a, b) / max(scale, 1e-30)
 
 
-def trained_lora(engine: Engine, seed: int = 0, steps: int = 1, rank: int = 4) -> str:
+def trained_lora(
+    engine: Engine, seed: int = 0, steps: int = 1, rank: int = 4, train_unembed: bool = True
+) -> str:
     """A LoRA whose B matrices are non-zero (so the adapter changes outputs)."""
-    model_id = engine.create_lora(SMALL, rank=rank, seed=seed)
+    model_id = engine.create_lora(SMALL, rank=rank, seed=seed, train_unembed=train_unembed)
     for _ in range(steps):
         engine.forward(model_id, ce_data(), "cross_entropy", None, backward=True)
         engine.optim_step(model_id, learning_rate=1e-2)

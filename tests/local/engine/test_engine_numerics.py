@@ -9,8 +9,9 @@ import torch
 import torch.nn.functional as F
 from engine_kit import spec
 
+from mint_envkit.local.engine import numerics
 from mint_envkit.local.engine.decode import DecodePolicy, decode
-from mint_envkit.local.engine.numerics import head_logits, target_logprobs
+from mint_envkit.local.engine.numerics import head_logits, head_logprobs, target_logprobs
 
 PROMPT = [2044] + [(37 * i + 11) % 2000 for i in range(15)]
 
@@ -24,6 +25,42 @@ def test_head_logits_run_in_fp32_whatever_the_model_dtype():
     assert torch.equal(got, F.linear(hidden.float(), head.weight.float()))
     # the bf16 matmul rounds its output: that is what the fp32 head avoids
     assert (head(hidden).float() - got).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("bias", [False, True])
+def test_a_frozen_head_gives_autograd_s_logprobs_and_gradient_without_keeping_logits(
+    monkeypatch, dtype, bias
+):
+    """Several targets per position, positions in chunks smaller than the input: the values
+    and the gradient to the hidden states are those of logits + log_softmax + autograd."""
+    monkeypatch.setattr(numerics, "HEAD_CHUNK_LOGITS", 300 * 3)  # 3 positions per chunk
+    gen = torch.Generator().manual_seed(2)
+    head = torch.nn.Linear(64, 300, bias=bias).to(dtype).requires_grad_(False)
+    hidden = torch.randn(7, 64, generator=gen).to(dtype).requires_grad_(True)
+    targets = torch.randint(0, 300, (7, 2), generator=gen)
+    upstream = torch.randn(7, 2, generator=gen)
+    assert numerics.frozen_head(head)
+    got = head_logprobs(head, hidden, targets)
+    (grad,) = torch.autograd.grad((got * upstream).sum(), hidden)
+    ref_hidden = hidden.detach().clone().requires_grad_(True)
+    logits = head_logits(head, ref_hidden)
+    want = logits.gather(-1, targets) - torch.logsumexp(logits, dim=-1, keepdim=True)
+    (ref_grad,) = torch.autograd.grad((want * upstream).sum(), ref_hidden)
+    assert got.dtype == torch.float32 and grad.dtype == dtype
+    # one float32 computation in another order: ~1e-7 relative, bounded well above it
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-5)
+    tol = 1e-5 if dtype == torch.float32 else 1e-2  # the bf16 gradient is rounded to bf16
+    assert torch.allclose(grad.float(), ref_grad.float(), rtol=tol, atol=tol)
+    with torch.no_grad():  # no gradient wanted: the same values
+        assert torch.allclose(head_logprobs(head, hidden, targets), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_trained_or_wrapped_head_is_not_frozen():
+    head = torch.nn.Linear(8, 20)
+    assert not numerics.frozen_head(head)  # its weight trains
+    assert numerics.frozen_head(head.requires_grad_(False))
+    assert not numerics.frozen_head(torch.nn.Sequential(head))
 
 
 def test_head_logits_include_an_unmerged_lora_delta(small_model):

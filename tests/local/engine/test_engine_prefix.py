@@ -42,6 +42,72 @@ def _forward_backward(engine: Engine, model_id: str, data: list[dict], loss_fn: 
     return out, grads
 
 
+def _two_groups(engine: Engine, sampler: str, loss_fn: str) -> list[dict]:
+    """Two prompts of different lengths (30 and 24 tokens), four replies each, then a datum alone."""
+    first = _group(engine, sampler, loss_fn)[:4]
+    short = [
+        {
+            "model_input": d["model_input"][6:],
+            "loss_fn_inputs": {k: v[6:] for k, v in d["loss_fn_inputs"].items()},
+        }
+        for d in first
+    ]
+    return first + short + _group(engine, sampler, loss_fn)[4:]
+
+
+def _compare(shared, shared_grads, apart, apart_grads, data) -> None:
+    # fp32: the same sums over other matmul shapes (the prefix once, then the rest through
+    # the KV cache), so the rounding differs at ~1e-7 relative; bounded relative to the
+    # values as the micro-batch test is (docs/architecture.md, "Numerics in the tests").
+    assert shared.metrics["loss:sum"] == pytest.approx(apart.metrics["loss:sum"], rel=1e-5)
+    assert len(shared.logprobs) == len(apart.logprobs) == len(data)
+    for a, b, d in zip(shared.logprobs, apart.logprobs, data, strict=True):
+        assert len(a) == len(d["model_input"])
+        assert a == pytest.approx(b, rel=1e-5, abs=1e-5)
+    assert set(shared_grads) == set(apart_grads) and shared_grads
+    assert rel_diff(shared_grads, apart_grads) < 1e-5
+
+
+def _shared_and_apart(engine, monkeypatch, model_id, data, loss_fn):
+    """forward_backward with prompt sharing (and the shared_logprobs calls), then without."""
+    runs = []
+    real = training.shared_logprobs
+    with monkeypatch.context() as patch:
+        patch.setattr(training, "shared_logprobs", lambda *a: runs.append(a) or real(*a))
+        shared = _forward_backward(engine, model_id, data, loss_fn)
+    with monkeypatch.context() as patch:
+        patch.setattr(training, "SHARED_PREFIX_MIN_TOKENS", 10**9)  # sharing off
+        patch.setattr(training, "shared_logprobs", None)
+        apart = _forward_backward(engine, model_id, data, loss_fn)
+    return runs, shared, apart
+
+
+@pytest.mark.parametrize("loss_fn", ["cross_entropy", "importance_sampling", "ppo"])
+@pytest.mark.parametrize("train_unembed", [True, False])
+def test_two_prompts_of_different_lengths_share_one_pass_with_the_unshared_results(
+    engine, monkeypatch, loss_fn, train_unembed
+):
+    """Both groups' prefixes run as one padded batch, every rest as another; a frozen head
+    (train_unembed=False) keeps no logits and computes its gradient on the way."""
+    model_id = trained_lora(engine, seed=32, steps=1, train_unembed=train_unembed)
+    sampler, _ = engine.save_for_sampler(model_id, None)
+    data = _two_groups(engine, sampler, loss_fn)
+    runs, (shared, shared_grads), (apart, apart_grads) = _shared_and_apart(
+        engine, monkeypatch, model_id, data, loss_fn
+    )
+    assert [[u.shared for u in run[1]] for run in runs] == [[len(PROMPT), len(PROMPT) - 6]]
+    _compare(shared, shared_grads, apart, apart_grads, data)
+
+
+def test_shared_passes_pack_units_within_the_budget():
+    unit = prefix.Unit(items=[{"tokens": [1] * 40 + [2 + i] * 5} for i in range(4)], shared=40)
+    assert prefix.pass_cost([unit]) == 40 + 4 * 5
+    assert [len(p) for p in prefix.pack([unit] * 5, budget=130)] == [2, 2, 1]
+    assert [len(p) for p in prefix.pack([unit] * 3, budget=10)] == [1, 1, 1]  # one at least
+    other = prefix.Unit(items=[{"tokens": [3] * 30 + [4] * 20}] * 2, shared=30)
+    assert prefix.pass_cost([unit, other]) == 2 * 40 + 6 * 20  # padded to the longest
+
+
 @pytest.mark.parametrize("loss_fn", ["cross_entropy", "importance_sampling", "ppo"])
 def test_a_shared_prompt_gives_the_loss_logprobs_and_gradients_of_the_unshared_pass(
     engine, monkeypatch, loss_fn

@@ -114,3 +114,80 @@ def target_logprobs(model: Any, ids: torch.Tensor, targets: torch.Tensor) -> tor
         logits = head_logits(causal_lm(model).get_output_embeddings(), hidden)
     picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return picked - torch.logsumexp(logits, dim=-1)
+
+
+HEAD_CHUNK_LOGITS = 1 << 23
+""":func:`head_logprobs` computes at most this many logits at once (32 MB in fp32)."""
+
+
+def frozen_head(head: Any) -> bool:
+    """Whether ``head`` is a plain ``nn.Linear`` that is not trained (no LoRA, no gradient).
+
+    Then :func:`head_logprobs` needs no logits kept for the backward pass.
+
+    Example::
+
+        head = torch.nn.Linear(8, 20)
+        assert not frozen_head(head) and frozen_head(head.requires_grad_(False))
+    """
+    weight = getattr(head, "weight", None)
+    return type(head) is torch.nn.Linear and weight is not None and not weight.requires_grad
+
+
+class _FrozenHeadLogprobs(torch.autograd.Function):
+    """log_softmax(hidden @ W.T + b) at the targets, with the gradient to ``hidden`` only.
+
+    ``logp[i, k] = h_i . w_{t_ik} + b_{t_ik} - logsumexp(W h_i + b)`` depends on ``h_i``
+    alone, so its gradient is the row ``w_{t_ik} - softmax(W h_i + b) @ W``; the forward
+    computes it a chunk of positions at a time (the matmul the backward pass of the
+    logits would do) and keeps it instead of the (positions, vocab) logits.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, hidden: Any, weight: Any, bias: Any, targets: Any, grad: bool) -> Any:
+        w = weight.float()
+        b = None if bias is None else bias.float()
+        rows = max(1, HEAD_CHUNK_LOGITS // max(1, w.shape[0]))
+        out = torch.empty(targets.shape, dtype=torch.float32, device=hidden.device)
+        jac = None
+        if grad:
+            jac = torch.empty((*targets.shape, w.shape[1]), dtype=torch.float32, device=w.device)
+        for start in range(0, hidden.shape[0], rows):
+            end = start + rows
+            logits = F.linear(hidden[start:end].float(), w, b)
+            norm = torch.logsumexp(logits, dim=-1, keepdim=True)
+            picked = targets[start:end]
+            out[start:end] = logits.gather(-1, picked) - norm
+            if jac is not None:
+                expected = torch.exp(logits.sub_(norm)) @ w  # softmax @ W, (rows, hidden)
+                jac[start:end] = w[picked] - expected[:, None, :]
+        ctx.save_for_backward(jac if jac is not None else out.new_empty(0))
+        ctx.hidden_dtype = hidden.dtype
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Any) -> Any:
+        (jac,) = ctx.saved_tensors
+        grad_hidden = (grad_out[..., None] * jac).sum(dim=1).to(ctx.hidden_dtype)
+        return grad_hidden, None, None, None, None
+
+
+def head_logprobs(head: Any, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """(positions, k) float32 logprobs of ``targets`` (positions, k) after ``hidden`` (positions, H).
+
+    Each position may score several targets (datums that share it). A frozen plain head
+    (:func:`frozen_head`) runs a few positions at a time and keeps no logits for the
+    backward pass (its gradient to ``hidden`` is computed on the way); any other head
+    computes all the logits with :func:`head_logits` and autograd.
+
+    Example::
+
+        head = causal_lm(model).lm_head
+        lp = head_logprobs(head, hidden[0], torch.tensor([[10, 12], [11, 11], [12, 3]]))
+        assert lp.shape == (3, 2) and bool((lp <= 0).all())
+    """
+    if frozen_head(head):
+        grad = torch.is_grad_enabled() and hidden.requires_grad
+        return _FrozenHeadLogprobs.apply(hidden, head.weight, head.bias, targets, grad)
+    logits = head_logits(head, hidden)
+    return logits.gather(-1, targets) - torch.logsumexp(logits, dim=-1, keepdim=True)

@@ -31,9 +31,10 @@ from typing import Any
 
 import attrs
 import torch
+import torch.nn.functional as F
 
 from .hf_compat import cache_of, with_cache
-from .numerics import causal_lm, decoder_of, head_logits
+from .numerics import causal_lm, decoder_of, head_logprobs
 
 SHARED_PREFIX_MIN_TOKENS = 16
 """Consecutive datums whose ``model_input`` share at least this many first tokens train as
@@ -108,40 +109,102 @@ def supports(model: Any) -> bool:
     return decoder_of(model) is not None
 
 
-def shared_logprobs(model: Any, unit: Unit) -> torch.Tensor:
-    """(datums, longest) right-padded target logprobs of a shared unit, with autograd.
+def pack(units: list[Unit], budget: int) -> list[list[Unit]]:
+    """Consecutive shared units packed into passes of at most ``budget`` padded tokens.
+
+    A pass runs its units' prefixes as one batch (padded to the longest) and every
+    datum's rest as another (padded to the longest rest): fewer, larger matrix products,
+    which on CPU cost much less per token than one small pass per group (issue 21).
 
     Example::
 
-        lp = shared_logprobs(state.peft, Unit(items=items[:2], shared=40))
+        units = [Unit(items=items, shared=40)] * 3  # 40 + 4 * 5 = 60 padded tokens each
+        assert [len(p) for p in pack(units, budget=130)] == [2, 1]
+    """
+    passes: list[list[Unit]] = []
+    for unit in units:
+        trial = [*passes[-1], unit] if passes else [unit]
+        if passes and pass_cost(trial) <= budget:
+            passes[-1] = trial
+        else:
+            passes.append([unit])
+    return passes
+
+
+def pass_cost(units: list[Unit]) -> int:
+    """Padded tokens of one pass over ``units``: each prefix padded to the longest, then each
+    datum's rest padded to the longest rest.
+
+    Example::
+
+        assert pass_cost([Unit(items=items, shared=40)]) == 40 + 4 * 5
+    """
+    prefix = len(units) * max(u.shared for u in units)
+    rest = [len(i["tokens"]) - u.shared for u in units for i in u.items]
+    return prefix + len(rest) * max(rest)
+
+
+def shared_logprobs(model: Any, units: list[Unit]) -> torch.Tensor:
+    """(datums, longest) right-padded target logprobs of the datums of shared ``units``.
+
+    One pass over the units' prefixes (right-padded), one over every datum's rest after
+    its prefix's KV cache, with autograd; datums in unit order.
+
+    Example::
+
+        lp = shared_logprobs(state.peft, [Unit(items=items[:2], shared=40)])
         assert lp.shape == (2, 45)  # (datums, longest)
     """
     body = decoder_of(model)
     head = causal_lm(model).get_output_embeddings()
     dev = next(model.parameters()).device
-    items, n = unit.items, unit.shared
-    rows = len(items)
-    width = max(len(i["tokens"]) for i in items)
-    ids = torch.tensor([items[0]["tokens"][:n]], device=dev)
-    out = body(input_ids=ids, position_ids=torch.arange(n, device=dev)[None], use_cache=True)
+    width = max(u.shared for u in units)
+    padded = any(u.shared != width for u in units)
+    ids = torch.zeros((len(units), width), dtype=torch.long)
+    for row, unit in enumerate(units):
+        ids[row, : unit.shared] = torch.tensor(unit.items[0]["tokens"][: unit.shared])
+    mask = (torch.arange(width)[None] < torch.tensor([u.shared for u in units])[:, None]).long()
+    extra = {"attention_mask": mask.to(dev)} if padded else {}
+    positions = torch.arange(width, device=dev)[None].expand(len(units), -1)
+    out = body(input_ids=ids.to(dev), position_ids=positions, use_cache=True, **extra)
     cache = cache_of(out)
-    logits = head_logits(head, out.last_hidden_state[0])  # (n, vocab), once for every datum
-    norm = torch.logsumexp(logits, dim=-1)
-    targets = torch.tensor([i["target_tokens"][:n] for i in items], device=dev)
-    first = logits.gather(-1, targets.T).T - norm[None]  # (rows, n)
-    rest = torch.zeros((rows, width - n), dtype=torch.long)
-    rest_tgt = torch.zeros((rows, width - n), dtype=torch.long)
-    for row, item in enumerate(items):
-        tail = item["tokens"][n:]
-        rest[row, : len(tail)] = torch.tensor(tail)
-        rest_tgt[row, : len(tail)] = torch.tensor(item["target_tokens"][n:])
-    cache.batch_select_indices(torch.zeros(rows, dtype=torch.long, device=dev))
-    positions = torch.arange(n, width, device=dev)[None].expand(rows, -1)
+    firsts = []  # per unit (datums, shared): each datum's targets at the prefix positions
+    for row, unit in enumerate(units):
+        n = unit.shared
+        targets = torch.tensor([i["target_tokens"][:n] for i in unit.items], device=dev)
+        firsts.append(head_logprobs(head, out.last_hidden_state[row, :n], targets.T).T)
+    items = [(row, u.shared, i) for row, u in enumerate(units) for i in u.items]
+    rests = [len(i["tokens"]) - n for _, n, i in items]
+    rest = torch.zeros((len(items), max(rests)), dtype=torch.long)
+    rest_tgt = torch.zeros_like(rest)
+    for r, (_, n, item) in enumerate(items):
+        rest[r, : rests[r]] = torch.tensor(item["tokens"][n:])
+        rest_tgt[r, : rests[r]] = torch.tensor(item["target_tokens"][n:])
+    cache.batch_select_indices(torch.tensor([row for row, _, _ in items], device=dev))
+    starts = torch.tensor([n for _, n, _ in items], device=dev)
+    positions = starts[:, None] + torch.arange(rest.shape[1], device=dev)[None]
+    if padded:  # a datum sees its own prefix, not the padding after it, then its rest
+        keep = torch.arange(width, device=dev)[None] < starts[:, None]
+        ones = torch.ones(rest.shape, dtype=torch.long, device=dev)
+        extra = {"attention_mask": torch.cat([keep.long(), ones], dim=1)}
     # right padding, causal: a datum's own positions never see its padding
-    tail_out = body(
-        input_ids=rest.to(dev), position_ids=positions, use_cache=True, **with_cache(body, cache)
+    tail = body(
+        input_ids=rest.to(dev),
+        position_ids=positions,
+        use_cache=True,
+        **with_cache(body, cache),
+        **extra,
+    ).last_hidden_state
+    real = torch.arange(rest.shape[1])[None] < torch.tensor(rests)[:, None]
+    flat = head_logprobs(head, tail[real.to(dev)], rest_tgt[real].to(dev)[:, None])[:, 0]
+    second = torch.zeros(rest.shape, dtype=flat.dtype, device=dev).masked_scatter(
+        real.to(dev), flat
     )
-    tail_logits = head_logits(head, tail_out.last_hidden_state)
-    picked = tail_logits.gather(-1, rest_tgt.to(dev)[..., None]).squeeze(-1)
-    second = picked - torch.logsumexp(tail_logits, dim=-1)
-    return torch.cat([first, second], dim=1)
+    longest = max(len(i["tokens"]) for _, _, i in items)
+    rows, offset = [], 0
+    for first in firsts:
+        for k in range(first.shape[0]):
+            row = torch.cat([first[k], second[offset, : rests[offset]]])
+            rows.append(F.pad(row, (0, longest - row.shape[0])))
+            offset += 1
+    return torch.stack(rows)

@@ -33,7 +33,7 @@ import torch
 
 from .adapters import use_sampler
 from .budget import RELEASE_AFTER_TOKENS, Control, release_memory
-from .decode import decode, draw, policy_for
+from .decode import decode, draw, exp_noise, policy_for
 from .hf_compat import cache_of, with_cache
 from .inputs import int_list, is_int, token_ids
 from .kvcache import next_token_logprobs
@@ -328,8 +328,7 @@ def continue_sampled(
         return None
     logits = kept.next_logits
     gen = torch.Generator(device=logits.device).manual_seed(spec.seed)
-    noise = torch.empty((spec.num_samples, logits.shape[-1]), device=logits.device)
-    noise.exponential_(generator=gen)
+    noise = exp_noise(spec.num_samples, logits.shape[-1], gen)
     tokens, lps = draw(logits.expand(spec.num_samples, -1), spec, noise)
     return [
         SampledSequence(

@@ -31,8 +31,8 @@ from mint_envkit.checks import is_number
 from .adapters import activate
 from .budget import RELEASE_AFTER_TOKENS, Control, release_memory
 from .inputs import float_list, int_list
-from .numerics import target_logprobs
-from .prefix import SHARED_PREFIX_MIN_TOKENS, Unit, plan, shared_logprobs, supports
+from .numerics import causal_lm, frozen_head, target_logprobs
+from .prefix import SHARED_PREFIX_MIN_TOKENS, Unit, pack, plan, shared_logprobs, supports
 from .records import BaseModelState, EngineError, ForwardOutput, Trainer, context_length
 
 LOGIT_BUDGET = 1 << 23
@@ -41,6 +41,13 @@ LOGIT_BUDGET = 1 << 23
 It also bounds the activations kept for the backward pass, which grow with the
 micro-batch's tokens: on SmolLM2-135M (vocab 49,152) a micro-batch is at most 170
 tokens (at 1 << 26: 1,365, cut to the server's 1,024; issue 21, docs/benchmarks.md)."""
+
+ACTIVATION_BUDGET = 1 << 22
+"""A shared-prefix training pass holds at most this many ``hidden_size * num_hidden_layers``
+units of padded tokens (SmolLM2-135M: 242 tokens, two of the learning demo's groups; the
+built-in tiny models: the server's per-pass limit), which bounds the activations kept for
+the backward pass; its logits are not kept. On SmolLM2 a pass of four groups trained 12%
+faster than two but held 575 MB more at its peak (issue 21, docs/benchmarks.md)."""
 
 REQUIRED_INPUTS = {
     "cross_entropy": ("target_tokens",),
@@ -239,7 +246,12 @@ def forward(
     if backward:  # to undo this call's part of the gradient if it is cancelled or fails
         grads = {k: p.grad.clone() for k, p in trainer.params.items() if p.grad is not None}
     try:
-        chunks = _passes(model, items, per_batch)
+        chunks = _passes(
+            model,
+            items,
+            per_batch,
+            _shared_budget(base, control.max_tokens_per_pass, per_batch, piece_tokens),
+        )
         for index, chunk in enumerate(chunks):
             control.check()
             total += _run_chunk(model, chunk, loss_fn, clip, dev, backward, results)
@@ -257,21 +269,40 @@ def forward(
     return ForwardOutput(logprobs=results, metrics={"loss:sum": total})
 
 
-def _passes(model: Any, items: list[dict[str, list]], per_batch: int) -> list[Any]:
-    """The micro-batches of one call, in datum order: a run of datums sharing a prompt is one
-    :class:`.prefix.Unit` (its prefix runs once), the other datums padded batches as before."""
+def _shared_budget(base: BaseModelState, per_pass: int, per_batch: int, piece: int | None) -> int:
+    """Padded tokens of one shared-prefix pass: at most ``per_pass`` (the server's limit) and
+    ``piece``, and bounded by the activations it keeps for the backward pass
+    (:data:`ACTIVATION_BUDGET`) when the head keeps no logits (a frozen plain head,
+    :func:`.numerics.frozen_head`), else by ``per_batch`` (the logits budget)."""
+    lm = causal_lm(base.loaded.model)
+    size = getattr(lm.config, "hidden_size", 0) * getattr(lm.config, "num_hidden_layers", 0)
+    if not frozen_head(lm.get_output_embeddings()) or size <= 0:
+        return per_batch
+    budget = min(per_pass, ACTIVATION_BUDGET // size)
+    return max(1, min(budget, piece) if piece is not None else budget)
+
+
+def _passes(
+    model: Any, items: list[dict[str, list]], per_batch: int, shared_budget: int
+) -> list[Any]:
+    """The micro-batches of one call, in datum order: runs of datums sharing a prompt are
+    :class:`.prefix.Unit` s (a prefix runs once), consecutive units packed into passes of
+    ``shared_budget`` padded tokens; the other datums padded batches as before."""
     if not supports(model):
         return micro_batches(items, per_batch)
     out: list[Any] = []
     plain: list[dict[str, list]] = []
-    for unit in plan(items, per_batch, SHARED_PREFIX_MIN_TOKENS):
+    units: list[Unit] = []
+    for unit in plan(items, shared_budget, SHARED_PREFIX_MIN_TOKENS):
         if unit.shared:
             out.extend(micro_batches(plain, per_batch))
-            out.append(unit)
+            units.append(unit)
             plain = []
         else:
+            out.extend(pack(units, shared_budget))
             plain.extend(unit.items)
-    return out + micro_batches(plain, per_batch)
+            units = []
+    return out + pack(units, shared_budget) + micro_batches(plain, per_batch)
 
 
 def _run_chunk(
@@ -285,9 +316,9 @@ def _run_chunk(
 ) -> float:
     """One micro-batch: its loss (and gradient); append its logprobs to ``results``."""
     with contextlib.nullcontext() if backward else torch.no_grad():
-        if isinstance(chunk, Unit):
+        if isinstance(chunk, list) and chunk and isinstance(chunk[0], Unit):
             logp = shared_logprobs(model, chunk)
-            chunk = chunk.items
+            chunk = [item for unit in chunk for item in unit.items]
         else:
             logp = logprobs_batch(
                 model, [c["tokens"] for c in chunk], [c["target_tokens"] for c in chunk]
