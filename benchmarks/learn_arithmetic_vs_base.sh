@@ -4,6 +4,7 @@
 # /tmp/mint-heavy.lock and /usr/bin/time -v; wall, peak RSS and held-out lines go to $OUT/log.
 #   git worktree add /tmp/base_e52 e52fcb1
 #   BASE=/tmp/base_e52 bash benchmarks/learn_arithmetic_vs_base.sh
+# TWO_THREADS=0 skips the 2-thread runs.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 base=${BASE:-/tmp/base_e52}
@@ -16,11 +17,13 @@ run() { # label tree [VAR=value ...]
   echo "== $label $(date +%T) load $(cut -d' ' -f1 /proc/loadavg)" >>"$out/log"
   (cd "$tree" && flock /tmp/mint-heavy.lock /usr/bin/time -v env PYTHONPATH="$tree/src" "$@" \
     "$python" examples/learn_arithmetic.py --seed 0 --out "$out/$label") >"$out/$label.txt" 2>&1
-  grep -E "Elapsed|Maximum resident|held-out greedy" "$out/$label.txt" >>"$out/log"
+  grep -E "Elapsed|Maximum resident|held-out greedy|step ./8" "$out/$label.txt" >>"$out/log"
 }
 for round in 1 2; do
   run "before$round" "$base"
   run "after$round" "$here"
-  run "after${round}_t2" "$here" MINT_ENVKIT_NUM_THREADS=2
+  if [ "${TWO_THREADS:-1}" != 0 ]; then
+    run "after${round}_t2" "$here" MINT_ENVKIT_NUM_THREADS=2
+  fi
 done
 echo done >>"$out/log"

@@ -56,6 +56,22 @@ def test_a_frozen_head_gives_autograd_s_logprobs_and_gradient_without_keeping_lo
         assert torch.allclose(head_logprobs(head, hidden, targets), want, rtol=1e-5, atol=1e-5)
 
 
+def test_a_frozen_head_skips_the_gradient_where_none_can_arrive():
+    """``need`` false where the upstream gradient is zero (a prompt position): same gradient."""
+    gen = torch.Generator().manual_seed(3)
+    head = torch.nn.Linear(32, 100, bias=False).requires_grad_(False)
+    hidden = torch.randn(6, 32, generator=gen).requires_grad_(True)
+    targets = torch.randint(0, 100, (6, 1), generator=gen)
+    need = torch.tensor([False, False, True, False, True, True])
+    upstream = torch.randn(6, 1, generator=gen) * need[:, None]
+    (skipped,) = torch.autograd.grad(
+        (head_logprobs(head, hidden, targets, need) * upstream).sum(), hidden
+    )
+    (full,) = torch.autograd.grad((head_logprobs(head, hidden, targets) * upstream).sum(), hidden)
+    assert torch.equal(skipped[~need], torch.zeros_like(skipped[~need]))
+    assert torch.allclose(skipped, full, rtol=1e-6, atol=1e-7)
+
+
 def test_a_trained_or_wrapped_head_is_not_frozen():
     head = torch.nn.Linear(8, 20)
     assert not numerics.frozen_head(head)  # its weight trains

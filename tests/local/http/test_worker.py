@@ -21,6 +21,20 @@ class SlowEngine:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.calls: list[int] = []
+        self.samplers: set[str] = set()
+
+    def ensure_base_model(self, name):
+        pass
+
+    def create_sampler(self, *, base_model):
+        self.samplers.add("warm-up")
+        return "warm-up"
+
+    def sample(self, sampler, prompt, *, max_tokens, seed):
+        time.sleep(self.seconds * max_tokens)
+
+    def release_sampler(self, sampler):
+        self.samplers.remove(sampler)
 
     def sample_many(self, requests):
         self.calls.append(len(requests))
@@ -88,3 +102,26 @@ def test_a_fast_engine_keeps_the_plain_window_and_a_zero_window_waits_for_nothin
         assert off.wait_s(16) == 0.0 and list(off.batches) == [3]
     finally:
         worker.close()
+
+
+def test_the_warm_up_times_a_token_step_so_the_first_batch_already_waits():
+    engine = SlowEngine(seconds=0.2)  # 0.2 s a token step
+    worker = EngineWorker(lambda: engine)
+    try:
+        batcher = SampleBatcher(worker, window_s=0.005)
+        worker.submit(lambda e: batcher.warm_up(e, "a-model")).result(timeout=20)
+        assert engine.samplers == set()  # the warm-up's sampler is released
+        assert batcher.wait_s(16) >= WAIT_FRACTION * 0.2 * 16
+        _two_jobs_apart(batcher, gap_s=0.04, max_tokens=16)  # the very first batch
+        assert engine.calls == [2]
+        # an engine that cannot sample still loads; the warm-up is skipped
+        worker.submit(lambda e: batcher.warm_up(object.__new__(Bare), "a-model")).result(20)
+    finally:
+        worker.close()
+
+
+class Bare:
+    """An engine that loads models and has no samplers."""
+
+    def ensure_base_model(self, name):
+        pass

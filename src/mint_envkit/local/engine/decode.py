@@ -139,9 +139,11 @@ def draw(
         drop_sorted[:, 0] = False
         drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         scaled = scaled.masked_fill(drop, float("-inf"))
-    logp = torch.log_softmax(scaled, dim=-1)
-    tokens = (logp - noise.clamp_min(1e-30).log()).argmax(dim=-1)
-    return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
+    # argmax(log p - log E) = argmax(scaled - log E): the row's normaliser is one shift;
+    # only the drawn token's logprob is computed (no full log_softmax per step)
+    tokens = (scaled - noise.clamp_min(1e-30).log()).argmax(dim=-1)
+    picked = scaled.gather(-1, tokens[:, None]).squeeze(-1)
+    return tokens, picked - torch.logsumexp(scaled, dim=-1)
 
 
 def _is_plain(spec: SampleSpec) -> bool:
@@ -295,7 +297,8 @@ class _Layout:
         """The T=1 untruncated logprob of each drawn token (``lp`` when that is what was drawn)."""
         if all(_is_plain(spec) for spec, _ in self.draws):
             return lp
-        return torch.log_softmax(logits, dim=-1).gather(-1, tok[:, None]).squeeze(-1)
+        picked = logits.gather(-1, tok[:, None]).squeeze(-1)
+        return picked - torch.logsumexp(logits, dim=-1)
 
     def sample(
         self, logits: torch.Tensor, specs: Sequence[SampleSpec], gens: list[torch.Generator]

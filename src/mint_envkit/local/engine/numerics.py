@@ -144,23 +144,31 @@ class _FrozenHeadLogprobs(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, hidden: Any, weight: Any, bias: Any, targets: Any, grad: bool) -> Any:
+    def forward(
+        ctx: Any, hidden: Any, weight: Any, bias: Any, targets: Any, grad: bool, need: Any
+    ) -> Any:
         w = weight.float()
         b = None if bias is None else bias.float()
         rows = max(1, HEAD_CHUNK_LOGITS // max(1, w.shape[0]))
         out = torch.empty(targets.shape, dtype=torch.float32, device=hidden.device)
         jac = None
         if grad:
-            jac = torch.empty((*targets.shape, w.shape[1]), dtype=torch.float32, device=w.device)
+            jac = torch.zeros((*targets.shape, w.shape[1]), dtype=torch.float32, device=w.device)
         for start in range(0, hidden.shape[0], rows):
             end = start + rows
             logits = F.linear(hidden[start:end].float(), w, b)
             norm = torch.logsumexp(logits, dim=-1, keepdim=True)
             picked = targets[start:end]
             out[start:end] = logits.gather(-1, picked) - norm
-            if jac is not None:
+            if jac is None:
+                continue
+            at = None if need is None else need[start:end].nonzero().squeeze(-1)
+            if at is None:
                 expected = torch.exp(logits.sub_(norm)) @ w  # softmax @ W, (rows, hidden)
                 jac[start:end] = w[picked] - expected[:, None, :]
+            elif at.numel():  # only the positions whose gradient can be non-zero
+                expected = torch.exp(logits[at] - norm[at]) @ w
+                jac[start + at] = w[picked[at]] - expected[:, None, :]
         ctx.save_for_backward(jac if jac is not None else out.new_empty(0))
         ctx.hidden_dtype = hidden.dtype
         return out
@@ -169,16 +177,20 @@ class _FrozenHeadLogprobs(torch.autograd.Function):
     def backward(ctx: Any, grad_out: Any) -> Any:
         (jac,) = ctx.saved_tensors
         grad_hidden = (grad_out[..., None] * jac).sum(dim=1).to(ctx.hidden_dtype)
-        return grad_hidden, None, None, None, None
+        return grad_hidden, None, None, None, None, None
 
 
-def head_logprobs(head: Any, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def head_logprobs(
+    head: Any, hidden: torch.Tensor, targets: torch.Tensor, need: torch.Tensor | None = None
+) -> torch.Tensor:
     """(positions, k) float32 logprobs of ``targets`` (positions, k) after ``hidden`` (positions, H).
 
     Each position may score several targets (datums that share it). A frozen plain head
     (:func:`frozen_head`) runs a few positions at a time and keeps no logits for the
-    backward pass (its gradient to ``hidden`` is computed on the way); any other head
-    computes all the logits with :func:`head_logits` and autograd.
+    backward pass (its gradient to ``hidden`` is computed on the way, only at positions
+    where ``need``, a (positions,) bool tensor, is true, when given: the caller promises
+    that the gradient reaching the others is zero); any other head computes all the
+    logits with :func:`head_logits` and autograd.
 
     Example::
 
@@ -188,6 +200,6 @@ def head_logprobs(head: Any, hidden: torch.Tensor, targets: torch.Tensor) -> tor
     """
     if frozen_head(head):
         grad = torch.is_grad_enabled() and hidden.requires_grad
-        return _FrozenHeadLogprobs.apply(hidden, head.weight, head.bias, targets, grad)
+        return _FrozenHeadLogprobs.apply(hidden, head.weight, head.bias, targets, grad, need)
     logits = head_logits(head, hidden)
     return logits.gather(-1, targets) - torch.logsumexp(logits, dim=-1, keepdim=True)

@@ -144,11 +144,22 @@ def pass_cost(units: list[Unit]) -> int:
     return prefix + len(rest) * max(rest)
 
 
-def shared_logprobs(model: Any, units: list[Unit]) -> torch.Tensor:
+def _live(items: list[dict[str, list]], key: str | None, start: int, stop: int) -> list[bool]:
+    """Per position in [start, stop): whether any datum's loss weight ``key`` is non-zero there
+    (all True without a key, or when a datum has none)."""
+    if key is None or any(key not in i for i in items):
+        return [True] * (stop - start)
+    return [any(i[key][p] != 0 for i in items) for p in range(start, stop)]
+
+
+def shared_logprobs(model: Any, units: list[Unit], grad_key: str | None = None) -> torch.Tensor:
     """(datums, longest) right-padded target logprobs of the datums of shared ``units``.
 
     One pass over the units' prefixes (right-padded), one over every datum's rest after
-    its prefix's KV cache, with autograd; datums in unit order.
+    its prefix's KV cache, with autograd; datums in unit order. ``grad_key`` names the
+    per-token input where a zero makes the loss's gradient zero (``weights`` for
+    cross-entropy, ``advantages`` for the RL losses): a frozen head skips the gradient
+    of such positions (a group's prompt).
 
     Example::
 
@@ -172,7 +183,8 @@ def shared_logprobs(model: Any, units: list[Unit]) -> torch.Tensor:
     for row, unit in enumerate(units):
         n = unit.shared
         targets = torch.tensor([i["target_tokens"][:n] for i in unit.items], device=dev)
-        firsts.append(head_logprobs(head, out.last_hidden_state[row, :n], targets.T).T)
+        need = torch.tensor(_live(unit.items, grad_key, 0, n), device=dev)
+        firsts.append(head_logprobs(head, out.last_hidden_state[row, :n], targets.T, need).T)
     items = [(row, u.shared, i) for row, u in enumerate(units) for i in u.items]
     rests = [len(i["tokens"]) - n for _, n, i in items]
     rest = torch.zeros((len(items), max(rests)), dtype=torch.long)
@@ -196,7 +208,10 @@ def shared_logprobs(model: Any, units: list[Unit]) -> torch.Tensor:
         **extra,
     ).last_hidden_state
     real = torch.arange(rest.shape[1])[None] < torch.tensor(rests)[:, None]
-    flat = head_logprobs(head, tail[real.to(dev)], rest_tgt[real].to(dev)[:, None])[:, 0]
+    need = [ok for _, n, i in items for ok in _live([i], grad_key, n, len(i["tokens"]))]
+    flat = head_logprobs(
+        head, tail[real.to(dev)], rest_tgt[real].to(dev)[:, None], torch.tensor(need, device=dev)
+    )[:, 0]
     second = torch.zeros(rest.shape, dtype=flat.dtype, device=dev).masked_scatter(
         real.to(dev), flat
     )

@@ -317,7 +317,8 @@ def _run_chunk(
     """One micro-batch: its loss (and gradient); append its logprobs to ``results``."""
     with contextlib.nullcontext() if backward else torch.no_grad():
         if isinstance(chunk, list) and chunk and isinstance(chunk[0], Unit):
-            logp = shared_logprobs(model, chunk)
+            key = "weights" if loss_fn == "cross_entropy" else "advantages"
+            logp = shared_logprobs(model, chunk, key)
             chunk = [item for unit in chunk for item in unit.items]
         else:
             logp = logprobs_batch(

@@ -222,7 +222,7 @@ class Backend:
         if preload:
             for name in self.models:
                 self._preload[name] = self.worker.submit(
-                    lambda e, name=name: e.ensure_base_model(name), f"load {name}"
+                    lambda e, name=name: self.batcher.warm_up(e, name), f"load {name}"
                 )
 
     # ------------------------------------------------------------------ engine worker
