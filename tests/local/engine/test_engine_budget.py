@@ -145,3 +145,19 @@ def test_cancel_stops_a_long_sample_within_seconds(engine):
     # on the shared 2-core box at load average 13, with a benchmark running beside it)
     assert time.monotonic() - cancelled_at[0] < 10.0
     assert len(engine.sample(sampler, PROMPT, num_samples=1, max_tokens=3, seed=0)) == 1
+
+
+def test_training_on_cpu_gives_memory_back_after_a_few_hundred_tokens(monkeypatch):
+    from mint_envkit.local.engine import budget as budget_module
+
+    released = []
+    monkeypatch.setattr(budget_module, "release_memory", released.append)
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    budget_module.release_after(
+        cpu, budget_module.CPU_RELEASE_AFTER_TRAIN_TOKENS + 1, training=True
+    )
+    budget_module.release_after(cpu, budget_module.CPU_RELEASE_AFTER_TRAIN_TOKENS, training=True)
+    budget_module.release_after(cpu, 600)  # sampling: only after large work
+    budget_module.release_after(cuda, 600, training=True)  # CUDA: emptying its cache costs more
+    budget_module.release_after(cuda, budget_module.RELEASE_AFTER_TOKENS + 1, training=True)
+    assert released == [cpu, cuda]

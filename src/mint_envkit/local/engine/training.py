@@ -29,7 +29,7 @@ import torch
 from mint_envkit.checks import is_number
 
 from .adapters import activate
-from .budget import RELEASE_AFTER_TOKENS, Control, release_memory
+from .budget import Control, release_after
 from .inputs import float_list, int_list
 from .numerics import causal_lm, frozen_head, target_logprobs
 from .prefix import SHARED_PREFIX_MIN_TOKENS, Unit, pack, plan, shared_logprobs, supports
@@ -264,8 +264,7 @@ def forward(
                 p.grad = grads.get(key)
         raise
     finally:
-        if sum(len(i["tokens"]) for i in items) > RELEASE_AFTER_TOKENS:
-            release_memory(dev)
+        release_after(dev, sum(len(i["tokens"]) for i in items), training=True)
     return ForwardOutput(logprobs=results, metrics={"loss:sum": total})
 
 
