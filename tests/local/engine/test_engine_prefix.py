@@ -118,26 +118,11 @@ def test_a_shared_prompt_gives_the_loss_logprobs_and_gradients_of_the_unshared_p
     items = [{"tokens": d["model_input"]} for d in data]
     units = prefix.plan(items, per_batch=4096, min_shared=prefix.SHARED_PREFIX_MIN_TOKENS)
     assert [(len(u.items), u.shared) for u in units] == [(4, len(PROMPT)), (1, 0)]
-    runs = []
-    real = training.shared_logprobs
-    with monkeypatch.context() as patch:
-        patch.setattr(training, "shared_logprobs", lambda *a: runs.append(a) or real(*a))
-        shared, shared_grads = _forward_backward(engine, model_id, data, loss_fn)
+    runs, (shared, shared_grads), (apart, apart_grads) = _shared_and_apart(
+        engine, monkeypatch, model_id, data, loss_fn
+    )
     assert len(runs) == 1  # the four datums of the prompt ran as one shared unit
-    with monkeypatch.context() as patch:
-        patch.setattr(training, "SHARED_PREFIX_MIN_TOKENS", 10**9)  # sharing off
-        patch.setattr(training, "shared_logprobs", None)
-        apart, apart_grads = _forward_backward(engine, model_id, data, loss_fn)
-    # fp32: the same sums over other matmul shapes (the prefix once, then the rest through
-    # the KV cache), so the rounding differs at ~1e-7 relative; bounded relative to the
-    # values as the micro-batch test is (docs/architecture.md, "Numerics in the tests").
-    assert shared.metrics["loss:sum"] == pytest.approx(apart.metrics["loss:sum"], rel=1e-5)
-    assert len(shared.logprobs) == len(apart.logprobs) == len(data)
-    for a, b, d in zip(shared.logprobs, apart.logprobs, data, strict=True):
-        assert len(a) == len(d["model_input"])
-        assert a == pytest.approx(b, rel=1e-5, abs=1e-5)
-    assert set(shared_grads) == set(apart_grads) and shared_grads
-    assert rel_diff(shared_grads, apart_grads) < 1e-5
+    _compare(shared, shared_grads, apart, apart_grads, data)
 
 
 def test_a_shared_unit_stays_within_the_budget_and_leaves_every_datum_a_rest():
