@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 from .kvcache import backend_for
+from .numerics import token_logprobs
 from .records import SampledSequence, SampleSpec
 
 # Measured (torch 2.13, MKL, 1 thread, a row of F.linear alone vs inside 2..300 rows):
@@ -142,8 +143,7 @@ def draw(
     # argmax(log p - log E) = argmax(scaled - log E): the row's normaliser is one shift;
     # only the drawn token's logprob is computed (no full log_softmax per step)
     tokens = (scaled - noise.clamp_min(1e-30).log()).argmax(dim=-1)
-    picked = scaled.gather(-1, tokens[:, None]).squeeze(-1)
-    return tokens, picked - torch.logsumexp(scaled, dim=-1)
+    return tokens, token_logprobs(scaled, tokens)
 
 
 def _is_plain(spec: SampleSpec) -> bool:
@@ -297,8 +297,7 @@ class _Layout:
         """The T=1 untruncated logprob of each drawn token (``lp`` when that is what was drawn)."""
         if all(_is_plain(spec) for spec, _ in self.draws):
             return lp
-        picked = logits.gather(-1, tok[:, None]).squeeze(-1)
-        return picked - torch.logsumexp(logits, dim=-1)
+        return token_logprobs(logits, tok)
 
     def sample(
         self, logits: torch.Tensor, specs: Sequence[SampleSpec], gens: list[torch.Generator]

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from .hf_compat import cache_of, with_cache
-from .numerics import causal_lm, decoder_of, head_logits
+from .numerics import causal_lm, decoder_of, head_logits, token_logprobs
 
 STATIC_MODEL_TYPES = frozenset({"qwen3", "qwen2", "llama"})
 """``config.model_type`` values whose bodies :class:`StaticBackend` runs."""
@@ -68,9 +68,9 @@ def next_token_logprobs(head: Any, hidden: torch.Tensor, targets: torch.Tensor) 
     flat_out = out.view(-1)
     for start in range(0, rows * width, _HEAD_CHUNK_TOKENS):
         end = start + _HEAD_CHUNK_TOKENS
-        logits = head_logits(head, flat_h[start:end])
-        picked = logits.gather(-1, flat_t[start:end, None]).squeeze(-1)
-        flat_out[start:end] = picked - torch.logsumexp(logits, dim=-1)
+        flat_out[start:end] = token_logprobs(
+            head_logits(head, flat_h[start:end]), flat_t[start:end]
+        )
     return out
 
 

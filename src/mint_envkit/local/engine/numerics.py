@@ -99,6 +99,19 @@ def head_logits(head: Any, hidden: torch.Tensor) -> torch.Tensor:
     return logits
 
 
+def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """log_softmax(logits) at ``tokens`` (one per row of ``logits``), without the full log_softmax.
+
+    Example::
+
+        logits = torch.tensor([[0.0, 0.0], [1.0, 0.0]])
+        lp = token_logprobs(logits, torch.tensor([0, 1]))
+        assert torch.allclose(lp, torch.log_softmax(logits, -1)[[0, 1], [0, 1]])
+    """
+    picked = logits.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    return picked - torch.logsumexp(logits, dim=-1)
+
+
 def target_logprobs(model: Any, ids: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """(B, T) float32 logprobs of ``targets`` after ``ids`` (one causal forward, fp32 head).
 
@@ -112,8 +125,7 @@ def target_logprobs(model: Any, ids: torch.Tensor, targets: torch.Tensor) -> tor
     else:
         hidden = body(input_ids=ids, use_cache=False).last_hidden_state
         logits = head_logits(causal_lm(model).get_output_embeddings(), hidden)
-    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    return picked - torch.logsumexp(logits, dim=-1)
+    return token_logprobs(logits, targets)
 
 
 HEAD_CHUNK_LOGITS = 1 << 23
@@ -160,15 +172,12 @@ class _FrozenHeadLogprobs(torch.autograd.Function):
             norm = torch.logsumexp(logits, dim=-1, keepdim=True)
             picked = targets[start:end]
             out[start:end] = logits.gather(-1, picked) - norm
-            if jac is None:
+            # the rows whose gradient can be non-zero (all without ``need``)
+            at = slice(None) if need is None else need[start:end].nonzero().squeeze(-1)
+            if jac is None or (need is not None and not at.numel()):
                 continue
-            at = None if need is None else need[start:end].nonzero().squeeze(-1)
-            if at is None:
-                expected = torch.exp(logits.sub_(norm)) @ w  # softmax @ W, (rows, hidden)
-                jac[start:end] = w[picked] - expected[:, None, :]
-            elif at.numel():  # only the positions whose gradient can be non-zero
-                expected = torch.exp(logits[at] - norm[at]) @ w
-                jac[start + at] = w[picked[at]] - expected[:, None, :]
+            expected = torch.exp(logits[at] - norm[at]) @ w  # softmax @ W, (rows, hidden)
+            jac[start:end][at] = w[picked[at]] - expected[:, None, :]
         ctx.save_for_backward(jac if jac is not None else out.new_empty(0))
         ctx.hidden_dtype = hidden.dtype
         return out

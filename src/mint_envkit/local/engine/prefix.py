@@ -212,14 +212,7 @@ def shared_logprobs(model: Any, units: list[Unit], grad_key: str | None = None) 
     flat = head_logprobs(
         head, tail[real.to(dev)], rest_tgt[real].to(dev)[:, None], torch.tensor(need, device=dev)
     )[:, 0]
-    second = torch.zeros(rest.shape, dtype=flat.dtype, device=dev).masked_scatter(
-        real.to(dev), flat
-    )
     longest = max(len(i["tokens"]) for _, _, i in items)
-    rows, offset = [], 0
-    for first in firsts:
-        for k in range(first.shape[0]):
-            row = torch.cat([first[k], second[offset, : rests[offset]]])
-            rows.append(F.pad(row, (0, longest - row.shape[0])))
-            offset += 1
-    return torch.stack(rows)
+    prefixes = [first[k] for first in firsts for k in range(first.shape[0])]  # datum order
+    rows = [torch.cat([a, b]) for a, b in zip(prefixes, flat.split(rests), strict=True)]
+    return torch.stack([F.pad(row, (0, longest - row.shape[0])) for row in rows])
