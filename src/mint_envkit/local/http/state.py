@@ -116,10 +116,8 @@ class Backend:
             (``save_weights_and_get_sampling_client``, one per RL step) stay in
             memory; past it the oldest is released, and a later request to it
             gets a 404 that says so. Named ones (saved to disk) are never released.
-        sample_batch_window_ms: the least a sampling job waits for more sample
-            requests before it runs them as one batch (default 5 ms; longer when
-            batches are slow, see :class:`~mint_envkit.local.http.worker.SampleBatcher`;
-            0: no wait).
+        sample_batch_window_ms: the least a sampling job waits for more requests to
+            batch with (default 5 ms; 0: none; more when batches are slow: ``SampleBatcher``).
         limits: what one request may cost, how sample jobs are split, and the idle
             timeout (:class:`~mint_envkit.local.http.limits.Limits`; defaults for a laptop).
         api_key: the key clients must send (None: any); see
