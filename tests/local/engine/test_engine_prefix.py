@@ -99,6 +99,19 @@ def test_two_prompts_of_different_lengths_share_one_pass_with_the_unshared_resul
     _compare(shared, shared_grads, apart, apart_grads, data)
 
 
+def test_groups_that_share_a_system_prompt_are_cut_one_unit_per_group():
+    system = list(range(100, 125))  # 25 tokens every group has, then its own 13
+    items = [
+        {"tokens": system + [300 + g] * 13 + [1000 + 16 * g + s] * 15}
+        for g in range(8)
+        for s in range(4)
+    ]
+    units = prefix.plan(items, per_batch=242, min_shared=16)
+    # not 7 datums sharing the 25 system tokens (25 + 7 * 28 = 221 tokens a unit)
+    assert [(len(u.items), u.shared) for u in units] == [(4, 38)] * 8
+    assert [u.items for u in units] == [items[4 * g : 4 * g + 4] for g in range(8)]
+
+
 def test_shared_passes_pack_units_within_the_budget():
     unit = prefix.Unit(items=[{"tokens": [1] * 40 + [2 + i] * 5} for i in range(4)], shared=40)
     assert prefix.pass_cost([unit]) == 40 + 4 * 5
