@@ -7,6 +7,7 @@ import threading
 import time
 
 from mint_envkit.local.http.worker import (
+    BURST_FRACTION,
     MAX_WAIT_S,
     WAIT_FRACTION,
     EngineWorker,
@@ -116,6 +117,35 @@ def test_the_warm_up_times_a_token_step_so_the_first_batch_already_waits():
         assert engine.calls == [2]
         # an engine that cannot sample still loads; the warm-up is skipped
         worker.submit(lambda e: batcher.warm_up(object.__new__(Bare), "a-model")).result(20)
+    finally:
+        worker.close()
+
+
+def _burst(batcher: SampleBatcher, jobs: int, gap_s: float) -> None:
+    sent = [_job(n, 16) for n in range(jobs)]
+    for job in sent:
+        batcher.enqueue(job)
+        time.sleep(gap_s)
+    for job in sent:
+        job.future.result(timeout=30)
+
+
+def test_a_burst_of_requests_longer_than_the_quiet_gap_shares_one_batch_up_to_a_bound():
+    engine = SlowEngine(seconds=0.5)  # 16 token steps: 8 s expected
+    worker = EngineWorker(lambda: engine)
+    try:
+        batcher = SampleBatcher(worker, window_s=0.005)
+        worker.submit(lambda e: batcher.warm_up(e, "a-model")).result(timeout=20)
+        quiet, most = batcher.wait_s(16), batcher.burst_s(16)
+        assert abs(quiet - WAIT_FRACTION * 8) < 0.02 and abs(most - BURST_FRACTION * 8) < 0.05
+        # six jobs 80 ms apart (400 ms in all, longer than the 240 ms quiet gap), as a
+        # held-out eval's requests arrive: one batch, not one at 240 ms and the rest after
+        _burst(batcher, jobs=6, gap_s=0.08)
+        assert engine.calls == [6]
+        # jobs that never stop coming: the batch runs once the 800 ms bound is reached
+        engine.calls.clear()
+        _burst(batcher, jobs=20, gap_s=0.08)  # 1.6 s of arrivals
+        assert len(engine.calls) >= 2 and 2 <= engine.calls[0] <= 14
     finally:
         worker.close()
 

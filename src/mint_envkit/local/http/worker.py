@@ -47,7 +47,13 @@ WAIT_FRACTION = 0.03
 """A sample batch waits for more jobs up to this share of the last batch's engine time."""
 
 MAX_WAIT_S = 0.25
-"""The longest a sample batch waits for more jobs (the first one waits ``window_s``)."""
+"""The longest quiet gap a sample batch waits for (the first one waits ``window_s``)."""
+
+BURST_FRACTION = 0.1
+"""Jobs still arriving hold a sample batch at most this share of its expected engine time."""
+
+MAX_BURST_S = 1.0
+"""The longest jobs still arriving hold a sample batch."""
 
 
 class EngineWorker:
@@ -178,14 +184,17 @@ class SampleBatcher:
     ``batch_tokens`` tokens in all (at least one job); the rest wait for the
     next batch, which is queued behind whatever else the worker has to do.
 
-    How long a batch waits for more jobs before it runs (:meth:`wait_s`): at least
-    ``window_s``, and up to :data:`WAIT_FRACTION` of its expected engine time (at
-    most :data:`MAX_WAIT_S`), so requests sent together share one batch even when
-    they arrive tens of milliseconds apart (an RL step's one request per group
-    reached the server over 40-110 ms for SmolLM2's 8 groups, and a 5 ms window
-    split them into two batches). On a model whose batches take milliseconds the
-    wait stays ``window_s``; on SmolLM2 on CPU, where a decode step costs about as
-    much for 8 rows as for 32, a step's requests cost one decode instead of two.
+    How long a batch waits for more jobs before it runs: until no job has arrived for
+    :meth:`wait_s` (at least ``window_s``, up to :data:`WAIT_FRACTION` of its expected
+    engine time, at most :data:`MAX_WAIT_S`), and while jobs keep arriving at most
+    :meth:`burst_s` (:data:`BURST_FRACTION` of it, at most :data:`MAX_BURST_S`). So
+    requests sent together share one batch even when they arrive tens of milliseconds
+    apart (an RL step's one request per group reached the server over 40-110 ms for
+    SmolLM2's 8 groups, and a 5 ms window split them into two batches; a 40-problem
+    eval's requests came over 480 ms, and a fixed 186 ms wait split them 15 + 25). On a
+    model whose batches take milliseconds the wait stays ``window_s``; on SmolLM2 on
+    CPU, where a decode step costs about as much for 8 rows as for 32, a step's
+    requests cost one decode instead of two.
 
     Example::
 
@@ -216,6 +225,7 @@ class SampleBatcher:
         self.batches: collections.deque[int] = collections.deque(maxlen=1000)
         """How many requests each recent engine sample batch served."""
         self._step_seconds: collections.deque[float] = collections.deque(maxlen=8)
+        self._last_enqueue = 0.0
 
     def wait_s(self, max_tokens: int = 16) -> float:
         """How long a batch of ``max_tokens`` steps waits for more jobs at most.
@@ -232,6 +242,19 @@ class SampleBatcher:
             return 0.0
         expected = max(self._step_seconds, default=0.0) * max_tokens
         return max(self.window_s, min(MAX_WAIT_S, WAIT_FRACTION * expected))
+
+    def burst_s(self, max_tokens: int = 16) -> float:
+        """How long jobs that keep arriving hold a batch of ``max_tokens`` steps at most.
+
+        :data:`BURST_FRACTION` of its expected engine time (see :meth:`wait_s`), at
+        least :meth:`wait_s`, at most :data:`MAX_BURST_S`.
+
+        Example::
+
+            assert batcher.burst_s(16) >= batcher.wait_s(16)
+        """
+        expected = max(self._step_seconds, default=0.0) * max_tokens
+        return max(self.wait_s(max_tokens), min(MAX_BURST_S, BURST_FRACTION * expected))
 
     def warm_up(self, engine: Any, base_model: str) -> None:
         """Load ``base_model``, then time a 2-token sample of it (on the worker thread).
@@ -270,6 +293,7 @@ class SampleBatcher:
         """
         with self._lock:
             self._queue.append(job)
+            self._last_enqueue = time.monotonic()
             if self._batch_queued:
                 return
             self._batch_queued = True
@@ -307,11 +331,18 @@ class SampleBatcher:
 
     def _run_batch(self, engine: Any) -> None:
         # Requests sent together (one per group, or one per env) reach the server
-        # milliseconds apart: wait for them so they share the batch.
+        # milliseconds apart: wait for a quiet gap (or the burst limit) so they share it.
         with self._lock:
-            wait = self.wait_s(_max_tokens(self._queue[:1]))
-        if wait > 0:
-            time.sleep(wait)
+            max_tokens = _max_tokens(self._queue[:1])
+            quiet, most = self.wait_s(max_tokens), self.burst_s(max_tokens)
+        start = time.monotonic()
+        while quiet > 0:
+            with self._lock:
+                until = min(start + most, max(start, self._last_enqueue) + quiet)
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(left)
         with self._lock:
             jobs = self._take()
             self._batch_queued = bool(self._queue)
