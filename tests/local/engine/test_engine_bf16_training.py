@@ -12,6 +12,7 @@ import pytest
 import torch
 from engine_kit import SMALL
 
+from mint_envkit.local.engine import prefix
 from mint_envkit.local.engine.core import Engine
 from mint_envkit.local.engine.records import BaseModelState
 from mint_envkit.local.models.loader import load_base_model, resolve_model_name
@@ -80,6 +81,7 @@ def test_bf16_sampler_matches_the_learner_after_several_updates(bf16_engine, lr)
     model_id = engine.create_lora(SMALL, rank=8, seed=0)
     base = engine.registry.bases[resolve_model_name(SMALL)]
     assert next(base.loaded.model.parameters()).dtype == torch.bfloat16
+    assert not prefix.packs_exactly(base.loaded.model)  # the decode's key order (prefix.py)
     gaps = []
     for _ in range(3):
         for _ in range(3):

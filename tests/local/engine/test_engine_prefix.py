@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from engine_kit import rel_diff, trained_lora
+from engine_kit import SMALL, rel_diff, trained_lora
 
 from mint_envkit.local.engine import prefix, training
 from mint_envkit.local.engine.core import Engine
@@ -84,11 +84,17 @@ def _shared_and_apart(engine, monkeypatch, model_id, data, loss_fn):
 
 @pytest.mark.parametrize("loss_fn", ["cross_entropy", "importance_sampling", "ppo"])
 @pytest.mark.parametrize("train_unembed", [True, False])
+@pytest.mark.parametrize("packed", [True, False])
 def test_two_prompts_of_different_lengths_share_one_pass_with_the_unshared_results(
-    engine, monkeypatch, loss_fn, train_unembed
+    engine, monkeypatch, loss_fn, train_unembed, packed
 ):
-    """Both groups' prefixes run as one padded batch, every rest as another; a frozen head
-    (train_unembed=False) keeps no logits and computes its gradient on the way."""
+    """Both groups in one pass: one packed row (float32), or the prefixes as one padded
+    batch and every rest as another through the KV cache (the bfloat16 path, forced here);
+    a frozen head (train_unembed=False) keeps no logits and computes its gradient on the
+    way."""
+    assert prefix.packs_exactly(engine.registry.base(SMALL).loaded.model)  # float32
+    for module in (prefix, training):
+        monkeypatch.setattr(module, "packs_exactly", lambda model: packed)
     model_id = trained_lora(engine, seed=32, steps=1, train_unembed=train_unembed)
     sampler, _ = engine.save_for_sampler(model_id, None)
     data = _two_groups(engine, sampler, loss_fn)
@@ -118,7 +124,7 @@ def test_shared_passes_pack_units_within_the_budget():
     assert [len(p) for p in prefix.pack([unit] * 5, budget=130)] == [2, 2, 1]
     assert [len(p) for p in prefix.pack([unit] * 3, budget=10)] == [1, 1, 1]  # one at least
     other = prefix.Unit(items=[{"tokens": [3] * 30 + [4] * 20}] * 2, shared=30)
-    assert prefix.pass_cost([unit, other]) == 2 * 40 + 6 * 20  # padded to the longest
+    assert prefix.pass_cost([unit, other]) == (40 + 4 * 5) + (30 + 2 * 20)  # no padding
 
 
 @pytest.mark.parametrize("loss_fn", ["cross_entropy", "importance_sampling", "ppo"])
@@ -143,6 +149,6 @@ def test_a_shared_unit_stays_within_the_budget_and_leaves_every_datum_a_rest():
     items.append({"tokens": [1] * 20})  # all prefix: the shared part stops one token short
     units = prefix.plan(items, per_batch=4096, min_shared=16)
     assert [(len(u.items), u.shared) for u in units] == [(5, 19)]
-    small = prefix.plan(items, per_batch=40, min_shared=16)  # a 4th datum: 20 + 4 * 6 > 40
-    assert [(len(u.items), u.shared) for u in small] == [(3, 20), (2, 19)]
+    small = prefix.plan(items, per_batch=40, min_shared=16)  # all five: 19 + 23 > 40
+    assert [(len(u.items), u.shared) for u in small] == [(4, 20), (1, 0)]  # 20 + 18, 20
     assert prefix.plan(items, per_batch=4096, min_shared=21) == [prefix.Unit([i]) for i in items]

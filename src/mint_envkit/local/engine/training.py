@@ -32,7 +32,15 @@ from .adapters import activate
 from .budget import Control, release_after
 from .inputs import float_list, int_list
 from .numerics import causal_lm, frozen_head, target_logprobs
-from .prefix import SHARED_PREFIX_MIN_TOKENS, Unit, pack, plan, shared_logprobs, supports
+from .prefix import (
+    SHARED_PREFIX_MIN_TOKENS,
+    Unit,
+    pack,
+    packs_exactly,
+    plan,
+    shared_logprobs,
+    supports,
+)
 from .records import BaseModelState, EngineError, ForwardOutput, Trainer, context_length
 
 LOGIT_BUDGET = 1 << 23
@@ -44,10 +52,11 @@ tokens (at 1 << 26: 1,365, cut to the server's 1,024; issue 21, docs/benchmarks.
 
 ACTIVATION_BUDGET = 1 << 22
 """A shared-prefix training pass holds at most this many ``hidden_size * num_hidden_layers``
-units of padded tokens (SmolLM2-135M: 242 tokens, two of the learning demo's groups; the
-built-in tiny models: the server's per-pass limit), which bounds the activations kept for
-the backward pass; its logits are not kept. On SmolLM2 a pass of four groups trained 12%
-faster than two but held 575 MB more at its peak (issue 21, docs/benchmarks.md)."""
+units of tokens (SmolLM2-135M: 242 tokens, two of the learning demo's first-step groups;
+the built-in tiny models: the server's per-pass limit), which bounds the activations kept
+for the backward pass; its logits are not kept. On SmolLM2, twice this budget trained the
+demo's first step in 8.9-9.9 s instead of 9.6-10.2 s and held 640 MB more at its peak
+(issue 21, docs/benchmarks.md)."""
 
 REQUIRED_INPUTS = {
     "cross_entropy": ("target_tokens",),
@@ -269,7 +278,7 @@ def forward(
 
 
 def _shared_budget(base: BaseModelState, per_pass: int, per_batch: int, piece: int | None) -> int:
-    """Padded tokens of one shared-prefix pass: at most ``per_pass`` (the server's limit) and
+    """Tokens of one shared-prefix pass: at most ``per_pass`` (the server's limit) and
     ``piece``, and bounded by the activations it keeps for the backward pass
     (:data:`ACTIVATION_BUDGET`) when the head keeps no logits (a frozen plain head,
     :func:`.numerics.frozen_head`), else by ``per_batch`` (the logits budget)."""
@@ -286,9 +295,10 @@ def _passes(
 ) -> list[Any]:
     """The micro-batches of one call, in datum order: runs of datums sharing a prompt are
     :class:`.prefix.Unit` s (a prefix runs once), consecutive units packed into passes of
-    ``shared_budget`` padded tokens; the other datums padded batches as before."""
+    ``shared_budget`` tokens; the other datums padded batches as before."""
     if not supports(model):
         return micro_batches(items, per_batch)
+    padded = not packs_exactly(model)
     out: list[Any] = []
     plain: list[dict[str, list]] = []
     units: list[Unit] = []
@@ -298,10 +308,10 @@ def _passes(
             units.append(unit)
             plain = []
         else:
-            out.extend(pack(units, shared_budget))
+            out.extend(pack(units, shared_budget, padded=padded))
             plain.extend(unit.items)
             units = []
-    return out + pack(units, shared_budget) + micro_batches(plain, per_batch)
+    return out + pack(units, shared_budget, padded=padded) + micro_batches(plain, per_batch)
 
 
 def _run_chunk(
