@@ -4,7 +4,7 @@
 # /tmp/mint-heavy.lock and /usr/bin/time -v; wall, peak RSS and held-out lines go to $OUT/log.
 #   git worktree add /tmp/base_e52 e52fcb1
 #   BASE=/tmp/base_e52 bash benchmarks/learn_arithmetic_vs_base.sh
-# TWO_THREADS=0 skips the 2-thread runs.
+# TWO_THREADS=0 skips the 2-thread runs; ROUNDS="1 2 3" runs three rounds (default two).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 base=${BASE:-/tmp/base_e52}
@@ -19,7 +19,7 @@ run() { # label tree [VAR=value ...]
     "$python" examples/learn_arithmetic.py --seed 0 --out "$out/$label") >"$out/$label.txt" 2>&1
   grep -E "Elapsed|Maximum resident|held-out greedy|step ./8" "$out/$label.txt" >>"$out/log"
 }
-for round in 1 2; do
+for round in ${ROUNDS:-1 2}; do
   run "before$round" "$base"
   run "after$round" "$here"
   if [ "${TWO_THREADS:-1}" != 0 ]; then
