@@ -152,3 +152,11 @@ def test_a_shared_unit_stays_within_the_budget_and_leaves_every_datum_a_rest():
     small = prefix.plan(items, per_batch=40, min_shared=16)  # all five: 19 + 23 > 40
     assert [(len(u.items), u.shared) for u in small] == [(4, 20), (1, 0)]  # 20 + 18, 20
     assert prefix.plan(items, per_batch=4096, min_shared=21) == [prefix.Unit([i]) for i in items]
+
+
+def test_a_packed_row_stays_within_its_mask_budget_whatever_the_pass_budget(engine, monkeypatch):
+    base = engine.registry.base(SMALL)
+    budget = training._shared_budget(base, per_pass=65536, per_batch=65536, piece=None)
+    assert budget == prefix.PACKED_ROW_MAX_TOKENS  # a (2048, 2048) mask, not (65536, 65536)
+    monkeypatch.setattr(training, "packs_exactly", lambda model: False)  # the KV cache path
+    assert training._shared_budget(base, per_pass=65536, per_batch=65536, piece=None) > 2048

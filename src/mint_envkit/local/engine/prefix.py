@@ -40,6 +40,10 @@ SHARED_PREFIX_MIN_TOKENS = 16
 """Consecutive datums whose ``model_input`` share at least this many first tokens train as
 one shared unit (``forward`` runs the prefix once). A huge value turns sharing off."""
 
+PACKED_ROW_MAX_TOKENS = 2048
+"""A packed shared pass (float32, :func:`packs_exactly`) holds at most this many tokens, so
+its (tokens, tokens) attention mask stays within 16 MB whatever the engine's per-pass budget."""
+
 
 @attrs.frozen
 class Unit:

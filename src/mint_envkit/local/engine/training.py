@@ -33,6 +33,7 @@ from .budget import Control, release_after
 from .inputs import float_list, int_list
 from .numerics import causal_lm, frozen_head, target_logprobs
 from .prefix import (
+    PACKED_ROW_MAX_TOKENS,
     SHARED_PREFIX_MIN_TOKENS,
     Unit,
     pack,
@@ -281,13 +282,18 @@ def _shared_budget(base: BaseModelState, per_pass: int, per_batch: int, piece: i
     """Tokens of one shared-prefix pass: at most ``per_pass`` (the server's limit) and
     ``piece``, and bounded by the activations it keeps for the backward pass
     (:data:`ACTIVATION_BUDGET`) when the head keeps no logits (a frozen plain head,
-    :func:`.numerics.frozen_head`), else by ``per_batch`` (the logits budget)."""
+    :func:`.numerics.frozen_head`), else by ``per_batch`` (the logits budget); a packed
+    row (float32) at most :data:`.prefix.PACKED_ROW_MAX_TOKENS` (its attention mask)."""
     lm = causal_lm(base.loaded.model)
     size = getattr(lm.config, "hidden_size", 0) * getattr(lm.config, "num_hidden_layers", 0)
     if not frozen_head(lm.get_output_embeddings()) or size <= 0:
-        return per_batch
-    budget = min(per_pass, ACTIVATION_BUDGET // size)
-    return max(1, min(budget, piece) if piece is not None else budget)
+        budget = per_batch
+    else:
+        budget = min(per_pass, ACTIVATION_BUDGET // size)
+        budget = min(budget, piece) if piece is not None else budget
+    if packs_exactly(base.loaded.model):
+        budget = min(budget, PACKED_ROW_MAX_TOKENS)
+    return max(1, budget)
 
 
 def _passes(
