@@ -155,8 +155,34 @@ def test_a_shared_unit_stays_within_the_budget_and_leaves_every_datum_a_rest():
 
 
 def test_a_packed_row_stays_within_its_mask_budget_whatever_the_pass_budget(engine, monkeypatch):
-    base = engine.registry.base(SMALL)
-    budget = training._shared_budget(base, per_pass=65536, per_batch=65536, piece=None)
-    assert budget == prefix.PACKED_ROW_MAX_TOKENS  # a (2048, 2048) mask, not (65536, 65536)
-    monkeypatch.setattr(training, "packs_exactly", lambda model: False)  # the KV cache path
-    assert training._shared_budget(base, per_pass=65536, per_batch=65536, piece=None) > 2048
+    """Five groups of a 400-token prompt (2,100 tokens) on an engine allowed 65,536 tokens a
+    pass: not one (2,100, 2,100) mask, passes of at most PACKED_ROW_MAX_TOKENS (2,048)."""
+    model_id = engine.create_lora(SMALL, rank=4, seed=0)
+    data = []
+    for g in range(5):
+        prompt = [2044] + [(7 * g + 13 * j) % 1900 + 5 for j in range(399)]
+        for s in range(4):
+            tokens = prompt + [(11 * s + j + g) % 1900 + 5 for j in range(6)]
+            n = len(tokens) - 1
+            data.append(
+                {
+                    "model_input": tokens[:-1],
+                    "loss_fn_inputs": {
+                        "target_tokens": tokens[1:],
+                        "logprobs": [-1.0] * n,
+                        "advantages": [0.0] * 399 + [1.0] * (n - 399),
+                    },
+                }
+            )
+    runs = []
+    real = training.shared_logprobs
+    monkeypatch.setattr(training, "shared_logprobs", lambda *a: runs.append(a[1]) or real(*a))
+    before = engine.max_tokens_per_pass
+    engine.max_tokens_per_pass = 65536
+    try:
+        out = engine.forward(model_id, data, "importance_sampling", None, backward=False)
+    finally:
+        engine.max_tokens_per_pass = before
+    assert len(out.logprobs) == 20 and sum(len(units) for units in runs) == 5
+    assert len(runs) >= 2
+    assert all(prefix.pass_cost(units) <= prefix.PACKED_ROW_MAX_TOKENS for units in runs)

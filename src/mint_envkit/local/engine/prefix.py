@@ -185,8 +185,8 @@ def packs_exactly(model: Any) -> bool:
     A packed row puts other datums' (masked) tokens among a rest's keys, so the
     attention sums in another order than the decode: in float32 that is ~1e-7, in
     bfloat16 it is a rounding step of the attention output (0.01 nats in the logprobs,
-    tiny-qwen3-small), while the KV cache path keeps the decode's key order (bf16
-    logprobs equal to the sampler's). bfloat16 therefore takes the KV cache path.
+    tiny-qwen3-small), while the KV cache path keeps the decode's key order (on CPU the bf16
+    logprobs equal the sampler's). bfloat16 therefore takes the KV cache path.
 
     Example::
 
