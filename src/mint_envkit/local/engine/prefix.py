@@ -196,16 +196,10 @@ def packs_exactly(model: Any) -> bool:
     return body is not None and next(body.parameters()).dtype == torch.float32
 
 
-def _visible(units: list[Unit], dev: Any) -> torch.Tensor:
+def _visible(unit_of: list[int], datum_of: list[int], dev: Any) -> torch.Tensor:
     """(tokens, tokens) of one packed pass: whether a token sees another (earlier or itself,
-    of its own unit, and in the prefix or its own datum's rest)."""
-    unit_of, datum_of = [], []
-    for u, unit in enumerate(units):
-        unit_of += [u] * unit.shared
-        datum_of += [-1] * unit.shared
-        for d, item in enumerate(unit.items):
-            unit_of += [u] * (len(item["tokens"]) - unit.shared)
-            datum_of += [d] * (len(item["tokens"]) - unit.shared)
+    of its own unit, and in the prefix or its own datum's rest). ``unit_of``, ``datum_of``:
+    each token's unit and datum (-1 for the unit's prefix)."""
     units_t, datums_t = torch.tensor(unit_of, device=dev), torch.tensor(datum_of, device=dev)
     index = torch.arange(len(unit_of), device=dev)
     earlier = index[None, :] <= index[:, None]  # [query, key]
@@ -220,19 +214,27 @@ def _packed(body: Any, units: list[Unit], dev: Any) -> tuple[list[torch.Tensor],
     weights read once a pass. Returns (per unit (shared, hidden), (rest tokens, hidden))."""
     ids: list[int] = []
     positions: list[int] = []
+    unit_of: list[int] = []
+    datum_of: list[int] = []
     prefix_at, rest_at = [], []
-    for unit in units:
+    for u, unit in enumerate(units):
         n = unit.shared
         prefix_at.append(len(ids))
         ids += unit.items[0]["tokens"][:n]
         positions += range(n)
-        for item in unit.items:
-            rest_at += range(len(ids), len(ids) + len(item["tokens"]) - n)
+        unit_of += [u] * n
+        datum_of += [-1] * n
+        for d, item in enumerate(unit.items):
+            rest = len(item["tokens"]) - n
+            rest_at += range(len(ids), len(ids) + rest)
             ids += item["tokens"][n:]
             positions += range(n, len(item["tokens"]))
+            unit_of += [u] * rest
+            datum_of += [d] * rest
     dtype = next(body.parameters()).dtype
     mask = torch.zeros((len(ids), len(ids)), dtype=dtype, device=dev)
-    mask.masked_fill_(~_visible(units, dev), torch.finfo(dtype).min)  # additive: eager and sdpa
+    hidden_from = ~_visible(unit_of, datum_of, dev)
+    mask.masked_fill_(hidden_from, torch.finfo(dtype).min)  # additive: eager and sdpa
     hidden = body(
         input_ids=torch.tensor([ids], device=dev),
         position_ids=torch.tensor([positions], device=dev),
