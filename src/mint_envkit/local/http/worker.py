@@ -240,8 +240,7 @@ class SampleBatcher:
         """
         if self.window_s <= 0:
             return 0.0
-        expected = max(self._step_seconds, default=0.0) * max_tokens
-        return max(self.window_s, min(MAX_WAIT_S, WAIT_FRACTION * expected))
+        return max(self.window_s, min(MAX_WAIT_S, WAIT_FRACTION * self._expected_s(max_tokens)))
 
     def burst_s(self, max_tokens: int = 16) -> float:
         """How long jobs that keep arriving hold a batch of ``max_tokens`` steps at most.
@@ -253,8 +252,13 @@ class SampleBatcher:
 
             assert batcher.burst_s(16) >= batcher.wait_s(16)
         """
-        expected = max(self._step_seconds, default=0.0) * max_tokens
+        expected = self._expected_s(max_tokens)
         return max(self.wait_s(max_tokens), min(MAX_BURST_S, BURST_FRACTION * expected))
+
+    def _expected_s(self, max_tokens: int) -> float:
+        """A batch's expected engine time: the slowest seconds per token step of the last
+        8 batches, times ``max_tokens`` (0 before any is measured)."""
+        return max(self._step_seconds, default=0.0) * max_tokens
 
     def warm_up(self, engine: Any, base_model: str) -> None:
         """Load ``base_model``, then time a 2-token sample of it (on the worker thread).
