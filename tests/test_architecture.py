@@ -23,6 +23,7 @@ TESTS = REPO / "tests"
 LAYERS = (
     "errors",
     "checks",
+    "lru",
     "parsers",
     "rewards",
     "tools",
@@ -44,6 +45,7 @@ LAYERS = (
 LIGHT = (
     "errors",
     "checks",
+    "lru",
     "parsers",
     "rewards",
     "tools",

@@ -38,6 +38,7 @@ RUN = (
     "mint_envkit.evaluation",
     "mint_envkit.judge",
     "mint_envkit.local",
+    "mint_envkit.lru",
     "mint_envkit.parsers",
     "mint_envkit.rendering",
     "mint_envkit.rewards",

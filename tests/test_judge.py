@@ -76,6 +76,22 @@ async def test_cache_per_rubric_question_reply_answer() -> None:
     assert len(fake.calls) == 4
 
 
+async def test_the_cache_keeps_the_most_recently_used_verdicts() -> None:
+    fake = FakeJudge()
+    judge = Judge(fake, rubric="Polite?", cache_size=2)
+    for reply in ("a", "b", "a", "c"):  # the second "a" is a hit: "b" is now the oldest
+        await judge("q", reply)
+    assert len(fake.calls) == 3
+    await judge("q", "a")  # kept
+    assert len(fake.calls) == 3
+    await judge("q", "b")  # dropped for "c"
+    assert len(fake.calls) == 4
+    no_cache = Judge(fake, rubric="Polite?", cache_size=0)
+    await no_cache("q", "a")
+    await no_cache("q", "a")
+    assert len(fake.calls) == 6
+
+
 async def test_identical_requests_in_flight_share_one_call() -> None:
     fake = FakeJudge(delay=0.05)
     judge = Judge(fake, rubric="Polite?")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 import weakref
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
@@ -25,6 +25,7 @@ import attrs
 from mint_envkit.checks import check_integer, check_number, is_number
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError
+from mint_envkit.lru import LRU
 from mint_envkit.parsers import Parser, as_number, xml_tag
 
 JudgeComplete = Callable[[list[Message]], Awaitable[str]]
@@ -217,7 +218,7 @@ class Judge:
         self.cache_size = cache_size
         self.name = name
         self.counts: Counter[str] = Counter()
-        self._cache: OrderedDict[tuple[str, str, str, str | None], JudgeResult] = OrderedDict()
+        self._cache: LRU[tuple[str, str, str, str | None], JudgeResult] = LRU(cache_size)
         self._pending: dict[tuple[Any, ...], asyncio.Future[JudgeResult]] = {}
         self._limits: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
@@ -305,9 +306,8 @@ class Judge:
         """
         key = (self.rubric, str(question), str(reply), None if answer is None else str(answer))
         self.counts["requests"] += 1
-        hit = self._cache.get(key)
+        hit = self._cache.get(key, touch=True)
         if hit is not None:
-            self._cache.move_to_end(key)
             self.counts["cached"] += 1
             return attrs.evolve(hit, cached=True)
         loop_key = (id(asyncio.get_running_loop()), *key)
@@ -330,9 +330,7 @@ class Judge:
         finally:
             del self._pending[loop_key]
         if result.status != "failed" and self.cache_size:
-            self._cache[key] = result
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+            self._cache.put(key, result)
         return result
 
     async def _ask(self, rubric: str, question: str, reply: str, answer: str | None) -> JudgeResult:

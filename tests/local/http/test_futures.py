@@ -36,3 +36,17 @@ async def test_future_store_long_poll_and_eviction() -> None:
         await store.wait(o, 0)
     with pytest.raises(KeyError):
         await store.wait(rid, 0)  # oldest retrieved results are dropped
+
+
+async def test_future_store_bound_drops_the_oldest_completed_never_a_pending_one() -> None:
+    store = FutureStore(max_entries=3)
+    pending = store.create("forward_backward")
+    done = [store.create("asample") for _ in range(3)]  # 4 > 3, but none is complete yet
+    for rid in done:
+        store.set_result(rid, {"n": rid})
+    assert [store.kind(rid) for rid in done] == ["asample"] * 3
+    assert await store.wait(done[0], 0) == {"n": done[0]}  # read: now the newest, and
+    assert store.kind(done[1]) == ""  # the bound applies: the oldest completed one went
+    store.create("asample")  # over the bound again: the next oldest completed goes
+    assert store.kind(done[2]) == "" and store.kind(done[0]) == "asample"
+    assert await store.wait(pending, 0) is None  # pending: kept past the bound

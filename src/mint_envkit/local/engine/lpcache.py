@@ -7,6 +7,7 @@ pass also computes every prompt position's logprob (:mod:`.kvcache`) and leaves 
 here, keyed by the snapshot and the exact tokens; the ``compute_logprobs`` call for
 those tokens on that snapshot takes them (once) instead of running the model again.
 Values agree with a fresh pass to the rounding of a batched prefill (~1e-6 in fp32).
+Each cache here is a :class:`mint_envkit.lru.LRU` bounded in floats.
 
 Example::
 
@@ -20,57 +21,17 @@ Example::
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Sequence
-from typing import Any
 
 import attrs
 import torch
+
+from mint_envkit.lru import LRU
 
 MAX_CACHED_TOKENS = 1 << 18
 """Prompt tokens kept at most (oldest entries dropped first): a few MB of floats."""
 
 _Key = tuple[str, tuple[int, ...]]
-
-
-class _SizedLRU:
-    """Values keyed by ``(snapshot key, tokens)``, each with a size; past ``limit`` in all,
-    the least recently put (or touched) go first. The one mechanism of the caches below."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._entries: collections.OrderedDict[_Key, tuple[Any, int]] = collections.OrderedDict()
-        self._size = 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def put(self, key: _Key, value: Any, size: int) -> None:
-        """Keep ``value`` as the newest entry (replacing one under ``key``); callers keep
-        ``size`` within ``limit``."""
-        self.pop(key)
-        self._entries[key] = (value, size)
-        self._size += size
-        while self._size > self.limit:
-            _, (_, dropped) = self._entries.popitem(last=False)
-            self._size -= dropped
-
-    def get(self, key: _Key, *, touch: bool = False) -> Any:
-        """The value under ``key`` (kept; the newest again with ``touch``), or None."""
-        found = self._entries.get(key)
-        if found is None:
-            return None
-        if touch:
-            self._entries.move_to_end(key)
-        return found[0]
-
-    def pop(self, key: _Key) -> Any:
-        """The value under ``key`` (removed), or None."""
-        found = self._entries.pop(key, None)
-        if found is None:
-            return None
-        self._size -= found[1]
-        return found[0]
 
 
 class PromptLogprobCache:
@@ -85,7 +46,7 @@ class PromptLogprobCache:
 
     def __init__(self, max_tokens: int = MAX_CACHED_TOKENS) -> None:
         self.max_tokens = max_tokens
-        self._kept = _SizedLRU(max_tokens)
+        self._kept: LRU[_Key, list[float]] = LRU(max_tokens, size=len)
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -99,7 +60,7 @@ class PromptLogprobCache:
         """
         if len(logprobs) != len(tokens) - 1 or len(tokens) > self.max_tokens:
             return
-        self._kept.put((snap_key, tuple(tokens)), list(logprobs), len(logprobs))
+        self._kept.put((snap_key, tuple(tokens)), list(logprobs))
 
     def get(self, snap_key: str, tokens: Sequence[int]) -> list[float] | None:
         """The logprobs of ``tokens[1:]`` on ``snap_key`` (kept), or None.
@@ -161,7 +122,9 @@ class FollowupCache:
 
     def __init__(self, max_floats: int = MAX_FOLLOWUP_FLOATS) -> None:
         self.max_floats = max_floats
-        self._kept = _SizedLRU(max_floats)  # values: (followup, count)
+        self._kept: LRU[_Key, tuple[Followup, int]] = LRU(
+            max_floats, size=lambda kept: int(kept[0].next_logits.numel())
+        )
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -181,9 +144,8 @@ class FollowupCache:
         key = (snap_key, tuple(tokens))
         kept = self._kept.get(key)
         followup, count = (followup, 1) if kept is None else (kept[0], kept[1] + 1)
-        size = int(followup.next_logits.numel())
-        if size <= self.max_floats:
-            self._kept.put(key, (followup, count), size)
+        if int(followup.next_logits.numel()) <= self.max_floats:
+            self._kept.put(key, (followup, count))
 
     def get(self, snap_key: str, tokens: Sequence[int]) -> Followup | None:
         """The follow-up of ``tokens`` on ``snap_key`` (kept), or None.
@@ -213,7 +175,7 @@ class FollowupCache:
             return None
         followup, count = found
         if count > 1:  # the other counts stay, as the newest entry
-            self._kept.put(key, (followup, count - 1), int(followup.next_logits.numel()))
+            self._kept.put(key, (followup, count - 1))
         return followup
 
 
@@ -239,7 +201,7 @@ class PromptHiddenCache:
 
     def __init__(self, max_floats: int = MAX_HIDDEN_FLOATS) -> None:
         self.max_floats = max_floats
-        self._kept = _SizedLRU(max_floats)
+        self._kept: LRU[_Key, torch.Tensor] = LRU(max_floats, size=torch.Tensor.numel)
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -255,7 +217,7 @@ class PromptHiddenCache:
         size = int(hidden.numel())
         if hidden.shape[0] != len(tokens) - 1 or size > self.max_floats:
             return
-        self._kept.put((snap_key, tuple(tokens)), hidden, size)
+        self._kept.put((snap_key, tuple(tokens)), hidden)
 
     def take(self, snap_key: str, tokens: Sequence[int]) -> torch.Tensor | None:
         """The hidden states of prompt ``tokens`` on ``snap_key`` (removed), or None.

@@ -31,11 +31,12 @@ import itertools
 import logging
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 import attrs
+
+from mint_envkit.lru import LRU
 
 logger = logging.getLogger("mint_envkit.local.server")
 
@@ -45,7 +46,6 @@ class _Entry:
     kind: str
     future: asyncio.Future[dict[str, Any]]
     created: float
-    retrieved: bool = False
 
 
 class FutureStore:
@@ -66,9 +66,17 @@ class FutureStore:
     """
 
     def __init__(self, *, keep_retrieved: int = 256, max_entries: int = 8192) -> None:
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        self._keep_retrieved = keep_retrieved
-        self._max_entries = max_entries
+        # every future, newest last (a read makes it the newest); past max_entries the
+        # oldest completed ones go, a pending one never does
+        self._entries: LRU[str, _Entry] = LRU(
+            max_entries,
+            can_drop=lambda rid, entry: entry.future.done(),
+            on_drop=lambda rid, entry: self._retrieved.pop(rid),
+        )
+        # the ones read at least once, last read last: past keep_retrieved the oldest go
+        self._retrieved: LRU[str, None] = LRU(
+            keep_retrieved, on_drop=lambda rid, _: self._entries.pop(rid)
+        )
         self._counter = itertools.count(1)
         self._prefix = uuid.uuid4().hex[:8]
         self._closed = asyncio.Event()
@@ -85,8 +93,7 @@ class FutureStore:
         """
         request_id = f"req-{self._prefix}-{next(self._counter)}"
         loop = asyncio.get_running_loop()
-        self._entries[request_id] = _Entry(kind, loop.create_future(), time.monotonic())
-        self._evict()
+        self._entries.put(request_id, _Entry(kind, loop.create_future(), time.monotonic()))
         return request_id
 
     def kind(self, request_id: str) -> str:
@@ -143,7 +150,7 @@ class FutureStore:
             assert store.pending == 0   # 0 when the server is idle
             assert await store.wait(rid, 0) == {"metrics": {}}
         """
-        return sum(1 for e in self._entries.values() if not e.future.done())
+        return sum(1 for _, e in self._entries.items() if not e.future.done())
 
     def close(self) -> None:
         """Wake every long-poll (they answer try_again) so the server can stop.
@@ -171,7 +178,9 @@ class FutureStore:
             body = payload if payload is not None else {"type": "try_again", "request_id": rid}
             assert body["type"] == "try_again"
         """
-        entry = self._entries[request_id]
+        entry = self._entries.get(request_id)
+        if entry is None:
+            raise KeyError(request_id)
         if not entry.future.done() and timeout > 0 and not self._closed.is_set():
             closed = asyncio.ensure_future(self._closed.wait())
             try:
@@ -182,20 +191,9 @@ class FutureStore:
                 closed.cancel()
         if not entry.future.done():
             return None
-        entry.retrieved = True
-        self._entries.move_to_end(request_id)
-        self._evict()
+        self._retrieved.put(request_id, None)
+        self._entries.get(request_id, touch=True)
         return entry.future.result()
-
-    def _evict(self) -> None:
-        retrieved = [rid for rid, e in self._entries.items() if e.retrieved]
-        for rid in retrieved[: max(0, len(retrieved) - self._keep_retrieved)]:
-            del self._entries[rid]
-        if len(self._entries) > self._max_entries:
-            for rid in [rid for rid, e in self._entries.items() if e.future.done()]:
-                if len(self._entries) <= self._max_entries:
-                    break
-                del self._entries[rid]
 
 
 class Sequencer:

@@ -22,12 +22,12 @@ Example::
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 from collections.abc import Callable
 from typing import Any
 
 from mint_envkit.local.http.requests import ProtocolError
+from mint_envkit.lru import LRU
 
 
 class SamplerTable:
@@ -48,7 +48,7 @@ class SamplerTable:
         self.max_unnamed = int(max_unnamed)
         self._release = release
         self._records: dict[str, dict[str, Any]] = {}
-        self._unnamed: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._unnamed: LRU[str, None] = LRU(self.max_unnamed, on_drop=self._drop)
         self._adhoc: dict[tuple[str, str], str] = {}
         self.released: set[str] = set()
         self.pending: dict[str, concurrent.futures.Future[Any]] = {}
@@ -80,13 +80,14 @@ class SamplerTable:
         }
         if pending is not None:
             self.pending[sampler_id] = pending
-        if unnamed:
-            self._unnamed[sampler_id] = None
-            while len(self._unnamed) > self.max_unnamed:
-                old, _ = self._unnamed.popitem(last=False)
-                self._records.pop(old, None)
-                self.released.add(old)
-                self._release(old)
+        if unnamed and sampler_id not in self._unnamed:  # kept in the order first added
+            self._unnamed.put(sampler_id, None)
+
+    def _drop(self, sampler_id: str, _: None) -> None:
+        """Release the oldest unnamed sampler, dropped past ``max_unnamed``."""
+        self._records.pop(sampler_id, None)
+        self.released.add(sampler_id)
+        self._release(sampler_id)
 
     def get(self, sampler_id: str) -> dict[str, Any] | None:
         """The record of ``sampler_id`` (a copy), or None.
