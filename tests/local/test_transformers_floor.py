@@ -1,7 +1,8 @@
 """The transformers floor in pyproject.toml is one the engine works with.
 
 The engine reads the KV cache as ``output.cache`` and passes it back as
-``cache=`` (``Engine._sample_batch``): transformers renamed ``past_key_values``
+``cache=`` (``engine/kvcache.py``, ``engine/prefix.py``, the chunked
+``compute_logprobs`` of ``engine/sampling.py``): transformers renamed ``past_key_values``
 to ``cache`` in 5.24.0 (5.23.0's ``CausalLMOutputWithPast`` still has only
 ``past_key_values``, and 5.17 fails with ``'CausalLMOutputWithPast' object has
 no attribute 'cache'``). It also uses ``logits_to_keep``, ``dtype=`` in

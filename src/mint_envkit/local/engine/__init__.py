@@ -35,8 +35,7 @@ Modules: :mod:`.core` (the :class:`Engine` front: registries, the lock),
 :mod:`.inputs` (input checks), :mod:`.adapters` (LoRA adapters, the merged sampling
 copy), :mod:`.training` (forward, losses, optimizer), :mod:`.sampling` (snapshots,
 generation), :mod:`.checkpoints` (files on disk), :mod:`.budget` (the token budget per
-pass, cancellation between chunks) and :mod:`.hf_compat` (the KV cache's name across
-``transformers`` versions).
+pass, cancellation between chunks).
 
 Example::
 

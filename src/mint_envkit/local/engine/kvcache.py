@@ -37,7 +37,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .hf_compat import cache_of, with_cache
 from .numerics import causal_lm, decoder_of, head_logits, token_logprobs
 
 STATIC_MODEL_TYPES = frozenset({"qwen3", "qwen2", "llama"})
@@ -285,10 +284,9 @@ class CacheBackend:
             "input_ids": ids,
             "attention_mask": self.mask if self.padded else None,
             "position_ids": positions,
+            "cache": self.cache,
             "use_cache": True,
         }
-        if self.cache is not None:
-            kwargs.update(with_cache(self.runner, self.cache))
         if self.body is None:
             out = self.model(**kwargs, logits_to_keep=1)
             logits = out.logits[:, -1].float()
@@ -296,7 +294,7 @@ class CacheBackend:
             out = self.body(**kwargs)
             head = causal_lm(self.model).get_output_embeddings()
             logits = head_logits(head, out.last_hidden_state[:, -1])
-        self.cache = cache_of(out)
+        self.cache = out.cache
         return logits
 
     def prefill(

@@ -33,7 +33,6 @@ import attrs
 import torch
 import torch.nn.functional as F
 
-from .hf_compat import cache_of, with_cache
 from .numerics import causal_lm, decoder_of, head_logprobs
 
 SHARED_PREFIX_MIN_TOKENS = 16
@@ -258,7 +257,7 @@ def _cached(body: Any, units: list[Unit], dev: Any) -> tuple[list[torch.Tensor],
     extra = {"attention_mask": mask.to(dev)} if padded else {}
     positions = torch.arange(width, device=dev)[None].expand(len(units), -1)
     out = body(input_ids=ids.to(dev), position_ids=positions, use_cache=True, **extra)
-    cache = cache_of(out)
+    cache = out.cache
     prefixes = [out.last_hidden_state[row, : u.shared] for row, u in enumerate(units)]
     items = [(row, u.shared, i) for row, u in enumerate(units) for i in u.items]
     rests = [len(i["tokens"]) - n for _, n, i in items]
@@ -276,8 +275,8 @@ def _cached(body: Any, units: list[Unit], dev: Any) -> tuple[list[torch.Tensor],
     tail = body(
         input_ids=rest.to(dev),
         position_ids=positions,
+        cache=cache,
         use_cache=True,
-        **with_cache(body, cache),
         **extra,
     ).last_hidden_state
     real = torch.arange(rest.shape[1])[None] < torch.tensor(rests)[:, None]

@@ -34,7 +34,6 @@ import torch
 from .adapters import use_sampler
 from .budget import RELEASE_AFTER_TOKENS, Control, release_memory
 from .decode import decode, draw, exp_noise, policy_for
-from .hf_compat import cache_of, with_cache
 from .inputs import int_list, is_int, token_ids
 from .kvcache import next_token_logprobs
 from .lpcache import Followup
@@ -436,14 +435,13 @@ def compute_logprobs(
                 control.check()
                 ids = torch.tensor([tokens[start : start + budget]], device=dev)
                 end = start + ids.shape[1]
-                kwargs = {} if cache is None else with_cache(model, cache)
                 step = model(
                     input_ids=ids,
                     position_ids=torch.arange(start, end, device=dev).unsqueeze(0),
+                    cache=cache,
                     use_cache=True,
-                    **kwargs,
                 )
-                cache = cache_of(step)
+                cache = step.cache
                 logits = step.logits[0].float()
                 del step
                 target = torch.tensor(tokens[start + 1 : end + 1], device=dev)
