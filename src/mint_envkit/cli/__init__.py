@@ -17,6 +17,9 @@ Subcommands (each module has ``configure(parser)``, which adds its options, and
   (:mod:`.audit`); exit 1 when it finds one.
 - ``interpolate ENV_SPEC --checkpoint A --checkpoint B``: checkpoints mixed on a grid of
   coefficients, each mix evaluated; resumable (:mod:`.interpolate`).
+- ``conformance``: one row per Tinker / MinT call a training loop relies on, ok /
+  unsupported / failed / skipped, against MinT, ``--base-url`` or an embedded server;
+  exit 1 when a call the server claims fails (:mod:`.conformance`).
 
 A command's module is imported, and its options added, only when that command runs
 (or prints its help): ``mint-envkit view`` never imports torch. Exit 2 is a usage error.
@@ -51,6 +54,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("audit", "probe an env's reward for exploits and collapse (see --help)"),
     "interpolate": ("interpolate", "mix checkpoints on a grid and evaluate each mix (see --help)"),
     "check": ("check", "run an env or DatasetBuilder through ScriptedPolicy; golden transcripts"),
+    "conformance": ("conformance", "which Tinker / MinT calls a backend serves, each checked"),
 }
 """Command name -> (its module in this package, its line in ``mint-envkit --help``)."""
 
