@@ -1,16 +1,19 @@
 """Reading a run or a sweep directory into the data the viewer embeds.
 
 A *run* directory holds ``metrics.jsonl``, ``rollouts.jsonl``,
-``config.json`` and ``checkpoints.jsonl`` (see :mod:`mint_envkit.rl.logs`);
+``config.json`` and ``checkpoints.jsonl`` (see :mod:`mint_envkit.rollouts.files`);
 a *sweep* directory holds ``sweep.json`` and ``results.jsonl`` and one run
 directory per config (see ``docs/sweep.md``). A directory with neither but
-with run directories inside is read as a sweep of those runs.
+with run directories inside is read as a sweep of those runs. An evaluation's
+folder (``mint-envkit eval --out DIR``) is such a sweep, one run per checkpoint; its
+episodes get their problems from ``results.jsonl`` (see :mod:`mint_envkit.view.evals`).
 
 The result is one :class:`ReportData`: ``index`` (small: runs, metric
-curves, a summary per step, each run's held-out answers beside the
-constant-answer baseline, see :func:`~mint_envkit.sweep.held_out_answers`)
-and ``chunks`` (one list of rollout records per run and step), which the
-page parses only when that step is shown.
+curves and the text figures beside them (``answers/baseline_name``), a summary per
+step, each run's held-out answers beside the best trivial baseline, see
+:func:`~mint_envkit.sweep.held_out_answers`) and ``chunks`` (one list of rollout
+records per run and step, see :mod:`mint_envkit.view.chunks`), which the page parses
+only when that step is shown.
 
 Example::
 
@@ -26,7 +29,6 @@ Example::
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,8 +37,16 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.rl.logs import read_jsonl
+from mint_envkit.rollouts.files import read_jsonl
 from mint_envkit.sweep import held_out_answers
+from mint_envkit.view.chunks import finite_number, step_chunks, step_of
+from mint_envkit.view.evals import (
+    EVAL_PREFIX,
+    held_out_line,
+    is_eval_line,
+    problem_of,
+    problems_by_label,
+)
 
 RUN_FILES = ("metrics.jsonl", "rollouts.jsonl", "config.json")
 """The files whose presence marks a directory as a run directory.
@@ -47,7 +57,13 @@ Example::
     any((path / name).is_file() for name in RUN_FILES)
 """
 
-_REPEATED_IN_MESSAGES = ("prompt", "replies", "thinking")
+TEXT_LIMIT = 200
+"""The most characters of a text figure (``answers/baseline_name``) the page embeds.
+
+Example::
+
+    name = "constant 'no'"[:TEXT_LIMIT]
+"""
 
 _DERIVED = {
     "env/all/parse_failure_rate": ("env/all/parsed", "1 - env/all/parsed"),
@@ -151,7 +167,18 @@ def _tolerant_jsonl(path: Path, unreadable: list[str]) -> list[dict[str, Any]]:
     return lines
 
 
-def _read_lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
+def read_lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
+    """The JSON objects of a ``.jsonl`` file; a line that is not one is skipped and noted.
+
+    A missing file has no lines. ``notes`` gets one warning per file with skipped lines
+    (e.g. the torn last line of a run that was killed).
+
+    Example::
+
+        # not run: reads files of your own run or data set
+        notes = []
+        lines = read_lines(Path("runs/demo/metrics.jsonl"), notes)
+    """
     unreadable: list[str] = []
     try:
         lines = read_jsonl(path, unreadable=unreadable)
@@ -167,133 +194,83 @@ def _read_lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
     return lines
 
 
-def _number(value: Any) -> float | None:
-    """A finite number as a float; None for text, NaN, infinities and ints too big for a float."""
-    if not isinstance(value, (bool, int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # JSON allows 10**400
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _step_of(record: dict[str, Any]) -> int | None:
-    step = record.get("step")
-    if isinstance(step, bool) or _number(step) is None:
-        return None
-    return int(step)
-
-
 def _by_step(lines: Iterable[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """Metric lines merged per step (a later line wins), in step order."""
     by_step: dict[int, dict[str, Any]] = {}
     for line in lines:
-        step = _step_of(line)
+        step = step_of(line)
         if step is not None:
             by_step.setdefault(step, {}).update(line)
     return dict(sorted(by_step.items()))
 
 
+def _is_answer_text(key: Any, value: Any) -> bool:
+    return isinstance(value, str) and isinstance(key, str) and "answers/" in key
+
+
+def _text(value: Any) -> str | None:
+    """A text figure (``answers/baseline_name``) as shown: at most TEXT_LIMIT characters."""
+    if not isinstance(value, str):
+        return None
+    return value if len(value) <= TEXT_LIMIT else value[: TEXT_LIMIT - 1] + "…"
+
+
 def _curves(by_step: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """Merged metric lines (see :func:`_by_step`) as one series per numeric key."""
     steps = list(by_step)
-    keys = sorted({k for row in by_step.values() for k, v in row.items() if _number(v) is not None})
-    series = {key: [_number(by_step[s].get(key)) for s in steps] for key in keys if key != "step"}
+    keys = sorted(
+        {k for row in by_step.values() for k, v in row.items() if finite_number(v) is not None}
+    )
+    series = {
+        key: [finite_number(by_step[s].get(key)) for s in steps] for key in keys if key != "step"
+    }
+    named = sorted({k for row in by_step.values() for k, v in row.items() if _is_answer_text(k, v)})
+    texts = {
+        key: [_text(by_step[s].get(key)) for s in steps] for key in named
+    }  # the baseline's name, the most common answer: for the tooltips
     derived: dict[str, str] = {}
     for key, (source, label) in _DERIVED.items():
         if source in series and key not in series:
             series[key] = [None if v is None else 1 - v for v in series[source]]
             derived[key] = label
-    return {"steps": steps, "series": series, "derived": derived}
+    return {"steps": steps, "series": series, "derived": derived, "texts": texts}
 
 
-def _status(record: dict[str, Any]) -> str:
-    if record.get("error") is not None:
-        return "error"
-    status = record.get("parse_status")
-    if status is None and isinstance(record.get("logs"), dict):
-        status = record["logs"].get("parse_status")
-    return str(status) if status is not None else "none"
+def _answers(merged: dict[int, dict[str, Any]], is_eval: bool) -> dict[str, Any]:
+    """The run's held-out answers (an evaluation's: its figures), with the baseline's name.
 
-
-def _step_summary(step: int, chunk_id: str, records: list[dict[str, Any]]) -> dict[str, Any]:
-    rewards = [n for n in (_number(r.get("reward")) for r in records) if n is not None]
-    statuses: dict[str, int] = {}
-    for record in records:
-        status = _status(record)
-        statuses[status] = statuses.get(status, 0) + 1
-    return {
-        "step": step,
-        "chunk": chunk_id,
-        "episodes": sum(1 for r in records if r.get("error") is None),
-        "groups": len({repr((r.get("split"), r.get("group"))) for r in records}),  # may be lists
-        "errors": statuses.get("error", 0),
-        "splits": sorted({str(r.get("split") or "train") for r in records}),
-        "mean_reward": sum(rewards) / len(rewards) if rewards else None,
-        "statuses": statuses,
-    }
-
-
-def _chunks(
-    run_id: int, lines: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Rollout records per step; each distinct message of a step is stored once.
-
-    A record's ``prompt`` and ``messages`` (lists of message dicts) become
-    lists of indices into the chunk's ``msgs``: the system and user messages
-    a group shares are written once per step, not once per episode. A record
-    with a ``messages`` list loses ``prompt``, ``replies`` and ``thinking``,
-    which only repeat parts of it.
+    Values no float can hold (10**400) are left out first.
     """
-    by_step: dict[int, list[dict[str, Any]]] = {}
-    for line in lines:
-        step = _step_of(line)
-        by_step.setdefault(-1 if step is None else step, []).append(line)
-    summaries, chunks = [], {}
-    for step in sorted(by_step):
-        chunk_id = f"r{run_id}s{step}"
-        msgs: list[Any] = []
-        seen: dict[str, int] = {}
-
-        def ref(message: Any, msgs: list[Any] = msgs, seen: dict[str, int] = seen) -> int:
-            key = repr(message)  # equal messages from one writer have equal reprs
-            if key not in seen:
-                seen[key] = len(msgs)
-                msgs.append(message)
-            return seen[key]
-
-        records = []
-        for record in by_step[step]:
-            record = dict(record)
-            if isinstance(record.get("messages"), list):
-                for field in _REPEATED_IN_MESSAGES:
-                    record.pop(field, None)
-            for field in ("prompt", "messages"):
-                if isinstance(record.get(field), list):
-                    record[field] = [ref(m) for m in record[field]]
-            record["status"] = _status(record)
-            records.append(record)
-        chunks[chunk_id] = {"msgs": msgs, "records": records}
-        summaries.append(_step_summary(step, chunk_id, records))
-    return summaries, chunks
-
-
-def _answers(merged: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    """The run's held-out answers; values no float can hold (10**400) are left out first."""
     lines = [
-        {k: v for k, v in line.items() if not isinstance(v, int) or _number(v) is not None}
+        {k: v for k, v in line.items() if not isinstance(v, int) or finite_number(v) is not None}
         for line in merged.values()
     ]
-    return held_out_answers(lines, latest=True).as_dict()
+    if is_eval:
+        lines = [held_out_line(line) for line in lines]
+    answers = held_out_answers(lines, latest=True).as_dict()
+    line = next((m for m in lines if m.get("step") == answers["step"]), {})
+    answers["baseline_name"] = _text(line.get(f"{answers['split']}/env/all/answers/baseline_name"))
+    return answers
 
 
-def _latest_results(root: Path, notes: list[str]) -> dict[str, dict[str, Any]]:
-    latest: dict[str, dict[str, Any]] = {}
-    for line in _read_lines(root / "results.jsonl", notes):
-        if isinstance(line.get("name"), str):
-            latest[line["name"]] = line
-    return latest
+def _eval_names(merged: dict[int, dict[str, Any]], config: Any) -> None:
+    """An evaluation's baseline name from its ``config.json``, when its metrics lack it."""
+    name = config.get("answers/baseline_name") if isinstance(config, dict) else None
+    key = EVAL_PREFIX + "answers/baseline_name"
+    if isinstance(name, str) and not any(key in line for line in merged.values()):
+        for line in merged.values():
+            line[key] = name
+
+
+def _with_problems(lines: list[dict[str, Any]], problems: dict[Any, Any]) -> list[dict[str, Any]]:
+    """An evaluation's rollout records, each with its problem from ``results.jsonl``."""
+    if not problems:
+        return lines
+    out = []
+    for line in lines:
+        problem = None if line.get("problem") is not None else problem_of(line, problems)
+        out.append(line if problem is None else {**line, "problem": problem})
+    return out
 
 
 def load_report_data(path: str | os.PathLike[str]) -> ReportData:
@@ -314,13 +291,15 @@ def load_report_data(path: str | os.PathLike[str]) -> ReportData:
     root = Path(path)
     kind, run_dirs = find_runs(root)
     notes: list[str] = []
-    results = _latest_results(root, notes) if kind == "sweep" else {}
+    results_lines = read_lines(root / "results.jsonl", notes) if kind == "sweep" else []
+    results = {line["name"]: line for line in results_lines if isinstance(line.get("name"), str)}
+    problems = problems_by_label(results_lines)
     runs: list[dict[str, Any]] = []
     chunks: dict[str, dict[str, Any]] = {}
     for run_dir in run_dirs:
         name = run_dir.name if kind == "sweep" else (root.resolve().name or str(root))
-        metric_lines = _read_lines(run_dir / "metrics.jsonl", notes)
-        rollout_lines = _read_lines(run_dir / "rollouts.jsonl", notes)
+        metric_lines = read_lines(run_dir / "metrics.jsonl", notes)
+        rollout_lines = read_lines(run_dir / "rollouts.jsonl", notes)
         result = results.get(run_dir.name, {})
         if not metric_lines and not rollout_lines:
             if kind == "run":
@@ -331,7 +310,14 @@ def load_report_data(path: str | os.PathLike[str]) -> ReportData:
             notes.append(f"{name}: no steps recorded (status {result.get('status', 'missing')})")
             continue
         merged = _by_step(metric_lines)
-        summaries, run_chunks = _chunks(len(runs), rollout_lines)
+        config = _read_json(run_dir / "config.json")
+        is_eval = bool(merged) and all(is_eval_line(line) for line in merged.values())
+        if is_eval:  # an evaluation's checkpoint folder: its problems are in results.jsonl
+            _eval_names(merged, config)
+            if kind == "run" and (run_dir.parent / "results.jsonl").is_file():
+                problems = problems_by_label(read_lines(run_dir.parent / "results.jsonl", notes))
+            rollout_lines = _with_problems(rollout_lines, problems.get(run_dir.name, {}))
+        summaries, run_chunks = step_chunks(len(runs), rollout_lines)
         chunks.update(run_chunks)
         error_file = run_dir / "sweep_error.txt"
         runs.append(
@@ -345,10 +331,11 @@ def load_report_data(path: str | os.PathLike[str]) -> ReportData:
                 else None,
                 "params": result.get("params") or {},
                 "seconds": result.get("seconds"),
-                "config": _read_json(run_dir / "config.json"),
-                "checkpoints": _read_lines(run_dir / "checkpoints.jsonl", notes),
+                "config": config,
+                "eval": is_eval,
+                "checkpoints": read_lines(run_dir / "checkpoints.jsonl", notes),
                 "metrics": _curves(merged),
-                "answers": _answers(merged),
+                "answers": _answers(merged, is_eval),
                 "steps": summaries,
             }
         )
@@ -359,7 +346,7 @@ def load_report_data(path: str | os.PathLike[str]) -> ReportData:
         )
     index = {
         "format": 1,
-        "kind": kind,
+        "kind": "eval" if all(run["eval"] for run in runs) else kind,
         "title": root.resolve().name or str(root),
         "source": str(root),
         "runs": runs,
