@@ -9,17 +9,98 @@ call, a tool reply). Texts hold ``</script>`` and ``<!--`` to prove escaping.
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from mint_envkit.rl.logs import append_jsonl, append_jsonl_lines, write_json_atomic
+from mint_envkit.rollouts.files import append_jsonl, append_jsonl_lines, write_json_atomic
 
 SYSTEM = {
     "role": "system",
     "content": "You are a precise calculator. Reply with only the final number.",
 }
 NASTY = "</script><script>document.title='pwned'</script><!-- x"
+
+
+CHROMIUM = next(
+    (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
+)
+"""The browser the page tests drive (Debian's ``chromium``; ``.ci/run`` installs it)."""
+
+
+class Browser:
+    """Headless Chromium on a page: the DOM after its scripts ran, its console errors, a PNG.
+
+    ``--dump-dom`` prints the DOM once the page's scripts are done (within a virtual
+    time budget), so a test sees what the page drew, not only the data it embeds.
+    """
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    def run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        try:
+            out = subprocess.run(
+                [
+                    str(CHROMIUM),
+                    "--headless",
+                    "--no-sandbox",  # needed as root, e.g. in CI containers
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                    "--no-first-run",
+                    f"--user-data-dir={self.home / 'profile'}",
+                    "--virtual-time-budget=5000",
+                    *args,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the page did not finish loading within {timeout} s")
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out
+
+    def dom(self, page: Path, fragment: str = "") -> str:
+        """The DOM of ``page`` after its scripts ran (they must finish: ``data-ready``)."""
+        text = self.run("--dump-dom", page.resolve().as_uri() + fragment).stdout
+        assert 'data-ready="1"' in text, "the page's script did not finish"
+        return text
+
+    def open(self, page: Path, fragment: str = "") -> tuple[str, list[str]]:
+        """The DOM after the page's scripts ran, and the JavaScript errors it logged."""
+        out = self.run(
+            "--enable-logging=stderr", "--v=0", "--dump-dom", page.resolve().as_uri() + fragment
+        )
+        errors = [
+            line
+            for line in out.stderr.splitlines()
+            if ":CONSOLE" in line and re.search(r"Uncaught|Error", line)
+        ]
+        return out.stdout, errors
+
+    def screenshot(
+        self, page: Path, png: Path, fragment: str = "", size: tuple[int, int] = (1200, 1400)
+    ) -> Path:
+        """A PNG of the page's first ``size`` pixels; checked to be a real, non-blank image."""
+        self.run(
+            "--hide-scrollbars",
+            f"--window-size={size[0]},{size[1]}",
+            f"--screenshot={png}",
+            page.resolve().as_uri() + fragment,
+        )
+        data = png.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+        return png
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Browser:
+    """Headless Chromium with a profile in the test's tmp dir (see :class:`Browser`)."""
+    return Browser(tmp_path)
 
 
 def episode(step: int, group: int, member: int, question: str, reply: str, **more) -> dict:
@@ -301,3 +382,156 @@ def add_evals(
 def evals():
     """``evals(run_dir, final_figures, before=, after=)``: add held-out evals (see add_evals)."""
     return add_evals
+
+
+# ------------------------------------------- the headline: final evals, baselines, evaluations
+
+FIGURES_NAMED = {**HEALTHY, "baseline_name": "constant 'no'"}
+ONE_STEP = {  # per config: train correct, held-out correct before and after, the final top share
+    "lr1e-4": (0.25, 0.40, 0.45, 0.55),
+    "lr3e-4": (0.50, 0.40, 0.60, 0.60),
+    "lr9e-4": (0.75, 0.40, 0.575, 1.0),
+}
+
+
+def make_one_step_sweep(root: Path) -> Path:
+    """A sweep of three one-step configs, each line as the loop logs it (rl/train.py ``_step``).
+
+    Step 0's line holds the training figures, the periodic eval before the update
+    (``test/...``) and the final one after it (``test_final/...``), each with the
+    ``answers/*`` figures and the baseline's name; rollouts of the three splits.
+    """
+    root.mkdir(parents=True)
+    names = list(ONE_STEP)
+    write_json_atomic(
+        root / "sweep.json",
+        {"format": 1, "grid": {"learning_rate": [1e-4, 3e-4, 1e-3]},
+         "configs": [{"name": n, "params": {}} for n in names]},
+    )  # fmt: skip
+    for k, (name, (train, before, after, top)) in enumerate(ONE_STEP.items()):
+        run = root / name
+        run.mkdir()
+        write_json_atomic(run / "config.json", {"model_name": "mint-envkit/tiny-qwen3"})
+
+        def held_out(split: str, correct: float, top_share: float) -> dict:
+            figures = {**FIGURES_NAMED, "top_share": top_share, "baseline_correct": 0.575}
+            return {
+                f"{split}/env/all/reward/total": correct - 0.25,
+                f"{split}/env/all/correct": correct,
+                **{f"{split}/env/all/answers/{key}": v for key, v in figures.items()},
+            }
+
+        append_jsonl(
+            run / "metrics.jsonl",
+            {
+                "step": 0,
+                "env/all/reward/total": train - 0.1,
+                "env/all/correct": train,
+                "env/all/parsed": 0.9,
+                "train/tokens": 500 + k,
+                "time/step": 2.0,
+                **held_out("test", before, 0.55),
+                **held_out("test_final", after, top),
+            },
+        )
+        q = "Is 12 greater than 62? Answer yes or no."
+        records = [
+            episode(0, 0, m, q, "no", parsed="no", split=split)
+            for split in ("test", "train", "test_final")
+            for m in range(2)
+        ]
+        append_jsonl_lines(run / "rollouts.jsonl", records)
+        append_jsonl(
+            root / "results.jsonl",
+            {"name": name, "status": "ok", "error": None, "params": {"learning_rate": 1e-4 * 3**k}},
+        )
+    return root
+
+
+@pytest.fixture
+def one_step_sweep(tmp_path: Path) -> Path:
+    return make_one_step_sweep(tmp_path / "one-step")
+
+
+SECRETS = [37, 64, 7]
+EVAL_FIGURES = {  # label -> correct, pass@2, mean reward
+    "base": (1 / 3, 2 / 3, 0.1),
+    "final": (2 / 3, 1.0, 0.55),
+}
+
+
+def guessing_episode(label: str, index: int, member: int) -> dict:
+    """One episode of a guessing game as rollout_records writes it: the secret in no message."""
+    secret = SECRETS[index]
+    solved = (index + member + (label == "final")) % 3 != 0
+    system = {"role": "system", "content": "We play guess the number. Reply with one number."}
+    messages = [system, {"role": "user", "content": "I am thinking of a number between 1 and 100."}]
+    for guess in (50, secret if solved else secret + 1):
+        messages.append({"role": "assistant", "content": str(guess)})
+        if guess != secret:
+            messages.append({"role": "user", "content": "Higher." if guess < secret else "Lower."})
+    return {
+        "step": 0,
+        "split": "eval",
+        "group": index,
+        "member": member,
+        "prompt": messages[:2],
+        "messages": messages,
+        "replies": [m["content"] for m in messages if m["role"] == "assistant"],
+        "thinking": [None, None],
+        "stop_reasons": ["stop", "stop"],
+        "reward": 1.0 if solved else -0.5,
+        "advantage": None,
+        "metrics": {"correct": float(solved), "solved": float(solved), "turns": 2.0},
+        "parse_status": None,
+        "logs": {"guesses": [50, secret if solved else secret + 1]},
+    }
+
+
+def make_eval_dir(root: Path) -> Path:
+    """An evaluation of two checkpoints as ``mint-envkit eval --out DIR`` writes it.
+
+    ``results.jsonl`` (a line per label and problem, with the problem dict), ``summary.json``,
+    and a run folder per label (see mint_envkit/evaluation/files.py): the eval/ line at
+    step 0, the episodes of split ``eval`` with the problem's index as group, config.json
+    (the summary without pass@, with ``answers/baseline_name``).
+    """
+    root.mkdir(parents=True)
+    results = []
+    for label, (correct, pass2, reward) in EVAL_FIGURES.items():
+        folder = root / label
+        folder.mkdir()
+        episodes = [guessing_episode(label, i, m) for i in range(len(SECRETS)) for m in range(2)]
+        append_jsonl_lines(folder / "rollouts.jsonl", episodes)
+        summary = {
+            "label": label,
+            "checkpoint": None if label == "base" else "tinker://run/sampler_weights/final",
+            "split": "test",
+            "samples": 2,
+            "problems": 3,
+            "mean_reward": reward,
+            "correct": correct,
+            "parse_failure_rate": 0.0,
+            "answers/baseline_correct": 0.0,
+            "answers/collapse": 0.0,
+            "answers/baseline_name": "constant '50'",
+        }
+        line = {"step": 0, "eval/mean_reward": reward, "eval/correct": correct}
+        line.update({"eval/parse_failure_rate": 0.0, "eval/answers/baseline_correct": 0.0})
+        line.update({"eval/answers/collapse": 0.0, "eval/pass@1": correct, "eval/pass@2": pass2})
+        append_jsonl(folder / "metrics.jsonl", line)
+        write_json_atomic(folder / "config.json", summary)
+        for i, secret in enumerate(SECRETS):
+            results.append(
+                {"label": label, "checkpoint": summary["checkpoint"], "split": "test", "index": i,
+                 "problem": {"secret": secret, **({"high": 10} if secret < 10 else {})},
+                 "replies": [e["replies"][-1] for e in episodes if e["group"] == i]}
+            )  # fmt: skip
+    append_jsonl_lines(root / "results.jsonl", results)
+    write_json_atomic(root / "summary.json", {"runs": list(EVAL_FIGURES)})
+    return root
+
+
+@pytest.fixture
+def eval_dir(tmp_path: Path) -> Path:
+    return make_eval_dir(tmp_path / "eval-guess")

@@ -1,7 +1,8 @@
 """The viewer in a real browser: headless Chromium runs the page's JavaScript.
 
-``--dump-dom`` prints the DOM after the scripts ran, so these tests see the
-curves and transcripts the page drew, not just the data it embeds. Skipped
+``--dump-dom`` prints the DOM after the scripts ran (the ``browser`` fixture of
+conftest.py), so these tests see the curves and transcripts the page drew, not just the
+data it embeds. Skipped
 (with the reason) only where no Chromium can be found; ``.ci/run`` installs
 Debian's ``chromium`` when it is missing.
 
@@ -15,7 +16,6 @@ import html
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -34,42 +34,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def chromium(tmp_path: Path, *args: str, timeout: float = 60) -> str:
-    """Run headless Chromium with ``args``; return its stdout."""
-    out = subprocess.run(
-        [
-            str(CHROMIUM),
-            "--headless",
-            "--no-sandbox",  # needed as root, e.g. in CI containers
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--virtual-time-budget=5000",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    return out.stdout
-
-
-def dom(tmp_path: Path, page: Path, fragment: str = "") -> str:
-    text = chromium(tmp_path, "--dump-dom", page.resolve().as_uri() + fragment)
-    assert 'data-ready="1"' in text, "the page's script did not finish"
-    return text
-
-
 def shown_text(dom_text: str, css_class: str) -> list[str]:
     """The text of every ``<pre class="css_class">`` in the DOM."""
     pattern = rf'<pre class="{css_class}">(.*?)</pre>'
     return [html.unescape(re.sub(r"<[^>]+>", "", m)) for m in re.findall(pattern, dom_text, re.S)]
 
 
-def test_curves_and_transcripts_are_drawn(tmp_path, run_dir):
-    text = dom(tmp_path, write_report(run_dir))
+def test_curves_and_transcripts_are_drawn(browser, run_dir):
+    text = browser.dom(write_report(run_dir))
     # One chart per default metric, each with a drawn line.
     for key in ("env/all/reward/total", "env/all/correct", "env/all/parse_failure_rate"):
         assert f'data-metric="{key}"' in text
@@ -86,8 +58,8 @@ def test_curves_and_transcripts_are_drawn(tmp_path, run_dir):
     assert 'class="badge bad">no_match<' in text
 
 
-def test_full_messages_render_thinking_and_tools(tmp_path, run_dir):
-    text = dom(tmp_path, write_report(run_dir), "#run=0&step=1")
+def test_full_messages_render_thinking_and_tools(browser, run_dir):
+    text = browser.dom(write_report(run_dir), "#run=0&step=1")
     assert '<details class="thinking">' in text
     assert "Let me use the calculator tool." in text
     assert "it said 57" in text  # an inline <think> block, folded too
@@ -96,36 +68,27 @@ def test_full_messages_render_thinking_and_tools(tmp_path, run_dir):
     assert "The sum is " in text
 
 
-def test_filters_from_the_address(tmp_path, run_dir):
+def test_filters_from_the_address(browser, run_dir):
     page = write_report(run_dir)
-    every = dom(tmp_path, page, "#run=0&step=all")
+    every = browser.dom(page, "#run=0&step=all")
     assert every.count('class="episode"') == 5  # 4 episodes + 1 error, both steps
-    found = dom(tmp_path, page, "#run=0&step=all&q=refuse")
+    found = browser.dom(page, "#run=0&step=all&q=refuse")
     assert found.count('class="episode"') == 1
     assert '<mark class="hit">refuse</mark>' in found
 
 
-def test_a_sweep_overlays_its_runs(tmp_path, demo_sweep):
+def test_a_sweep_overlays_its_runs(browser, demo_sweep):
     page = write_report(demo_sweep)
-    text = dom(tmp_path, page)
+    text = browser.dom(page)
     runs = re.findall(r'<polyline [^>]*data-run="([^"]+)"', text)
     assert {"kl0p0-t0p7-g4", "kl0p02-t0p7-g4", "kl0p02-t1p0-g4"} <= set(runs)
     assert text.count('class="episode"') == 16  # step 0 of the first run: 4 groups x 4
 
 
-def test_screenshot(tmp_path, demo_sweep, monkeypatch):
+def test_screenshot(browser, tmp_path, demo_sweep, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the page then names the sweep runs/arithmetic-sweep
     page = write_report(demo_sweep.relative_to(tmp_path))
-    shot = tmp_path / "viewer.png"
-    chromium(
-        tmp_path,
-        "--hide-scrollbars",
-        "--window-size=1200,1500",
-        f"--screenshot={shot}",
-        page.resolve().as_uri() + "#run=2&step=3",
-    )
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    shot = browser.screenshot(page, tmp_path / "viewer.png", "#run=2&step=3", (1200, 1500))
     if os.environ.get("MINT_ENVKIT_UPDATE_SCREENSHOT") == "1":
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         try:  # a 256-colour palette keeps the committed file small
@@ -136,20 +99,20 @@ def test_screenshot(tmp_path, demo_sweep, monkeypatch):
             shutil.copyfile(shot, SCREENSHOT)
 
 
-def test_a_run_without_rollouts_says_so(tmp_path):
+def test_a_run_without_rollouts_says_so(browser, tmp_path):
     run = tmp_path / "metrics-only"
     run.mkdir()
     (run / "metrics.jsonl").write_text('{"step": 0, "env/all/reward/total": 0.5}\n')
-    text = dom(tmp_path, write_report(run))
+    text = browser.dom(write_report(run))
     assert 'data-metric="env/all/reward/total"' in text
     assert "no rollouts recorded for metrics-only" in text
 
 
-def test_a_collapse_shows_its_banner_answers_and_baseline(tmp_path, sweep_dir, evals):
+def test_a_collapse_shows_its_banner_answers_and_baseline(browser, sweep_dir, evals):
     evals(sweep_dir / "kl0p0-g2", "collapsed")  # kl0p02-g2 stays an old run without evals
     with pytest.warns(UserWarning, match="no steps recorded"):
         page = write_report(sweep_dir)
-    text = dom(tmp_path, page)
+    text = browser.dom(page)
     banner = re.search(r'<div class="banner collapse" role="alert"[^>]*>(.*?)</div>', text, re.S)
     assert banner is not None
     assert "Answer collapse" in banner.group(1) and "kl0p0-g2" in banner.group(1)

@@ -12,7 +12,6 @@ import json
 import math
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -31,39 +30,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 ERROR_NOTE = 'class="render-error"'  # the note the page shows where it could not draw
-
-
-def open_page(tmp_path: Path, page: Path, fragment: str = "") -> tuple[str, list[str]]:
-    """The DOM after the page's scripts ran, and the JavaScript errors it logged."""
-    try:
-        out = subprocess.run(
-            [
-                str(CHROMIUM),
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--no-first-run",
-                f"--user-data-dir={tmp_path / 'profile'}",
-                "--virtual-time-budget=5000",
-                "--enable-logging=stderr",
-                "--v=0",
-                "--dump-dom",
-                page.resolve().as_uri() + fragment,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail("the page did not finish loading within 60 s")
-    assert out.returncode == 0, out.stderr[-2000:]
-    errors = [
-        line
-        for line in out.stderr.splitlines()
-        if ":CONSOLE" in line and re.search(r"Uncaught|Error", line)
-    ]
-    return out.stdout, errors
 
 
 def assert_drawn(dom: str, errors: list[str], metrics: list[str]) -> dict[str, str]:
@@ -86,7 +52,7 @@ def _lines(path: Path, records: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
 
 
-def test_values_one_rounding_step_apart_constant_single_and_odd(tmp_path):
+def test_values_one_rounding_step_apart_constant_single_and_odd(browser, tmp_path):
     run = tmp_path / "odd-ranges"
     run.mkdir()
     rounding = [0.3, 0.1 + 0.2, 0.3]
@@ -106,7 +72,7 @@ def test_values_one_rounding_step_apart_constant_single_and_odd(tmp_path):
         ],
     )
     assert 0.1 + 0.2 != 0.3  # the case that sent the tick loop past 2**53
-    dom, errors = open_page(tmp_path, write_report(run))
+    dom, errors = browser.open(write_report(run))
     charts = assert_drawn(
         dom, errors, ["m/rounding", "m/constant", "m/zero", "m/extreme", "m/mixed", "m/single"]
     )
@@ -116,7 +82,7 @@ def test_values_one_rounding_step_apart_constant_single_and_odd(tmp_path):
     assert ">0.3<" in charts["m/rounding"]  # a padded axis around the value
 
 
-def test_rollout_fields_of_the_wrong_type(tmp_path):
+def test_rollout_fields_of_the_wrong_type(browser, tmp_path):
     run = tmp_path / "odd-rollouts"
     run.mkdir()
     _lines(run / "metrics.jsonl", [{"step": 0, "env/all/reward/total": 0.5}])
@@ -136,7 +102,7 @@ def test_rollout_fields_of_the_wrong_type(tmp_path):
         {"step": 0, "group": 5, "error": {"kind": "odd"}, "traceback": ["a", "b"]},
     ]  # fmt: skip
     _lines(run / "rollouts.jsonl", records)
-    dom, errors = open_page(tmp_path, write_report(run))
+    dom, errors = browser.open(write_report(run))
     assert_drawn(dom, errors, ["env/all/reward/total"])
     assert dom.count('class="episode"') == len(records)
     for text in ("x", "y", "42", "plain text messages", "a string prompt", "length"):
@@ -144,7 +110,7 @@ def test_rollout_fields_of_the_wrong_type(tmp_path):
     assert '<pre class="content">x</pre>' in dom  # a string of replies is one reply
 
 
-def test_150000_points_are_downsampled_keeping_the_extremes(tmp_path):
+def test_150000_points_are_downsampled_keeping_the_extremes(browser, tmp_path):
     run = tmp_path / "long"
     run.mkdir()
     n = 150_000
@@ -154,7 +120,7 @@ def test_150000_points_are_downsampled_keeping_the_extremes(tmp_path):
         "".join(f'{{"step": {i}, "m/long": {v!r}}}\n' for i, v in enumerate(values)),
         encoding="utf-8",
     )
-    dom, errors = open_page(tmp_path, write_report(run))
+    dom, errors = browser.open(write_report(run))
     chart = assert_drawn(dom, errors, ["m/long"])["m/long"]
     points = re.search(r'<polyline points="([^"]+)"', chart).group(1).split()
     assert 100 < len(points) <= 5000  # downsampled, not 150,000 points
@@ -162,7 +128,7 @@ def test_150000_points_are_downsampled_keeping_the_extremes(tmp_path):
     assert min(ys) == 6.0 and max(ys) == 148.0  # the spike at the top, the dip at the bottom
 
 
-def test_one_broken_run_and_one_broken_step_show_an_error_note(tmp_path, run_maker):
+def test_one_broken_run_and_one_broken_step_show_an_error_note(browser, tmp_path, run_maker):
     sweep = tmp_path / "sweep"
     run_maker(sweep / "good")
     run_maker(sweep / "bad")
@@ -174,12 +140,12 @@ def test_one_broken_run_and_one_broken_step_show_an_error_note(tmp_path, run_mak
     page = tmp_path / "broken.html"
     page.write_text(render_html(data), encoding="utf-8")
     at = data.index["runs"].index(good)
-    dom, errors = open_page(tmp_path, page, f"#run={at}&step=0")
+    dom, errors = browser.open(page, f"#run={at}&step=0")
     assert errors == []
     assert 'data-ready="1"' in dom
     assert ERROR_NOTE in dom
     chart = re.search(r'data-metric="env/all/reward/total">(.*?)</svg>', dom, re.S).group(1)
     assert 'data-run="good"' in chart  # the good run is still drawn
     # Step 1 of the good run is fine: its transcripts are drawn.
-    dom, errors = open_page(tmp_path, page, f"#run={at}&step=1")
+    dom, errors = browser.open(page, f"#run={at}&step=1")
     assert errors == [] and 'class="episode"' in dom

@@ -1,8 +1,13 @@
-// mint-envkit view: each run's held-out answers beside the constant-answer baseline.
-// A run's `answers` is sweep.held_out_answers(...).as_dict() (see view/load.py): correct before
-// and after, baseline, distinct, top_share, truncated, collapse, flag. Any value may be null, and
-// an older page's data may lack it: every figure is checked before it is shown. The collapse
-// banner is written into the page by view/report.py, so it shows even without JavaScript.
+// mint-envkit view: each run's held-out answers beside the best trivial baseline.
+// A run's `answers` is sweep.held_out_answers(...).as_dict() plus `baseline_name` (see
+// view/load.py): correct before and after, baseline, distinct, top_share, truncated, collapse,
+// flag. Any value may be null, and an older page's data may lack it: every figure is checked
+// before it is shown. The collapse banner is written into the page by view/report.py, so it
+// shows even without JavaScript.
+// What a chart reads besides its own curve: the final held-out evaluation of a `test/...` chart
+// (its `test_final/...` value, drawn one step after the step it was logged at: its weights are
+// those after that step's update) and the baseline of a `.../correct` chart
+// (`.../answers/baseline_correct`, with the name in `.../answers/baseline_name` when logged).
 function mevAnswers(deps) {
   "use strict";
   const { RUNS, el, fmt } = deps;
@@ -10,20 +15,26 @@ function mevAnswers(deps) {
   const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
   const show = (v) => fmt(num(v));
   const of = (run) => (run && run.answers && typeof run.answers === "object" ? run.answers : {});
+  const curvesOf = (run) => (run && typeof run.metrics === "object" && run.metrics ? run.metrics : {});
+  const own = (obj, key) => (obj && typeof obj === "object" && Object.hasOwn(obj, key) ? obj[key] : undefined);
 
-  function cells(run) {
+  // The cells of the held-out columns; an evaluation's page has no "before" (before: false).
+  function cells(run, before = true) {
     const a = of(run);
     const flag = a.flag === "COLLAPSE" ? el("span", { class: "badge bad", text: "COLLAPSE" })
       : typeof a.flag === "string" && a.flag ? el("span", { class: "badge warn", text: a.flag }) : null;
+    const name = typeof a.baseline_name === "string" && a.baseline_name ? a.baseline_name : null;
     return [
-      el("td", { class: "num", text: `${show(a.correct_before)} → ${show(a.correct_after)}` }),
-      ...["baseline", "distinct", "top_share", "truncated"].map((k) => el("td", { class: "num", text: show(a[k]) })),
+      before ? el("td", { class: "num", text: `${show(a.correct_before)} → ${show(a.correct_after)}` }) : null,
+      el("td", { class: "num", title: name }, show(a.baseline),
+        name ? el("div", { class: "muted bname", text: name }) : null),
+      ...["distinct", "top_share", "truncated"].map((k) => el("td", { class: "num", text: show(a[k]) })),
       el("td", {}, flag),
     ];
   }
   // [step, value] of each finite value; a curve whose steps or values are not lists has none.
   function points(run, key) {
-    const metrics = run && typeof run.metrics === "object" && run.metrics ? run.metrics : {};
+    const metrics = curvesOf(run);
     const series = metrics.series && typeof metrics.series === "object" ? metrics.series : {};
     const ys = Object.hasOwn(series, key) && Array.isArray(series[key]) ? series[key] : [];
     const steps = Array.isArray(metrics.steps) ? metrics.steps : [];
@@ -33,20 +44,44 @@ function mevAnswers(deps) {
     }
     return out;
   }
-  // The dashed baseline of a `.../correct` chart: its evaluation's answers/baseline_correct;
-  // logged once, it spans the run's correctness curve.
-  function baseline(run, key, pts) {
+  // step -> text of a text figure (answers/baseline_name), for the tooltips.
+  function texts(run, key) {
+    const metrics = curvesOf(run);
+    const values = own(metrics.texts, key);
+    const steps = Array.isArray(metrics.steps) ? metrics.steps : [];
+    const out = new Map();
+    if (!Array.isArray(values)) return out;
+    for (let j = 0; j < steps.length; j++) {
+      if (num(steps[j]) !== null && typeof values[j] === "string") out.set(steps[j], values[j]);
+    }
+    return out;
+  }
+  const finalKey = (key) => (key.startsWith("test/") ? "test_final/" + key.slice(5) : null);
+  // The final held-out evaluation of a `test/...` chart: [step + 1, value].
+  function finals(run, key) {
+    const fk = finalKey(key);
+    return fk ? points(run, fk).map(([s, y]) => [s + 1, y]) : [];
+  }
+  // The baseline of a `.../correct` chart as logged: [x, value, name or null] in x order, the
+  // final evaluation's one step after its line, like its correctness.
+  function baseline(run, key) {
     if (!/(^|\/)correct$/.test(key)) return [];
-    const base = points(run, key.replace(/correct$/, "answers/baseline_correct"));
-    if (base.length !== 1 || !pts.length) return base;
-    const y = base[0][1];
-    return [[Math.min(pts[0][0], base[0][0]), y], [Math.max(pts[pts.length - 1][0], base[0][0]), y]];
+    const bk = key.replace(/correct$/, "answers/baseline_correct");
+    const named = (k, shift) => {
+      const names = texts(run, k.replace(/baseline_correct$/, "baseline_name"));
+      return points(run, k).map(([s, y]) => [s + shift, y, names.get(s) ?? null]);
+    };
+    const out = named(bk, 0);
+    if (finalKey(bk)) out.push(...named(finalKey(bk), 1));
+    return out.sort((a, b) => a[0] - b[0]);
   }
   return {
     HEADERS,
     shown: () => RUNS.some((run) => of(run).known === true),
     cells,
     points,
+    finals,
     baseline,
+    finalKey,
   };
 }

@@ -10,14 +10,19 @@
     "#4e5ba6", "#667085", "#ca8504", "#15b79e", "#e04f16"];
   const PAGE = 40;        // episodes per page
   const CLIP = 6000;      // characters of a message shown before "show all"
+  // The charts shown first: a training run's, then an evaluation's (eval/...: pass@K for the
+  // largest K it logged; pass@1 is its correct).
+  const largestPass = (keys) => keys.filter((k) => /^eval\/pass@\d+$/.test(k))
+    .sort((a, b) => Number(b.split("@")[1]) - Number(a.split("@")[1]))[0];
   const DEFAULTS = ["env/all/reward/total", "env/all/correct", "env/all/parse_failure_rate",
-    "kl_policy_base", /entropy/, "train/tokens", /(^|\/)tokens/, "time/step",
-    "test/env/all/reward/total", "test/env/all/correct", "test/env/all/answers/top_share"];
+    "kl_policy_base", /^(?!.*answers\/).*entropy/, "train/tokens", /(^|\/)tokens/, "time/step",
+    "test/env/all/reward/total", "test/env/all/correct", "test/env/all/answers/top_share",
+    "eval/correct", largestPass, "eval/mean_reward", "eval/parse_failure_rate", "eval/answers/top_share"];
   const $ = (id) => document.getElementById(id);
   const state = { run: 0, step: null, split: "", rmin: null, rmax: null, status: "",
     errors: false, search: "", page: 0, hidden: new Set(), metrics: [] };
   const chunkCache = new Map();
-  const CHARTS = mevCharts({ RUNS, ANSWERS, COLORS, state, el, svg, fmt, selectStep });
+  const CHARTS = mevCharts({ RUNS, ANSWERS, COLORS, state, el, svg, fmt, selectStep, selectRun });
   const textCache = new WeakMap();
 
   function el(tag, attrs, ...children) {
@@ -69,15 +74,24 @@
       `${RUNS.length === 1 ? "" : "s"} · written ${INDEX.generated_at} by mint-envkit ${INDEX.version}`;
     for (const note of INDEX.notes || []) $("notes").append(el("div", { class: "note", text: note }));
   }
-  function lastValue(run, key) {
-    const values = asList(seriesOf(run)[key]).filter((v) => typeof v === "number");
-    return values.length ? values[values.length - 1] : null;
+  // The last value of the first of `keys` the run logged (a training run's env/all/..., an
+  // evaluation's eval/...).
+  function lastValue(run, ...keys) {
+    for (const key of keys) {
+      const values = asList(seriesOf(run)[key]).filter((v) => typeof v === "number");
+      if (values.length) return values[values.length - 1];
+    }
+    return null;
   }
   function renderRuns() {
     const paramKeys = [...new Set(RUNS.flatMap((r) => Object.keys(isObj(r.params) ? r.params : {})))];
     const held = ANSWERS.shown();
-    const head = ["", "run", "status", ...paramKeys, "steps", "final reward", "final correct",
-      ...(held ? ANSWERS.HEADERS : []), "episodes", ""];
+    const isEval = INDEX.kind === "eval";  // an evaluation's checkpoints: no before, no steps
+    const passKeys = [...new Set(RUNS.flatMap((r) => Object.keys(seriesOf(r))))]
+      .filter((k) => /^eval\/pass@\d+$/.test(k)).sort((a, b) => Number(a.split("@")[1]) - Number(b.split("@")[1]));
+    const head = ["", "run", "status", ...paramKeys, ...(isEval ? [] : ["steps"]),
+      isEval ? "reward" : "final reward", isEval ? "correct" : "final correct", ...passKeys.map((k) => k.slice(5)),
+      ...(held ? ANSWERS.HEADERS.slice(isEval ? 1 : 0) : []), "episodes", ""];
     const rows = RUNS.map((run, i) => { try {
       const episodes = stepsOf(run).reduce((n, s) => n + (Number(s.episodes) || 0), 0);
       const cfg = run.config ? el("details", { class: "fold" }, el("summary", { text: "config" }),
@@ -85,14 +99,15 @@
       const err = run.error ? el("details", { class: "fold error" },
         el("summary", { text: asText(run.error) }), run.traceback ? el("pre", { text: asText(run.traceback) }) : null) : null;
       return el("tr", {},
-        el("td", {}, el("span", { class: "swatch", style: `background:${COLORS[i % COLORS.length]}` })),
+        el("td", {}, CHARTS.icon(i)),
         el("td", {}, el("b", { text: run.name }), el("div", { class: "muted", text: run.path })),
         el("td", { text: run.status || "" }),
         paramKeys.map((k) => el("td", { class: "num", text: fmt((run.params || {})[k]) })),
-        el("td", { class: "num", text: asList(curvesOf(run).steps).length }),
-        el("td", { class: "num", text: fmt(lastValue(run, "env/all/reward/total")) }),
-        el("td", { class: "num", text: fmt(lastValue(run, "env/all/correct")) }),
-        held ? ANSWERS.cells(run) : null,
+        isEval ? null : el("td", { class: "num", text: asList(curvesOf(run).steps).length }),
+        el("td", { class: "num", text: fmt(lastValue(run, "env/all/reward/total", "eval/mean_reward")) }),
+        el("td", { class: "num", text: fmt(lastValue(run, "env/all/correct", "eval/correct")) }),
+        passKeys.map((k) => el("td", { class: "num", text: fmt(lastValue(run, k)) })),
+        held ? ANSWERS.cells(run, !isEval) : null,
         el("td", { class: "num", text: episodes }),
         el("td", {}, cfg, err));
     } catch (e) {
@@ -103,15 +118,18 @@
   }
 
   // ------------------------------------------------------------------ curves
+  // Every curve; a final evaluation (test_final/x) is also drawn on the chart of test/x.
   function allKeys() {
-    return [...new Set(RUNS.flatMap((r) => Object.keys(seriesOf(r))))].sort();
+    const keys = RUNS.flatMap((r) => Object.keys(seriesOf(r)));
+    const periodic = keys.filter((k) => k.startsWith("test_final/")).map((k) => "test/" + k.slice(11));
+    return [...new Set([...keys, ...periodic])].sort();
   }
   function defaultKeys(keys) {
     const chosen = [];
     for (const want of DEFAULTS) {
-      const hit = keys.find((k) => (typeof want === "string" ? k === want : want.test(k)) &&
-        !chosen.includes(k));
-      if (hit) chosen.push(hit);
+      const hit = typeof want === "function" ? want(keys)
+        : keys.find((k) => (typeof want === "string" ? k === want : want.test(k)) && !chosen.includes(k));
+      if (hit && !chosen.includes(hit)) chosen.push(hit);
     }
     return chosen.length ? chosen : keys.slice(0, 6);
   }
@@ -123,7 +141,7 @@
       legend.append(el("span", { class: state.hidden.has(i) ? "off" : "", title: "show / hide",
         onclick: () => { state.hidden.has(i) ? state.hidden.delete(i) : state.hidden.add(i);
           renderLegend(); renderCharts(); } },
-      el("span", { class: "swatch", style: `background:${COLORS[i % COLORS.length]}` }), run.name));
+      CHARTS.icon(i), " ", run.name));
     });
   }
   function renderMetricList() {
@@ -156,6 +174,15 @@
     state.step = found.step;
     state.page = 0;
     $("f-step").value = String(state.step);
+    renderCharts();
+    renderRollouts();
+  }
+  function selectRun(i) {
+    if (!Number.isInteger(i) || i < 0 || i >= RUNS.length) return;
+    state.run = i;
+    state.step = null;
+    state.page = 0;
+    fillFilters();
     renderCharts();
     renderRollouts();
   }
@@ -229,6 +256,8 @@
       const parts = messagesOf(rec, item.msgs).map((m) => (isObj(m) ? [contentText(m.content),
         asText(m.thinking ?? ""), m.tool_calls ? JSON.stringify(m.tool_calls) : ""].join("\n") : asText(m)));
       parts.push(asText(rec.error ?? ""), rec.logs ? JSON.stringify(rec.logs) : "");
+      const problem = problemOf(item);
+      if (problem !== undefined) parts.push(asText(problem));
       textCache.set(rec, parts.join("\n").toLowerCase());
     }
     return textCache.get(item.rec);
@@ -258,8 +287,9 @@
         continue;
       }
       const msgs = Array.isArray(c && c.msgs) ? c.msgs : [];
+      const problems = Array.isArray(c && c.problems) ? c.problems : [];
       for (const rec of asList(c && c.records)) {
-        out.push({ rec: isObj(rec) ? rec : { status: "none", messages: [rec] }, msgs, step: s.step });
+        out.push({ rec: isObj(rec) ? rec : { status: "none", messages: [rec] }, msgs, problems, step: s.step });
       }
     }
     return out;
@@ -351,6 +381,23 @@
     }
     return first.slice(0, n);
   }
+  // The problem an episode played (load.py stored it once per step: rec.problem is an index).
+  function problemOf(item) {
+    const ref = item.rec.problem;
+    if (ref === null || ref === undefined) return undefined;
+    return Number.isInteger(ref) && Array.isArray(item.problems) && ref >= 0 && ref < item.problems.length
+      ? item.problems[ref] : ref;
+  }
+  // Its fields as chips (the secret of a guessing game is in no message); text as it is.
+  function renderProblem(problem) {
+    const LIMIT = 400;
+    const clip = (t) => (t.length > LIMIT ? t.slice(0, LIMIT - 1) + "…" : t);
+    const fields = isObj(problem) ? Object.entries(problem) : [["", problem]];
+    return el("div", { class: "gproblem" }, el("span", { class: "muted", text: "problem" }),
+      fields.map(([k, v]) => { const t = asText(v);
+        return el("span", { class: "pfield", title: t.length > LIMIT ? t : null, "data-field": k },
+          k ? el("b", { text: k }) : null, k ? " " : null, clip(t)); }));
+  }
   function renderGroup(list) {
     const head = list[0];
     const rewards = list.map((it) => it.rec.reward).filter((r) => typeof r === "number");
@@ -360,6 +407,8 @@
       el("b", { text: `group ${head.rec.group}` }),
       ` · step ${head.step} · ${head.rec.split || "train"} · ${list.length} episode${list.length === 1 ? "" : "s"}`,
       mean !== null ? ` · mean reward ${fmt(mean)} · rewards [${rewards.map(fmt).join(", ")}]` : ""));
+    const problem = problemOf(head);
+    if (problem !== undefined) node.append(renderProblem(problem));
     const prefix = sharedPrefix(list);
     if (prefix.length) {
       node.append(el("div", { class: "gprompt" }, prefix.map((m) => renderMessage(m, null))));
@@ -497,8 +546,7 @@
     guarded(renderCharts, "charts");
     guarded(renderRollouts, "groups");
     $("metric-filter").addEventListener("input", renderMetricList);
-    $("f-run").addEventListener("change", (e) => { state.run = Number(e.target.value); state.step = null;
-      state.page = 0; fillFilters(); renderCharts(); renderRollouts(); });
+    $("f-run").addEventListener("change", (e) => selectRun(Number(e.target.value)));
     $("f-step").addEventListener("change", (e) => { const v = e.target.value;
       state.step = v === "all" ? "all" : Number(v); state.page = 0; renderCharts(); renderRollouts(); });
     $("f-prev").addEventListener("click", () => stepBy(-1));
