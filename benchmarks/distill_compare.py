@@ -55,11 +55,11 @@ from mint_envkit.rl import (  # noqa: E402
     run_training,
     supervised_examples,
 )
-from mint_envkit.rl.answers import answer_figures, rollout_answers  # noqa: E402
-from mint_envkit.rl.backend import local_api_key, local_backend  # noqa: E402
-from mint_envkit.rl.logs import RunFiles  # noqa: E402
-from mint_envkit.rl.records import rollout_metrics, rollout_records  # noqa: E402
 from mint_envkit.rl.sampling import sample_batch  # noqa: E402
+from mint_envkit.rollouts.answers import answer_figures, rollout_answers  # noqa: E402
+from mint_envkit.rollouts.backend import local_api_key, local_backend  # noqa: E402
+from mint_envkit.rollouts.files import RunFiles  # noqa: E402
+from mint_envkit.rollouts.records import rollout_metrics, rollout_records  # noqa: E402
 
 MODELS = {"smollm2": "mint-envkit/smollm2-135m-instruct", "tiny": "mint-envkit/tiny-qwen3"}
 METHODS = ("grpo", "distill", "sft_grpo")

@@ -116,25 +116,25 @@ def _for_model(model: str, **changes: Any) -> DatasetBuilder:
 
 
 async def _held_out(config: Config, client: Any) -> dict[str, float]:
-    from mint_envkit.rl.records import rollout_metrics
-    from mint_envkit.rl.sampling import sample_batch
+    """Greedy figures of ``client`` on the held-out tasks (one :func:`mint_envkit.evaluate`)."""
+    from mint_envkit import evaluate
+    from mint_envkit.rollouts import SamplingSettings
 
     held_out = _for_model(
         config.model_name, problems=code_problems(held_out=True), test_problems=None,
         batch_size=8, group_size=1, shuffle=False,
     )  # fmt: skip
-    dataset, _ = await held_out()
-    greedy = attrs.evolve(config, temperature=1e-3)
-    batch = await sample_batch(greedy, client, dataset.groups(), salt=-1)
-    metrics = rollout_metrics(batch.rollouts, "eval")
+    greedy = SamplingSettings(temperature=1e-3, max_tokens=config.max_tokens)
+    result = await evaluate(held_out, client=client, samples=1, sampling=greedy, quiet=True)
+    metrics = result.metrics("eval")
     return {key.removeprefix("eval/all/"): value for key, value in metrics.items()}
 
 
 async def learn(args: argparse.Namespace) -> dict[str, Any]:
     """Evaluate greedily on the held-out tasks, train ``args.steps`` steps, evaluate again."""
-    import mint
-
-    from mint_envkit.rl import local_api_key, local_backend, run_training
+    from mint_envkit.rl import run_training
+    from mint_envkit.rollouts import local_backend, resolve_connection, sampling_client
+    from mint_envkit.rollouts import service_client as service_for
 
     started = time.monotonic()
     model = args.model
@@ -149,16 +149,13 @@ async def learn(args: argparse.Namespace) -> dict[str, Any]:
             temperature=0.7, max_steps=args.steps, save_every=0,
             backend="local", base_url=url, sampling_seed=args.seed,
         )  # fmt: skip
-        service = mint.ServiceClient(base_url=url, api_key=local_api_key())
-        base = await service.create_sampling_client_async(base_model=model)
-        before = await _held_out(config, base)
-        print("held-out before:", json.dumps(before, sort_keys=True), flush=True)
-        result = await run_training(config)
-        trained = await service.create_sampling_client_async(
-            model_path=result.final_checkpoint["sampler_path"]
-        )
-        after = await _held_out(config, trained)
-        print("held-out after:", json.dumps(after, sort_keys=True), flush=True)
+        async with service_for(resolve_connection("local", url)) as service:
+            before = await _held_out(config, await sampling_client(service, model))
+            print("held-out before:", json.dumps(before, sort_keys=True), flush=True)
+            result = await run_training(config)
+            path = result.final_checkpoint["sampler_path"]
+            after = await _held_out(config, await sampling_client(service, model, path))
+            print("held-out after:", json.dumps(after, sort_keys=True), flush=True)
     lines = (args.out / "run" / "metrics.jsonl").read_text().splitlines()
     steps = [
         {key: row.get(f"env/all/{key}") for key in ("correct", "parsed", *_OUTCOMES)}

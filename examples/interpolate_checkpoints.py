@@ -30,11 +30,14 @@ from typing import Any
 import attrs
 
 from mint_envkit import Config, DatasetBuilder, ParseResult, SingleTurnEnv, last_number
-from mint_envkit.rl import run_training, shared_local_backend
+from mint_envkit.rl import run_training
+from mint_envkit.rollouts import (
+    BackendSettings,
+    SamplingSettings,
+    pretrained_local_model,
+    shared_local_backend,
+)
 from mint_envkit.sweep import interpolation_sweep
-
-SMOLLM2 = "mint-envkit/smollm2-135m-instruct"
-TINY = "mint-envkit/tiny-qwen3"
 
 
 class AdditionEnv(SingleTurnEnv):
@@ -85,14 +88,7 @@ def item_problems(n: int, seed: int) -> list[dict[str, str]]:
 
 def choose_model(requested: str | None) -> str:
     """``requested``, else SmolLM2 when installed, else the built-in tiny model."""
-    if requested:
-        return requested
-    from mint_envkit.rendering.gguf_files import find_smollm2_gguf
-
-    if find_smollm2_gguf() is not None:
-        return SMOLLM2
-    print("SmolLM2 is not installed (mint-envkit install-model smollm2): using the tiny model")
-    return TINY
+    return requested or pretrained_local_model()
 
 
 def run_configs(args: argparse.Namespace, model: str) -> list[Config]:
@@ -157,9 +153,8 @@ async def sweep(args: argparse.Namespace) -> Any:
             grid=grid,
             root=args.out / "sweep",
             samples=args.samples,
-            max_tokens=args.max_tokens,
-            temperature=0.7,
-            backend="local",
+            sampling=SamplingSettings(max_tokens=args.max_tokens, temperature=0.7),
+            backend=BackendSettings(backend="local"),
         )
 
 

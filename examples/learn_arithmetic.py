@@ -6,16 +6,18 @@ Trains "What is a + b?" (a, b in 0..30) with ``run_training`` on the embedded
 local backend, then prints the learning curve (one row per step: training
 correctness and parse rate at the sampling temperature) and writes it as
 ``curve.png`` and ``curve.json`` under ``--out``. Held-out correctness is
-measured greedily (temperature 1e-3) on 40 problems drawn with another seed and
-never trained on, before the first step and after the last; each held-out line also
-shows the constant-answer baseline (the correctness of always giving the most common
-reference answer), the number of distinct answers, the most common answer and its
-share, the truncation rate, and a collapse warning when a constant answer explains the
-correctness (see docs/evaluation.md, "Answers").
+measured by the loop itself, greedily (``eval_temperature`` 1e-3), on 40 problems
+drawn with another seed and never trained on, before the first step and after the
+last: each held-out line shows the best trivial baseline (a constant answer, a number
+of the question...), the parse and truncation rates and the answers' diversity, and
+the run ends with its before/after line (``RunResult.claim``): the gain split into
+format and content, measured at a reply limit where the base model is not cut off
+(48 tokens by default: at the old 16 the base model was cut off on most problems and
+the "gain" was mostly reply length; see docs/evaluation.md, "Before and after").
 
 Settings (from benchmarks/grpo_reference.py, the plain loop this must match):
 calculator system prompt, ``last_number`` parser, reward 1 right / 0 wrong or
-unparsed, 8 problems x 4 samples per step, temperature 0.7, 16 new tokens,
+unparsed, 8 problems x 4 samples per step, temperature 0.7, 48 new tokens,
 LoRA rank 16 on every linear layer (no unembedding), Adam lr 5e-4.
 
 Without the model package (``mint-envkit install-model smollm2``) it says so and
@@ -37,14 +39,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from mint_envkit import Config, DatasetBuilder, ParseResult, SingleTurnEnv, last_number
 from mint_envkit.rl import run_training
-from mint_envkit.rl.answers import answer_figures, collapse_note, rollout_answers
-from mint_envkit.rl.backend import local_api_key, local_backend
-from mint_envkit.rl.records import rollout_metrics
-from mint_envkit.rl.sampling import sample_batch
+from mint_envkit.rollouts import pretrained_local_model
 
 SMOLLM2 = "mint-envkit/smollm2-135m-instruct"
 TINY = "mint-envkit/tiny-qwen3"
@@ -114,118 +111,108 @@ def choose_model(requested: str | None) -> str:
     """The model to train: ``requested``, else SmolLM2 when installed, else the tiny model."""
     if requested:
         return requested
-    from mint_envkit.rendering.gguf_files import SMOLLM2_INSTALL_COMMAND, find_smollm2_gguf
-
-    if find_smollm2_gguf() is not None:
-        return SMOLLM2
-    print(
-        f"SmolLM2 is not installed: install it with `{SMOLLM2_INSTALL_COMMAND}`.\n"
-        "Falling back to the built-in random tiny model and the speak-up task "
-        "(a reply is right when it is not empty).",
-        flush=True,
-    )
-    return TINY
+    model = pretrained_local_model()
+    if _is_tiny(model):
+        print(
+            "Falling back to the speak-up task (a reply is right when it is not empty).",
+            flush=True,
+        )
+    return model
 
 
-def build_config(args: argparse.Namespace, model: str, url: str) -> tuple[Config, DatasetBuilder]:
-    """The training config and the held-out builder (problems disjoint from training's)."""
+def build_config(args: argparse.Namespace, model: str) -> Config:
+    """The training config: the training problems, and held-out ones disjoint from them
+    that the loop evaluates greedily before the first step and after the last."""
     env, make = _task(model)
     train = make(args.batch * args.steps, seed=args.seed)
     held_out = make(
         args.eval_n, seed=10_000 + args.seed, exclude=frozenset(p["pair"] for p in train)
     )
     strip = [[{k: v for k, v in p.items() if k != "pair"} for p in ps] for ps in (train, held_out)]
-    common = {"env": env, "model_name": model, "seed": args.seed, "group_size": args.group}
-    if _is_tiny(model):  # the random model rarely ends a reply: score the cut-off ones too
-        common["score_truncated"] = True
-    builder = DatasetBuilder(problems=strip[0], batch_size=args.batch, **common)
-    eval_builder = attrs.evolve(
-        builder, problems=strip[1], batch_size=args.eval_n, group_size=1, shuffle=False
+    extra = {"score_truncated": True} if _is_tiny(model) else {}  # the random model rarely stops
+    builder = DatasetBuilder(
+        env=env,
+        problems=strip[0],
+        test_problems=strip[1],
+        batch_size=args.batch,
+        group_size=args.group,
+        model_name=model,
+        seed=args.seed,
+        max_generation_tokens=args.max_tokens,
+        **extra,
     )
-    config = Config(
-        dataset_builder=attrs.evolve(builder, max_generation_tokens=args.max_tokens),
+    return Config(
+        dataset_builder=builder,
         model_name=model,
         log_path=str(args.out / "run"),
         learning_rate=args.lr or (3e-3 if _is_tiny(model) else 5e-4),
         lora_rank=16,
         train_unembed=False,
         temperature=0.7,
+        eval_temperature=EVAL_TEMPERATURE,
+        eval_every=args.steps,  # before the first step, and the final eval after the last
+        # speak-up scores a first token (cut-off replies included): nothing to re-measure
+        uncut_evals=not _is_tiny(model),
         max_steps=args.steps,
         save_every=0,
         backend="local",
-        base_url=url,
         sampling_seed=args.seed,
     )
-    return config, eval_builder
 
 
-async def evaluate(config: Config, client: Any, builder: DatasetBuilder) -> dict[str, Any]:
-    """Greedy correctness and parse rate of ``client`` on the held-out problems (1 sample each).
-
-    Beside them the answer figures (``answers/...``, see ``mint_envkit.rl.answers``): the
-    constant-answer baseline, answer diversity, truncation and the collapse flag.
-    """
-    held_out, _ = await builder()
-    greedy = attrs.evolve(config, temperature=EVAL_TEMPERATURE)
-    groups = held_out.groups()
-    batch = await sample_batch(greedy, client, groups, salt=-1)
-    metrics = rollout_metrics(batch.rollouts, "eval")
+def held_out(metrics: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """One held-out eval's figures from the loop's metrics line (``test/env/all/...``)."""
+    head = f"{prefix}/all/"
     return {
-        "correct": metrics["eval/all/correct"],
-        "parsed": metrics["eval/all/parsed"],
-        **answer_figures(rollout_answers(batch.rollouts, groups)),
+        key[len(head) :]: value
+        for key, value in metrics.items()
+        if key.startswith(head) and not key.startswith(head + "by_group")
     }
 
 
 def held_out_line(when: str, n: int, figures: dict[str, Any]) -> str:
-    """One held-out eval: correctness beside the constant-answer baseline, diversity, flag."""
+    """One held-out eval: correctness beside the best trivial baseline, parse, truncation."""
 
     def rate(key: str) -> str:
         value = figures.get(key)
         return "n/a" if value is None else f"{value:.1%}"
 
-    top = figures.get("answers/top")
-    top = "unparsed" if top is None else repr(top[:20])
-    line = (
-        f"held-out greedy (n={n}) {when}: correct {figures['correct']:6.1%}  "
-        f"constant baseline {rate('answers/baseline_correct')}  "
-        f"distinct answers {figures.get('answers/distinct', 'n/a')}  "
-        f"top {top} {rate('answers/top_share')}  truncated {rate('answers/truncated')}"
+    beats = {1.0: "beats it", 0.0: "does not beat it"}.get(figures.get("answers/beats_baseline"))
+    return (
+        f"held-out greedy (n={n}) {when}: correct {rate('correct')}  parsed {rate('parsed')}  "
+        f"truncated {rate('truncated')}  best trivial baseline {rate('answers/baseline_correct')}"
+        f" ({figures.get('answers/baseline_name', 'n/a')}; {beats or 'not compared'})  "
+        f"distinct answers {figures.get('answers/distinct', 'n/a')}"
     )
-    note = collapse_note(figures, figures["correct"])
-    return line + (f"\n  {note}" if note else "")
 
 
 async def learn(args: argparse.Namespace, model: str) -> dict[str, Any]:
-    """Start the server, evaluate, train, evaluate again; return the curve."""
-    import mint
-
+    """Train with the loop's first and final held-out evals; return the curve."""
     t0 = time.monotonic()
-    async with local_backend([model]) as url:
-        config, eval_builder = build_config(args, model, url)
-        service = mint.ServiceClient(base_url=url, api_key=local_api_key())
-        base = await service.create_sampling_client_async(base_model=model)
-        start = await evaluate(config, base, eval_builder)
-        print(held_out_line("before", args.eval_n, start) + f"  parsed {start['parsed']:.0%}")
-        result = await run_training(config)
-        trained = await service.create_sampling_client_async(
-            model_path=result.final_checkpoint["sampler_path"]
-        )
-        end = await evaluate(config, trained, eval_builder)
+    config = build_config(args, model)
+    result = await run_training(config)
+    rows = _metrics(Path(config.log_path))
     steps = [
         {
-            "step": m["step"] + 1,
+            "step": m["step"],
             "correct": m.get("env/all/correct"),
             "parsed": m.get("env/all/parsed"),
             "datums": m.get("train/datums", 0),
         }
-        for m in _metrics(Path(config.log_path))
+        for m in rows
     ]
+    claim = result.claim
     return {
         "model": model,
         "task": _task(model)[0].__name__,
         "seed": args.seed,
-        "held_out": {"before": start, "after": end, "n": args.eval_n},
+        "max_tokens": args.max_tokens,
+        "held_out": {
+            "before": held_out(rows[0], "test/env"),
+            "after": held_out(rows[-1], "test_final/env"),
+            "n": args.eval_n,
+            "claim": None if claim is None else claim.record(),
+        },
         "steps": steps,
         "wall_s": round(time.monotonic() - t0, 1),
     }
@@ -245,6 +232,8 @@ def table(curve: dict[str, Any]) -> str:
     for s in curve["steps"]:
         rows.append(f"{s['step']:>4}  {s['correct']:7.1%}  {s['parsed']:6.1%}  {s['datums']:>14}")
     rows.append(held_out_line("after ", held["n"], held["after"]))
+    if held["claim"] is not None:
+        rows.append(held["claim"]["line"])
     rows.append(f"wall {curve['wall_s']:.0f} s")
     return "\n".join(rows)
 
@@ -271,7 +260,7 @@ def plot(curve: dict[str, Any], path: Path) -> Path | None:
         color="black",
         label="held-out greedy correct",
     )
-    ax.set_xlabel("step (held-out eval at 0 and after the last step)")
+    ax.set_xlabel("step (held-out eval before step 0 and after the last step)")
     ax.set_ylabel("rate")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(f"{curve['task']} on {curve['model']}, seed {curve['seed']}")
@@ -294,7 +283,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=8, help="problems per step")
     p.add_argument("--group", type=int, default=4, help="samples per problem")
     p.add_argument("--lr", type=float, default=None, help="default: 5e-4 (3e-3 on the tiny model)")
-    p.add_argument("--max-tokens", type=int, default=16)
+    p.add_argument("--max-tokens", type=int, default=48, help="the reply limit")
     p.add_argument("--eval-n", type=int, default=40)
     return p.parse_args(argv)
 

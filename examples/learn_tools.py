@@ -16,7 +16,7 @@ Before the first step and after the last, the model is evaluated greedily on
 held-out problems (another seed, no factor pair shared with training): the lines
 show correctness, the tool-call rate (episodes with at least one call), the rate
 of episodes whose calls all ran, and the constant-answer baseline (see
-``mint_envkit.rl.answers``). ``benchmarks/learn_tools_seeds.sh`` runs three seeds
+``mint_envkit.rollouts.answers``). ``benchmarks/learn_tools_seeds.sh`` runs three seeds
 and tabulates them (docs/benchmarks.md, "Tool use on the real local model").
 
 Without SmolLM2 (``mint-envkit install-model smollm2``) it says so and runs the
@@ -44,13 +44,28 @@ import attrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from learn_arithmetic import EVAL_TEMPERATURE, TINY, held_out_line
+from learn_arithmetic import EVAL_TEMPERATURE, TINY, held_out, held_out_line
 
-from mint_envkit import Config, DatasetBuilder, Feedback, Message, ToolEnv, last_number, tool
-from mint_envkit.rl import local_api_key, local_backend, run_training
-from mint_envkit.rl.answers import answer_figures, rollout_answers
-from mint_envkit.rl.records import rollout_metrics
-from mint_envkit.rl.sampling import sample_batch
+from mint_envkit import (
+    Config,
+    DatasetBuilder,
+    Feedback,
+    Message,
+    ToolEnv,
+    evaluate,
+    last_number,
+    tool,
+)
+from mint_envkit.evaluation import learning_claim
+from mint_envkit.rl import run_training
+from mint_envkit.rollouts import (
+    SamplingSettings,
+    local_backend,
+    pretrained_local_model,
+    resolve_connection,
+    sampling_client,
+    service_client,
+)
 
 SMOLLM2 = "mint-envkit/smollm2-135m-instruct"
 
@@ -192,19 +207,17 @@ def build_config(args: argparse.Namespace, model: str, url: str) -> tuple[Config
     return config, eval_builder
 
 
-async def evaluate(config: Config, client: Any, builder: DatasetBuilder) -> dict[str, Any]:
-    """Greedy held-out figures: correctness, parse rate, tool-call rates, answer figures."""
-    held_out, _ = await builder()
-    greedy = attrs.evolve(config, temperature=EVAL_TEMPERATURE)
-    groups = held_out.groups()
-    batch = await sample_batch(greedy, client, groups, salt=-1)
-    metrics = rollout_metrics(batch.rollouts, "eval")
+async def held_out_eval(config: Config, client: Any, builder: DatasetBuilder) -> dict[str, Any]:
+    """Greedy held-out figures (one :func:`mint_envkit.evaluate`): correctness, parse and
+    truncation rates, the best trivial baseline, and the tool-call rates."""
+    greedy = SamplingSettings(temperature=EVAL_TEMPERATURE, max_tokens=config.max_tokens)
+    result = await evaluate(builder, client=client, samples=1, sampling=greedy, quiet=True)
+    figures = held_out(result.metrics("eval"), "eval")
     return {
-        "correct": metrics["eval/all/correct"],
-        "parsed": metrics["eval/all/parsed"],
-        "tool_calls_mean": metrics.get("eval/all/tool_calls", 0.0),
-        **tool_figures(batch.rollouts),
-        **answer_figures(rollout_answers(batch.rollouts, groups)),
+        **figures,
+        "tool_calls_mean": figures.get("tool_calls", 0.0),
+        **tool_figures(result.rollouts),
+        "summary": result.summary,
     }
 
 
@@ -219,23 +232,20 @@ def eval_line(when: str, n: int, figures: dict[str, Any]) -> str:
 
 async def learn(args: argparse.Namespace, model: str) -> dict[str, Any]:
     """Start the server, evaluate, train, evaluate again; return the curve."""
-    import mint
-
     t0 = time.monotonic()
     async with local_backend([model]) as url:
         config, eval_builder = build_config(args, model, url)
-        service = mint.ServiceClient(base_url=url, api_key=local_api_key())
-        base = await service.create_sampling_client_async(base_model=model)
-        start = await evaluate(config, base, eval_builder)
-        print(eval_line("before", args.eval_n, start), flush=True)
-        end, steps = start, []
-        if args.steps > 0:
-            result = await run_training(config)
-            trained = await service.create_sampling_client_async(
-                model_path=result.final_checkpoint["sampler_path"]
-            )
-            end = await evaluate(config, trained, eval_builder)
-            steps = [_step(m) for m in _metrics(Path(config.log_path))]
+        async with service_client(resolve_connection("local", url)) as service:
+            base = await sampling_client(service, model)
+            start = await held_out_eval(config, base, eval_builder)
+            print(eval_line("before", args.eval_n, start), flush=True)
+            end, steps = start, []
+            if args.steps > 0:
+                result = await run_training(config)
+                path = result.final_checkpoint["sampler_path"]
+                trained = await sampling_client(service, model, path)
+                end = await held_out_eval(config, trained, eval_builder)
+                steps = [_step(m) for m in _metrics(Path(config.log_path))]
     return {
         "model": model,
         "task": ToolMultiplyEnv.__name__,
@@ -249,7 +259,7 @@ async def learn(args: argparse.Namespace, model: str) -> dict[str, Any]:
 def _step(m: dict[str, Any]) -> dict[str, Any]:
     calls = m.get("env/all/tool_calls") or 0.0
     return {
-        "step": m["step"] + 1,
+        "step": m["step"],
         "correct": m.get("env/all/correct") or 0.0,
         "tool_calls": calls,
         "datums": m.get("train/datums", 0),
@@ -272,6 +282,9 @@ def table(curve: dict[str, Any]) -> str:
             f"{s['step']:>4}  {s['correct']:7.1%}  {s['tool_calls']:18.2f}  {s['datums']:>14}"
         )
     rows.append(eval_line("after ", held["n"], held["after"]))
+    if curve["steps"]:
+        claim = learning_claim(held["before"]["summary"], held["after"]["summary"])
+        rows.append(claim.line())
     rows.append(f"wall {curve['wall_s']:.0f} s")
     return "\n".join(rows)
 
@@ -297,16 +310,10 @@ def choose_model(requested: str | None) -> str:
     """``requested``, else SmolLM2 when installed, else the tiny model (saying so)."""
     if requested:
         return requested
-    from mint_envkit.rendering.gguf_files import SMOLLM2_INSTALL_COMMAND, find_smollm2_gguf
-
-    if find_smollm2_gguf() is not None:
-        return SMOLLM2
-    print(
-        f"SmolLM2 is not installed: install it with `{SMOLLM2_INSTALL_COMMAND}`. Running "
-        "on the built-in random tiny model (it writes no tool calls: plumbing only).",
-        flush=True,
-    )
-    return TINY
+    model = pretrained_local_model()
+    if model == TINY:
+        print("The random tiny model writes no tool calls: plumbing only.", flush=True)
+    return model
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from arithmetic_env import ArithmeticEnv, arithmetic_problems
 
 from mint_envkit import Config, DatasetBuilder, MintEnvkitError
-from mint_envkit.rl import default_model, resolve_connection
+from mint_envkit.rl import default_model
+from mint_envkit.rollouts import resolve_connection
 from mint_envkit.sweep import Sweep
 
 

@@ -32,27 +32,17 @@ from arithmetic_env import ArithmeticEnv, arithmetic_problems
 
 from mint_envkit import Config, DatasetBuilder
 from mint_envkit.evaluation import evaluate
-from mint_envkit.rl import (
-    fine_tune_on_rollouts,
-    good_rollouts,
+from mint_envkit.rl import fine_tune_on_rollouts, good_rollouts, run_training, supervised_examples
+from mint_envkit.rollouts import (
+    BackendSettings,
+    SamplingSettings,
     local_backend,
-    run_training,
-    supervised_examples,
+    pretrained_local_model,
 )
-
-SMOLLM2 = "mint-envkit/smollm2-135m-instruct"
-TINY = "mint-envkit/tiny-qwen3"
-
-
-def choose_model() -> str:
-    """SmolLM2 when installed, else the built-in tiny model."""
-    from mint_envkit.rendering.gguf_files import find_smollm2_gguf
-
-    return SMOLLM2 if find_smollm2_gguf() is not None else TINY
 
 
 async def main(args: argparse.Namespace) -> None:
-    model = args.model or choose_model()
+    model = args.model or pretrained_local_model()
     builder = DatasetBuilder(
         env=ArithmeticEnv,
         problems=arithmetic_problems(args.problems, seed=0),
@@ -66,14 +56,11 @@ async def main(args: argparse.Namespace) -> None:
         # 1. rollouts of the base model, written like any eval's
         result = await evaluate(
             builder,
-            model_name=model,
             samples=4,
             split="train",
-            temperature=0.7,
-            max_tokens=12,
+            sampling=SamplingSettings(temperature=0.7),  # the builder's reply limit, 12
             out_dir=str(args.out / "eval"),
-            base_url=url,
-            backend="local",
+            backend=BackendSettings(base_url=url, backend="local"),
         )
         path = args.out / "eval" / "base" / "rollouts.jsonl"
         print(f"base model: pass@1 {result.pass_at(1):.1%} on {args.problems} problems")

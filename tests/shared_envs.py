@@ -14,6 +14,7 @@ The class lives in a module (not inside a fixture) so that envs built from it pi
 from __future__ import annotations
 
 from mint_envkit import SingleTurnEnv, exact, first_number
+from mint_envkit.rollouts.types import GroupRollout, SampledTokens, Trajectory, Transition
 
 __all__ = ["ARITHMETIC_PROBLEM", "ArithmeticEnv", "YesNoEnv", "yes_no_problems"]
 
@@ -52,3 +53,33 @@ def yes_no_problems(no: int = 23, yes: int = 17) -> list[dict[str, str]]:
         question = f"Is {a} greater than {b}? Answer yes or no."
         problems.append({"question": question, "answer": "yes" if a > b else "no"})
     return problems
+
+
+def hand_made_rollout(
+    index: int,
+    rewards: list[float] | None = None,
+    *,
+    error: str | None = None,
+    correct: list[float] | None = None,
+    tags: tuple[str, ...] = (),
+) -> GroupRollout:
+    """One group's rollout built by hand: each episode one transition, prompt ``[1, 2, 3]``,
+    a two-token reply with logprobs ``[-0.5, -0.25]``, the given reward."""
+    messages = [{"role": "user", "content": f"problem {index}"}]
+    if error is not None:
+        return GroupRollout(index, messages, [], error=error, traceback="Traceback ...")
+    trajectories = []
+    for member, reward in enumerate(rewards or []):
+        metrics = {} if correct is None else {"correct": correct[member]}
+        reply = SampledTokens(tokens=[10 + member, 11], logprobs=[-0.5, -0.25], stop_reason="stop")
+        transition = Transition(
+            ob=[1, 2, 3],
+            ac=reply,
+            reward=reward,
+            episode_done=True,
+            metrics=metrics,
+            logs={"parse_status": "ok"},
+            message={"role": "assistant", "content": f"reply {member}"},
+        )
+        trajectories.append(Trajectory(transitions=[transition]))
+    return GroupRollout(index, messages, trajectories, tags=list(tags))

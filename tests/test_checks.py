@@ -95,7 +95,7 @@ def _refuse(make, field):
 def test_the_parts_refuse_a_bool_with_the_shared_message():
     """Each caller goes through the shared check: a bool for a count fails everywhere."""
     from mint_envkit import TINY_MODEL_NAME, DatasetBuilder, SingleTurnEnv
-    from mint_envkit.evaluation.spec import EvalSettings
+    from mint_envkit.rollouts import SamplingSettings
     from mint_envkit.sandbox.executor import Limits
     from mint_envkit.sandbox.unsafe import UnsafeLocalExecutor
     from mint_envkit.tools.threads import ToolThreads
@@ -108,7 +108,7 @@ def test_the_parts_refuse_a_bool_with_the_shared_message():
     cases = [
         (lambda: builder(batch_size=True), "batch_size must be an integer >= 1"),
         (lambda: builder(test_fraction=True), r"test_fraction must be in \[0, 1\)"),
-        (lambda: EvalSettings(model_name="m", samples=True), "samples must be an integer"),
+        (lambda: SamplingSettings(max_tokens=True), "max_tokens must be an integer"),
         (lambda: Limits(wall_s=True), "Limits.wall_s must be a number > 0"),
         (lambda: UnsafeLocalExecutor(max_concurrency=True), "max_concurrency=...\\) must be"),
         (lambda: ToolThreads(True), "ToolThreads limit must be an integer >= 1"),

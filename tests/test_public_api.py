@@ -221,7 +221,7 @@ def test_public_errors_have_a_docstring_and_share_a_base():
         ("Metrics", "mint_envkit.envs.base"),
         ("JudgeComplete", "mint_envkit.judge.model"),
         ("Status", "mint_envkit.parsers.result"),
-        ("Sampler", "mint_envkit.rl.rollouts"),
+        ("Sampler", "mint_envkit.rollouts.sampler"),
         ("DEFAULT_GRID", "mint_envkit.sweep._env"),
     ],
 )

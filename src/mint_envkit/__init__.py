@@ -105,13 +105,8 @@ if TYPE_CHECKING:
         valid_format,
         weighted,
     )
-    from mint_envkit.rl import (
-        Config,
-        KLReferenceConfig,
-        ScriptedPolicy,
-        ScriptedReport,
-        run_training,
-    )
+    from mint_envkit.rl import Config, KLReferenceConfig, run_training
+    from mint_envkit.rollouts import ScriptedPolicy, ScriptedReport
     from mint_envkit.sandbox import (
         CodeEnv,
         code_passes,
@@ -189,8 +184,8 @@ _EXPORTS: dict[str, str] = {
     "weighted": "mint_envkit.rewards",
     "Config": "mint_envkit.rl",
     "KLReferenceConfig": "mint_envkit.rl",
-    "ScriptedPolicy": "mint_envkit.rl",
-    "ScriptedReport": "mint_envkit.rl",
+    "ScriptedPolicy": "mint_envkit.rollouts",
+    "ScriptedReport": "mint_envkit.rollouts",
     "run_training": "mint_envkit.rl",
     "McpServer": "mint_envkit.tools",
     "Tool": "mint_envkit.tools",

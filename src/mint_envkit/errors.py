@@ -141,7 +141,7 @@ class BackendError(MintEnvkitError):
     Example::
 
         # not run: waits 15 s for a backend that is not there
-        from mint_envkit.rl.backend import preflight
+        from mint_envkit.rollouts.backend import preflight
 
         await preflight("http://127.0.0.1:9")
         # BackendError: the backend at http://127.0.0.1:9 did not answer within 15 s ...

@@ -21,7 +21,7 @@ import pytest
 
 from mint_envkit.cli import main
 from mint_envkit.cli.checkpoints import default_state_dir
-from mint_envkit.rl.backend import local_api_key
+from mint_envkit.rollouts.backend import local_api_key
 
 MODEL = "mint-envkit/tiny-qwen3-small"
 RECORD_KEYS = {"tinker_path", "checkpoint_type", "time", "size_bytes", "log_dir"}

@@ -40,7 +40,7 @@ def _args(server, out, *more):
 def test_eval_prints_the_figures_and_writes_the_files(tmp_path, tiny_local_server, capsys):
     assert main(_args(tiny_local_server, tmp_path / "ev")) == 0
     out, err = capsys.readouterr()
-    assert "on 2 problems x 2 samples (from --problem, local backend, seed 0)" in out
+    assert "on 2 problems x 2 samples (from --problem, local backend, seed 0, reply limit" in out
     for row in ("mean reward", "pass@1", "pass@2", "parse failures"):
         assert row in out
     assert "eval base: 2/2 problems" in err
@@ -87,7 +87,7 @@ def test_a_missing_checkpoint_exits_2_naming_it(tmp_path, tiny_local_server, cap
         (["eval", EXAMPLE, "--model", "m"], "needs problems"),
         (["eval", EXAMPLE, "--model", "m", *PROBLEMS, "--samples", "0"], "--samples must be"),
         (["eval", EXAMPLE, "--model", "m", "--problem", "{bad"], "is not JSON"),
-        (["eval", EXAMPLE], "--model"),
+        (["eval", EXAMPLE, *PROBLEMS], "needs model_name"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_message(argv, message, capsys):

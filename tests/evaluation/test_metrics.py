@@ -11,7 +11,7 @@ from mint_envkit.evaluation import EvalResult, comparison_table, pass_at_k
 from mint_envkit.evaluation.compare import per_problem
 from mint_envkit.evaluation.files import metric_line
 from mint_envkit.evaluation.metrics import pass_ks, problem_result, summarize
-from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
+from mint_envkit.rollouts.types import GroupRollout, SampledTokens, Trajectory, Transition
 
 
 @pytest.mark.parametrize(
@@ -149,6 +149,7 @@ def test_the_table_shows_correct_beside_the_baseline_and_flags_a_collapse():
     answers = {
         "correct": 0.575,
         "answers/baseline_correct": 0.575,
+        "answers/baseline_name": "constant 'no'",
         "answers/distinct": 1,
         "answers/entropy": 0.0,
         "answers/top_share": 1.0,
@@ -172,7 +173,7 @@ def test_the_table_shows_correct_beside_the_baseline_and_flags_a_collapse():
     table = comparison_table([base, tuned])
     assert table.splitlines()[-1] == (
         "tuned: answers collapse: 100% of replies are 'no'; correct 0.575 does not beat the "
-        "constant-answer baseline 0.575"
+        "best trivial baseline 0.575 (constant 'no')"
     )
     line = metric_line(tuned.summary)
     assert line["eval/answers/collapse"] == 1.0 and "eval/answers/top" not in line

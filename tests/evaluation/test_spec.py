@@ -8,7 +8,7 @@ import pytest
 
 from mint_envkit import TINY_MODEL_NAME, DatasetBuilder, MintEnvkitError
 from mint_envkit.errors import ConfigError
-from mint_envkit.evaluation.spec import eval_groups, load_target
+from mint_envkit.evaluation.spec import eval_problems, load_target
 from shared_envs import ARITHMETIC_PROBLEM, ArithmeticEnv
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -31,38 +31,48 @@ def _builder(**fields):
 
 
 async def test_every_problem_once_with_k_envs_in_order():
-    pairs = await eval_groups(_builder(), model_name=TINY_MODEL_NAME, samples=5)
-    assert [(split, g.index) for split, g in pairs] == [("train", i) for i in range(6)]
-    assert {g.group_size for _, g in pairs} == {5}
+    chosen = await eval_problems(_builder(max_generation_tokens=12), samples=5)
+    assert [(split, g.index) for split, g in chosen.pairs] == [("train", i) for i in range(6)]
+    assert {g.group_size for _, g in chosen.pairs} == {5}
+    # the builder's model and reply limit: what training samples with
+    assert (chosen.model_name, chosen.max_tokens) == (TINY_MODEL_NAME, 12)
+
+
+async def test_built_groups_are_evaluated_as_they_are():
+    train, _ = await _builder()()
+    chosen = await eval_problems(train)
+    assert chosen.split == "test" and chosen.samples == 2  # the groups' own size
+    assert len(chosen.pairs) == len(train.groups())
 
 
 async def test_the_test_split_is_the_default_when_there_is_one():
     builder = _builder(test_problems=_problems(2))
-    pairs = await eval_groups(builder, model_name=TINY_MODEL_NAME, samples=3)
+    chosen = await eval_problems(builder, samples=3)
+    pairs = chosen.pairs
     assert [(s, g.index, g.group_size) for s, g in pairs] == [("test", 0, 3), ("test", 1, 3)]
-    both = await eval_groups(builder, model_name=TINY_MODEL_NAME, samples=3, split="all", limit=1)
-    assert [(s, g.index) for s, g in both] == [("train", 0), ("test", 0)]
+    both = await eval_problems(builder, samples=3, split="all", limit=1)
+    assert [(s, g.index) for s, g in both.pairs] == [("train", 0), ("test", 0)]
 
 
 async def test_bad_splits_and_missing_problems_are_named():
     with pytest.raises(ConfigError, match="no test split"):
-        await eval_groups(_builder(), model_name=TINY_MODEL_NAME, samples=2, split="test")
+        await eval_problems(_builder(), samples=2, split="test")
     with pytest.raises(ConfigError, match="'dev'"):
-        await eval_groups(_builder(), model_name=TINY_MODEL_NAME, samples=2, split="dev")
+        await eval_problems(_builder(), samples=2, split="dev")
     with pytest.raises(ConfigError, match="needs problems"):
-        await eval_groups(ArithmeticEnv, model_name=TINY_MODEL_NAME, samples=2)
+        await eval_problems(ArithmeticEnv, model_name=TINY_MODEL_NAME, samples=2)
+    with pytest.raises(ConfigError, match="needs model_name"):
+        await eval_problems(ArithmeticEnv, samples=2, problems=[ARITHMETIC_PROBLEM])
     with pytest.raises(ConfigError, match="brings its own problems"):
-        await eval_groups(
-            _builder(), model_name=TINY_MODEL_NAME, samples=2, problems=[ARITHMETIC_PROBLEM]
-        )
+        await eval_problems(_builder(), samples=2, problems=[ARITHMETIC_PROBLEM])
 
 
 async def test_an_env_spec_with_problems():
     spec = f"{EXAMPLES / 'arithmetic_env.py'}:ArithmeticEnv"
-    pairs = await eval_groups(
+    chosen = await eval_problems(
         spec, model_name=TINY_MODEL_NAME, samples=2, problems=[ARITHMETIC_PROBLEM]
     )
-    assert len(pairs) == 1 and pairs[0][1].problem == ARITHMETIC_PROBLEM
+    assert len(chosen.pairs) == 1 and chosen.pairs[0][1].problem == ARITHMETIC_PROBLEM
 
 
 @pytest.mark.parametrize(
@@ -80,39 +90,17 @@ def test_an_unknown_env_spec_is_named(spec, message):
 
 
 @pytest.mark.parametrize(
-    ("settings", "message"),
-    [
-        ({"samples": 0}, "samples must be an integer >= 1, got 0"),
-        ({"samples": True}, "samples must be an integer >= 1, got True"),
-        ({"limit": 0}, "limit must be an integer >= 1 or None, got 0"),
-        ({"max_tokens": 0}, "max_tokens must be an integer >= 1, got 0"),
-        ({"temperature": 0}, "temperature must be > 0"),
-        ({"max_concurrent_groups": True}, "max_concurrent_groups must be an integer >= 1"),
-        ({"backend": "cloud"}, "backend must be 'auto', 'mint' or 'local'"),
-        ({"base_url": "localhost:8000"}, "base_url must start with http://"),
-        ({"model_name": " "}, "model_name must be a non-empty string"),
-    ],
-)
-def test_eval_settings_refuse_bad_values(settings, message):
-    from mint_envkit.evaluation.spec import EvalSettings
-
-    with pytest.raises(ConfigError, match=message):
-        EvalSettings(**({"model_name": TINY_MODEL_NAME} | settings))
-
-
-@pytest.mark.parametrize(
     ("option", "message"),
     [
         ({"samples": 0}, "samples must be an integer >= 1"),
-        ({"max_tokens": True}, "max_tokens must be an integer >= 1, got True"),
-        ({"temperature": -1.0}, "temperature must be > 0"),
-        ({"max_concurrent": 0}, "max_concurrent_groups must be an integer >= 1"),
+        ({"samples": True}, "samples must be an integer >= 1, got True"),
+        ({"limit": 0}, "limit must be an integer >= 1 or None"),
     ],
 )
-async def test_evaluate_checks_its_settings_before_anything_starts(option, message):
+async def test_evaluate_checks_its_options_before_anything_starts(option, message):
     from mint_envkit.evaluation import evaluate
 
-    # an env class with no problems would fail later, in eval_groups: the settings go first
+    # an env class with no problems would fail later: the options go first
     with pytest.raises(ConfigError, match=message):
         await evaluate(ArithmeticEnv, model_name=TINY_MODEL_NAME, **option)
 

@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import calculator_tools as example
 
 from mint_envkit import ScriptedPolicy
-from mint_envkit.rl.logs import read_jsonl
-from mint_envkit.rl.rollouts import rollout_groups
+from mint_envkit.rollouts.files import read_jsonl
+from mint_envkit.rollouts.run import rollout_groups
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ async def test_malformed_call_is_fed_back_and_counted():
 
 @pytest.mark.parametrize("policy", ["solver", "malformed"])
 async def test_rollout_records_keep_every_message_of_the_conversation(policy):
-    from mint_envkit.rl.records import rollout_records
+    from mint_envkit.rollouts.records import rollout_records
 
     problems = example.word_problems(1)
     chosen = example.solver(problems) if policy == "solver" else example.malformed_then_answer
@@ -110,8 +110,8 @@ async def test_rollout_records_keep_every_message_of_the_conversation(policy):
 @pytest.mark.integration
 async def test_the_calculator_env_trains_three_steps_on_the_embedded_backend(tmp_path, monkeypatch):
     from mint_envkit import Config
-    from mint_envkit.rl.logs import RunFiles
     from mint_envkit.rl.train import run_training
+    from mint_envkit.rollouts.files import RunFiles
 
     monkeypatch.setenv("MINT_ENVKIT_STATE_DIR", str(tmp_path / "state"))
     builder = example.make_builder(example.word_problems(2), group_size=2)

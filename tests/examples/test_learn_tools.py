@@ -72,7 +72,7 @@ def test_tool_figures_count_episodes_with_calls_and_with_every_call_run():
     ]
     builder = attrs.evolve(_builder(problems), group_size=4)
     policy = ScriptedPolicy(scripts)
-    from mint_envkit.rl.rollouts import rollout_groups
+    from mint_envkit.rollouts.run import rollout_groups
 
     async def run():
         train, _ = await builder()
@@ -99,7 +99,7 @@ def test_the_demo_trains_evaluates_and_reports_the_tool_figures(tmp_path, capsys
     argv += ["--batch", "2", "--group", "2", "--max-tokens", "4", "--eval-n", "2"]
     assert demo.main(argv) == 0
     curve = json.loads((out / "curve.json").read_text())
-    assert curve["task"] == "ToolMultiplyEnv" and [s["step"] for s in curve["steps"]] == [1]
+    assert curve["task"] == "ToolMultiplyEnv" and [s["step"] for s in curve["steps"]] == [0]
     for when in ("before", "after"):
         figures = curve["held_out"][when]
         assert {"correct", "tool_call_rate", "tool_ok_rate", "answers/baseline_correct"} <= set(

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import mcp_tools as example
 
 from mint_envkit import EnvFromMessageEnv, McpServer, ScriptedPolicy, get_renderer, get_tokenizer
-from mint_envkit.rl.rollouts import rollout_groups
+from mint_envkit.rollouts.run import rollout_groups
 
 
 async def test_a_scripted_solver_calls_the_mcp_tool_and_scores_max():

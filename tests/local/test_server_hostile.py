@@ -24,7 +24,7 @@ from server_helpers import SMALL, create_model, datum, fake_server, post, tokens
 
 from mint_envkit.local.http.limits import Limits
 from mint_envkit.local.server import LocalServer
-from mint_envkit.rl.backend import preflight, resolve_connection
+from mint_envkit.rollouts.backend import preflight, resolve_connection
 
 # --------------------------------------------------------------------------- helpers
 

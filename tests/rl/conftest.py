@@ -7,35 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from mint_envkit import TINY_MODEL_NAME, Config, DatasetBuilder, SingleTurnEnv, first_number
-from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
-
-
-def _group(
-    index: int,
-    rewards: list[float] | None = None,
-    *,
-    error: str | None = None,
-    correct: list[float] | None = None,
-    tags: tuple[str, ...] = (),
-) -> GroupRollout:
-    messages = [{"role": "user", "content": f"problem {index}"}]
-    if error is not None:
-        return GroupRollout(index, messages, [], error=error, traceback="Traceback ...")
-    trajectories = []
-    for member, reward in enumerate(rewards or []):
-        metrics = {} if correct is None else {"correct": correct[member]}
-        reply = SampledTokens(tokens=[10 + member, 11], logprobs=[-0.5, -0.25], stop_reason="stop")
-        transition = Transition(
-            ob=[1, 2, 3],
-            ac=reply,
-            reward=reward,
-            episode_done=True,
-            metrics=metrics,
-            logs={"parse_status": "ok"},
-            message={"role": "assistant", "content": f"reply {member}"},
-        )
-        trajectories.append(Trajectory(transitions=[transition]))
-    return GroupRollout(index, messages, trajectories, tags=list(tags))
+from mint_envkit.rollouts.types import GroupRollout
+from shared_envs import hand_made_rollout
 
 
 @pytest.fixture
@@ -45,7 +18,7 @@ def make_group() -> Callable[..., GroupRollout]:
     Each episode is one transition: prompt ``[1, 2, 3]``, a two-token reply
     with logprobs ``[-0.5, -0.25]``, the given reward.
     """
-    return _group
+    return hand_made_rollout
 
 
 class _AddEnv(SingleTurnEnv):

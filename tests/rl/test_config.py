@@ -230,3 +230,32 @@ def test_public_dict_is_json_and_holds_no_api_key(monkeypatch):
     assert data["dataset_builder"] == BUILDER.describe()
     assert data["kl_reference_config"] == {"base_model": TINY_MODEL_NAME}
     assert data["temperature"] == 1.0 and data["base_url"] == "https://mint.example.com"
+
+
+def test_the_backend_settings_preload_each_model_and_kl_reference_once(phase_config):
+    import attrs
+
+    from mint_envkit import KLReferenceConfig
+
+    def on(model: str, config=phase_config):
+        builder = attrs.evolve(config.dataset_builder, model_name=model)
+        return attrs.evolve(config, model_name=model, dataset_builder=builder)
+
+    with_kl = attrs.evolve(
+        on("a"), kl_penalty_coef=0.1, kl_reference_config=KLReferenceConfig(base_model="b")
+    )
+    assert phase_config.backend_settings.models == (phase_config.model_name,)
+    assert with_kl.backend_settings.models == ("a", "b")
+    assert on("b", with_kl).backend_settings.models == ("b",)
+
+
+async def test_a_run_whose_log_dir_cannot_be_written_fails_before_any_work(phase_config, tmp_path):
+    import attrs
+
+    from mint_envkit import ConfigError
+    from mint_envkit.rl.train import run_training
+
+    (tmp_path / "runs").write_text("")
+    config = attrs.evolve(phase_config, log_path=str(tmp_path / "runs" / "demo"), backend="mint")
+    with pytest.raises(ConfigError, match=r"Config\.log_path"):
+        await run_training(config)  # before the backend: no MINT_API_KEY error

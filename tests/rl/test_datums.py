@@ -12,7 +12,7 @@ from mint_envkit.rl.datums import (
     to_datums,
     training_samples,
 )
-from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
+from mint_envkit.rollouts.types import GroupRollout, SampledTokens, Trajectory, Transition
 
 
 def test_one_sample_per_reply_of_the_groups_that_train(make_group):

@@ -11,7 +11,7 @@ import pytest
 from mint_envkit import Config, DatasetBuilder, SingleTurnEnv, first_number, get_tokenizer
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl import run_distillation
-from mint_envkit.rl.logs import RunFiles
+from mint_envkit.rollouts.files import RunFiles
 
 MODEL = "mint-envkit/tiny-qwen3-small"
 
@@ -84,7 +84,8 @@ def sent(monkeypatch):
 
 @pytest.mark.integration
 async def test_a_privileged_teacher_reads_the_answer_and_the_students_reply(tmp_path, server, sent):
-    config = _config(tmp_path, server, env=ShownTheAnswer, eval_every=1)
+    # the random model is cut off at every limit: no uncut evals (tests/rl/test_evals.py)
+    config = _config(tmp_path, server, env=ShownTheAnswer, eval_every=1, uncut_evals=False)
     result = await run_distillation(config, teacher=MODEL, temperature=1.0)
     assert result.steps == 2 and result.backend == "local"
     assert len(sent) == 2 and sent[0]["reference_model_path"] == MODEL

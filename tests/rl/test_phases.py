@@ -127,7 +127,7 @@ async def test_a_sampler_snapshot_that_never_answers_does_not_hold_the_exit():
     abandoned (cancelled) and no executor thread is left for asyncio.run to wait on."""
     import threading
 
-    from mint_envkit.rl.sampling import sampler_snapshot
+    from mint_envkit.rollouts.sampler import sampler_snapshot
 
     release = threading.Event()
 
@@ -147,7 +147,7 @@ async def test_a_sampler_snapshot_that_never_answers_does_not_hold_the_exit():
 
 
 async def test_a_sampler_snapshot_returns_the_client_or_raises_its_error():
-    from mint_envkit.rl.sampling import sampler_snapshot
+    from mint_envkit.rollouts.sampler import sampler_snapshot
 
     class Works:
         def save_weights_and_get_sampling_client(self):

@@ -11,7 +11,6 @@ import pytest
 
 from mint_envkit import Config, DatasetBuilder, SingleTurnEnv, first_number, get_renderer
 from mint_envkit.errors import ConfigError
-from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.sft import (
     SupervisedExample,
     fine_tune_on_rollouts,
@@ -19,6 +18,7 @@ from mint_envkit.rl.sft import (
     supervised_datum,
     supervised_examples,
 )
+from mint_envkit.rollouts.files import RunFiles
 
 MODEL = "mint-envkit/tiny-qwen3-small"
 

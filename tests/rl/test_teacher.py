@@ -15,7 +15,7 @@ from mint_envkit.rl.teacher import (
     teacher_prompt,
     teacher_samples,
 )
-from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
+from mint_envkit.rollouts.types import GroupRollout, SampledTokens, Trajectory, Transition
 
 
 class _Plain(SingleTurnEnv):

@@ -19,8 +19,8 @@ from mint_envkit.rl.datums import (
 )
 from mint_envkit.rl.diagnostics import post_kl_metrics
 from mint_envkit.rl.train import train_on_batch
-from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
 from mint_envkit.rl.update import merge_substep_metrics, substep_slices
+from mint_envkit.rollouts.types import GroupRollout, SampledTokens, Trajectory, Transition
 
 
 class Done:

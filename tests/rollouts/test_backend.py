@@ -1,16 +1,16 @@
-"""Backend choice: one resolution of backend, endpoint and key; the models to preload."""
+"""Backend choice: one resolution of backend, endpoint and key; the embedded server."""
 
 from __future__ import annotations
 
 import pytest
 
-from mint_envkit import BackendError, ConfigError, KLReferenceConfig
-from mint_envkit.rl import backend
-from mint_envkit.rl.backend import (
+from mint_envkit import BackendError, ConfigError
+from mint_envkit.rollouts import backend
+from mint_envkit.rollouts.backend import (
+    BackendSettings,
     close_session,
     connect,
     local_api_key,
-    models_to_preload,
     resolve_connection,
     service_client,
     shared_local_backend,
@@ -52,12 +52,9 @@ def test_an_explicit_url_wins_over_mint_base_url(clean_env):
     assert connection.base_url == "https://other.example" and connection.api_key == "sk-tinker"
 
 
-async def test_mint_without_a_key_fails_before_any_network_call(clean_env, phase_config):
-    import attrs
-
-    config = attrs.evolve(phase_config, backend="mint")
+async def test_mint_without_a_key_fails_before_any_network_call(clean_env):
     with pytest.raises(BackendError, match="MINT_API_KEY"):
-        async with connect(config):
+        async with connect(BackendSettings(backend="mint")):
             pass
 
 
@@ -79,20 +76,6 @@ async def test_local_runs_inside_a_shared_block_use_its_server(clean_env, monkey
     assert started == [(["m"], 2.0, True)]
 
 
-def test_models_to_preload_are_each_model_and_kl_reference_once(phase_config):
-    import attrs
-
-    def on(model: str, config=phase_config):
-        builder = attrs.evolve(config.dataset_builder, model_name=model)
-        return attrs.evolve(config, model_name=model, dataset_builder=builder)
-
-    with_kl = attrs.evolve(
-        on("a"), kl_penalty_coef=0.1, kl_reference_config=KLReferenceConfig(base_model="b")
-    )
-    assert models_to_preload([phase_config]) == [phase_config.model_name]
-    assert models_to_preload([with_kl, on("b", with_kl)]) == ["a", "b"]
-
-
 async def test_a_read_only_state_dir_fails_before_the_server_starts(clean_env, tmp_path):
     blocker = tmp_path / "state"
     blocker.write_text("a file where the state dir should be")
@@ -101,17 +84,6 @@ async def test_a_read_only_state_dir_fails_before_the_server_starts(clean_env, t
         async with backend.local_backend(["mint-envkit/tiny-qwen3-small"]):
             pass
     assert str(blocker / "inner") in str(info.value)
-
-
-async def test_a_run_whose_log_dir_cannot_be_written_fails_before_any_work(phase_config, tmp_path):
-    import attrs
-
-    from mint_envkit.rl.train import run_training
-
-    (tmp_path / "runs").write_text("")
-    config = attrs.evolve(phase_config, log_path=str(tmp_path / "runs" / "demo"), backend="mint")
-    with pytest.raises(ConfigError, match=r"Config\.log_path"):
-        await run_training(config)  # before the backend: no MINT_API_KEY error
 
 
 async def test_an_embedded_server_the_loop_starts_requires_the_run_key(clean_env, tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
+from mint_envkit.rollouts.records import progress_line, rollout_metrics, rollout_records
 
 
 def test_metrics_average_over_the_episodes_of_the_groups_that_ran(make_group):

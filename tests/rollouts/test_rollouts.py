@@ -16,8 +16,9 @@ from mint_envkit import (
     SingleTurnEnv,
     first_number,
 )
-from mint_envkit.rl.rollouts import SampleRequest, rollout_group, rollout_groups
-from mint_envkit.rl.types import SampledTokens, Trajectory, Transition
+from mint_envkit.rollouts.run import rollout_group, rollout_groups
+from mint_envkit.rollouts.sampler import SampleRequest
+from mint_envkit.rollouts.types import SampledTokens, Trajectory, Transition
 
 
 class ArithmeticEnv(SingleTurnEnv):

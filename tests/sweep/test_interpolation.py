@@ -10,7 +10,8 @@ import pytest
 from mint_envkit import TINY_MODEL_NAME
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation import evaluate
-from mint_envkit.rl.logs import read_jsonl
+from mint_envkit.rollouts import BackendSettings, SamplingSettings
+from mint_envkit.rollouts.files import read_jsonl
 from mint_envkit.sweep import interpolation_sweep
 from mint_envkit.sweep._interpolation import interpolation_grid
 from shared_envs import ArithmeticEnv
@@ -62,10 +63,9 @@ def _options(server: Any) -> dict[str, Any]:
     return {
         "model_name": TINY_MODEL_NAME,
         "samples": 2,
-        "max_tokens": 6,
+        "sampling": SamplingSettings(max_tokens=6),
         "problems": PROBLEMS,
-        "base_url": server.base_url,
-        "backend": "local",
+        "backend": BackendSettings(base_url=server.base_url, backend="local"),
     }
 
 

@@ -29,8 +29,8 @@ import attrs
 
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.envs.base import Message
-from mint_envkit.rl.rollouts import rollout_groups
-from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy
+from mint_envkit.rollouts.run import rollout_groups
+from mint_envkit.rollouts.scripted import GroupReport, ScriptedPolicy
 
 NON_ANSWER = (
     "empty",

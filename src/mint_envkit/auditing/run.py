@@ -39,7 +39,8 @@ from mint_envkit.auditing.report import AuditReport, Finding, findings
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError
-from mint_envkit.evaluation.spec import eval_groups, load_target
+from mint_envkit.evaluation.spec import eval_problems, load_target
+from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 
 PRICE_KEYS = ("sample", "prefill", "train")
 """The keys of ``prices``: US dollars per million sampled, prompt and trained tokens.
@@ -157,13 +158,13 @@ async def _learn(
     builder: DatasetBuilder, model: str, steps: int, log_path: str, options: Mapping[str, Any]
 ) -> dict[str, Any]:
     from mint_envkit.rl.config import Config
-    from mint_envkit.rl.logs import RunFiles
     from mint_envkit.rl.train import run_training
+    from mint_envkit.rollouts.files import RunFiles
 
     if builder.test_problems is None and not builder.test_fraction:
         builder = attrs.evolve(builder, test_fraction=0.25)
     options = dict(options)
-    reply_limit = options.pop("max_tokens", builder.max_generation_tokens)
+    reply_limit = options.pop("max_tokens", None) or builder.max_generation_tokens
     # the builder owns the model and the reply limit; Config takes them from it
     builder = attrs.evolve(builder, model_name=model, max_generation_tokens=reply_limit)
     config = Config(
@@ -196,7 +197,7 @@ async def audit(
     split: str | None = "train",
     sample_model: str | None = None,
     samples: int = 4,
-    max_tokens: int = 256,
+    max_tokens: int | None = None,
     learn_steps: int = 0,
     learn_options: Mapping[str, Any] | None = None,
     planned_steps: int | None = None,
@@ -214,7 +215,7 @@ async def audit(
         limit: probe (and sample) at most this many problems of ``split``.
         sample_model: sample ``samples`` replies per problem from this model for the
             parse-status and truncation rates and the cost preview (None: skip).
-        max_tokens: the samples' token limit.
+        max_tokens: the samples' reply limit (default: the builder's).
         learn_steps: train this many steps on ``sample_model`` (a DatasetBuilder
             target; a test split is held out when it has none) and compare held-out
             correctness before and after with the baseline (0: skip).
@@ -244,10 +245,10 @@ async def audit(
     check_integer(limit, "limit")
     check_integer(learn_steps, "learn_steps", least=0)
     model = _model_of(target, model_name)
-    chosen = await eval_groups(
+    chosen = await eval_problems(
         target, model_name=model, samples=1, split=split, problems=problems, limit=limit
     )
-    groups = [group for _split, group in chosen]
+    groups = [group for _split, group in chosen.pairs]
     if not groups:
         raise ConfigError(f"the {split} split of {label} has no problems to audit")
     probes = await run_probes(groups)
@@ -259,9 +260,9 @@ async def audit(
     connection = {k: v for k, v in given.items() if v is not None}
     if sample_model:
         options = {"samples": samples, "split": split, "problems": problems, "limit": limit}
-        report_samples, result = await _samples(
-            target, sample_model, {**options, "max_tokens": max_tokens, **connection}
-        )
+        options["sampling"] = SamplingSettings(max_tokens=max_tokens)
+        options["backend"] = BackendSettings(**connection)
+        report_samples, result = await _samples(target, sample_model, options)
         builder = target if isinstance(target, DatasetBuilder) else None
         cost = await _cost(groups, result, builder, planned_steps, prices)
     if learn_steps:

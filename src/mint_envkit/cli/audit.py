@@ -47,7 +47,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "'none' to skip)",
     )
     parser.add_argument("--samples", type=int, default=4, help="samples per problem")
-    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument(
+        "--max-tokens", type=int, default=None, help="the reply limit (default: the builder's)"
+    )
     parser.add_argument("--learn", type=int, default=0, metavar="N", help="train N steps")
     parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--steps", type=int, default=None, help="planned MinT steps (cost)")

@@ -33,9 +33,9 @@ from mint_envkit.cli.golden import episode_records, replay_golden, write_golden
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import load_target
 from mint_envkit.rendering.chat_template import default_renderer_for
-from mint_envkit.rl.rollouts import rollout_groups
-from mint_envkit.rl.scripted import GroupReport, ScriptedPolicy
-from mint_envkit.rl.types import GroupRollout
+from mint_envkit.rollouts.run import rollout_groups
+from mint_envkit.rollouts.scripted import GroupReport, ScriptedPolicy
+from mint_envkit.rollouts.types import GroupRollout
 
 DEFAULT_GROUPS = 3
 DEFAULT_MODEL = "mint-envkit/tiny-qwen3"
@@ -321,8 +321,8 @@ async def _check_group(
 async def _check_local(group: GroupBuilder, args: argparse.Namespace) -> int:
     import mint
 
-    from mint_envkit.rl.backend import close_session, local_api_key, local_backend
-    from mint_envkit.rl.sampling import ClientSampler
+    from mint_envkit.rollouts.backend import close_session, local_api_key, local_backend
+    from mint_envkit.rollouts.sampler import ClientSampler
 
     print(f"--- one group through {group.model_name} on the embedded backend")
     async with local_backend([group.model_name]) as base_url:
@@ -428,6 +428,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     elif args.target is None:
         parser.error("give the env or builder to check (MODULE:NAME), or --replay FILE")
     try:
+        if args.target is not None:
+            load_target(args.target)  # before the loop: the module may start one of its own
         if args.replay is not None:
             return asyncio.run(replay_golden(args.replay, target=args.target))
         return asyncio.run(_check(args))

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mint_envkit.errors import MintEnvkitError
-from mint_envkit.rl.backend import local_api_key
+from mint_envkit.rollouts.backend import local_api_key
 
 _PAGE = 100
 

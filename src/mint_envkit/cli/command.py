@@ -17,6 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 
 from mint_envkit.errors import MintEnvkitError
+from mint_envkit.evaluation.spec import load_target
 
 
 def run_command(
@@ -29,16 +30,26 @@ def run_command(
 ) -> int:
     """Check the ``positive`` options of ``args`` are >= 1, then ``await run(args)``.
 
+    An ENV_SPEC in ``args.target`` is imported first, before the event loop starts, so
+    a module that runs something at import (``ScriptedPolicy(...).run_sync(builder)``,
+    which starts an event loop of its own) loads as it does under ``python file.py``;
+    the command's own :func:`~mint_envkit.evaluation.spec.load_target` then gets the
+    module already imported.
+
     Example::
 
         run_command("mint-envkit audit", parser, args, positive=("limit",), run=_run)
     """
     for name in positive:
-        if getattr(args, name) < 1:
+        value = getattr(args, name)
+        if value is not None and value < 1:
             parser.print_usage(sys.stderr)
             print(f"{prog}: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
             return 2
     try:
+        target = getattr(args, "target", None)
+        if isinstance(target, str) and ":" in target:
+            load_target(target)  # before the loop: the module may start one of its own
         return asyncio.run(run(args))
     except MintEnvkitError as err:
         print(f"{prog}: {err}", file=sys.stderr)

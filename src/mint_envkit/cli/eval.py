@@ -15,7 +15,12 @@ import time
 from pathlib import Path
 
 from mint_envkit.cli.command import run_command
-from mint_envkit.cli.problems import add_sampling_options, problems_from_args
+from mint_envkit.cli.problems import (
+    add_sampling_options,
+    backend_from_args,
+    problems_from_args,
+    sampling_from_args,
+)
 from mint_envkit.evaluation.compare import comparison_table
 from mint_envkit.evaluation.run import evaluate_many
 
@@ -34,7 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "and the parse-failure rate; write results.jsonl, summary.json and a viewer page."
     )
     parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
-    parser.add_argument("--model", required=True, help="the base model (of the checkpoints)")
+    parser.add_argument(
+        "--model", default=None, help="the base model (of the checkpoints); default the builder's"
+    )
     parser.add_argument(
         "--checkpoint",
         action="append",
@@ -47,7 +54,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--renderer", default=None, help="default: the builder's, else qwen3")
     parser.add_argument("--out", default=None, help="default: runs/eval-<name>-<time>")
     parser.add_argument("--concurrency", type=int, default=16, help="problems at once")
-    parser.add_argument("--progress-every", type=int, default=None, help="a line per N problems")
     parser.add_argument("--no-report", action="store_true", help="skip the viewer page")
 
 
@@ -67,18 +73,13 @@ async def _run(args: argparse.Namespace) -> int:
         model_name=args.model,
         checkpoints=_checkpoints(args),
         samples=args.samples,
+        sampling=sampling_from_args(args),
+        backend=backend_from_args(args),
         split=args.split,
         problems=problems_from_args(args),
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        seed=args.seed,
-        out_dir=out,
-        base_url=args.base_url,
-        backend=args.backend,
         renderer_name=args.renderer,
         limit=args.limit,
-        max_concurrent=args.concurrency,
-        progress_every=args.progress_every,
+        out_dir=out,
     )
     first = results[0].summary
     source = (
@@ -87,8 +88,9 @@ async def _run(args: argparse.Namespace) -> int:
         else ("from --problem" if args.problem else f"split {first['split']}")
     )
     print(
-        f"eval of {args.model} on {first['problems']} problems x {first['samples']} samples "
-        f"({source}, {first['backend']} backend, seed {first['seed']})"
+        f"eval of {first['model']} on {first['problems']} problems x {first['samples']} samples "
+        f"({source}, {first['backend']} backend, seed {first['seed']}, reply limit "
+        f"{first['max_tokens']} tokens)"
     )
     print(comparison_table(results))
     print(f"per problem: {Path(out) / 'results.jsonl'}  summary: {Path(out) / 'summary.json'}")

@@ -34,9 +34,9 @@ from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import load_target
-from mint_envkit.rl.rollouts import rollout_groups
-from mint_envkit.rl.scripted import ScriptedPolicy
-from mint_envkit.rl.types import GroupRollout, Trajectory
+from mint_envkit.rollouts.run import rollout_groups
+from mint_envkit.rollouts.scripted import ScriptedPolicy
+from mint_envkit.rollouts.types import GroupRollout, Trajectory
 
 FORMAT = "mint-envkit golden transcripts"
 """The header's ``format``: marks a file written by ``check --record``."""

@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from mint_envkit.cli.command import run_command
-from mint_envkit.cli.problems import add_sampling_options, problems_from_args
+from mint_envkit.cli.problems import (
+    add_sampling_options,
+    backend_from_args,
+    problems_from_args,
+    sampling_from_args,
+)
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.sweep import interpolation_sweep
 
@@ -91,11 +96,8 @@ async def _run(args: argparse.Namespace) -> int:
         split=args.split,
         problems=problems_from_args(args),
         limit=args.limit,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        seed=args.seed,
-        base_url=args.base_url,
-        backend=args.backend,
+        sampling=sampling_from_args(args),
+        backend=backend_from_args(args),
     )
     print(result.table())
     out = Path(args.out)

@@ -14,6 +14,7 @@ from typing import Any
 
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import SPLITS
+from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 
 
 def add_problem_options(parser: argparse.ArgumentParser) -> None:
@@ -42,10 +43,38 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     add_problem_options(parser)
     parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
     parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument(
+        "--max-tokens", type=int, default=None, help="the reply limit (default: the builder's)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--base-url", default=None, help="a running backend (else as training)")
     parser.add_argument("--backend", choices=("auto", "local", "mint"), default="auto")
+
+
+def sampling_from_args(args: argparse.Namespace, concurrency: int = 16) -> SamplingSettings:
+    """The :class:`~mint_envkit.rollouts.SamplingSettings` the sampling options give.
+
+    Example::
+
+        sampling_from_args(argparse.Namespace(temperature=0.7, max_tokens=None, seed=0)).temperature
+        # 0.7
+    """
+    return SamplingSettings(
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+        max_concurrent_groups=getattr(args, "concurrency", None) or concurrency,
+    )
+
+
+def backend_from_args(args: argparse.Namespace) -> BackendSettings:
+    """The :class:`~mint_envkit.rollouts.BackendSettings` of ``--backend`` and ``--base-url``.
+
+    Example::
+
+        backend_from_args(argparse.Namespace(backend="local", base_url=None)).backend  # 'local'
+    """
+    return BackendSettings(backend=args.backend, base_url=args.base_url)
 
 
 def problems_from_args(args: argparse.Namespace) -> list[dict[str, Any]] | str | None:

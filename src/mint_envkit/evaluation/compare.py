@@ -16,7 +16,7 @@ from typing import Any
 
 from mint_envkit.evaluation.metrics import ProblemResult
 from mint_envkit.evaluation.run import EvalResult
-from mint_envkit.rl.answers import collapse_note
+from mint_envkit.rollouts.answers import collapse_note
 
 BY = ("correct", "reward")
 """What problems are compared by: the share of correct samples, or the mean reward."""
@@ -106,7 +106,7 @@ def comparison_table(results: Sequence[EvalResult]) -> str:
     """The figures of ``results`` side by side; with two or more, each one minus the first.
 
     Rows: mean reward, pass@k, correct beside the constant-answer baseline and the
-    answer diversity (see :mod:`mint_envkit.rl.answers`), parse failures,
+    answer diversity (see :mod:`mint_envkit.rollouts.answers`), parse failures,
     truncation, the collapse flag. Below the table, per problem: how many the later
     ones win, lose and tie against the first (see :func:`per_problem`), then a line
     per evaluation whose answers collapse.

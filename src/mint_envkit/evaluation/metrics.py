@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.rl.types import GroupRollout
+from mint_envkit.rollouts.types import GroupRollout
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

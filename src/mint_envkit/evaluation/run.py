@@ -1,27 +1,34 @@
-"""Evaluating a base model or a checkpoint on an env, without training.
+"""The one evaluation: sample an env's problems, score them, and the figures of it.
 
-Each problem runs once as a group of ``samples`` envs: one sampling request
-of K completions, scored by the env. The backend is chosen as for training
-(:mod:`mint_envkit.rl.backend`: MinT when ``MINT_API_KEY`` is set, else the
-embedded local backend). Every request's seed derives from ``seed``, the
-problem and the turn, never from timing, so a fixed seed gives the same
-samples, and two checkpoints compared see the same problems and seeds.
+The training loop's held-out evals, ``mint-envkit eval``, the audit and the examples all
+call :func:`evaluate` (several checkpoints: :func:`evaluate_many`). Each problem runs as
+one group of ``samples`` envs, sampled by a
+:class:`~mint_envkit.rollouts.sampler.SeededSampler`: every request's seed derives from
+the settings' seed, the problem, the env and the turn, never from timing, so a fixed
+seed gives the same samples and two checkpoints see the same problems and seeds. The
+reply limit and the renderer are the dataset builder's unless the settings say
+otherwise, so an evaluation samples what training samples.
+
+With ``client`` the evaluation samples that sampling client; without one it connects to
+the backend (:class:`~mint_envkit.rollouts.BackendSettings`: MinT with
+``MINT_API_KEY``, else the embedded backend) and samples ``model_name`` or
+``checkpoint``.
 
 Example::
 
     from mint_envkit import evaluate
+    from mint_envkit.rollouts import SamplingSettings
 
     result = await evaluate("examples/arithmetic_env.py:ArithmeticEnv",
                             model_name="mint-envkit/tiny-qwen3", samples=4,
+                            sampling=SamplingSettings(max_tokens=8),
                             problems=[{"question": "What is 2 + 3?", "answer": "5"}])
-    result.pass_at(4), result.mean_reward
+    result.summary["max_tokens"], result.summary["samples"]   # (8, 4)
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,14 +37,25 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.evaluation.figures import evaluation_figures, figure_metrics, headline
 from mint_envkit.evaluation.files import write_results, write_run_folder
-from mint_envkit.evaluation.metrics import ProblemResult, problem_result, summarize
-from mint_envkit.evaluation.spec import EvalSettings, eval_groups
-from mint_envkit.rl.answers import answer_figures, rollout_answers
-from mint_envkit.rl.backend import connect, preflight, service_client
-from mint_envkit.rl.rollouts import SampleRequest, rollout_group
-from mint_envkit.rl.sampling import ClientSampler, sampler_snapshot
-from mint_envkit.rl.types import GroupRollout, SampledTokens
+from mint_envkit.evaluation.metrics import ProblemResult, problem_result
+from mint_envkit.evaluation.spec import EvalProblems, eval_problems
+from mint_envkit.progress import track
+from mint_envkit.rollouts.backend import connect, sampling_client, service_client
+from mint_envkit.rollouts.records import rollout_metrics
+from mint_envkit.rollouts.run import rollout_group
+from mint_envkit.rollouts.sampler import SeededSampler
+from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
+from mint_envkit.rollouts.types import GroupRollout
+
+EVAL_CONCURRENCY = 16
+"""Groups an evaluation rolls out at once when its settings say None.
+
+Example::
+
+    SamplingSettings(max_concurrent_groups=EVAL_CONCURRENCY)
+"""
 
 
 @attrs.frozen
@@ -45,28 +63,27 @@ class EvalResult:
     """One evaluation: its settings and figures (``summary``) and every problem's samples.
 
     Attributes:
-        summary: what ``summary.json`` holds: ``model``, ``checkpoint``,
-            ``backend``, ``split``, ``samples``, ``seed``, ... and the figures
-            ``mean_reward``, ``correct``, ``pass@`` (k -> value),
+        summary: what ``summary.json`` holds: ``model``, ``checkpoint``, ``backend``,
+            ``split``, ``samples``, ``seed``, ``temperature``, ``max_tokens`` and the
+            figures ``mean_reward``, ``correct``, ``pass@`` (k -> value),
             ``parse_failure_rate``, ``truncated_rate``, ``problems``, ``episodes``,
-            ``errors``, and the answer figures ``answers/baseline_correct``,
-            ``answers/distinct``, ``answers/entropy``, ``answers/top_share``,
-            ``answers/top``, ``answers/truncated``, ``answers/concentrated``,
-            ``answers/beats_baseline``, ``answers/collapse`` (see
-            :mod:`mint_envkit.rl.answers`).
-        problems: one :class:`~mint_envkit.evaluation.metrics.ProblemResult`
-            per problem, in problem order.
+            ``errors``, and the answer figures ``answers/...`` (the best trivial
+            baseline and its name, diversity, collapse; see
+            :mod:`mint_envkit.evaluation.figures`).
+        problems: one :class:`~mint_envkit.evaluation.ProblemResult` per problem.
+        rollouts: the rollout of each problem, in the same order.
         out_dir: where the files were written (None when not asked).
 
     Example::
 
         # not run: `builder` is your DatasetBuilder, built elsewhere
         result = await evaluate(builder, model_name="mint-envkit/tiny-qwen3", samples=4)
-        result.pass_at(1), result.pass_at(4), result.parse_failure_rate
+        result.pass_at(1), result.correct, print(result.headline())
     """
 
     summary: dict[str, Any]
     problems: list[ProblemResult]
+    rollouts: list[GroupRollout] = attrs.field(factory=list, eq=False, repr=False)
     out_dir: str | None = None
 
     @property
@@ -75,9 +92,19 @@ class EvalResult:
         return self.summary["mean_reward"]
 
     @property
+    def correct(self) -> float | None:
+        """The share of samples the env scored correct (None when it reports none)."""
+        return self.summary["correct"]
+
+    @property
     def parse_failure_rate(self) -> float | None:
         """The share of samples whose answer did not parse."""
         return self.summary["parse_failure_rate"]
+
+    @property
+    def truncated_rate(self) -> float | None:
+        """The share of samples cut off at the reply limit."""
+        return self.summary["truncated_rate"]
 
     def pass_at(self, k: int) -> float | None:
         """The mean unbiased pass@k over problems (k as reported: 1, powers of two, K)."""
@@ -86,97 +113,33 @@ class EvalResult:
             raise ConfigError(f"pass@{k} was not computed; reported k: {', '.join(table)}")
         return table[str(k)]
 
+    def metrics(self, prefix: str) -> dict[str, Any]:
+        """The training loop's metrics of this evaluation: ``<prefix>/all/...``.
 
-def _salt(*parts: Any) -> int:
-    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+        The reward and env metrics of every episode (as a training step logs them)
+        and the numeric answer figures.
 
+        Example::
 
-@attrs.frozen
-class _SeededSampler:
-    """Samples with a seed fixed by (problem, env, turn): the same in every run."""
+            # not run: `result` is an EvalResult, built elsewhere
+            result.metrics("test/env")["test/env/all/correct"]   # 0.45
+        """
+        return {
+            **rollout_metrics(self.rollouts, prefix),
+            **figure_metrics(self.summary, prefix),
+        }
 
-    client: Any
-    config: EvalSettings
-    key: str
+    def headline(self) -> str:
+        """One line: correctness beside the best trivial baseline, parse and truncation
+        rates, answer diversity, and any collapse, in words.
 
-    async def __call__(self, request: SampleRequest) -> list[SampledTokens]:
-        salt = _salt(self.key, request.env_index, request.turn)
-        config = self.config
-        sampler = ClientSampler(
-            self.client,
-            max_tokens=config.max_tokens,
-            temperature=config.temperature,
-            top_p=config.top_p,
-            top_k=config.top_k,
-            seed=config.seed,
-            salt=salt,
-        )
-        return await sampler(request)
+        Example::
 
-
-async def _sampling_client(service: Any, model_name: str, checkpoint: str | None) -> Any:
-    """A sampling client on the base model, a sampler-weights path or a training-state path."""
-    if checkpoint is None:
-        return await service.create_sampling_client_async(base_model=model_name)
-    import tinker
-
-    if not checkpoint.startswith("tinker://"):
-        raise ConfigError(
-            f"checkpoint {checkpoint!r} is not a tinker:// path; list the checkpoints with "
-            "`mint-envkit checkpoints list`"
-        )
-    rest = service.create_rest_client()
-    try:
-        info = await rest.get_weights_info_by_tinker_path(checkpoint)
-    except tinker.NotFoundError:
-        raise ConfigError(
-            f"checkpoint {checkpoint!r} not found on this backend; list the checkpoints "
-            "with `mint-envkit checkpoints list` (add --base-url URL for a running server)"
-        ) from None
-    base = getattr(info, "base_model", None)
-    if base and base != model_name:
-        raise ConfigError(
-            f"checkpoint {checkpoint!r} was trained on {base!r}, not on model {model_name!r}; "
-            f"evaluate it with model {base!r}"
-        )
-    if "/sampler_weights/" in checkpoint:
-        return await service.create_sampling_client_async(model_path=checkpoint)
-    training = await service.create_training_client_from_state_async(checkpoint)
-    return await sampler_snapshot(training)
-
-
-async def _roll(
-    pairs: Sequence[tuple[str, Any]],
-    client: Any,
-    config: EvalSettings,
-    *,
-    label: str,
-    progress_every: int | None,
-) -> list[GroupRollout]:
-    """Roll out every (split, group), at most ``max_concurrent_groups`` at once, with progress."""
-    limit = asyncio.Semaphore(config.max_concurrent_groups or 16)
-    every = progress_every if progress_every is not None else max(1, -(-len(pairs) // 10))
-    start, done, rewards = time.monotonic(), 0, []
-
-    async def one(split: str, group: Any) -> GroupRollout:
-        nonlocal done
-        sampler = _SeededSampler(client, config, f"{split}:{group.index}")
-        async with limit:
-            rollout = await rollout_group(group, sampler, timeout_s=config.rollout_timeout_s)
-        done += 1
-        rewards.extend(rollout.rewards)
-        if every and (done % every == 0 or done == len(pairs)):
-            mean = f"{sum(rewards) / len(rewards):+.3f}" if rewards else "n/a"
-            print(
-                f"  eval {label}: {done}/{len(pairs)} problems  mean reward {mean}  "
-                f"{time.monotonic() - start:.1f}s",
-                file=sys.stderr,
-                flush=True,
-            )
-        return rollout
-
-    return list(await asyncio.gather(*(one(split, group) for split, group in pairs)))
+            # not run: `result` is an EvalResult, built elsewhere
+            print(result.headline())
+            # correct 45.0% (best trivial baseline 5.0%: constant '31'; beats it), ...
+        """
+        return headline(self.summary)
 
 
 def _label(checkpoint: str | None) -> str:
@@ -200,50 +163,105 @@ def labels(checkpoints: Sequence[str | None]) -> list[str]:
     return out
 
 
+async def _roll(
+    chosen: EvalProblems, client: Any, settings: SamplingSettings, label: str, quiet: bool
+) -> list[GroupRollout]:
+    """Roll out every problem once, at most ``max_concurrent_groups`` at once."""
+    limit = asyncio.Semaphore(settings.max_concurrent_groups or EVAL_CONCURRENCY)
+    rewards: list[float] = []
+    with track(f"eval {label}", len(chosen.pairs), "problems", enabled=not quiet) as task:
+
+        async def one(split: str, group: Any) -> GroupRollout:
+            sampler = SeededSampler(client, settings, f"{split}:{group.index}")
+            async with limit:
+                rollout = await rollout_group(
+                    group,
+                    sampler,
+                    fail_fast=settings.fail_fast,
+                    timeout_s=settings.rollout_timeout_s,
+                )
+            rewards.extend(rollout.rewards)
+            mean = f"{sum(rewards) / len(rewards):+.3f}" if rewards else "n/a"
+            task.advance(**{"mean reward": mean})
+            return rollout
+
+        return list(await asyncio.gather(*(one(split, group) for split, group in chosen.pairs)))
+
+
+async def evaluate_groups(
+    chosen: EvalProblems,
+    client: Any,
+    settings: SamplingSettings,
+    *,
+    label: str = "base",
+    describe: Mapping[str, Any] | None = None,
+    folder: str | None = None,
+    quiet: bool = False,
+) -> EvalResult:
+    """Evaluate ``client`` on the problems of ``chosen`` (what :func:`evaluate` runs).
+
+    ``settings.max_tokens`` None takes the builder's reply limit. ``describe`` adds
+    settings to the summary (the model, the checkpoint, the backend); ``folder``
+    writes the run folder the viewer reads.
+
+    Example::
+
+        # not run: needs a sampling client (a running backend)
+        chosen = await eval_problems(builder, samples=4)
+        result = await evaluate_groups(chosen, client, SamplingSettings(temperature=0.7))
+    """
+    settings = attrs.evolve(settings, max_tokens=settings.reply_limit(chosen.max_tokens))
+    t0 = time.monotonic()
+    rollouts = await _roll(chosen, client, settings, label, quiet)
+    groups = [group for _, group in chosen.pairs]
+    per_problem = [
+        problem_result(split, group.problem, rollout)
+        for (split, group), rollout in zip(chosen.pairs, rollouts, strict=True)
+    ]
+    summary = {
+        **dict(describe or {}),
+        "label": label,
+        "split": chosen.split,
+        "samples": chosen.samples,
+        "seed": settings.seed,
+        "temperature": settings.temperature,
+        "max_tokens": settings.max_tokens,
+        **evaluation_figures(per_problem, rollouts, groups, chosen.samples),
+        "seconds": round(time.monotonic() - t0, 3),
+    }
+    if folder is not None:
+        write_run_folder(folder, summary, per_problem, rollouts)
+    out_dir = None if folder is None else str(Path(folder).parent)
+    return EvalResult(summary=summary, problems=per_problem, rollouts=rollouts, out_dir=out_dir)
+
+
 async def evaluate_many(
     target: Any,
     *,
-    model_name: str,
     checkpoints: Sequence[str | None] = (None,),
-    samples: int = 4,
+    model_name: str | None = None,
+    samples: int | None = None,
+    sampling: SamplingSettings | None = None,
+    backend: BackendSettings | None = None,
     split: str | None = None,
     problems: Sequence[Mapping[str, Any]] | str | None = None,
-    temperature: float = 1.0,
-    max_tokens: int = 256,
-    seed: int = 0,
-    out_dir: str | None = None,
-    base_url: str | None = None,
-    backend: str = "auto",
-    renderer_name: str | None = None,
     limit: int | None = None,
-    max_concurrent: int = 16,
-    progress_every: int | None = None,
+    renderer_name: str | None = None,
+    out_dir: str | None = None,
 ) -> list[EvalResult]:
     """Evaluate several checkpoints (None: the base model) on the same problems and seeds.
 
     One backend serves them all (an embedded one loads the model once). With
-    ``out_dir``, ``results.jsonl`` and ``summary.json`` go there and each
-    checkpoint's run folder (for the viewer) to ``out_dir/<label>`` (see
-    :func:`labels`). The other arguments are those of :func:`evaluate`.
+    ``out_dir``, ``results.jsonl`` and ``summary.json`` go there and each checkpoint's
+    run folder (for the viewer) to ``out_dir/<label>`` (see :func:`labels`). The
+    other arguments are those of :func:`evaluate`.
 
     Example::
 
         # not run: `builder` is your DatasetBuilder, built elsewhere
-        base, tuned = await evaluate_many(builder, model_name=model,
-                                          checkpoints=[None, "tinker://<run>/weights/final"])
+        base, tuned = await evaluate_many(builder, checkpoints=[None, "tinker://<run>/weights/final"])
     """
-    config = EvalSettings(
-        model_name=model_name,
-        samples=samples,
-        limit=limit,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        seed=seed,
-        base_url=base_url,
-        backend=backend,
-        max_concurrent_groups=max_concurrent,
-    )
-    pairs = await eval_groups(
+    chosen = await eval_problems(
         target,
         model_name=model_name,
         samples=samples,
@@ -252,34 +270,25 @@ async def evaluate_many(
         renderer_name=renderer_name,
         limit=limit,
     )
+    sampling = sampling or SamplingSettings()
+    backend = attrs.evolve(backend or BackendSettings(), models=(chosen.model_name,))
     names = labels(checkpoints)
-    settings = {
-        "env": target if isinstance(target, str) else _describe(target),
-        "model": model_name,
-        "split": split or (pairs[0][0] if pairs else "train"),
-        "samples": samples,
-        "seed": seed,
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-    }
-    async with connect(config) as connection:
-        await preflight(str(connection.base_url), api_key=connection.api_key)
-        settings["backend"] = connection.backend
-        # its session closes before an embedded server stops
-        async with service_client(connection) as service:
-            results = [
-                await _one(
-                    pairs,
-                    service,
-                    config,
-                    checkpoint,
-                    name,
-                    settings=settings,
-                    folder=None if out_dir is None else f"{out_dir}/{name}",
-                    progress_every=progress_every,
+    results = []
+    async with connect(backend) as connection, service_client(connection) as service:
+        for checkpoint, name in zip(checkpoints, names, strict=True):
+            client = await sampling_client(service, chosen.model_name, checkpoint)
+            describe = {
+                "env": chosen.describe,
+                "model": chosen.model_name,
+                "checkpoint": checkpoint,
+                "backend": connection.backend,
+            }
+            folder = None if out_dir is None else f"{out_dir}/{name}"
+            results.append(
+                await evaluate_groups(
+                    chosen, client, sampling, label=name, describe=describe, folder=folder
                 )
-                for checkpoint, name in zip(checkpoints, names, strict=True)
-            ]
+            )
     if out_dir is not None:
         from mint_envkit.evaluation.compare import comparison_record
 
@@ -289,86 +298,104 @@ async def evaluate_many(
     return results
 
 
-async def _one(
-    pairs: Sequence[tuple[str, Any]],
-    service: Any,
-    config: EvalSettings,
-    checkpoint: str | None,
-    name: str,
-    *,
-    settings: dict[str, Any],
-    folder: str | None,
-    progress_every: int | None,
-) -> EvalResult:
-    """Evaluate one checkpoint on ``pairs``; write its run folder when ``folder`` is given."""
-    t0 = time.monotonic()
-    client = await _sampling_client(service, config.model_name, checkpoint)
-    rollouts = await _roll(pairs, client, config, label=name, progress_every=progress_every)
-    per_problem = [
-        problem_result(split, group.problem, rollout)
-        for (split, group), rollout in zip(pairs, rollouts, strict=True)
-    ]
-    summary = {
-        **settings,
-        "checkpoint": checkpoint,
-        "label": name,
-        **summarize(per_problem, int(settings["samples"])),
-        **answer_figures(rollout_answers(rollouts, [group for _, group in pairs])),
-        "seconds": round(time.monotonic() - t0, 3),
-    }
-    if folder is not None:
-        write_run_folder(folder, summary, per_problem, rollouts)
-    out_dir = None if folder is None else str(Path(folder).parent)
-    return EvalResult(summary=summary, problems=per_problem, out_dir=out_dir)
-
-
-def _describe(target: Any) -> str:
-    env = getattr(target, "env", target)
-    return f"{getattr(env, '__module__', '?')}.{getattr(env, '__qualname__', repr(env))}"
-
-
 async def evaluate(
     target: Any,
     *,
-    model_name: str,
+    client: Any = None,
     checkpoint: str | None = None,
-    samples: int = 4,
-    **options: Any,
+    model_name: str | None = None,
+    samples: int | None = None,
+    sampling: SamplingSettings | None = None,
+    backend: BackendSettings | None = None,
+    split: str | None = None,
+    problems: Sequence[Mapping[str, Any]] | str | None = None,
+    limit: int | None = None,
+    renderer_name: str | None = None,
+    out_dir: str | None = None,
+    label: str | None = None,
+    quiet: bool = False,
 ) -> EvalResult:
     """Sample ``samples`` completions per problem and score them; no training.
 
     Args:
         target: an ENV_SPEC (``MODULE:NAME`` or ``path/to/file.py:NAME``), a
-            :class:`~mint_envkit.DatasetBuilder`, or an env class with ``problems``.
-        model_name: the base model (the checkpoint's base model with ``checkpoint``).
-        checkpoint: None (the base model), or a ``tinker://`` path of sampler
-            weights or of a training state.
-        samples: completions per problem (K); pass@k is reported for k = 1,
-            the powers of two below K, and K.
-        **options: ``split`` (``test``/``train``/``all``; None: test when
-            there is one), ``problems``, ``temperature`` (1.0), ``max_tokens``
-            (256), ``seed`` (0), ``out_dir`` (write results.jsonl, summary.json
-            and a run folder ``base/`` or ``<checkpoint name>/`` for the viewer), ``base_url``, ``backend``,
-            ``renderer_name``, ``limit`` (first N problems), ``max_concurrent``
-            (16 groups), ``progress_every`` (a progress line every N problems).
+            :class:`~mint_envkit.DatasetBuilder`, an env class (with ``problems``), or
+            built groups (a :class:`~mint_envkit.ProblemDataset` or a list of
+            :class:`~mint_envkit.GroupBuilder`, evaluated as they are).
+        client: a sampling client to evaluate (the loop's snapshot, one you made);
+            None connects to ``backend`` and samples ``model_name`` / ``checkpoint``.
+        checkpoint: a ``tinker://`` path of sampler weights or a training state.
+        model_name: the base model; default the builder's.
+        samples: completions per problem (K; default 4, or the built groups' size);
+            pass@k is reported for k = 1, the powers of two below K, and K.
+        sampling: the reply limit (default: the builder's), temperature, seed, concurrency.
+        backend: where to sample when no ``client`` is given (default: auto).
+        split: ``test``/``train``/``all`` (None: test when there is one).
+        problems: an env class's problems (dicts, or a .jsonl/.csv/parquet path).
+        limit: the first N problems of each split.
+        renderer_name: default the builder's (the model's own).
+        out_dir: write results.jsonl, summary.json and a run folder for the viewer.
+        label: the evaluation's name in progress lines and files (default ``base``
+            or the checkpoint's name).
+        quiet: no progress lines.
 
     Raises:
-        ConfigError: a bad option, or a checkpoint that is not found (the
-            message says how to list them).
+        ConfigError: a bad option, or a checkpoint that is not found (the message
+            says how to list them).
         BackendError: the backend is unreachable or has no key.
 
     Example::
 
         # not run: samples 8 per problem from a model on the local backend (slow)
-        result = await evaluate("examples/rl_hyperparameters.py:builder",
-                                model_name="mint-envkit/tiny-qwen3", samples=8, out_dir="runs/ev")
-        result.pass_at(1), result.pass_at(8), result.mean_reward
+        result = await evaluate("examples/rl_hyperparameters.py:builder", samples=8,
+                                out_dir="runs/ev")
+        result.pass_at(1), result.pass_at(8), print(result.headline())
         # then: write_report("runs/ev") for the viewer page
     """
-    found = await evaluate_many(
-        target, model_name=model_name, checkpoints=[checkpoint], samples=samples, **options
+    if client is None:
+        found = await evaluate_many(
+            target,
+            checkpoints=[checkpoint],
+            model_name=model_name,
+            samples=samples,
+            sampling=sampling,
+            backend=backend,
+            split=split,
+            problems=problems,
+            limit=limit,
+            renderer_name=renderer_name,
+            out_dir=out_dir,
+        )
+        return found[0]
+    if checkpoint is not None or backend is not None:
+        raise ConfigError(
+            "evaluate(client=...) samples the client you give; checkpoint= and backend= "
+            "are for evaluate() without a client (it connects and makes one)"
+        )
+    chosen = await eval_problems(
+        target,
+        model_name=model_name,
+        samples=samples,
+        split=split,
+        problems=problems,
+        renderer_name=renderer_name,
+        limit=limit,
     )
-    return found[0]
+    name = label or "base"
+    folder = None if out_dir is None else f"{out_dir}/{name}"
+    describe = {"env": chosen.describe, "model": chosen.model_name, "checkpoint": None}
+    result = await evaluate_groups(
+        chosen,
+        client,
+        sampling or SamplingSettings(),
+        label=name,
+        describe=describe,
+        folder=folder,
+        quiet=quiet,
+    )
+    if out_dir is not None:
+        write_results(out_dir, [(result.summary, result.problems)], result.summary)
+    return result
 
 
 def evaluate_sync(target: Any, **kwargs: Any) -> EvalResult:
@@ -377,6 +404,6 @@ def evaluate_sync(target: Any, **kwargs: Any) -> EvalResult:
     Example::
 
         # not run: `builder` is your DatasetBuilder, built elsewhere
-        result = evaluate_sync(builder, model_name="mint-envkit/tiny-qwen3", samples=4)
+        result = evaluate_sync(builder, samples=4)
     """
     return asyncio.run(evaluate(target, **kwargs))

@@ -2,15 +2,19 @@
 
 An ENV_SPEC is ``MODULE:NAME`` or ``path/to/file.py:NAME`` naming a
 :class:`~mint_envkit.DatasetBuilder` or an env class (then the problems come
-separately). ``mint-envkit check`` and ``mint-envkit eval`` both load it here.
+separately). ``mint-envkit check``, ``eval`` and ``audit`` all load it here.
+:func:`eval_problems` turns any target into :class:`EvalProblems`: the groups, and
+the builder's model and reply limit, which an evaluation samples with unless told
+otherwise.
 
 Example::
 
-    from mint_envkit.evaluation.spec import eval_groups, load_target
+    from mint_envkit.evaluation.spec import eval_problems, load_target
 
     target = load_target("examples/arithmetic_env.py:ArithmeticEnv")
-    groups = await eval_groups(target, model_name="mint-envkit/tiny-qwen3", samples=4,
-                               problems=[{"question": "What is 2 + 3?", "answer": "5"}])
+    chosen = await eval_problems(target, model_name="mint-envkit/tiny-qwen3", samples=4,
+                                 problems=[{"question": "What is 2 + 3?", "answer": "5"}])
+    len(chosen.pairs), chosen.samples, chosen.max_tokens   # (1, 4, 64)
 """
 
 from __future__ import annotations
@@ -24,11 +28,10 @@ from typing import Any
 
 import attrs
 
-from mint_envkit.builders.dataset import DatasetBuilder
+from mint_envkit.builders.dataset import DatasetBuilder, ProblemDataset
 from mint_envkit.builders.group import GroupBuilder
-from mint_envkit.checks import integer
+from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError, MintEnvkitError
-from mint_envkit.local.bounds import temperature_problem
 
 SPLITS = ("test", "train", "all")
 """The splits an evaluation can run on (None picks ``test`` when there is one, else ``train``).
@@ -36,7 +39,7 @@ SPLITS = ("test", "train", "all")
 Example::
 
     # not run: `builder` is your DatasetBuilder, built elsewhere
-    await eval_groups(builder, model_name=model, samples=4, split="all")
+    await eval_problems(builder, samples=4, split="all")
 """
 
 
@@ -45,7 +48,9 @@ def load_target(spec: str) -> Any:
 
     A file is imported under a private module name with its folder last on
     ``sys.path`` (its siblings import; a file called ``math.py`` cannot
-    replace the real ``math``).
+    replace the real ``math``), once per version of the file: loading it again
+    returns the module imported the first time unless the file changed since (a
+    module that runs work at import does it once).
 
     Raises:
         MintEnvkitError: the spec has no ``:``, the file or module does not
@@ -69,12 +74,20 @@ def load_target(spec: str) -> Any:
         if folder not in sys.path:
             sys.path.append(folder)
         private = f"_mint_envkit_check_{path.stem}"
-        module_spec = importlib.util.spec_from_file_location(private, path)
-        if module_spec is None or module_spec.loader is None:
-            raise MintEnvkitError(f"cannot import {module_ref}")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[private] = module
-        module_spec.loader.exec_module(module)
+        module = sys.modules.get(private)
+        stamp = (str(path.resolve()), path.stat().st_mtime_ns, path.stat().st_size)
+        if module is None or getattr(module, "__mint_envkit_stamp__", None) != stamp:
+            module_spec = importlib.util.spec_from_file_location(private, path.resolve())
+            if module_spec is None or module_spec.loader is None:
+                raise MintEnvkitError(f"cannot import {module_ref}")
+            module = importlib.util.module_from_spec(module_spec)
+            module.__mint_envkit_stamp__ = stamp  # type: ignore[attr-defined]
+            sys.modules[private] = module
+            try:
+                module_spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[private]
+                raise
     else:
         try:
             module = importlib.import_module(module_ref)
@@ -85,17 +98,47 @@ def load_target(spec: str) -> Any:
     return getattr(module, name)
 
 
+@attrs.frozen
+class EvalProblems:
+    """The problems of one evaluation, as groups, and what they were built with.
+
+    Attributes:
+        pairs: ``(split name, group)`` per problem, in problem order.
+        split: the split name (``test``, ``train``, ``all``).
+        samples: envs per group (K).
+        model_name: the model whose tokenizer rendered them (the builder's).
+        max_tokens: the builder's reply limit (None when the groups bring none).
+        describe: the target in words (for the summary).
+
+    Example::
+
+        # not run: `builder` is your DatasetBuilder, built elsewhere
+        chosen = await eval_problems(builder, samples=4)
+        chosen.max_tokens == builder.max_generation_tokens   # True
+    """
+
+    pairs: list[tuple[str, GroupBuilder]]
+    split: str
+    samples: int
+    model_name: str
+    max_tokens: int | None
+    describe: str
+
+
+def _describe(target: Any) -> str:
+    env = getattr(target, "env", target)
+    return f"{getattr(env, '__module__', '?')}.{getattr(env, '__qualname__', repr(env))}"
+
+
 def _builder(
     target: Any,
     *,
-    model_name: str,
+    model_name: str | None,
     samples: int,
     problems: Sequence[Mapping[str, Any]] | str | None,
     renderer_name: str | None,
 ) -> DatasetBuilder:
     """``target`` as a builder whose every group holds ``samples`` envs, in problem order."""
-    if isinstance(target, str):
-        target = load_target(target)
     if isinstance(target, DatasetBuilder):
         if problems is not None:
             raise ConfigError(
@@ -110,56 +153,92 @@ def _builder(
             n_epochs=1,
             shuffle=False,
             drop_last=False,
-            model_name=model_name,
+            model_name=model_name or target.model_name,
             renderer_name=renderer_name or target.renderer_name,
         )
     if not callable(target):
-        raise ConfigError(f"{target!r} is neither an env class nor a DatasetBuilder")
+        raise ConfigError(
+            f"{target!r} is neither an env class, a DatasetBuilder nor a list of groups"
+        )
     if not problems:
         raise ConfigError(
             "evaluating an env class needs problems: a list of dicts (or a .jsonl/.csv/"
             'parquet path), e.g. --problem \'{"question": "What is 2 + 3?", "answer": "5"}\''
         )
+    if not model_name:
+        raise ConfigError(
+            "evaluating an env class needs model_name= (the model whose tokenizer renders "
+            "the prompts), e.g. model_name='mint-envkit/tiny-qwen3'; a DatasetBuilder brings "
+            "its own"
+        )
+    extra = {} if renderer_name is None else {"renderer_name": renderer_name}
     return DatasetBuilder(
         env=target,
         problems=problems,
         batch_size=1,
         group_size=samples,
         model_name=model_name,
-        renderer_name=renderer_name or "qwen3",
         shuffle=False,
+        **extra,
     )
 
 
-async def eval_groups(
+def _built(groups: Sequence[GroupBuilder], split: str, limit: int | None) -> EvalProblems:
+    """Groups built elsewhere (the loop's test split), evaluated as they are."""
+    chosen = list(groups)[:limit]
+    if not chosen:
+        raise ConfigError("there are no groups to evaluate")
+    first = chosen[0]
+    return EvalProblems(
+        pairs=[(split, g) for g in chosen],
+        split=split,
+        samples=first.group_size,
+        model_name=first.model_name,
+        max_tokens=first.max_generation_tokens,
+        describe=f"{len(chosen)} groups of {_describe(first.env)}",
+    )
+
+
+async def eval_problems(
     target: Any,
     *,
-    model_name: str,
-    samples: int,
+    model_name: str | None = None,
+    samples: int | None = None,
     split: str | None = None,
     problems: Sequence[Mapping[str, Any]] | str | None = None,
     renderer_name: str | None = None,
     limit: int | None = None,
-) -> list[tuple[str, GroupBuilder]]:
-    """Every problem of ``split`` as ``(split name, group of samples envs)``, in problem order.
+) -> EvalProblems:
+    """Every problem of ``split`` of ``target`` as a group of ``samples`` envs.
 
-    ``target`` is an ENV_SPEC, a DatasetBuilder or an env class (with
-    ``problems``). ``split`` None means ``test`` when the builder holds a test
-    split, else ``train``; ``all`` is train then test. ``limit`` keeps the
-    first problems of each split.
+    ``target`` is an ENV_SPEC, a DatasetBuilder, an env class (with ``problems``), or
+    built groups (a :class:`~mint_envkit.ProblemDataset` or a list of GroupBuilders,
+    taken as they are: ``split`` is then only their name, default ``test``).
+    ``split`` None means ``test`` when the builder holds a test split, else ``train``;
+    ``all`` is train then test. ``limit`` keeps the first problems of each split;
+    ``samples`` defaults to 4.
 
     Raises:
-        ConfigError: ``split`` is unknown, or ``test`` on a builder with no
-            test split; an env class without problems.
+        ConfigError: ``split`` is unknown, or ``test`` on a builder with no test split;
+            an env class without problems or ``model_name``; ``samples`` not >= 1.
 
     Example::
 
         # not run: `builder` is your DatasetBuilder, built elsewhere
-        groups = await eval_groups(builder, model_name="mint-envkit/tiny-qwen3", samples=4)
-        [(split, group.index) for split, group in groups][:2]   # [('test', 0), ('test', 1)]
+        chosen = await eval_problems(builder, samples=4)
+        [(split, group.index) for split, group in chosen.pairs][:2]   # [('test', 0), ('test', 1)]
     """
+    check_integer(limit, "limit", none_ok=True, why="None: every problem")
+    if isinstance(target, str):
+        target = load_target(target)
+    if isinstance(target, ProblemDataset):
+        target = target.groups()
+    if isinstance(target, list | tuple) and all(isinstance(g, GroupBuilder) for g in target):
+        return _built(target, split or "test", limit)
     if split is not None and split not in SPLITS:
         raise ConfigError(f"split must be one of {', '.join(SPLITS)} (or None), got {split!r}")
+    samples = 4 if samples is None else samples
+    check_integer(samples, "samples")
     builder = _builder(
         target,
         model_name=model_name,
@@ -176,65 +255,15 @@ async def eval_groups(
     chosen = split or ("test" if test is not None else "train")
     parts = {"train": [train], "test": [test], "all": [train, test]}[chosen]
     names = {"train": ["train"], "test": ["test"], "all": ["train", "test"]}[chosen]
-    out: list[tuple[str, GroupBuilder]] = []
+    pairs: list[tuple[str, GroupBuilder]] = []
     for name, data in zip(names, parts, strict=True):
-        if data is None:
-            continue
-        groups = data.groups()
-        out.extend((name, group) for group in groups[:limit])
-    return out
-
-
-def _check_temperature(_instance: Any, _attribute: Any, value: Any) -> None:
-    problem = temperature_problem(value, field="temperature")  # the server's own bound
-    if problem is not None:
-        raise ConfigError(problem)
-
-
-def _check_name(_instance: Any, attribute: Any, value: Any) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{attribute.name} must be a non-empty string, got {value!r}")
-
-
-def _check_backend(_instance: Any, _attribute: Any, value: Any) -> None:
-    if value not in ("auto", "mint", "local"):
-        raise ConfigError(f"backend must be 'auto', 'mint' or 'local', got {value!r}")
-
-
-def _check_url(_instance: Any, _attribute: Any, value: Any) -> None:
-    if value is not None and not str(value).startswith(("http://", "https://")):
-        raise ConfigError(f"base_url must start with http:// or https://, got {value!r}")
-
-
-@attrs.frozen(kw_only=True)
-class EvalSettings:
-    """The sampling and backend settings of one evaluation; frozen, validated when built.
-
-    What :func:`~mint_envkit.evaluation.evaluate` checks before it loads a model: the
-    same rules as the training :class:`~mint_envkit.rl.Config`'s fields of these names
-    (the shared checks of :mod:`mint_envkit.checks`), and the same names, so
-    :func:`~mint_envkit.rl.backend.connect` starts a backend for it as for a run.
-
-    Example::
-
-        EvalSettings(model_name="mint-envkit/tiny-qwen3", samples=4, temperature=0.7)
-        # EvalSettings(model_name="m", samples=0) raises
-        # ConfigError: samples must be an integer >= 1, got 0
-    """
-
-    model_name: str = attrs.field(validator=_check_name)
-    samples: int = attrs.field(default=4, validator=integer())
-    limit: int | None = attrs.field(default=None, validator=integer(none_ok=True))
-    temperature: float = attrs.field(default=1.0, validator=_check_temperature)
-    max_tokens: int = attrs.field(default=256, validator=integer())
-    seed: int = 0
-    base_url: str | None = attrs.field(default=None, validator=_check_url)
-    backend: str = attrs.field(default="auto", validator=_check_backend)
-    max_concurrent_groups: int = attrs.field(default=16, validator=integer())
-    top_p: float = 1.0
-    top_k: int = -1
-    rollout_timeout_s: float | None = None
-    # what connect() reads of a run's config: an evaluation has no KL reference
-    kl_reference_config: None = None
-    local_latency_ms: float = 0.0
-    local_batch_invariant: bool = False
+        if data is not None:
+            pairs.extend((name, group) for group in data.groups()[:limit])
+    return EvalProblems(
+        pairs=pairs,
+        split=chosen,
+        samples=samples,
+        model_name=builder.model_name,
+        max_tokens=builder.max_generation_tokens,
+        describe=_describe(target),
+    )

@@ -43,7 +43,8 @@ from mint_envkit.checks import (
 from mint_envkit.errors import ConfigError
 from mint_envkit.local.bounds import temperature_problem
 from mint_envkit.rl.agreement import builder_value, check_builder_owned
-from mint_envkit.rl.backend import resolve_backend
+from mint_envkit.rollouts.backend import resolve_backend
+from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 
 Backend = Literal["auto", "mint", "local"]
 LOSS_FNS = ("importance_sampling", "ppo")
@@ -169,7 +170,15 @@ class Config:
             ``final`` one; older ones are deleted through the SDK (so on MinT
             too) and marked ``deleted`` in ``checkpoints.jsonl``. 0 keeps only
             the final one; None keeps all.
-        eval_every: evaluate on the test split every N steps (0: never).
+        eval_every: evaluate on the test split every N steps (0: never), and once
+            more after the last update (``test_final/...``).
+        eval_temperature: the held-out evals' sampling temperature (None: the training
+            ``temperature``; e.g. ``1e-3`` for greedy evals).
+        uncut_evals: when the first held-out eval cuts off more than 5% of the replies
+            at the reply limit, find a limit where it does not (doubling it, at most 8x)
+            and evaluate there too, first and last (``test_uncut/...``,
+            ``test_final_uncut/...``), so the run's before/after line compares the task,
+            not reply lengths (see :mod:`mint_envkit.evaluation.claims`). Default True.
         base_url: an already running backend; None starts the embedded one
             (backend ``local``) or uses MinT's default endpoint (``mint``).
         backend: ``"auto"`` (``MINT_ENVKIT_BACKEND``, else MinT when
@@ -301,6 +310,10 @@ class Config:
     eval_every: int = attrs.field(
         default=0, validator=integer(least=0, why="0 turns it off", owner="Config")
     )
+    eval_temperature: float | None = attrs.field(default=None)
+    uncut_evals: bool = attrs.field(
+        default=True, validator=flag(why="False: evaluate only at the reply limit", owner="Config")
+    )
     base_url: str | None = None
     backend: str = attrs.field(default="auto", validator=_check_backend)
     sampling_seed: int = 0
@@ -404,6 +417,13 @@ class Config:
     def _check_max_tokens(self, _attribute: Any, value: Any) -> None:
         check_integer(value, "Config.max_tokens")
 
+    @eval_temperature.validator
+    def _check_eval_temperature(self, _attribute: Any, value: Any) -> None:
+        if value is not None:
+            problem = temperature_problem(value, field="Config.eval_temperature")
+            if problem is not None:
+                raise ConfigError(problem + " (or None: the training temperature)")
+
     @temperature.validator
     def _check_temperature(self, _attribute: Any, value: Any) -> None:
         # the server's own bound (local/bounds.py): one rule for both sides
@@ -434,6 +454,58 @@ class Config:
             raise ConfigError(
                 f"Config.base_url must start with http:// or https://, got {self.base_url!r}"
             )
+
+    @property
+    def sampling(self) -> SamplingSettings:
+        """How this run samples: its reply limit, distribution, seed and concurrency.
+
+        Example::
+
+            config.sampling.max_tokens == config.max_tokens  # True (config: the module example's)
+        """
+        return SamplingSettings(
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            seed=self.sampling_seed,
+            max_concurrent_groups=self.max_concurrent_groups,
+            rollout_timeout_s=self.rollout_timeout_s,
+            fail_fast=self.fail_fast,
+        )
+
+    @property
+    def eval_sampling(self) -> SamplingSettings:
+        """How the held-out evals sample: :attr:`sampling` at ``eval_temperature``.
+
+        Example::
+
+            attrs.evolve(config, eval_temperature=1e-3).eval_sampling.temperature   # 0.001
+        """
+        if self.eval_temperature is None:
+            return self.sampling
+        return attrs.evolve(self.sampling, temperature=self.eval_temperature)
+
+    @property
+    def backend_settings(self) -> BackendSettings:
+        """Where this run trains: the backend, and the models an embedded server loads
+        (the model and the KL reference's).
+
+        Example::
+
+            config.backend_settings.models   # ('mint-envkit/tiny-qwen3',)
+        """
+        models = [self.model_name]
+        if self.kl_reference_config is not None:
+            models.append(self.kl_reference_config.base_model)
+        return BackendSettings(
+            backend=self.backend,
+            base_url=self.base_url,
+            models=models,
+            local_latency_ms=self.local_latency_ms,
+            local_batch_invariant=self.local_batch_invariant,
+            preflight_timeout_s=self.preflight_timeout_s,
+        )
 
     def public_dict(self) -> dict[str, Any]:
         """The config as JSON-ready data, for ``config.json`` (holds no secrets).

@@ -12,7 +12,7 @@ previous one, the episode is split there (counted in
 Example::
 
     from mint_envkit import DatasetBuilder, ScriptedPolicy, SingleTurnEnv
-    from mint_envkit.rl.rollouts import rollout_groups
+    from mint_envkit.rollouts.run import rollout_groups
 
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import MintEnvkitError
-from mint_envkit.rl.types import GroupRollout
+from mint_envkit.rollouts.types import GroupRollout
 
 
 @attrs.frozen

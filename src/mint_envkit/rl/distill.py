@@ -38,27 +38,28 @@ import attrs
 
 from mint_envkit.checks import check_number
 from mint_envkit.errors import ConfigError, MintEnvkitError
-from mint_envkit.rl.backend import (
-    Connection,
-    connect,
-    preflight,
-    resolve_backend,
-    service_client,
-)
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
-from mint_envkit.rl.config import Config, KLReferenceConfig
+from mint_envkit.rl.config import Config
+from mint_envkit.rl.evals import evaluate_split
 from mint_envkit.rl.health import train_watched
-from mint_envkit.rl.logs import RunFiles
-from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
-from mint_envkit.rl.sampling import sample_batch, sampler_snapshot
+from mint_envkit.rl.sampling import sample_batch
 from mint_envkit.rl.teacher import RecordingGroup, TeacherSample, reverse_kl_datum, teacher_samples
 from mint_envkit.rl.train import (
     RunResult,
     _say,
-    evaluate_split,
     open_training_client,
     run_result,
 )
+from mint_envkit.rollouts.backend import (
+    Connection,
+    connect,
+    resolve_backend,
+    service_client,
+)
+from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.rollouts.records import progress_line, rollout_metrics, rollout_records
+from mint_envkit.rollouts.sampler import sampler_snapshot
+from mint_envkit.rollouts.settings import BackendSettings
 
 
 def _check(teacher: Any, temperature: Any) -> None:
@@ -191,7 +192,9 @@ async def _step(run: _Run, step: int) -> dict[str, Any] | None:
         t0 = time.monotonic()
         final_client = await sampler_snapshot(run.training)
         metrics.update(
-            await evaluate_split(config, files, run.test_data, final_client, step, final=True)
+            await evaluate_split(
+                config, files, run.test_data, final_client, step, final=True, current=metrics
+            )
         )
         metrics["time/eval_final"] = time.monotonic() - t0
     t0 = time.monotonic()
@@ -238,11 +241,12 @@ async def _train(
     return checkpoint
 
 
-def _serving(config: Config, teacher: str) -> Config:
-    """``config`` as :func:`connect` should see it: an embedded server also loads the teacher."""
+def _serving(config: Config, teacher: str) -> BackendSettings:
+    """``config``'s backend, whose embedded server also loads a base-model teacher."""
+    settings = config.backend_settings
     if teacher.startswith("tinker://") or teacher == config.model_name:
-        return config
-    return attrs.evolve(config, kl_reference_config=KLReferenceConfig(base_model=teacher))
+        return settings
+    return attrs.evolve(settings, models=(*settings.models, teacher))
 
 
 async def run_distillation(config: Config, *, teacher: str, temperature: float = 1.0) -> RunResult:
@@ -288,11 +292,6 @@ async def run_distillation(config: Config, *, teacher: str, temperature: float =
     if checkpoint and start >= total:
         return run_result(config, files, start, checkpoint, start, resolve_backend(config.backend))
     async with connect(_serving(config, teacher)) as connection:
-        await preflight(
-            str(connection.base_url),
-            timeout_s=config.preflight_timeout_s,
-            api_key=connection.api_key,
-        )
         _say(f"distilling {teacher} into {config.model_name} on {connection.describe()}")
 
         async def train(current: Connection) -> dict[str, Any] | None:
@@ -301,4 +300,7 @@ async def run_distillation(config: Config, *, teacher: str, temperature: float =
             )
 
         checkpoint = await train_watched(config, connection, files, train, total)
-    return run_result(config, files, total, checkpoint, start, connection.backend)
+    result = run_result(config, files, total, checkpoint, start, connection.backend)
+    if result.claim is not None:
+        _say(result.claim.line())
+    return result

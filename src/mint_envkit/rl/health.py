@@ -27,9 +27,9 @@ from typing import Any, TypeVar
 
 from mint_envkit.errors import BackendError, MintEnvkitError
 from mint_envkit.local.messages import SERVER_SHUTTING_DOWN
-from mint_envkit.rl.backend import Connection
 from mint_envkit.rl.config import Config
-from mint_envkit.rl.logs import RunFiles
+from mint_envkit.rollouts.backend import Connection
+from mint_envkit.rollouts.files import RunFiles
 
 T = TypeVar("T")
 

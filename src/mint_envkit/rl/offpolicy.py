@@ -58,8 +58,9 @@ import attrs
 from mint_envkit.rl.config import Config
 from mint_envkit.rl.datums import Sample, training_samples
 from mint_envkit.rl.diagnostics import mean_kl, recomputes_behavior_logprobs, reply_logprobs
-from mint_envkit.rl.records import rollout_records
-from mint_envkit.rl.sampling import SampledBatch, sample_batch, sampler_snapshot
+from mint_envkit.rl.sampling import SampledBatch, sample_batch
+from mint_envkit.rollouts.records import rollout_records
+from mint_envkit.rollouts.sampler import sampler_snapshot
 
 
 def sampler_version(step: int, *, start: int, max_steps_off_policy: int) -> int:

@@ -33,10 +33,10 @@ import attrs
 from mint_envkit.checks import check_integer
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError, MintEnvkitError
-from mint_envkit.rl.backend import connect, preflight, service_client
 from mint_envkit.rl.checkpoints import save_checkpoint
 from mint_envkit.rl.config import Config
-from mint_envkit.rl.logs import RunFiles, read_jsonl
+from mint_envkit.rollouts.backend import connect, service_client
+from mint_envkit.rollouts.files import RunFiles, read_jsonl
 
 
 def _passes(
@@ -316,29 +316,26 @@ async def fine_tune_on_rollouts(
         }
     )
     plan = _batches(len(examples), batch_size, epochs, config.sampling_seed)
-    async with connect(config) as connection:
-        await preflight(
-            str(connection.base_url),
-            timeout_s=config.preflight_timeout_s,
-            api_key=connection.api_key,
-        )
-        async with service_client(connection) as service:
-            warm = config.load_checkpoint_path
-            if warm:
-                training = await service.create_training_client_from_state_async(warm)
-            else:
-                training = await service.create_lora_training_client_async(
-                    base_model=config.model_name,
-                    rank=config.lora_rank,
-                    seed=config.sampling_seed,
-                    train_mlp=config.train_mlp,
-                    train_attn=config.train_attn,
-                    train_unembed=config.train_unembed,
-                )
-            losses = await _train_steps(training, config, examples, plan, files)
-            checkpoint = await save_checkpoint(
-                training, attrs.evolve(config, save_every=0), len(plan), len(plan)
+    async with (
+        connect(config.backend_settings) as connection,
+        service_client(connection) as service,
+    ):
+        warm = config.load_checkpoint_path
+        if warm:
+            training = await service.create_training_client_from_state_async(warm)
+        else:
+            training = await service.create_lora_training_client_async(
+                base_model=config.model_name,
+                rank=config.lora_rank,
+                seed=config.sampling_seed,
+                train_mlp=config.train_mlp,
+                train_attn=config.train_attn,
+                train_unembed=config.train_unembed,
             )
+        losses = await _train_steps(training, config, examples, plan, files)
+        checkpoint = await save_checkpoint(
+            training, attrs.evolve(config, save_every=0), len(plan), len(plan)
+        )
     if checkpoint is None:  # pragma: no cover - the final save is always due
         raise MintEnvkitError("fine_tune_on_rollouts: the final checkpoint was not saved")
     files.append_checkpoint(checkpoint)

@@ -35,7 +35,7 @@ import attrs
 
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError, MintEnvkitError
-from mint_envkit.rl.types import GroupRollout, Trajectory
+from mint_envkit.rollouts.types import GroupRollout, Trajectory
 
 
 @attrs.frozen

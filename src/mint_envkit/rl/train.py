@@ -3,7 +3,7 @@
 It talks only through the ``mint`` SDK. With backend ``local`` (the default
 without ``MINT_API_KEY``) it starts the embedded MinT-compatible server for
 the run and stops it after; with ``mint`` it uses MinT (see
-:mod:`mint_envkit.rl.backend`). Each step runs the phases below, one small
+:mod:`mint_envkit.rollouts.backend`). Each step runs the phases below, one small
 function each: :func:`sample_batch`, :func:`score_batch`, building the
 datums (:mod:`mint_envkit.rl.datums`), :func:`train_on_batch` and
 :func:`save_checkpoint`. ``main`` is the same function as
@@ -33,14 +33,6 @@ import attrs
 
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rl.advantages import batch_advantages, kl_adjusted_advantages
-from mint_envkit.rl.answers import answer_figures, answer_metrics, collapse_note, rollout_answers
-from mint_envkit.rl.backend import (
-    Connection,
-    connect,
-    preflight,
-    resolve_backend,
-    service_client,
-)
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
 from mint_envkit.rl.datums import (
@@ -51,13 +43,22 @@ from mint_envkit.rl.datums import (
     to_datums,
 )
 from mint_envkit.rl.diagnostics import learner_metrics, no_update_note
+from mint_envkit.evaluation.claims import LearningClaim
+from mint_envkit.rl.evals import evaluate_split, run_claim
 from mint_envkit.rl.health import train_watched
-from mint_envkit.rl.logs import RunFiles
 from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
-from mint_envkit.rl.records import progress_line, rollout_metrics, rollout_records
-from mint_envkit.rl.sampling import sample_batch, sampler_snapshot
-from mint_envkit.rl.types import GroupRollout
+from mint_envkit.rl.sampling import sample_batch
 from mint_envkit.rl.update import run_update
+from mint_envkit.rollouts.backend import (
+    Connection,
+    connect,
+    resolve_backend,
+    service_client,
+)
+from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.rollouts.records import progress_line, rollout_metrics
+from mint_envkit.rollouts.sampler import sampler_snapshot
+from mint_envkit.rollouts.types import GroupRollout
 
 __all__ = [
     "RunResult",
@@ -84,6 +85,9 @@ class RunResult:
         final_checkpoint: the final checkpoint record, or None.
         resumed_from: the step the run resumed at (0 for a fresh run).
         backend: ``"local"`` or ``"mint"``.
+        claim: the run's before/after claim (its first held-out eval against its final
+            one, measured where nothing is cut off; see
+            :mod:`mint_envkit.evaluation.claims`), None without both evals.
 
     Example::
 
@@ -98,6 +102,7 @@ class RunResult:
     final_checkpoint: dict[str, Any] | None
     resumed_from: int
     backend: str
+    claim: LearningClaim | None = None
 
 
 @attrs.frozen
@@ -283,35 +288,19 @@ async def _open(
     return training, reference, service.create_rest_client()
 
 
-async def evaluate_split(
-    config: Config, files: RunFiles, test_data: Any, client: Any, step: int, final: bool = False
-) -> dict[str, Any]:
-    """One eval of ``test_data`` with ``client``: its rollouts logged, ``test/env/...`` (or
-    ``test_final/env/...``) metrics with the constant-answer baseline and collapse figures."""
-    salt = -1 if final else -1 - step  # the final eval repeats step 0's draws
-    groups = test_data.groups()
-    batch = await sample_batch(config, client, groups, salt=salt)
-    split = "test_final" if final else "test"
-    files.append_rollouts(rollout_records(step, batch.rollouts, {}, split))
-    metrics = rollout_metrics(batch.rollouts, f"{split}/env")
-    answers = answer_figures(rollout_answers(batch.rollouts, groups))  # baseline, collapse
-    note = collapse_note(answers, metrics.get(f"{split}/env/all/correct"))
-    if note:
-        _say(f"{split} eval at step {step}: {note}")
-    return {**metrics, **answer_metrics(answers, f"{split}/env")}
+async def _evaluate(run: _Run, client: Any, step: int) -> dict[str, Any]:
+    return await evaluate_split(run.config, run.files, run.test_data, client, step)
 
 
-async def _evaluate(run: _Run, client: Any, step: int, final: bool = False) -> dict[str, Any]:
-    return await evaluate_split(run.config, run.files, run.test_data, client, step, final)
-
-
-async def _final_evaluation(run: _Run, step: int) -> dict[str, Any]:
+async def _final_evaluation(run: _Run, step: int, current: dict[str, Any]) -> dict[str, Any]:
     """``test_final/env/...`` after the last step's update (empty when no eval is due)."""
     if not (run.config.eval_every and run.test_data is not None and step + 1 == run.total):
         return {}
     t0 = time.monotonic()
     client = await sampler_snapshot(run.training)
-    metrics = await _evaluate(run, client, step, final=True)
+    metrics = await evaluate_split(
+        run.config, run.files, run.test_data, client, step, final=True, current=current
+    )
     return {**metrics, "time/eval_final": time.monotonic() - t0}
 
 
@@ -368,7 +357,7 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any]
         )
     )
     metrics["time/train"] = time.monotonic() - t2
-    metrics.update(await _final_evaluation(run, step))
+    metrics.update(await _final_evaluation(run, step, metrics))
 
     t3 = time.monotonic()
     checkpoint = await save_checkpoint(run.training, config, step + 1, run.total)
@@ -417,17 +406,12 @@ async def run_training(config: Config) -> RunResult:
         # Finished earlier: report it without starting a backend.
         return run_result(config, files, start, checkpoint, start, resolve_backend(config.backend))
 
-    async with connect(config) as connection:
+    async with connect(config.backend_settings) as connection:
         if connection.backend == "local":
             _say(f"training on the embedded local backend at {connection.base_url}")
             _say(
                 f"checkpoints: {_local_checkpoint_home(connection)} (mint-envkit checkpoints list)"
             )
-        await preflight(
-            str(connection.base_url),
-            timeout_s=config.preflight_timeout_s,
-            api_key=connection.api_key,
-        )
 
         # A lost backend fails within Config.backend_lost_after_s, naming the URL, the step
         # and how to resume; an embedded server this run started is restarted once.
@@ -435,7 +419,10 @@ async def run_training(config: Config) -> RunResult:
             return await _train(config, current, files, train_data, test_data, total)
 
         checkpoint = await train_watched(config, connection, files, train, total)
-    return run_result(config, files, total, checkpoint, start, connection.backend)
+    result = run_result(config, files, total, checkpoint, start, connection.backend)
+    if result.claim is not None:
+        _say(result.claim.line())
+    return result
 
 
 async def _train(
@@ -497,4 +484,5 @@ def run_result(
         final_checkpoint=checkpoint,
         resumed_from=start,
         backend=backend,
+        claim=run_claim(config, files),
     )

@@ -1,32 +1,38 @@
-"""Answer figures of an evaluation: the constant-answer baseline, answer diversity, collapse.
+"""Answer figures of an evaluation: the best trivial baseline, answer diversity, collapse.
 
-Correctness alone cannot tell learning from majority-class collapse. On a yes/no env
-whose references are 57.5% "no", a model that answers "no" to everything is 57.5%
-correct. Beside correctness an evaluation therefore reports, over the same problems:
+Correctness alone cannot tell learning from a shortcut. On a yes/no env whose references
+are 57.5% "no", a model that answers "no" to everything is 57.5% correct; on "which word
+comes first, 'pear' or 'apple'?" a model that always takes the second word is right half
+the time. Beside correctness an evaluation therefore reports, over the same problems:
 
-- ``answers/baseline_correct``: the correctness of always giving the single most common
-  reference answer (checked with the env's own ``check``; where that says nothing,
-  None as :meth:`MessageEnv.check <mint_envkit.MessageEnv.check>` does by default, by
-  :func:`answer_key`); among references tied for most common, the best of the first three.
+- ``answers/baseline_correct`` and ``answers/baseline_name``: the best policy of a
+  family that does not read the question's meaning (a constant answer, the candidate
+  the prompt offers at a position, a uniform pick among them; see
+  :mod:`mint_envkit.rollouts.baselines`), each judged by the env's own ``check`` (where
+  that says nothing, by :func:`answer_key`).
+- ``answers/beats_baseline``: 1.0 when correctness beats that baseline beyond noise (a
+  one-sided paired test over problems, :func:`~mint_envkit.rollouts.baselines.beats`).
 - ``answers/distinct``, ``answers/entropy`` (nats), ``answers/top_share``: how many
   distinct parsed answers, their entropy, and the share of all replies taken by the
   most common value (an unparsed reply counts as the value ``None``); ``answers/top``
   is that value.
+- ``answers/position``, ``answers/position_share``, ``answers/position_concentrated``:
+  the position among the prompt's candidates the answers take most, its share, and
+  whether they concentrate there while the references do not.
 - ``answers/truncated``: the share of replies cut off at the token limit.
 - ``answers/concentrated``: 1.0 when the most common value is an answer (not the
   unparsed replies: that is a format failure, shown by the parse and truncation rates)
   and ``top_share >= 0.8``, while the references take at least two values and the most
   common reference's share is below 0.8.
-- ``answers/beats_baseline``: 1.0 when correctness is above the baseline.
-- ``answers/collapse``: 1.0 when concentrated, or when correctness does not beat the
-  baseline while it is above 0 (a constant answer explains it).
+- ``answers/collapse``: 1.0 when the answers concentrate on one value or one position,
+  or when correctness is above 0 and not above the baseline (a trivial policy explains it).
 
 The computation (:func:`answer_figures`) is pure; :func:`rollout_answers` reads its
 input from rollouts, and :func:`answer_metrics` gives the loop's prefixed metrics.
 
 Example::
 
-    from mint_envkit.rl.answers import AnswerGroup, answer_figures
+    from mint_envkit.rollouts.answers import AnswerGroup, answer_figures
 
     groups = [AnswerGroup(reference="no", parsed=["no"], correct=[True]),
               AnswerGroup(reference="yes", parsed=["no"], correct=[False])]
@@ -46,7 +52,8 @@ import attrs
 from mint_envkit.envs.base import MessageEnv
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import as_number
-from mint_envkit.rl.types import GroupRollout, Trajectory
+from mint_envkit.rollouts.baselines import beats, best_baseline, position_figures
+from mint_envkit.rollouts.types import GroupRollout, Trajectory
 
 ANSWER_KEYS = (
     "answers/baseline_correct",
@@ -55,14 +62,26 @@ ANSWER_KEYS = (
     "answers/top_share",
     "answers/truncated",
     "answers/concentrated",
+    "answers/position_share",
+    "answers/position_reference_share",
+    "answers/position_concentrated",
     "answers/beats_baseline",
     "answers/collapse",
 )
-"""The numeric answer figures, in report order (``answers/top``, a string, is not among them).
+"""The numeric answer figures, in report order (the text ones are :data:`ANSWER_TEXTS`).
 
 Example::
 
     "answers/collapse" in ANSWER_KEYS   # True
+"""
+
+ANSWER_TEXTS = ("answers/baseline_name", "answers/top", "answers/position")
+"""The answer figures that are text: the best baseline's name, the most common answer,
+the most common position.
+
+Example::
+
+    "answers/baseline_name" in ANSWER_TEXTS   # True
 """
 
 CONCENTRATED_SHARE = 0.8
@@ -73,8 +92,6 @@ Example::
     # not run: needs the answer figures of an evaluation
     figures["answers/top_share"] >= CONCENTRATED_SHARE
 """
-
-_CANDIDATES = 3  # references tied for most common tried as the constant answer
 
 
 def answer_key(value: Any) -> str | None:
@@ -120,6 +137,8 @@ class AnswerGroup:
         reports_parsed: False when the env logs no parsed answers (then
             ``parsed`` is all None and says nothing about diversity); the
             diversity figures are None unless some group reports them.
+        prompt: the problem's question as the model saw it (the last user message),
+            where the positional baselines find their candidates.
 
     Example::
 
@@ -137,10 +156,20 @@ class AnswerGroup:
     )
     check: Callable[[str, Any], Any] | None = attrs.field(default=None, eq=False)
     reports_parsed: bool = True
+    prompt: str = ""
 
 
-def _agrees(group: AnswerGroup, guess: str, key: str) -> bool:
-    """Would the constant answer ``guess`` be right on ``group``, by the env's check?"""
+def agrees(group: AnswerGroup, guess: str) -> bool:
+    """Would the answer ``guess`` be right on ``group``, by the env's check?
+
+    The env's ``check(guess, reference)`` when it gives a verdict (a bool or a number);
+    else, or when it raises on a foreign answer, :func:`answer_key` equality.
+
+    Example::
+
+        agrees(AnswerGroup(reference="1,000"), "1000"), agrees(AnswerGroup(reference="no"), "No")
+        # (True, False)
+    """
     if group.check is not None:
         try:
             verdict = group.check(guess, group.reference)
@@ -150,28 +179,7 @@ def _agrees(group: AnswerGroup, guess: str, key: str) -> bool:
             verdict.close()
         elif isinstance(verdict, bool | int | float):
             return bool(verdict)
-    return answer_key(group.reference) == key
-
-
-def _baseline(groups: Sequence[AnswerGroup], n: int) -> float | None:
-    """The best correctness of always giving one of the most common reference answers."""
-    counts: Counter[str] = Counter()
-    spelled: dict[str, Any] = {}
-    for group in groups:
-        key = answer_key(group.reference)
-        if key is None:
-            return None  # a problem without a reference: no honest baseline
-        counts[key] += len(group.parsed)
-        spelled.setdefault(key, group.reference)
-    if not counts:
-        return None
-    most = max(counts.values())
-    candidates = [key for key, count in counts.items() if count == most][:_CANDIDATES]
-    best = 0
-    for key in candidates:
-        guess = str(spelled[key]).strip()
-        best = max(best, sum(len(g.parsed) for g in groups if _agrees(g, guess, key)))
-    return best / n
+    return answer_key(group.reference) == answer_key(guess)
 
 
 def _correct(groups: Sequence[AnswerGroup], n: int) -> float | None:
@@ -215,33 +223,44 @@ def _concentrated(groups: Sequence[AnswerGroup], top_share: float) -> float:
     return float(top_share >= CONCENTRATED_SHARE and reference_share < CONCENTRATED_SHARE)
 
 
+def _per_problem_correct(groups: Sequence[AnswerGroup]) -> list[float] | None:
+    if any(not g.correct or any(f is None for f in g.correct) for g in groups):
+        return None
+    return [sum(bool(f) for f in g.correct) / len(g.correct) for g in groups]
+
+
 def answer_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
-    """The answer figures of these groups: :data:`ANSWER_KEYS` and ``answers/top``.
+    """The answer figures of these groups: :data:`ANSWER_KEYS` and :data:`ANSWER_TEXTS`.
 
     A figure that cannot be computed is None: the baseline when a problem has no
     reference answer; ``beats_baseline`` also when a reply has no ``correct``; the
-    diversity figures and ``concentrated`` when the env logs no parsed answers;
-    every figure when there are no replies. ``collapse`` is 1.0 when
-    ``concentrated`` is, or when correctness (over the same replies) is above 0 and
-    not above the baseline.
+    diversity figures and ``concentrated`` when the env logs no parsed answers; the
+    position figures when too few answers name a candidate of the prompt; every
+    figure when there are no replies. ``collapse`` is 1.0 when ``concentrated`` or
+    ``position_concentrated`` is, or when correctness (over the same replies) is
+    above 0 and not above the baseline.
 
     Example::
 
         no, yes = (AnswerGroup(reference=r, parsed=["no"], correct=[r == "no"])
                    for r in ("no", "yes"))
         figures = answer_figures([no, no, yes])
-        figures["answers/baseline_correct"], figures["answers/top"]   # (0.666..., 'no')
+        figures["answers/baseline_correct"], figures["answers/baseline_name"]
+        # (0.666..., "constant 'no'")
         figures["answers/collapse"]   # 1.0: correct 2/3 is the always-"no" baseline
     """
     groups = [g for g in groups if g.parsed]
-    out: dict[str, Any] = dict.fromkeys((*ANSWER_KEYS, "answers/top"))
+    out: dict[str, Any] = dict.fromkeys((*ANSWER_KEYS, *ANSWER_TEXTS))
     n = sum(len(g.parsed) for g in groups)
     if n == 0:
         return out
     out["answers/truncated"] = sum(sum(bool(t) for t in g.truncated) for g in groups) / n
-    baseline = _baseline(groups, n)
+    baseline = best_baseline(groups)
     correct = _correct(groups, n)
-    out["answers/baseline_correct"] = baseline
+    if baseline is not None:
+        out["answers/baseline_correct"] = baseline.correct
+        out["answers/baseline_name"] = baseline.name
+    reasons: list[bool] = []
     if any(g.reports_parsed for g in groups):
         out.update(_diversity(groups, n))
         # Unparsed replies are a format failure (shown by the parse and truncation
@@ -249,18 +268,22 @@ def answer_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
         top_is_an_answer = out.get("answers/top") is not None
         concentrated = _concentrated(groups, out["answers/top_share"])
         out["answers/concentrated"] = concentrated if top_is_an_answer else 0.0
-    reasons = [] if out["answers/concentrated"] is None else [out["answers/concentrated"] == 1.0]
-    if baseline is not None and correct is not None:
-        out["answers/beats_baseline"] = float(correct > baseline)
-        reasons.append(0.0 < correct <= baseline)
+        reasons.append(out["answers/concentrated"] == 1.0)
+        out.update(position_figures(groups))
+        reasons.append(out["answers/position_concentrated"] == 1.0)
+    model = _per_problem_correct(groups)
+    if baseline is not None and correct is not None and model is not None:
+        out["answers/beats_baseline"] = float(beats(model, baseline.per_problem)[0])
+        reasons.append(0.0 < correct <= baseline.correct)
     out["answers/collapse"] = float(any(reasons)) if reasons else None
     return out
 
 
-def answer_metrics(figures: Mapping[str, Any], prefix: str) -> dict[str, float]:
-    """The numeric answer figures as the loop's metrics, ``<prefix>/all/answers/...``.
+def answer_metrics(figures: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """The answer figures as the loop's metrics, ``<prefix>/all/answers/...``.
 
-    Figures that could not be computed (None, see :func:`answer_figures`) are left out.
+    The numeric ones, and the best baseline's name (``answers/baseline_name``, text);
+    figures that could not be computed (None, see :func:`answer_figures`) are left out.
 
     Example::
 
@@ -268,9 +291,8 @@ def answer_metrics(figures: Mapping[str, Any], prefix: str) -> dict[str, float]:
         answer_metrics(answer_figures(rollout_answers(rollouts, groups)), "test/env")
         # {'test/env/all/answers/baseline_correct': 0.575, ..., 'test/env/all/answers/collapse': 1.0}
     """
-    return {
-        f"{prefix}/all/{key}": figures[key] for key in ANSWER_KEYS if figures.get(key) is not None
-    }
+    keys = (*ANSWER_KEYS, "answers/baseline_name")
+    return {f"{prefix}/all/{key}": figures[key] for key in keys if figures.get(key) is not None}
 
 
 def collapse_note(figures: Mapping[str, Any], correct: float | None) -> str | None:
@@ -288,10 +310,17 @@ def collapse_note(figures: Mapping[str, Any], correct: float | None) -> str | No
         share, top = figures["answers/top_share"], figures.get("answers/top")
         what = "unparsed" if top is None else f"{_short(top)!r}"
         parts.append(f"{share:.0%} of replies are {what}")
+    if figures.get("answers/position_concentrated") == 1.0:
+        parts.append(
+            f"{figures['answers/position_share']:.0%} of the answers are the "
+            f"{figures['answers/position']} candidate of the prompt (the references: "
+            f"{figures['answers/position_reference_share']:.0%})"
+        )
     baseline = figures.get("answers/baseline_correct")
     if correct is not None and baseline is not None and 0.0 < correct <= baseline:
+        name = figures.get("answers/baseline_name") or "a trivial policy"
         parts.append(
-            f"correct {correct:.3f} does not beat the constant-answer baseline {baseline:.3f}"
+            f"correct {correct:.3f} does not beat the best trivial baseline {baseline:.3f} ({name})"
         )
     return "answers collapse: " + "; ".join(parts)
 
@@ -341,6 +370,15 @@ def _reply(trajectory: Trajectory) -> tuple[str | None, bool | None, bool, bool,
     return (None if value is None else str(value)), correct, truncated, "parsed" in logs, unscored
 
 
+def _question(rollout: GroupRollout) -> str:
+    """The last user message of the opening conversation: the question the model saw."""
+    for message in reversed(rollout.messages):
+        content = message.get("content")
+        if message.get("role") == "user" and isinstance(content, str):
+            return content
+    return ""
+
+
 def rollout_answers(
     rollouts: Sequence[GroupRollout], groups: Sequence[Any] | None = None
 ) -> list[AnswerGroup]:
@@ -349,7 +387,7 @@ def rollout_answers(
     ``groups`` are the group builders the rollouts came from, by position. From each
     a message env is made once: its ``answer`` is the reference (else the problem's
     ``answer``, else the ``answer`` the env logged) and its ``check`` judges the
-    constant answer. Replies: the last step's ``parsed`` log (None unless its
+    baselines' answers; the question is the opening's last user message. Replies: the last step's ``parsed`` log (None unless its
     ``parse_status`` is ``ok``), the ``correct`` and ``truncated`` metrics (else the
     last reply's stop reason). A group reports parsed answers when one of its replies
     logged ``parsed``, or when every reply was cut off before scoring (all unparsed).
@@ -379,6 +417,7 @@ def rollout_answers(
                 check=None if env is None else env.check,
                 # a reply cut off before scoring is unparsed whatever the env logs
                 reports_parsed=any(r[3] for r in replies) or all(r[4] for r in replies),
+                prompt=_question(rollout),
             )
         )
     return out

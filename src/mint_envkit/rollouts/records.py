@@ -3,9 +3,9 @@
 Example::
 
     from mint_envkit import DatasetBuilder, SingleTurnEnv
-    from mint_envkit.rl import ScriptedPolicy
-    from mint_envkit.rl.logs import RunFiles, read_jsonl
-    from mint_envkit.rl.rollouts import rollout_groups
+    from mint_envkit.rollouts import ScriptedPolicy
+    from mint_envkit.rollouts.files import RunFiles, read_jsonl
+    from mint_envkit.rollouts.run import rollout_groups
 
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mint_envkit.rl.types import GroupRollout
+from mint_envkit.rollouts.types import GroupRollout
 
 
 def _mean(values: Sequence[float]) -> float | None:

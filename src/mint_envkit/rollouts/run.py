@@ -11,7 +11,7 @@ per env.
 Example::
 
     from mint_envkit import DatasetBuilder, SingleTurnEnv
-    from mint_envkit.rl import ScriptedPolicy
+    from mint_envkit.rollouts import ScriptedPolicy
 
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import traceback as traceback_module
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
 import attrs
 
@@ -35,44 +35,9 @@ from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.checks import check_integer
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError, MintEnvkitError
-from mint_envkit.rendering.renderer import Renderer
 from mint_envkit.rendering.token_env import EnvFromMessageEnv
-from mint_envkit.rl.types import GroupRollout, SampledTokens, Trajectory, Transition
-
-
-@attrs.frozen
-class SampleRequest:
-    """One sampling request of a rollout.
-
-    Attributes:
-        prompt: the prompt tokens.
-        stop: stop tokens (or strings).
-        num_samples: how many replies to return.
-        messages: the conversation the prompt renders (for scripted policies).
-        renderer: the group's renderer.
-        env_index: the position in its group of the first env this request
-            serves (replies ``i`` go to env ``env_index + i``).
-        turn: the episode's turn this request samples (0 for the first reply).
-    """
-
-    prompt: list[int]
-    stop: list[int] | list[str]
-    num_samples: int
-    messages: list[Message]
-    renderer: Renderer
-    env_index: int = 0
-    turn: int = 0
-
-
-Sampler = Callable[[SampleRequest], Awaitable[Sequence[SampledTokens]]]
-"""An async function answering a :class:`SampleRequest` with ``num_samples`` replies.
-
-Example::
-
-    async def always_five(request: SampleRequest) -> list[SampledTokens]:
-        tokens = request.renderer.tokenizer.encode("5") + request.renderer.get_stop_sequences()
-        return [SampledTokens(tokens, None, "stop")] * request.num_samples
-"""
+from mint_envkit.rollouts.sampler import Sampler, SampleRequest
+from mint_envkit.rollouts.types import GroupRollout, SampledTokens, Trajectory, Transition
 
 
 async def _sample(sampler: Sampler, request: SampleRequest) -> list[SampledTokens]:

@@ -29,8 +29,9 @@ from mint_envkit.builders.dataset import DatasetBuilder, ProblemDataset
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError
-from mint_envkit.rl.rollouts import SampleRequest, rollout_groups
-from mint_envkit.rl.types import GroupRollout, SampledTokens
+from mint_envkit.rollouts.run import rollout_groups
+from mint_envkit.rollouts.sampler import SampleRequest
+from mint_envkit.rollouts.types import GroupRollout, SampledTokens
 
 ReplyFn = Callable[[list[Message]], str]
 

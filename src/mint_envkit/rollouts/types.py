@@ -3,8 +3,8 @@
 Example::
 
     from mint_envkit import DatasetBuilder, SingleTurnEnv
-    from mint_envkit.rl import ScriptedPolicy
-    from mint_envkit.rl.rollouts import rollout_group
+    from mint_envkit.rollouts import ScriptedPolicy
+    from mint_envkit.rollouts.run import rollout_group
 
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
                              batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")

@@ -38,16 +38,19 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from mint_envkit.checks import is_number
 from mint_envkit.errors import BackendError, ConfigError
 from mint_envkit.evaluation.run import evaluate_many
-from mint_envkit.rl.backend import (
+from mint_envkit.rollouts.backend import (
     resolve_backend,
     resolve_connection,
     service_client,
     shared_local_backend,
 )
-from mint_envkit.rl.logs import append_jsonl, check_writable, write_text_atomic
+from mint_envkit.rollouts.files import append_jsonl, check_writable, write_text_atomic
+from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.sweep._interpolation_plot import plot_interpolation
 from mint_envkit.sweep._interpolation_results import (
     FIGURES,
@@ -159,9 +162,12 @@ async def interpolation_sweep(
     grid: Sequence[Any],
     root: str | os.PathLike[str],
     samples: int = 4,
-    base_url: str | None = None,
-    backend: str = "auto",
-    **eval_options: Any,
+    sampling: SamplingSettings | None = None,
+    backend: BackendSettings | None = None,
+    split: str | None = None,
+    problems: Sequence[Mapping[str, Any]] | str | None = None,
+    limit: int | None = None,
+    renderer_name: str | None = None,
 ) -> InterpolationSweep:
     """Interpolate ``checkpoints`` at every grid point and evaluate each; resumable.
 
@@ -175,11 +181,11 @@ async def interpolation_sweep(
             coefficient per checkpoint (see :func:`interpolation_grid`).
         root: the sweep folder; a point already recorded there as ``ok`` is skipped.
         samples: completions per problem (pass@k up to it).
-        base_url, backend: as for training; without ``base_url`` a local run starts one
-            embedded backend for the whole sweep.
-        **eval_options: ``split``, ``problems``, ``temperature``, ``max_tokens``, ``seed``,
-            ``limit``, ``renderer_name``, ``max_concurrent``, ``progress_every`` (those of
-            :func:`~mint_envkit.evaluation.evaluate_many`).
+        sampling: the evaluations' sampling (default: the builder's reply limit, T=1).
+        backend: as for training; without a ``base_url`` a local sweep starts one
+            embedded backend for all its points.
+        split, problems, limit, renderer_name: which problems, as for
+            :func:`~mint_envkit.evaluation.evaluate_many`.
 
     Raises:
         ConfigError: bad arguments, or a root that holds a sweep of other checkpoints
@@ -198,8 +204,14 @@ async def interpolation_sweep(
             f"checkpoints must name two or more different checkpoints, got {sources!r}"
         )
     points = interpolation_grid(grid, len(sources))
-    options = {k: v for k, v in eval_options.items() if k not in ("out_dir", "checkpoints")}
-    settings = {"samples": samples, **{k: options[k] for k in sorted(options)}}
+    sampling = sampling or SamplingSettings()
+    backend = backend or BackendSettings()
+    chosen = {"split": split, "problems": problems, "limit": limit, "renderer_name": renderer_name}
+    settings = {
+        "samples": samples,
+        **{k: v for k, v in sorted(chosen.items()) if v is not None},
+        **attrs.asdict(sampling),
+    }
     folder = Path(root)
     check_writable(folder, what="the interpolation sweep root")
     folder.mkdir(parents=True, exist_ok=True)
@@ -213,12 +225,12 @@ async def interpolation_sweep(
     prefix = f"interp-{short_hash(sources)}"
     done = latest_results(folder)
     # a local sweep without a server (none given, none shared by the caller) starts one for all
-    start = resolve_connection(backend, base_url).base_url is None
-    start = start and resolve_backend(backend) == "local"
+    start = resolve_connection(backend.backend, backend.base_url).base_url is None
+    start = start and resolve_backend(backend.backend) == "local"
     shared = shared_local_backend([model_name]) if start else contextlib.nullcontext(None)
     finished: list[InterpolationPoint] = []
     async with shared:
-        connection = resolve_connection(backend, base_url)
+        connection = resolve_connection(backend.backend, backend.base_url)
         if connection.backend == "mint" and not connection.api_key:
             raise BackendError(
                 "backend 'mint' needs an API key: set MINT_API_KEY (MinT keys start with sk-), "
@@ -243,9 +255,9 @@ async def interpolation_sweep(
                         checkpoints=[path],
                         samples=samples,
                         out_dir=str(folder / name),
-                        base_url=base_url,
+                        sampling=sampling,
                         backend=backend,
-                        **options,
+                        **chosen,
                     ),
                 )
                 append_jsonl(folder / RESULTS, point.record())

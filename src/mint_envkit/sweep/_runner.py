@@ -36,9 +36,12 @@ import attrs
 
 from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError, MintEnvkitError
-from mint_envkit.rl.backend import models_to_preload, resolve_connection, shared_local_backend
 from mint_envkit.rl.config import Config
-from mint_envkit.rl.logs import append_jsonl, check_writable, write_text_atomic
+from mint_envkit.rollouts.backend import (
+    resolve_connection,
+    shared_local_backend,
+)
+from mint_envkit.rollouts.files import append_jsonl, check_writable, write_text_atomic
 from mint_envkit.sweep._env import grid_from_env, log_root_from_env
 from mint_envkit.sweep._grid import GridPoint, apply_fields, expand_grid, normalize_grid
 from mint_envkit.sweep._manifest import check_or_write_manifest, config_sha, exclusive
@@ -334,9 +337,8 @@ class Sweep:
         if not local or len(servers) != 1:
             return contextlib.nullcontext()
         latency, batch_invariant = servers.pop()
-        return shared_local_backend(
-            models_to_preload(local), latency_ms=latency, batch_invariant=batch_invariant
-        )
+        models = sorted({m for c in local for m in c.backend_settings.models})
+        return shared_local_backend(models, latency_ms=latency, batch_invariant=batch_invariant)
 
     async def _run_one(self, point: GridPoint, runner: Runner, position: str) -> SweepResult:
         log_path = Path(point.config.log_path)

@@ -1,0 +1,162 @@
+"""The loop's held-out evals: the first and every ``eval_every`` step, the final one, and
+the run's before/after line.
+
+Each eval is one :func:`mint_envkit.evaluate` of the test split with the step's sampling
+client, at ``Config.eval_sampling`` (the reply limit of training; ``eval_temperature``):
+its rollouts go to ``rollouts.jsonl`` (split ``test`` or ``test_final``), its figures to
+the step's metrics (``test/env/all/...``, ``test_final/env/all/...``). Every eval samples
+the same seeds, so the first and the final one differ only by the weights.
+
+When the first eval cuts off more than 5% of the replies (``Config.uncut_evals``), it is
+repeated at a reply limit where it does not (``test_uncut/...``, with
+``test_uncut/max_tokens``), and so is the final one (``test_final_uncut/...``):
+:func:`run_claim` then says the gain where nothing is cut off (see
+:mod:`mint_envkit.evaluation.claims`).
+
+Example::
+
+    # not run: needs a sampling client (a running backend)
+    metrics = await evaluate_split(config, files, test_data, client, step=0)
+    print(run_claim(config, files).line())
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from mint_envkit.evaluation.claims import (
+    LearningClaim,
+    learning_claim,
+    summary_from_metrics,
+    uncut_budget,
+)
+from mint_envkit.evaluation.run import evaluate
+from mint_envkit.rl.config import Config
+from mint_envkit.rollouts.answers import collapse_note
+from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.rollouts.records import rollout_records
+
+UNCUT_CEILING = 2048
+"""The largest reply limit an uncut eval tries (tokens).
+
+Example::
+
+    UNCUT_CEILING >= 512   # True
+"""
+
+
+def _say(message: str) -> None:
+    print(f"mint_envkit: {message}", file=sys.stderr, flush=True)
+
+
+async def _one(
+    config: Config,
+    files: RunFiles,
+    test_data: Any,
+    client: Any,
+    step: int,
+    split: str,
+    max_tokens: int,
+) -> tuple[dict[str, Any], Any]:
+    sampling = attrs.evolve(config.eval_sampling, max_tokens=max_tokens)
+    result = await evaluate(test_data, client=client, sampling=sampling, quiet=True)
+    files.append_rollouts(rollout_records(step, result.rollouts, {}, split))
+    note = collapse_note(result.summary, result.correct)
+    if note:
+        _say(f"{split} eval at step {step}: {note}")
+    return result.metrics(f"{split}/env"), result.summary
+
+
+def _recorded_budget(files: RunFiles, current: Mapping[str, Any]) -> int | None:
+    """The uncut reply limit the first eval found (this step's metrics, else the files)."""
+    for row in (current, *files.metrics()):
+        if "test_uncut/max_tokens" in row:
+            return int(row["test_uncut/max_tokens"])
+    return None
+
+
+async def evaluate_split(
+    config: Config,
+    files: RunFiles,
+    test_data: Any,
+    client: Any,
+    step: int,
+    final: bool = False,
+    current: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One held-out eval of ``test_data`` with ``client``: its metrics (``test/env/...``,
+    or ``test_final/env/...`` when ``final``), and the uncut evals described above.
+
+    ``current`` is the step's metrics so far (a one-step run's first and final evals
+    share a step).
+
+    Example::
+
+        # not run: needs a sampling client (a running backend)
+        metrics = await evaluate_split(config, files, test_data, client, step=0)
+        metrics["test/env/all/correct"], metrics["test/env/all/answers/baseline_name"]
+    """
+    split = "test_final" if final else "test"
+    metrics, summary = await _one(config, files, test_data, client, step, split, config.max_tokens)
+    if not config.uncut_evals:
+        return metrics
+    if final:
+        budget = _recorded_budget(files, current or {})
+        if budget is not None:
+            more, _ = await _one(config, files, test_data, client, step, "test_final_uncut", budget)
+            metrics.update({**more, "test_final_uncut/max_tokens": budget})
+        return metrics
+    if step != 0 or (summary.get("truncated_rate") or 0.0) <= 0.05:
+        return metrics
+
+    async def measure(max_tokens: int) -> dict[str, Any]:
+        found, at = await _one(config, files, test_data, client, step, "test_uncut", max_tokens)
+        measured.update({**found, "test_uncut/max_tokens": max_tokens})
+        return at
+
+    measured: dict[str, Any] = {}
+    found = await uncut_budget(measure, config.max_tokens, UNCUT_CEILING)
+    if found is None:
+        _say(
+            f"the first held-out eval cuts off {summary['truncated_rate']:.0%} of the replies at "
+            f"{config.max_tokens} tokens, and still more than 5% at "
+            f"{measured.get('test_uncut/max_tokens')} tokens: the run's before/after figures "
+            "compare reply lengths, not the task"
+        )
+        return metrics
+    _say(
+        f"the first held-out eval cuts off {summary['truncated_rate']:.0%} of the replies at "
+        f"{config.max_tokens} tokens; the run also evaluates at {found[0]} tokens (where "
+        f"{found[1]['truncated_rate']:.0%} are), first and last"
+    )
+    return {**metrics, **measured}
+
+
+def run_claim(config: Config, files: RunFiles) -> LearningClaim | None:
+    """The run's before/after claim: its first held-out eval against its final one (None
+    when the run has not logged both).
+
+    Example::
+
+        # not run: needs a finished run's files
+        print(run_claim(config, files).line())
+    """
+    rows = files.metrics()
+    first = next((r for r in rows if "test/env/all/reward/total" in r), None)
+    last = next((r for r in reversed(rows) if "test_final/env/all/reward/total" in r), None)
+    if first is None or last is None:
+        return None
+    before = summary_from_metrics(first, "test/env", config.max_tokens)
+    after = summary_from_metrics(last, "test_final/env", config.max_tokens)
+    uncut = None
+    if "test_uncut/max_tokens" in first and "test_final_uncut/max_tokens" in last:
+        budget = int(first["test_uncut/max_tokens"])
+        uncut = (
+            summary_from_metrics(first, "test_uncut/env", budget),
+            summary_from_metrics(last, "test_final_uncut/env", budget),
+        )
+    return learning_claim(before, after, uncut)
