@@ -1,10 +1,17 @@
-"""The program that runs inside the sandbox, and how its report is read back.
+"""How a run's report is read back: the values the sandbox reported, judged here.
 
-The harness receives the model's code and the tests on stdin (one JSON line), runs the
-code, then each test in the code's namespace, and reports every step as a line
-``<nonce> {json}`` on its standard output; the nonce is random per run, so lines the
-code prints cannot pass for the harness's own. :func:`read_report` turns those lines
-and the :class:`~mint_envkit.sandbox.ProcessResult` into a :class:`CodeRun`.
+:func:`make_input` builds the sandbox program's stdin: the run's random nonce, the
+model's code and each case's sandbox side (:meth:`~mint_envkit.sandbox.cases.Case.sent`:
+an expression or a stdin, never the expected value). The program
+(:func:`~mint_envkit.sandbox.inside.program`) answers with lines ``<nonce> {json}``, one
+value (or exception) per case; the nonce separates them from what the code prints.
+:func:`read_report` decodes each value and compares it with its case's expected value
+(:func:`~mint_envkit.sandbox.cases.verdict`): the verdict is made here, in trusted code.
+
+The code can print lines with the nonce too (it can read it from its own memory): a
+forged line can only carry a value, which passes only when it is the expected one. A
+case reported twice, a report of a case that does not exist, or a line that does not
+decode is tampering: that case is an ``error`` and the run's outcome ``error``.
 
 Example::
 
@@ -23,17 +30,20 @@ from typing import Literal
 
 import attrs
 
+from mint_envkit.sandbox.cases import Case, verdict
 from mint_envkit.sandbox.executor import ProcessResult
+from mint_envkit.sandbox.inside import decode
 
 Outcome = Literal["pass", "fail", "error", "timeout"]
 """How a run of code against its tests went, as a whole.
 
 - ``"pass"``: the code loaded and every test passed.
-- ``"fail"``: the code loaded and ran its tests, and some test failed (an ``assert``
-  that did not hold, or a test that raised).
+- ``"fail"``: the code loaded and every case reported, and some test failed (its value
+  was not the expected one, or computing it raised).
 - ``"error"``: the code did not load (a syntax error, an exception at import, a
-  ``sys.exit``), or the run died before the tests finished (out of memory, over the
-  output cap, the process limit, an ``os._exit``).
+  ``sys.exit``), or the run died before every case reported (out of memory, over the
+  output cap, the process limit, an ``os._exit``), or its report was tampered with (a
+  case reported twice, a line that does not decode).
 - ``"timeout"``: the run went past its wall-clock or CPU limit.
 
 Example::
@@ -42,55 +52,15 @@ Example::
 """
 
 TestStatus = Literal["pass", "fail", "error", "not_run"]
-"""How one test went: its assert held (``pass``), failed (``fail``), it raised anything
-else (``error``), or it never ran (``not_run``: the code did not load, or the run ended
-first).
+"""How one test went: its value was the expected one (``pass``), was not, or computing it
+raised an ``AssertionError`` (``fail``), computing it raised anything else, its value
+cannot leave the sandbox or its report was tampered with (``error``), or no value came
+(``not_run``: the code did not load, or the run ended first).
 
 Example::
 
     status: TestStatus = "not_run"
 """
-
-HARNESS = r"""
-def _harness():
-    import json, os, resource, sys
-    header = json.loads(sys.stdin.readline())
-    nonce, code, tests = header["nonce"], header["code"], header["tests"]
-    try:
-        resource.setrlimit(resource.RLIMIT_NPROC, (header["nproc"], header["nproc"]))
-    except (ValueError, OSError):
-        pass
-    del header
-    out = os.dup(1)
-
-    def report(**event):
-        os.write(out, ("\n" + nonce + " " + json.dumps(event) + "\n").encode())
-
-    def why(err):
-        return (type(err).__name__ + ": " + str(err))[:500]
-
-    namespace = {"__name__": "solution", "__builtins__": __builtins__}
-    try:
-        exec(compile(code, "<solution>", "exec"), namespace)
-    except BaseException as err:
-        report(event="load", status="error", error=why(err))
-        return
-    report(event="load", status="ok")
-    for index, test in enumerate(tests):
-        try:
-            exec(compile(test, "<test %d>" % index, "exec"), namespace)
-        except AssertionError as err:
-            report(event="test", index=index, status="fail", error=why(err))
-        except BaseException as err:
-            report(event="test", index=index, status="error", error=why(err))
-        else:
-            report(event="test", index=index, status="pass")
-    report(event="done")
-
-
-_harness()
-"""
-"""The Python source every executor runs: it reads its input from stdin."""
 
 _TAIL = 2000
 
@@ -171,75 +141,134 @@ class CodeRun:
         return self.passed / len(self.tests) if self.tests else 0.0
 
 
-def make_input(code: str, tests: list[str], processes: int) -> tuple[str, str]:
-    """The harness's stdin line for ``code`` and ``tests``, and the run's nonce.
+def make_input(code: str, cases: list[Case], processes: int) -> tuple[str, str]:
+    """The sandbox program's stdin line for ``code`` and ``cases``, and the run's nonce.
+
+    Only each case's sandbox side goes in (:meth:`~mint_envkit.sandbox.cases.Case.sent`).
 
     Example::
 
-        line, nonce = make_input("x = 1", ["assert x == 1"], 16)
-        assert line.endswith("\\n") and nonce in line
+        from mint_envkit.sandbox.cases import split_tests
+
+        line, nonce = make_input("x = 1", split_tests(["assert x == 12345"]), 16)
+        assert line.endswith("\\n") and nonce in line and "12345" not in line
     """
     nonce = "mint-" + secrets.token_hex(16)
-    header = {"nonce": nonce, "code": code, "tests": tests, "nproc": int(processes)}
+    header = {
+        "nonce": nonce,
+        "code": code,
+        "cases": [case.sent() for case in cases],
+        "nproc": int(processes),
+    }
     return json.dumps(header) + "\n", nonce
 
 
-def _events(stdout: str, nonce: str) -> tuple[list[dict], str]:
-    events: list[dict] = []
+@attrs.define
+class _Report:
+    """What the report lines said, and the first sign of tampering."""
+
+    load_error: str = ""
+    loaded: int = 0
+    cases: dict[int, tuple[str, object]] = attrs.Factory(dict)
+    twice: set[int] = attrs.Factory(set)
+    tampered: str = ""
+
+    def flag(self, why: str) -> None:
+        self.tampered = self.tampered or why
+
+    def add(self, event: object, count: int) -> None:
+        kind = event.get("event") if isinstance(event, dict) else None
+        if not isinstance(event, dict) or kind not in ("load", "case", "done"):
+            self.flag(f"a report line that is no event: {str(event)[:100]}")
+        elif kind == "load":
+            self.loaded += 1
+            if self.loaded > 1:
+                self.flag("the code's load reported twice")
+            if event.get("status") == "error":
+                self.load_error = str(event.get("error", ""))[:500]
+        elif kind == "case":
+            self._case(event, count)
+
+    def _case(self, event: dict, count: int) -> None:
+        index = event.get("index")
+        if type(index) is not int or not 0 <= index < count:
+            self.flag(f"a report of case {str(index)[:20]}, which does not exist")
+        elif index in self.cases:
+            self.twice.add(index)
+            self.flag(f"case {index} reported twice")
+        elif set(event) == {"event", "index", "value"}:
+            try:
+                self.cases[index] = ("value", decode(event["value"]))
+            except (ValueError, RecursionError) as err:
+                self.cases[index] = ("bad", f"ValueError: its report does not decode: {err}")
+                self.flag(f"case {index}'s value does not decode")
+        elif set(event) == {"event", "index", "raised"} and isinstance(event["raised"], str):
+            self.cases[index] = ("raised", event["raised"][:500])
+        else:
+            self.cases[index] = ("bad", "ValueError: its report is malformed")
+            self.flag(f"case {index}'s report is malformed")
+
+
+def _events(stdout: str, nonce: str, count: int) -> tuple[_Report, str]:
+    report = _Report()
     kept: list[str] = []
     marker = nonce + " "
     for line in stdout.split("\n"):
         if line.startswith(marker):
             if kept and not kept[-1]:
-                kept.pop()  # the newline the harness writes before its line
+                kept.pop()  # the newline the program writes before its line
             try:
                 event = json.loads(line[len(marker) :])
-            except ValueError:
+            except (ValueError, RecursionError):
+                report.flag("a report line that is not JSON")
                 continue
-            if isinstance(event, dict):
-                events.append(event)
+            report.add(event, count)
         else:
             kept.append(line)
-    text = "\n".join(kept)
-    return events, text
+    return report, "\n".join(kept)
 
 
-def read_report(result: ProcessResult, tests: list[str], nonce: str) -> CodeRun:
-    """Turn the harness's report lines and the run's end into a :class:`CodeRun`.
+def _result(case: Case, index: int, report: _Report) -> TestResult:
+    if index in report.twice:
+        return TestResult(case.test, "error", "ValueError: its value was reported twice")
+    kind, body = report.cases.get(index, ("missing", ""))
+    if kind == "value":
+        return TestResult(case.test, *verdict(case, body))
+    if kind == "raised":
+        failed = str(body).startswith("AssertionError")
+        return TestResult(case.test, "fail" if failed else "error", str(body))
+    if kind == "bad":
+        return TestResult(case.test, "error", str(body))
+    return TestResult(case.test, "not_run")
+
+
+def read_report(result: ProcessResult, cases: list[Case], nonce: str) -> CodeRun:
+    """Judge the values the run reported, and its end, into a :class:`CodeRun`.
 
     Example::
 
-        run = read_report(ProcessResult("timeout", -9, "", "", 10.0), ["assert f()"], "n")
+        from mint_envkit.sandbox.cases import split_tests
+
+        run = read_report(ProcessResult("timeout", -9, "", "", 10.0),
+                          split_tests(["assert f()"]), "n")
         assert run.outcome == "timeout" and run.tests[0].status == "not_run"
     """
-    events, stdout = _events(result.stdout, nonce)
-    statuses: dict[int, tuple[TestStatus, str]] = {}
-    load_error = ""
-    done = False
-    for event in events:
-        kind = event.get("event")
-        if kind == "load" and event.get("status") == "error":
-            load_error = str(event.get("error", ""))
-        elif kind == "test" and isinstance(event.get("index"), int):
-            status = event.get("status")
-            if status in ("pass", "fail", "error"):
-                statuses[event["index"]] = (status, str(event.get("error", "")))
-        elif kind == "done":
-            done = True
-    results = tuple(
-        TestResult(test, *statuses.get(index, ("not_run", ""))) for index, test in enumerate(tests)
-    )
+    report, stdout = _events(result.stdout, nonce, len(cases))
+    results = tuple(_result(case, index, report) for index, case in enumerate(cases))
     outcome: Outcome
+    message = ""
     if result.status == "timeout":
         outcome, message = "timeout", result.message
-    elif done and result.status == "finished":
-        outcome = "pass" if all(test.passed for test in results) else "fail"
-        message = ""
-    else:
-        outcome = "error"
-        message = load_error or result.message
+    elif report.tampered:
+        outcome, message = "error", f"the run's report was tampered with: {report.tampered}"
+    elif report.load_error:
+        outcome, message = "error", report.load_error
+    elif result.status != "finished" or any(test.status == "not_run" for test in results):
+        outcome, message = "error", result.message
         if not message:
             message = f"the run ended (exit code {result.exit_code}) before the tests finished"
+    else:
+        outcome = "pass" if all(test.passed for test in results) else "fail"
     return CodeRun(
         outcome=outcome,
         tests=results,

@@ -29,8 +29,10 @@ from mint_envkit.errors import ConfigError, SandboxError
 from mint_envkit.parsers import Parser, ParseResult
 from mint_envkit.rewards import PartScore, Reward, RewardContext
 from mint_envkit.sandbox.bubblewrap import BubblewrapExecutor
+from mint_envkit.sandbox.cases import Case, split_tests
 from mint_envkit.sandbox.executor import Executor, Limits
-from mint_envkit.sandbox.harness import HARNESS, CodeRun, make_input, read_report
+from mint_envkit.sandbox.harness import CodeRun, make_input, read_report
+from mint_envkit.sandbox.inside import program
 
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*$", re.MULTILINE)
 _PYTHON = ("python", "py", "python3")
@@ -100,33 +102,39 @@ def default_executor() -> Executor:
     return _DEFAULT[0]
 
 
-def _check_tests(tests: object) -> list[str]:
-    if isinstance(tests, str):
-        tests = [tests]
-    if (
-        not isinstance(tests, Sequence)
-        or not tests
-        or not all(isinstance(test, str) and test.strip() for test in tests)
-    ):
-        raise ConfigError(
-            f"code tests must be a non-empty list of Python snippets (e.g. "
-            f"['assert add(1, 2) == 3']), got {tests!r}"
-        )
-    return list(tests)
+async def _run_cases(
+    code: str, cases: list[Case], executor: Executor | None, limits: Limits | None
+) -> CodeRun:
+    if not isinstance(code, str):
+        raise ConfigError(f"run_tests(code=...) needs the code as a str, got {code!r}")
+    limits = Limits() if limits is None else limits
+    if executor is None:  # probes bubblewrap once per process: not on the event loop
+        executor = await asyncio.to_thread(default_executor)
+    stdin, nonce = make_input(code, cases, limits.processes)
+    result = await executor.run(program(), stdin, limits)
+    return read_report(result, cases, nonce)
 
 
 async def run_tests(
     code: str,
-    tests: Sequence[str] | str,
+    tests: Sequence[str | dict] | str,
     *,
     executor: Executor | None = None,
     limits: Limits | None = None,
 ) -> CodeRun:
-    """Run ``code``, then each of ``tests`` in its namespace, in a sandbox: a :class:`CodeRun`.
+    """Run ``code`` against ``tests`` in a sandbox and judge each test outside it: a :class:`CodeRun`.
 
-    A test is Python source (usually one ``assert``); it passes when it runs without
-    raising. ``executor`` defaults to :func:`default_executor`, ``limits`` to
-    :class:`Limits()`.
+    Each test is split (:func:`~mint_envkit.sandbox.cases.split_test`): an ``assert
+    f(x) == <literal>`` (also ``!=``, ``in``, ``not in``, ``is True`` / ``False`` /
+    ``None``), ``assert f(x)``, ``assert not f(x)``, or a ``{"stdin": ..., "stdout":
+    ...}`` case. The sandbox gets the code and each test's computed side (``f(x)``, or
+    the stdin), evaluates them and reports values; the expected side never enters it,
+    and the comparison is made here, on plain values. So whatever the code does in its
+    own process (replace builtins, ``json`` or ``os.write``, forge report lines, exit),
+    a test passes only when the value reported for it is the expected one. A test that
+    does not split raises :class:`~mint_envkit.errors.ConfigError`. ``executor``
+    defaults to :func:`default_executor`, ``limits`` to :class:`Limits()`; what each
+    executor guarantees is in docs/code.md.
 
     Example::
 
@@ -134,15 +142,7 @@ async def run_tests(
                               ["assert square(3) == 9", "assert square(-2) == 4"])
         assert run.outcome == "pass" and run.passed == 2
     """
-    checked = _check_tests(tests)
-    if not isinstance(code, str):
-        raise ConfigError(f"run_tests(code=...) needs the code as a str, got {code!r}")
-    limits = Limits() if limits is None else limits
-    if executor is None:  # probes bubblewrap once per process: not on the event loop
-        executor = await asyncio.to_thread(default_executor)
-    stdin, nonce = make_input(code, checked, limits.processes)
-    result = await executor.run(HARNESS, stdin, limits)
-    return read_report(result, checked, nonce)
+    return await _run_cases(code, split_tests(tests), executor, limits)
 
 
 def _check_executor(executor: object) -> Executor | None:
@@ -164,8 +164,9 @@ def code_passes(
 ) -> Reward:
     """1.0 when the reply's code passes every test, else 0.0: an async :class:`Reward`.
 
-    The tests are the reference ``answer`` (a list of Python snippets, or one); the
-    code is what ``parser`` reads from the reply (:data:`python_code`). A reply without
+    The tests are the reference ``answer`` (a list of tests in the forms of
+    :func:`run_tests`, or one); the code is what ``parser`` reads from the reply
+    (:data:`python_code`), and each test's verdict is made outside the code's process. A reply without
     code scores 0.0 with its parse status (``parse/<name>/no_match``...). Otherwise the
     code runs in ``executor`` (default :func:`default_executor`, resolved at the first
     run) under ``limits``, and the metrics say how: ``code/<name>/pass``, ``/fail``,
@@ -193,11 +194,11 @@ def code_passes(
         raise ConfigError(f"code_passes(parser={parser!r}) needs a Parser, e.g. python_code")
 
     async def score(completion: str, answer: Any, context: RewardContext) -> PartScore:
-        tests = _check_tests(answer)
+        cases = split_tests(answer)
         read = parser(completion)
         if not read:
             return PartScore(0.0, read)
-        run = await run_tests(read.value or "", tests, executor=executor, limits=limits)
+        run = await _run_cases(read.value or "", cases, executor, limits)
         value = run.fraction if partial else float(run.outcome == "pass")
         metrics = {f"code/{outcome}": float(run.outcome == outcome) for outcome in _OUTCOMES}
         metrics["code/tests_passed"] = run.fraction

@@ -1,0 +1,239 @@
+"""The program that runs inside the sandbox, and the wire format of the values it reports.
+
+This module's source is the program every executor runs (:func:`program`): it reads
+one JSON line on stdin (the run's nonce, the model's code and the cases: each an
+expression to evaluate, or a stdin to run the code on), loads the code, and for each
+case writes one line ``<nonce> {json}`` to its stdout with the case's **value**
+(:func:`encode`) or the exception it raised. It never sees what a value is compared
+with, and reports no verdict: the host decodes each value (:func:`decode`) and
+compares it with the expected value it kept (``mint_envkit.sandbox.cases``).
+
+Everything here runs in the code's own process, so the code can change it (replace
+``json``, ``os.write``, builtins, read the nonce from the frames, print forged lines):
+the most it can do is report values of its choosing, and a value passes only when it
+is the expected one, which the code never sees.
+
+What crosses: ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, ``bytes``
+and ``list``, ``tuple``, ``dict``, ``set``, ``frozenset`` of them, each of exactly that
+type (an ``int`` subclass is refused, whatever its ``__eq__``), nested at most
+:data:`MAX_DEPTH` deep. JSON holds ``None``, bools, numbers, strings and lists as
+themselves; every JSON object is one tag (``{"tuple": [...]}``, ``{"int": "0x..."}``
+for an int of 64 bits or more, ...). The module imports only the standard library: it
+runs under the sandbox's own interpreter, without the kit.
+
+Example::
+
+    from mint_envkit.sandbox.inside import decode, encode
+
+    value = {"a": (1, 2.5), "b": [None, True, b"x"], "c": {3, 4}, "big": 2**70}
+    assert decode(encode(value)) == value
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+MAX_DEPTH = 100
+"""How deep a reported value may nest (a list in a list ... 100 deep at most).
+
+Example::
+
+    assert MAX_DEPTH == 100
+"""
+MAX_HASHED = 10_000
+"""The most elements a reported ``set``, ``frozenset`` or ``dict`` may have: the host
+hashes them, and colliding hashes make building one quadratic (docs/code.md).
+
+Example::
+
+    assert MAX_HASHED == 10_000
+"""
+_SMALL = 1 << 63
+_HASHED = {"set": set, "frozenset": frozenset}
+
+
+def encode(value: object, depth: int = 0) -> object:
+    """``value`` as JSON-ready data; a ``TypeError`` for a type that may not cross.
+
+    Types are checked exactly (``type(x) is int``): a subclass, whatever it overrides,
+    does not cross.
+
+    Example::
+
+        assert encode((1, [2, None])) == {"tuple": [1, [2, None]]}
+        assert encode(2**64) == {"int": "0x10000000000000000"}
+    """
+    kind = type(value)
+    if depth > MAX_DEPTH:
+        raise ValueError(f"the value is nested more than {MAX_DEPTH} deep")
+    if value is None or kind is bool or kind is str or kind is float:
+        return value
+    if kind is int:
+        return value if -_SMALL < value < _SMALL else {"int": hex(value)}  # type: ignore[operator]
+    if kind is list:
+        return [encode(item, depth + 1) for item in value]  # type: ignore[attr-defined]
+    if kind is tuple or kind is set or kind is frozenset:
+        return {kind.__name__: [encode(item, depth + 1) for item in value]}  # type: ignore[attr-defined]
+    if kind is dict:
+        pairs = value.items()  # type: ignore[attr-defined]
+        return {"dict": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in pairs]}
+    if kind is bytes:
+        return {"bytes": value.hex()}  # type: ignore[attr-defined]
+    if kind is complex:
+        return {"complex": [value.real, value.imag]}  # type: ignore[attr-defined]
+    raise TypeError(
+        f"a value of type {kind.__name__} cannot leave the sandbox: only None, bool, int, float, complex, "
+        "str, bytes and lists, tuples, dicts, sets of them (of exactly those types) are "
+        "compared with the expected values"
+    )
+
+
+def decode(data: object, depth: int = 0) -> object:
+    """The value :func:`encode` gave ``data`` for; a ``ValueError`` for anything else.
+
+    Run by the host on what the sandbox reported, so it trusts nothing: JSON objects
+    must be one known tag, nesting stops at :data:`MAX_DEPTH`, hashed containers at
+    :data:`MAX_HASHED` elements.
+
+    Example::
+
+        assert decode({"tuple": [1, {"bytes": "ff"}]}) == (1, b"\\xff")
+        try:
+            decode({"object": "<Anything>"})
+        except ValueError as err:
+            print(err)  # not a value the sandbox sends: {'object': '<Anything>'}
+    """
+    kind = type(data)
+    if depth > MAX_DEPTH:
+        raise ValueError(f"the value is nested more than {MAX_DEPTH} deep")
+    if data is None or kind in (bool, int, float, str):
+        return data
+    if kind is list:
+        return [decode(item, depth + 1) for item in data]  # type: ignore[attr-defined]
+    if kind is dict and len(data) == 1:  # type: ignore[arg-type]
+        ((tag, body),) = data.items()  # type: ignore[attr-defined]
+        if type(body) is str and tag in ("int", "bytes"):
+            return int(body, 16) if tag == "int" else bytes.fromhex(body)
+        numbers = type(body) is list and all(type(part) in (int, float) for part in body)
+        if tag == "complex" and numbers and len(body) == 2:  # type: ignore[arg-type]
+            return complex(body[0], body[1])  # type: ignore[index]
+        if type(body) is list and tag in ("tuple", "set", "frozenset", "dict"):
+            if tag != "tuple" and len(body) > MAX_HASHED:
+                raise ValueError(f"a {tag} of {len(body)} elements (at most {MAX_HASHED})")
+            items = [decode(item, depth + 1) for item in body]
+            if tag == "tuple":
+                return tuple(items)
+            try:
+                if tag != "dict":
+                    return _HASHED[tag](items)
+                if all(type(item) is list and len(item) == 2 for item in items):
+                    return dict(items)  # type: ignore[arg-type]
+            except TypeError as err:  # an unhashable element or key
+                raise ValueError(f"a {tag} the sandbox cannot send: {err}") from None
+    raise ValueError(f"not a value the sandbox sends: {repr(data)[:200]}")
+
+
+def _why(err: BaseException) -> str:
+    return (type(err).__name__ + ": " + str(err))[:500]
+
+
+def _run_main(program: object, text: str, namespace: dict) -> str:
+    """Run the compiled ``program`` as ``__main__`` with ``text`` on fd 0; its fd 1 output."""
+    import tempfile
+
+    saved = os.dup(0), os.dup(1)
+    streams = sys.stdin, sys.stdout
+    with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as taken:
+        given.write(text.encode())
+        given.seek(0)
+        streams[1].flush()
+        os.dup2(given.fileno(), 0)
+        os.dup2(taken.fileno(), 1)
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+        try:
+            exec(program, namespace)
+        except SystemExit as err:
+            if err.code not in (None, 0):
+                raise
+        finally:
+            try:
+                sys.stdout.flush()
+            finally:
+                os.dup2(saved[0], 0)
+                os.dup2(saved[1], 1)
+                sys.stdin, sys.stdout = streams
+        taken.seek(0)
+        return taken.read().decode("utf-8", "replace")
+
+
+def main() -> None:
+    """Read the run's line on stdin, load the code, report each case's value.
+
+    Example::
+
+        # not run: reads its input from stdin; the executor runs it (program())
+        main()
+    """
+    import signal
+
+    header = json.loads(sys.stdin.readline())
+    nonce, code, cases = header["nonce"], header["code"], header["cases"]
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NPROC, (header["nproc"], header["nproc"]))
+    except (ImportError, ValueError, OSError):
+        pass
+    del header
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file over its limit: EFBIG, not death
+    out, write, dumps = os.dup(1), os.write, json.dumps
+
+    def report(**event: object) -> None:
+        write(out, ("\n" + nonce + " " + dumps(event) + "\n").encode())
+
+    builtins = __builtins__
+    namespace = {"__name__": "solution", "__builtins__": builtins}
+    try:
+        program = compile(code, "<solution>", "exec")
+        if any("expression" in case for case in cases):
+            exec(program, namespace)
+    except BaseException as err:
+        report(event="load", status="error", error=_why(err))
+        return
+    report(event="load", status="ok")
+    for index, case in enumerate(cases):
+        try:
+            if "stdin" in case:
+                fresh = {"__name__": "__main__", "__builtins__": builtins}
+                value = encode(_run_main(program, case["stdin"], fresh))
+            else:
+                source = compile(case["expression"], f"<test {index}>", "eval")
+                value = encode(eval(source, namespace))
+        except BaseException as err:
+            report(event="case", index=index, raised=_why(err))
+        else:
+            report(event="case", index=index, value=value)
+    report(event="done")
+
+
+def program() -> str:
+    """The Python source every executor runs: this module's own source, which runs
+    :func:`main` when it is ``__main__`` (as it is inside the sandbox).
+
+    Example::
+
+        assert program().rstrip().endswith("main()")
+    """
+    if not _SOURCE:
+        with open(__file__, encoding="utf-8") as source:
+            _SOURCE.append(source.read())
+    return _SOURCE[0]
+
+
+_SOURCE: list[str] = []
+
+if __name__ == "__main__":
+    main()
