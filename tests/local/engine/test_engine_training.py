@@ -184,18 +184,33 @@ def test_an_update_that_would_make_weights_non_finite_is_refused_and_undone(engi
     assert max_diff(lora_params(engine, model_id), weights) > 0
 
 
-def test_a_non_finite_gradient_is_refused_with_the_likely_cause(engine):
+def test_a_non_finite_loss_is_refused_and_accumulates_nothing(engine):
     model_id = trained_lora(engine, seed=12, steps=1)
-    weights = lora_params(engine, model_id)
     sampler, _ = engine.save_for_sampler(model_id, None)
+    good = rl_data(engine, sampler, seed=0, n=2)
+    engine.forward(model_id, good, "importance_sampling", None, backward=True)
+    params = engine.registry.trainers[model_id].params
+    grads = {k: p.grad.clone() for k, p in params.items()}
     data = rl_data(engine, sampler, seed=0, n=2)
     for d in data:  # a sampler logprob this low makes the ratio, and the loss, infinite
         d["loss_fn_inputs"]["logprobs"] = [-1e30] * len(d["loss_fn_inputs"]["logprobs"])
         d["loss_fn_inputs"]["advantages"] = [1.0] * len(d["loss_fn_inputs"]["advantages"])
-    engine.forward(model_id, data, "importance_sampling", None, backward=True)
+    with pytest.raises(EngineError, match=r"non-finite loss or logprobs.*importance ratio") as err:
+        engine.forward(model_id, data, "importance_sampling", None, backward=True)
+    assert err.value.category == "user"
+    assert all(torch.equal(p.grad, grads[k]) for k, p in params.items())  # as before the call
+
+
+def test_a_non_finite_gradient_is_refused_with_the_likely_cause(engine):
+    model_id = trained_lora(engine, seed=12, steps=1)
+    weights = lora_params(engine, model_id)
+    engine.forward(model_id, ce_data(), "cross_entropy", None, backward=True)
+    params = engine.registry.trainers[model_id].params
+    first = next(iter(params.values()))
+    first.grad = torch.full_like(first, math.inf)  # what a loss that overflowed would leave
     with pytest.raises(EngineError, match=r"optim_step 2 refused.*not finite.*NaN") as err:
         engine.optim_step(model_id, learning_rate=1e-2)
     assert err.value.category == "user"
     assert max_diff(lora_params(engine, model_id), weights) == 0.0
     assert engine.model_info(model_id)["step"] == 1
-    assert all(p.grad is None for p in engine.registry.trainers[model_id].params.values())
+    assert all(p.grad is None for p in params.values())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from server_helpers import FakeEngineError, FakeSeq
 from tinker import types as tt
 
@@ -65,5 +66,12 @@ def test_errors_keep_their_category_and_map_to_4xx() -> None:
     assert failed.status == 400 and "local backend error: disk full" in failed.message
 
 
-def test_json_keeps_nan() -> None:
-    assert JSONResponse({"x": math.nan}).body == b'{"x":NaN}'
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_no_answer_carries_nan_or_infinity(value: float) -> None:
+    """They are not JSON: the SDK failed on a bare NaN with a non-retryable JSONDecodeError."""
+    body = {"type": "sample", "sequences": [{"tokens": [0, 0], "logprobs": [-1.0, value]}]}
+    with pytest.raises(ProtocolError) as info:
+        JSONResponse(body)
+    assert info.value.status == 422
+    assert f"{value!r} at sequences[0].logprobs[1]" in info.value.message
+    assert JSONResponse({"x": 1.5, "y": [None, 2]}).body == b'{"x":1.5,"y":[null,2]}'

@@ -35,21 +35,20 @@ Example::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 import torch
 
-from mint_envkit.checks import is_number
+from mint_envkit.local.bounds import temperature_problem
 from mint_envkit.local.models.loader import resolve_model_name
 
 from .adapters import activate, use_snapshot
 from .budget import RELEASE_AFTER_TOKENS, release_memory
 from .core import Engine, _locked
 from .inputs import float_list, int_list
-from .numerics import causal_lm, decoder_of, head_logits
+from .numerics import all_finite, causal_lm, decoder_of, head_logits
 from .records import BaseModelState, EngineError, Snapshot, context_length
 
 
@@ -193,7 +192,8 @@ def forward_backward_reverse_kl(
 
     Raises:
         EngineError: (user) bad data (the message names ``data[i].<field>``), a
-            reference on another base model, a temperature that is not finite and > 0.
+            reference on another base model, a temperature outside sampling's bound
+            (finite, at least ``bounds.TEMPERATURE_MIN``).
 
     Example::
 
@@ -202,8 +202,9 @@ def forward_backward_reverse_kl(
         engine.optim_step(model_id, learning_rate=1e-3)
     """
     base, trainer = engine.registry.trainer(model_id)
-    if not is_number(temperature) or not math.isfinite(temperature) or temperature <= 0:
-        raise EngineError(f"temperature must be a finite number > 0, got {temperature!r}")
+    problem = temperature_problem(temperature)
+    if problem is not None:
+        raise EngineError(problem)
     if not isinstance(data, Sequence) or isinstance(data, (str, bytes)) or not data:
         raise EngineError("data must be a non-empty list of ReverseKLDatum")
     snap = reference_snapshot(engine, reference)
@@ -225,6 +226,12 @@ def forward_backward_reverse_kl(
             loss, kl = _one_datum(base, snap, trainer.adapter, item, float(temperature))
             losses.append(loss)
             kl_sum += kl
+        if not all_finite([*losses, kl_sum]):
+            raise EngineError(
+                f"the reverse KL of model_id {model_id} against {reference!r} is not finite "
+                f"(losses {losses[:4]}), so nothing was accumulated: the student's or the "
+                "reference's weights overflow the model"
+            )
     except BaseException:
         for key, p in trainer.params.items():  # no partial gradient is left behind
             p.grad = saved.get(key)

@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -212,3 +213,18 @@ def head_logprobs(
         return _FrozenHeadLogprobs.apply(hidden, head.weight, head.bias, targets, grad, need)
     logits = head_logits(head, hidden)
     return logits.gather(-1, targets) - torch.logsumexp(logits, dim=-1, keepdim=True)
+
+
+def all_finite(values: Any) -> bool:
+    """Whether every number in ``values`` (floats, ``None`` skipped, or a tensor) is finite.
+
+    The engine's results go to JSON, which has no NaN or Infinity: each place that makes
+    logprobs or a loss checks them with this and refuses with the cause instead.
+
+    Example::
+
+        assert all_finite([-1.5, None, 0.0]) and not all_finite(torch.tensor([0.0, float("nan")]))
+    """
+    if torch.is_tensor(values):
+        return bool(torch.isfinite(values).all())
+    return all(v is None or math.isfinite(v) for v in values)

@@ -37,7 +37,7 @@ from .decode import decode, draw, exp_noise, policy_for
 from .inputs import int_list, is_int, token_ids
 from .kvcache import next_token_logprobs
 from .lpcache import Followup
-from .numerics import causal_lm
+from .numerics import all_finite, causal_lm
 from .records import (
     BaseModelState,
     EngineError,
@@ -263,7 +263,24 @@ def generate(
     finally:
         if sum(len(s.prompt) + s.max_tokens * s.num_samples for s in specs) > RELEASE_AFTER_TOKENS:
             release_memory(base.loaded.device)
-    return [seqs or [] for seqs in out]
+    result = [seqs or [] for seqs in out]
+    if not all(all_finite(s.logprobs) for seqs in result for s in seqs):
+        raise non_finite(snap, "sampled logprobs")
+    return result
+
+
+def non_finite(snap: Snapshot, what: str) -> EngineError:
+    """The error for NaN or infinite results of a snapshot (they are never returned).
+
+    Example::
+
+        assert "are not finite" in non_finite(snap, "sampled logprobs").message
+    """
+    return EngineError(
+        f"the {what} of weights {snap.source!r} are not finite (NaN or infinity): these "
+        "weights overflow the model (a checkpoint trained with too high a learning rate, or "
+        "interpolated with huge coefficients); use other weights"
+    )
 
 
 def _decode_and_keep(
@@ -404,12 +421,22 @@ def compute_logprobs(
     the ones the sampler computed (T=1, untruncated) and only the prompt runs (once per
     prompt). Either way the values agree with a fresh pass to ~1e-6 in fp32.
 
+    Raises EngineError(user) when the weights give NaN or infinite logprobs.
+
     Example::
 
         compute_logprobs(state, snap, [2044, 10, 11], control)  # [None, -7.6, -7.9]
         assert compute_logprobs(state, snap, [2044, 10, 11], control)[0] is None
     """
-    tokens = token_ids(prompt, base.loaded.vocab_size)
+    out = _logprobs_of(base, snap, token_ids(prompt, base.loaded.vocab_size), control)
+    if not all_finite(out):
+        raise non_finite(snap, "prompt logprobs")
+    return out
+
+
+def _logprobs_of(
+    base: BaseModelState, snap: Snapshot, tokens: list[int], control: Control
+) -> list[float | None]:
     if len(tokens) == 1:
         return [None]
     kept = base.prompt_logprobs.take(snap.key, tokens)

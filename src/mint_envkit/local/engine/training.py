@@ -31,7 +31,7 @@ from mint_envkit.checks import is_number
 from .adapters import activate
 from .budget import Control, release_after
 from .inputs import float_list, int_list
-from .numerics import causal_lm, frozen_head, target_logprobs
+from .numerics import all_finite, causal_lm, frozen_head, target_logprobs
 from .prefix import (
     PACKED_ROW_MAX_TOKENS,
     SHARED_PREFIX_MIN_TOKENS,
@@ -232,7 +232,8 @@ def forward(
     accumulate across them. A cancel between micro-batches puts the gradient back
     as it was before the call. ``between()``, when given, runs after every
     micro-batch but the last (the server runs waiting sample requests there); the
-    trainer's adapter is made active again after it.
+    trainer's adapter is made active again after it. A non-finite loss or logprob is
+    refused (EngineError(user); the gradient is left as it was): results go to JSON.
 
     Example::
 
@@ -268,6 +269,13 @@ def forward(
             if between is not None and index + 1 < len(chunks):
                 between()
                 activate(base, trainer.adapter)
+        if not math.isfinite(total) or not all(all_finite(row) for row in results):
+            raise EngineError(
+                f"forward of model_id {trainer.model_id} gave a non-finite loss or logprobs "
+                f"(loss:sum {total}), so nothing was accumulated: check the datums' inputs (a "
+                "sampler logprob far below the learner's makes the importance ratio overflow) "
+                "and the weights (a loaded checkpoint that overflows the model)"
+            )
     except BaseException:
         if backward:  # a cancelled or failed call leaves no partial gradient behind
             for key, p in trainer.params.items():

@@ -5,18 +5,34 @@ wire shape: forward outputs, samples, checkpoints, the unsigned JWT, and the
 error answers (a failed future's ``(message, category)``, a 4xx for a direct
 endpoint). Pure functions apart from :class:`JSONResponse`; no torch.
 
+No answer carries NaN or Infinity: they are not JSON, and the SDK's parser fails on
+them with a non-retryable ``JSONDecodeError`` (issue 33: a sample of an interpolation
+with coefficients 1e30 answered ``"logprobs":[NaN,...]``). :class:`JSONResponse` is the
+one encoder of every answer; a body with a non-finite number raises
+:func:`non_finite_error`, a ``ProtocolError`` 422 naming where the number is (the
+route table answers it as any refused request). The engine refuses
+non-finite results where it makes them (samples, forward, the reverse-KL loss, an
+interpolation), so this is the last line, not the usual one.
+
 Example::
 
+    from mint_envkit.local.http.requests import ProtocolError
     from mint_envkit.local.http.responses import JSONResponse, sanitize_metrics
 
     assert sanitize_metrics({"loss:sum": 1, "lr": 0.1}) == {"loss:sum": 1.0, "lr:mean": 0.1}
-    assert JSONResponse({"loss:sum": float("nan")}).body == b'{"loss:sum":NaN}'
+    try:
+        JSONResponse({"loss:sum": float("nan")})
+    except ProtocolError as err:
+        assert err.status == 422 and "loss:sum" in err.message
+    else:
+        raise AssertionError("NaN is never sent")
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -40,18 +56,58 @@ _NOT_FOUND_HINTS = (
 )
 
 
-class JSONResponse(Response):
-    """JSON that keeps NaN/Infinity (Python's json reads them; the SDK validates floats).
+def non_finite_error(content: Any) -> ProtocolError:
+    """The 422 for an answer that would carry NaN or Infinity (not JSON), naming where.
 
     Example::
 
-        assert JSONResponse({"loss:sum": float("inf")}).body == b'{"loss:sum":Infinity}'
+        err = non_finite_error({"sequences": [{"logprobs": [-1.0, float("nan")]}]})
+        assert err.status == 422 and "nan at sequences[0].logprobs[1]" in err.message
+    """
+    where, value = _first_non_finite(content, "") or ("the body", None)
+    return ProtocolError(
+        422,
+        f"the answer holds a non-finite number ({value!r} at {where or 'the top'}), "
+        "which JSON cannot carry; it is not sent. The weights or inputs that made it "
+        "overflow (a checkpoint trained or interpolated with huge values, extreme "
+        "inputs) are the cause: use other ones",
+    )
+
+
+def _first_non_finite(value: Any, where: str) -> tuple[str, float] | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return where, value
+    if isinstance(value, Mapping):
+        items: Any = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
+    elif isinstance(value, list | tuple):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for place, item in items:
+        found = _first_non_finite(item, place)
+        if found is not None:
+            return found
+    return None
+
+
+class JSONResponse(Response):
+    """Every answer's JSON encoder: NaN and Infinity raise :func:`non_finite_error`'s 422.
+
+    Example::
+
+        assert JSONResponse({"loss:sum": 1.5}).body == b'{"loss:sum":1.5}'
     """
 
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return json.dumps(content, allow_nan=True, separators=(",", ":")).encode("utf-8")
+        try:
+            text = json.dumps(content, allow_nan=False, separators=(",", ":"))
+        except ValueError as err:
+            if "out of range float" not in str(err).lower():
+                raise
+            raise non_finite_error(content) from None
+        return text.encode("utf-8")
 
 
 def error_response(status: int, message: str, **headers: str) -> JSONResponse:
