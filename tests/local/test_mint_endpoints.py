@@ -353,3 +353,16 @@ def test_bad_interpolation_requests_get_a_4xx_naming_the_field(client, checkpoin
     assert status == 422 and "output_path" in text
     status, text = _status(call(source_paths=[SMALL], coefficients=[1.0]))
     assert status == 422 and "source_paths" in text
+
+
+def test_both_routes_are_bounded_in_size_like_the_others(tmp_path) -> None:
+    """A body over the route's limit is a 413 (reverse-KL: forward_backward's 128 bytes per
+    allowed token; interpolation: every small route's 1 MB), before the server reads it."""
+    limits = Limits(max_request_tokens=64)
+    with LocalServer(models=[SMALL], state_dir=str(tmp_path), limits=limits) as server:
+        for path, size in (
+            ("forward_backward_reverse_kl", 64 * 128 + 1),
+            ("checkpoints/interpolate", (1 << 20) + 1),
+        ):
+            resp = _raw_post(server, path, '{"pad": "' + "x" * size + '"}')
+            assert resp.status_code == 413 and "max-body-mb" in resp.text, (path, resp.text)

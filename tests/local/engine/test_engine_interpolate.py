@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mint_envkit.local.engine.interpolate import MAX_RANK, combine
+from mint_envkit.local.engine.interpolate import MAX_RANK, check_finite, combine
 from mint_envkit.local.engine.records import EngineError, LoraSpec
 
 ALPHA = 32.0
@@ -63,3 +63,11 @@ def test_a_combination_past_the_largest_rank_is_refused() -> None:
     small = (LoraSpec(rank=1), _lora(1, [Q], 0))
     with pytest.raises(EngineError, match="rank"):
         combine([big, small], [0.5, 0.5])
+
+
+def test_a_combination_that_overflows_float32_is_refused() -> None:
+    huge = {k: v * 1e19 for k, v in _lora(2, [Q], 0).items()}  # finite, but B @ A is not
+    spec, tensors = combine([(LoraSpec(rank=2), huge)], [1.0])
+    with pytest.raises(EngineError, match=r"not finite at layer .*q_proj.*smaller coefficients"):
+        check_finite(spec, tensors)
+    check_finite(*combine([(LoraSpec(rank=2), _lora(2, [Q], 0))], [10.0]))  # the bound: fine

@@ -32,13 +32,12 @@ Example::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, cast
 
 import torch
 
-from mint_envkit.checks import is_number
+from mint_envkit.local.bounds import coefficient_problem
 from mint_envkit.local.models.loader import resolve_model_name
 
 from .core import Engine, _locked
@@ -59,10 +58,41 @@ def _check_coefficients(coefficients: Any, count: int) -> list[float]:
         )
     out = []
     for i, c in enumerate(coefficients):
-        if not is_number(c) or not math.isfinite(c):
-            raise EngineError(f"coefficients[{i}] must be a finite number, got {c!r}")
+        problem = coefficient_problem(c, field=f"coefficients[{i}]")
+        if problem is not None:
+            raise EngineError(problem)
         out.append(float(c))
     return out
+
+
+def _check_rank(ranks: Sequence[int]) -> None:
+    if sum(ranks) > MAX_RANK:
+        raise EngineError(
+            f"the combination has LoRA rank {sum(ranks)} (the sum of the sources' ranks), over "
+            f"{MAX_RANK}; combine fewer checkpoints at once"
+        )
+
+
+def check_finite(spec: LoraSpec, tensors: dict[str, torch.Tensor]) -> None:
+    """EngineError(user) unless every factor and every layer's delta ``s * B @ A`` is finite.
+
+    Example::
+
+        spec, tensors = combine([(snap.spec, snap.tensors)], [1.0])
+        check_finite(spec, tensors)   # a trained checkpoint's delta is finite
+    """
+    scale = LORA_ALPHA / spec.rank
+    for key, a in tensors.items():
+        if not key.endswith(_A):
+            continue
+        b = tensors[key[: -len(_A)] + _B]
+        if not (torch.isfinite(a).all() and torch.isfinite(b).all()) or not bool(
+            torch.isfinite((b @ a) * scale).all()
+        ):
+            raise EngineError(
+                f"the combination is not finite at layer {key[: -len(_A)]!r} (its delta "
+                "overflows float32); nothing was saved: use smaller coefficients"
+            )
 
 
 def combine(
@@ -87,11 +117,7 @@ def combine(
     if zero:
         used = [(sources[0][0], sources[0][1], 0.0)]
     rank = sum(s.rank for s, _, _ in used)
-    if rank > MAX_RANK:
-        raise EngineError(
-            f"the combination has LoRA rank {rank} (the sum of the sources' ranks), over "
-            f"{MAX_RANK}; combine fewer checkpoints at once"
-        )
+    _check_rank([s.rank for s, _, _ in used])
     spec = LoraSpec(
         rank=rank,
         train_mlp=any(s.train_mlp for s, _, _ in used),
@@ -141,9 +167,12 @@ def interpolate_checkpoints(
     ``output`` is ``tinker://<run>/sampler_weights/<name>`` (replaced if it exists).
 
     Raises:
-        EngineError: (user) an unknown path (``no checkpoint at ...``), sources on
-            different base models, a coefficient count that differs or a coefficient
-            that is not finite; each message names the field.
+        EngineError: (user) an unknown or unreadable path (``no checkpoint at ...``), sources
+            on different base models, a coefficient count that differs or a coefficient
+            outside ``bounds.coefficient_problem``'s range, a rank over :data:`MAX_RANK`
+            (checked from the sources' ``meta.json`` before their tensors are read), an
+            ``output`` that is a checkpoint of another base model (or unreadable), a result
+            that is not finite (nothing is saved); each message names the field.
 
     Example::
 
@@ -154,22 +183,21 @@ def interpolate_checkpoints(
     if not isinstance(source_paths, Sequence) or isinstance(source_paths, str) or not source_paths:
         raise EngineError("source_paths must be a non-empty list of checkpoint paths")
     coefs = _check_coefficients(coefficients, len(source_paths))
-    run, kind, name = engine._checkpoints.parse(output)
+    store = engine._checkpoints
+    run, kind, name = store.parse(output)
     if kind != "sampler_weights":
         raise EngineError(f"output_path {output!r} must be a sampler_weights path")
-    loras: list[tuple[LoraSpec, dict[str, torch.Tensor]]] = []
-    lora_coefs: list[float] = []
+    metas: list[dict[str, Any] | None] = []
     bases: list[str] = []
     for i, path in enumerate(source_paths):
         if not isinstance(path, str):
             raise EngineError(f"source_paths[{i}] must be a string, got {path!r}")
         try:
             if path.startswith("tinker://"):
-                meta, tensors, _ = engine._checkpoints.read(path, with_optimizer=False)
-                loras.append((LoraSpec.from_json(meta["lora"]), tensors))
-                lora_coefs.append(coefs[i])
-                bases.append(resolve_model_name(meta["base_model"]))
+                metas.append(store.meta(path))
+                bases.append(resolve_model_name(metas[-1]["base_model"]))
             else:
+                metas.append(None)
                 bases.append(resolve_model_name(engine.registry.base(path).loaded.name))
         except EngineError as err:
             raise EngineError(f"source_paths[{i}]: {err.message}", err.category) from err
@@ -178,12 +206,28 @@ def interpolate_checkpoints(
             f"source_paths are on different base models ({sorted(set(bases))}); interpolate "
             "checkpoints of one base model"
         )
-    if not loras:
+    if all(meta is None for meta in metas):
         raise EngineError(
             "source_paths name only base models; their combination is the base model "
             "itself (sample it by name)"
         )
+    _check_rank(
+        [int(m["lora"]["rank"]) for m, c in zip(metas, coefs, strict=True) if m and c != 0.0]
+    )
+    check_output(engine, output, bases[0])
+    loras: list[tuple[LoraSpec, dict[str, torch.Tensor]]] = []
+    lora_coefs: list[float] = []
+    for i, (path, meta) in enumerate(zip(source_paths, metas, strict=True)):
+        if meta is None:
+            continue
+        try:
+            meta, tensors, _ = store.read(path, with_optimizer=False)
+        except EngineError as err:
+            raise EngineError(f"source_paths[{i}]: {err.message}", err.category) from err
+        loras.append((LoraSpec.from_json(meta["lora"]), tensors))
+        lora_coefs.append(coefs[i])
     spec, tensors = combine(loras, lora_coefs)
+    check_finite(spec, tensors)
     holder = Trainer(
         model_id=run,
         base=bases[0],
@@ -192,4 +236,31 @@ def interpolate_checkpoints(
         params={},
         optimizer=cast(Any, None),
     )
-    return engine._checkpoints.write(holder, "sampler_weights", name, tensors, False)
+    return store.write(holder, "sampler_weights", name, tensors, False)
+
+
+@_locked
+def check_output(engine: Engine, output: str, base: str) -> None:
+    """EngineError(user) unless ``output`` is free or holds a checkpoint of base model ``base``.
+
+    A combination replaces an existing checkpoint only when it is on that one's base
+    model (an unreadable one is not replaced either).
+
+    Example::
+
+        check_output(engine, f"tinker://{model_id}/sampler_weights/new", "mint-envkit/tiny-qwen3-small")
+    """
+    if not (engine._checkpoints.dir(output) / "meta.json").is_file():
+        return
+    try:
+        theirs = resolve_model_name(engine._checkpoints.meta(output)["base_model"])
+    except EngineError as err:
+        raise EngineError(
+            f"output_path {output!r} names an existing checkpoint that cannot be read "
+            f"({err.message}); it is not replaced: delete it or choose another name"
+        ) from err
+    if theirs != base:
+        raise EngineError(
+            f"output_path {output!r} is a checkpoint of base model {theirs!r}, and the "
+            f"combination is on {base!r}; it is not replaced: choose another name"
+        )

@@ -35,6 +35,7 @@ import numpy as np
 import pydantic
 from tinker import types as tt
 
+from mint_envkit.local.bounds import temperature_problem
 from mint_envkit.local.http.requests import (
     ProtocolError,
     _Strict,
@@ -365,12 +366,9 @@ def parse_reverse_kl(body: Mapping[str, Any]) -> ReverseKLOp:
         raise ProtocolError(
             422, "forward_backward_reverse_kl: data is empty; send at least one ReverseKLDatum"
         )
-    if not math.isfinite(req.temperature) or req.temperature <= 0:
-        raise ProtocolError(
-            422,
-            f"forward_backward_reverse_kl: temperature must be a finite number > 0, "
-            f"got {req.temperature!r}",
-        )
+    problem = temperature_problem(req.temperature)
+    if problem is not None:  # the bound of sampling: below it the scaled logits overflow
+        raise ProtocolError(422, f"forward_backward_reverse_kl: {problem}")
     if not req.reference_model_path:
         raise ProtocolError(
             422, "forward_backward_reverse_kl: reference_model_path must not be empty"

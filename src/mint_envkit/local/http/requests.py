@@ -39,7 +39,7 @@ import pydantic
 from tinker import types as tt
 
 from mint_envkit.errors import MintEnvkitError
-from mint_envkit.local.bounds import learning_rate_problem
+from mint_envkit.local.bounds import coefficient_problem, learning_rate_problem
 from mint_envkit.tools.arguments import json_depth
 
 MAX_LORA_RANK = 4096
@@ -52,6 +52,8 @@ MAX_JSON_DEPTH = 64
 MAX_INT_DIGITS = 40
 """Longest integer literal a request body may hold (int64 needs 19 digits)."""
 _CHECKPOINT_KINDS = ("weights", "sampler_weights")
+MAX_INTERPOLATE_SOURCES = 64
+"""The most ``source_paths`` one ``interpolate_checkpoints`` may combine (each is read in full)."""
 THREAD_PARSE_BYTES = 64 << 10
 """Bodies bigger than this are decoded and validated in a worker thread, so the event loop
 keeps answering (health checks while a big batch is parsed)."""
@@ -465,7 +467,7 @@ class InterpolateOp:
 
 
 def parse_interpolate(body: Mapping[str, Any]) -> InterpolateOp:
-    """Validate a ``checkpoints/interpolate`` body (counts, finite coefficients).
+    """Validate a ``checkpoints/interpolate`` body (counts, bounded finite coefficients).
 
     Example::
 
@@ -484,11 +486,16 @@ def parse_interpolate(body: Mapping[str, Any]) -> InterpolateOp:
             f"interpolate_checkpoints: coefficients has {len(req.coefficients)} entries but "
             f"source_paths has {len(req.source_paths)}; give one coefficient per source path",
         )
+    if len(req.source_paths) > MAX_INTERPOLATE_SOURCES:
+        raise ProtocolError(
+            413,
+            f"interpolate_checkpoints: source_paths names {len(req.source_paths)} checkpoints, "
+            f"over this server's limit of {MAX_INTERPOLATE_SOURCES}; combine them in steps",
+        )
     for i, c in enumerate(req.coefficients):
-        if not math.isfinite(c):
-            raise ProtocolError(
-                422, f"interpolate_checkpoints: coefficients[{i}] must be finite, got {c!r}"
-            )
+        problem = coefficient_problem(c, field=f"coefficients[{i}]")
+        if problem is not None:
+            raise ProtocolError(422, f"interpolate_checkpoints: {problem}")
     return InterpolateOp(
         source_paths=list(req.source_paths),
         coefficients=[float(c) for c in req.coefficients],

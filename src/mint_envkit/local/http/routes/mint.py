@@ -7,8 +7,10 @@
   combination of checkpoints (engine: :mod:`mint_envkit.local.engine.interpolate`).
 
 Both answer with a future. What can be checked before queuing is: bad shapes,
-lengths, counts and numbers (422), unknown models and paths (404), a reference or
-sources on another base model (422); each message names the field. A request is
+lengths, counts and numbers (422: a temperature under sampling's floor, coefficients
+outside ``bounds.COEFFICIENT_MAX``), unknown models and paths (404), a reference or
+sources on another base model, an ``output_path`` outside the first source's run
+(422); each message names the field. A request is
 priced like ``forward_backward`` (all its student and reference tokens) and
 refused past ``--max-request-tokens`` (413).
 
@@ -29,6 +31,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -43,6 +46,7 @@ from mint_envkit.local.http.requests import (
     run_id_of,
 )
 from mint_envkit.local.http.responses import sanitize_metrics
+from mint_envkit.local.http.routes.training import big_body
 from mint_envkit.local.http.state import Backend
 
 
@@ -85,8 +89,11 @@ async def forward_backward_reverse_kl(b: Backend, request: Request, body: dict) 
         assert body["type"] == "mint_forward_backward_reverse_kl" and len(body["outputs"]) == 1
     """
 
+    big = big_body(request)
+
     async def parse(bd: dict) -> ReverseKLOp:
-        op = parse_reverse_kl(bd)
+        # a big batch is validated in a worker thread, as forward_backward's is
+        op = await asyncio.to_thread(parse_reverse_kl, bd) if big else parse_reverse_kl(bd)
         b.limits.check_forward(
             [d["student_input"] for d in op.data] + [d["reference_input"] for d in op.data]
         )
@@ -116,6 +123,7 @@ async def forward_backward_reverse_kl(b: Backend, request: Request, body: dict) 
 
 
 def _output_path(output: str | None, run: str) -> str:
+    """The checkpoint the result is written to: always in ``run``, the first source's run."""
     if output is None:
         return f"tinker://{run}/sampler_weights/interp-{uuid.uuid4().hex[:12]}"
     if output.startswith("tinker://"):
@@ -126,6 +134,14 @@ def _output_path(output: str | None, run: str) -> str:
                 f"output_path {output!r} must be a sampler_weights path (the interpolation "
                 "is a sampler checkpoint)",
             )
+        if run_id_of(path) != run:
+            raise ProtocolError(
+                422,
+                f"output_path {output!r} is in run {run_id_of(path)!r}, but the combination "
+                f"belongs to run {run!r} (the run of the first tinker:// source); it is "
+                "written only there, so that no other run's checkpoint is replaced: give a "
+                "name, or a path in that run",
+            )
         return path
     _check_name(output, "output_path")
     return f"tinker://{run}/sampler_weights/{output}"
@@ -135,7 +151,9 @@ async def interpolate(b: Backend, request: Request, body: dict) -> dict:
     """``POST /mint/checkpoints/interpolate``: a sampler checkpoint, a linear combination (a future).
 
     ``output_path`` is a name (written beside the first ``tinker://`` source, in its
-    run), a full ``tinker://<run>/sampler_weights/<name>`` path, or null (a new name).
+    run), a full ``tinker://<that run>/sampler_weights/<name>`` path, or null (a new
+    name); the result is written in no other run. An existing checkpoint there is
+    replaced only when it is on the sources' base model (the engine checks it).
 
     Example::
 
@@ -161,6 +179,14 @@ async def interpolate(b: Backend, request: Request, body: dict) -> dict:
             "(sample it by name); name at least one tinker:// checkpoint",
         )
     output = _output_path(op.output_path, runs[0])
+
+    def free(e: Any) -> None:  # 422 now, not a failed future: never over another base model
+        from mint_envkit.local.engine import interpolate as interp
+        from mint_envkit.local.models.loader import resolve_model_name
+
+        interp.check_output(e, output, resolve_model_name(bases[0]))
+
+    await b.engine_call(free)
 
     def fn(e: Any) -> str:
         from mint_envkit.local.engine import interpolate as interp

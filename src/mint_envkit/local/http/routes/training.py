@@ -142,7 +142,16 @@ async def unload_model(b: Backend, request: Request, body: dict) -> dict:
     return {"request_id": request_id, "model_id": model_id}
 
 
-def _big_body(request: Request) -> bool:
+def big_body(request: Request) -> bool:
+    """Whether a request's body is big enough to be validated in a worker thread.
+
+    A body over ``THREAD_PARSE_BYTES`` (or of unknown length) takes a while to
+    validate; done on the event loop, it would hold every other client meanwhile.
+
+    Example::
+
+        assert big_body(request)   # the routes example's request declares no length
+    """
     declared = request.headers.get("content-length", "")
     return not declared.isdigit() or int(declared) > THREAD_PARSE_BYTES
 
@@ -173,7 +182,7 @@ async def _forward_like(b: Backend, request: Request, body: dict, *, backward: b
 
     # a big batch is validated in a worker thread (it takes a while), then queued on the loop
     kind = "forward_backward" if backward else "forward"
-    return await b.submit_training(kind, body, parse, build, in_thread=_big_body(request))
+    return await b.submit_training(kind, body, parse, build, in_thread=big_body(request))
 
 
 async def forward(b: Backend, request: Request, body: dict) -> dict:
