@@ -34,7 +34,8 @@ Modules: :mod:`.core` (the :class:`Engine` front: registries, the lock),
 :mod:`.registry` (lookups by id), :mod:`.records` (records and :class:`EngineError`),
 :mod:`.inputs` (input checks), :mod:`.adapters` (LoRA adapters, the merged sampling
 copy), :mod:`.training` (forward, losses, optimizer), :mod:`.sampling` (snapshots,
-generation), :mod:`.checkpoints` (files on disk), :mod:`.budget` (the token budget per
+generation), :mod:`.checkpoints` (files on disk; :mod:`.checkpoint_files` reads and
+checks them, :mod:`.scratch` sweeps what interrupted writes left), :mod:`.budget` (the token budget per
 pass, cancellation between chunks).
 
 Example::

@@ -4,6 +4,9 @@ Layout: ``state_dir/<model_id>/{weights,sampler_weights}/<name>/`` with
 ``adapter_model.safetensors`` + ``adapter_config.json`` (peft's format),
 ``optimizer.safetensors`` (training state only) and ``meta.json`` (base model,
 LoRA config, step), addressed by ``tinker://<model_id>/<kind>/<name>``.
+Files are read and checked by :mod:`.checkpoint_files` (a corrupted, foreign or
+symlinked-out file is an ``EngineError`` of category ``user`` naming it); writes go
+through owner-tagged scratch folders that :mod:`.scratch` sweeps when a store opens.
 
 Example::
 
@@ -35,8 +38,10 @@ import torch
 
 from mint_envkit.local.models.loader import resolve_model_name
 
+from .checkpoint_files import check_factors, check_fits, read_meta, read_tensors
 from .inputs import check_name
 from .records import BaseModelState, EngineError, LoraSpec, Snapshot, Trainer
+from .scratch import scratch_prefix, sweep
 
 KIND_DIRS = {"state": "weights", "sampler": "sampler_weights"}
 """``save_state``'s ``kind`` -> the folder its checkpoints go to."""
@@ -101,6 +106,8 @@ class CheckpointStore:
         self.state_dir = state_dir
         self.snapshots: dict[str, Snapshot] = {}
         """Sampler snapshots by the path they were written to or read from."""
+        self.swept: list[Path] = sweep(state_dir)
+        """The stale scratch folders removed when this store opened (:func:`.scratch.sweep`)."""
 
     def parse(self, path: Any) -> tuple[str, str, str]:
         """``(model_id, kind folder, name)`` of a ``tinker://`` path, or EngineError(user).
@@ -135,16 +142,23 @@ class CheckpointStore:
         model_id, kind, name = self.parse(path)
         target = (self.state_dir / model_id / kind / name).resolve()
         if self.state_dir not in target.parents:
-            raise EngineError(f"checkpoint path {path!r} leaves the state directory")
+            raise EngineError(
+                f"checkpoint path {path!r} leads out of the state directory {self.state_dir} "
+                f"(a symlink to {target}); checkpoints are used only inside it"
+            )
         return target
 
-    def _meta(self, path: str, *, say_where: bool = False) -> tuple[Path, dict[str, Any]]:
-        target = self.dir(path)
-        meta_file = target / "meta.json"
-        if not meta_file.is_file():
-            where = f" (looked in {target})" if say_where else ""
-            raise EngineError(f"no checkpoint at {path!r}{where}; list them with list_checkpoints")
-        return target, json.loads(meta_file.read_text())
+    def _stays_inside(self, folder: Path) -> bool:
+        return self.state_dir in folder.resolve().parents
+
+    def meta(self, path: str) -> dict[str, Any]:
+        """A checkpoint's ``meta.json``, checked (EngineError(user) when missing or unreadable).
+
+        Example::
+
+            assert store.meta(path)["lora"]["rank"] == 8
+        """
+        return read_meta(self.state_dir, self.dir(path), path)
 
     def write(
         self,
@@ -168,7 +182,7 @@ class CheckpointStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         if tensors is None:
             tensors = {k: p.detach() for k, p in trainer.params.items()}
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=scratch_prefix(".tmp-"), dir=target.parent))
         try:
             _save_file(
                 {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in tensors.items()},
@@ -189,7 +203,7 @@ class CheckpointStore:
                 _save_file(_optimizer_tensors(trainer), str(tmp / "optimizer.safetensors"))
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
             if target.exists():
-                trash = Path(tempfile.mkdtemp(prefix=".old-", dir=target.parent))
+                trash = Path(tempfile.mkdtemp(prefix=scratch_prefix(".old-"), dir=target.parent))
                 target.rename(trash / "x")
                 tmp.rename(target)
                 shutil.rmtree(trash, ignore_errors=True)
@@ -210,10 +224,11 @@ class CheckpointStore:
             meta, tensors, _ = store.read(path, with_optimizer=False)
             assert meta["base_model"] == "mint-envkit/tiny-qwen3-small"
         """
-        from safetensors.torch import load_file
-
-        target, meta = self._meta(path, say_where=True)
-        tensors = load_file(str(target / "adapter_model.safetensors"))
+        target = self.dir(path)
+        meta = read_meta(self.state_dir, target, path)
+        adapter_file = target / "adapter_model.safetensors"
+        tensors = read_tensors(self.state_dir, adapter_file, path)
+        check_factors(path, adapter_file, tensors, int(meta["lora"]["rank"]))
         opt: dict[str, torch.Tensor] = {}
         if with_optimizer:
             opt_file = target / "optimizer.safetensors"
@@ -222,7 +237,7 @@ class CheckpointStore:
                     f"checkpoint {path!r} holds no optimizer state (it was saved for "
                     "sampling); load it without the optimizer, or use a save_state checkpoint"
                 )
-            opt = load_file(str(opt_file))
+            opt = read_tensors(self.state_dir, opt_file, path)
         return meta, tensors, opt
 
     def snapshot(self, path: str, load_base: Callable[[str], BaseModelState]) -> Snapshot:
@@ -240,6 +255,8 @@ class CheckpointStore:
             return cached
         meta, tensors, _ = self.read(path, with_optimizer=False)
         base = load_base(meta["base_model"])
+        adapter_file = self.dir(path) / "adapter_model.safetensors"
+        check_fits(path, adapter_file, tensors, base.loaded.model, meta["base_model"])
         dev = base.loaded.device
         snap = Snapshot(
             base=base.loaded.name,
@@ -267,8 +284,27 @@ class CheckpointStore:
                 f"{trainer.model_id} (base {trainer.base}, {trainer.spec}); use "
                 "create_lora_from_state to get a matching training client"
             )
-        if set(tensors) != set(trainer.params):
-            raise EngineError(f"checkpoint {path!r} holds different adapter tensors", "server")
+        wrong = [
+            k for k, p in trainer.params.items() if k in tensors and tensors[k].shape != p.shape
+        ]
+        if set(tensors) != set(trainer.params) or wrong:
+            raise EngineError(
+                f"checkpoint {path!r} is unreadable for model_id {trainer.model_id}: "
+                f"{self.dir(path) / 'adapter_model.safetensors'} holds other adapter tensors "
+                f"than its meta.json's LoRA config ({spec}) makes"
+                + (f" (tensor {wrong[0]!r} has another shape)" if wrong else "")
+                + "; it was not written for this model"
+            )
+        if with_optimizer:
+            shapes = {k: p.shape for k, p in trainer.params.items()}
+            for key, value in opt.items():
+                field, _, name = key.partition("::")
+                if name not in shapes or (field != "step" and value.shape != shapes[name]):
+                    raise EngineError(
+                        f"checkpoint {path!r} is unreadable: "
+                        f"{self.dir(path) / 'optimizer.safetensors'} holds tensor {key!r}, "
+                        "which is not the optimizer state of its adapter"
+                    )
         with torch.no_grad():
             for key, p in trainer.params.items():
                 p.copy_(tensors[key])
@@ -310,6 +346,8 @@ class CheckpointStore:
                 for ckpt in folder.iterdir():
                     if ckpt.name.startswith(".") or not (ckpt / "meta.json").is_file():
                         continue
+                    if not self._stays_inside(ckpt):
+                        continue  # a symlink out of the state directory: never listed
                     mtime = (ckpt / "meta.json").stat().st_mtime
                     out.append(
                         {
@@ -337,7 +375,7 @@ class CheckpointStore:
         target = self.dir(path)
         if not (target / "meta.json").is_file():
             raise EngineError(f"no checkpoint at {path!r}; list them with list_checkpoints")
-        trash = Path(tempfile.mkdtemp(prefix=".del-", dir=target.parent))
+        trash = Path(tempfile.mkdtemp(prefix=scratch_prefix(".del-"), dir=target.parent))
         target.rename(trash / "x")
         shutil.rmtree(trash, ignore_errors=True)
         self.snapshots.pop(path, None)
@@ -353,7 +391,7 @@ class CheckpointStore:
 
             assert store.weights_info(path)["train_unembed"] is True
         """
-        _, meta = self._meta(path)
+        meta = self.meta(path)
         spec = LoraSpec.from_json(meta["lora"])
         return {
             "base_model": meta["base_model"],
