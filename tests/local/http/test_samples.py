@@ -31,15 +31,16 @@ def sample_body(**params: Any) -> dict[str, Any]:
     return body
 
 
-def test_sampling_session_needs_exactly_one_source(refused: Refuse) -> None:
+def test_sampling_session_needs_a_source_and_takes_both(refused: Refuse) -> None:
     base = {"session_id": "s", "sampling_session_seq_id": 0}
     assert parse_create_sampling_session({**base, "base_model": "b"}).base_model == "b"
-    with refused("exactly one of base_model or model_path"):
+    with refused("give base_model .sample a base model. or model_path"):
         parse_create_sampling_session(base)
-    with refused("exactly one of base_model or model_path"):
-        parse_create_sampling_session(
-            {**base, "base_model": "b", "model_path": "tinker://m/weights/a"}
-        )
+    # both is what the SDK sends for a checkpoint teacher (tinker-cookbook): the route
+    # checks that they agree
+    both = {**base, "base_model": "b", "model_path": "tinker://m/weights/a"}
+    req = parse_create_sampling_session(both)
+    assert (req.base_model, req.model_path) == ("b", "tinker://m/weights/a")
     with refused("must not contain '..'"):
         parse_create_sampling_session({**base, "model_path": "tinker://m/weights/.."})
 

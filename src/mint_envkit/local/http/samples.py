@@ -65,7 +65,11 @@ class SampleOp:
 
 
 def parse_create_sampling_session(body: Mapping[str, Any]) -> tt.CreateSamplingSessionRequest:
-    """Validate a ``create_sampling_session`` body: exactly one of base_model / model_path.
+    """Validate a ``create_sampling_session`` body: base_model, model_path, or both.
+
+    Both is what the SDK sends when its caller passes both (tinker-cookbook does, for a
+    checkpoint teacher or KL reference); the server then samples the checkpoint, after
+    checking that it is on that base model.
 
     Example::
 
@@ -74,9 +78,11 @@ def parse_create_sampling_session(body: Mapping[str, Any]) -> tt.CreateSamplingS
         assert req.base_model == "mint-envkit/tiny-qwen3"
     """
     req = validate_body(tt.CreateSamplingSessionRequest, body, "create_sampling_session")
-    if (req.base_model is None) == (req.model_path is None):
+    if req.base_model is None and req.model_path is None:
         raise ProtocolError(
-            422, "create_sampling_session: give exactly one of base_model or model_path"
+            422,
+            "create_sampling_session: give base_model (sample a base model) or model_path "
+            "(sample a tinker:// checkpoint), or both when they agree",
         )
     if req.model_path is not None:
         check_tinker_path(req.model_path, "create_sampling_session")

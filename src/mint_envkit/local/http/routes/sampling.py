@@ -24,7 +24,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from mint_envkit.local.http.requests import run_id_of
+from mint_envkit.local.http.requests import ProtocolError, run_id_of
 from mint_envkit.local.http.responses import engine_error, sample_response_json
 from mint_envkit.local.http.samples import SampleOp, parse_create_sampling_session, parse_sample
 from mint_envkit.local.http.splitting import submit_split
@@ -47,16 +47,18 @@ async def create_sampling_session(b: Backend, request: Request, body: dict) -> d
         assert backend.samplers.get(sid)["base_model"] == "mint-envkit/tiny-qwen3-small"
     """
     req = parse_create_sampling_session(body)
-    if req.base_model is not None:
-        base = b.require_base_model(req.base_model)
+    named = b.require_base_model(req.base_model) if req.base_model is not None else None
+    if req.model_path is None:
+        assert named is not None  # parse_create_sampling_session ensures one of the two
 
         def fn(e: Any) -> tuple[str, str]:
-            return e.create_sampler(base_model=base), base
+            return e.create_sampler(base_model=named), named
     else:
         path = req.model_path
 
         def fn(e: Any) -> tuple[str, str]:
             base = b.checkpoint_base_model(e, path)
+            _check_agree(named, path, base)
             return e.create_sampler(model_path=path), base
 
     cf = b.worker.submit(fn, "create_sampling_session")
@@ -76,6 +78,16 @@ async def create_sampling_session(b: Backend, request: Request, body: dict) -> d
     b.session(req.session_id)["sampler_ids"].append(sampler_id)
     await b.delay()
     return {"type": "create_sampling_session", "sampling_session_id": sampler_id}
+
+
+def _check_agree(named: str | None, path: str, base: str) -> None:
+    """422 when a request names both a base model and a checkpoint of another base model."""
+    if named is not None and named != base:
+        raise ProtocolError(
+            422,
+            f"base_model {named!r} and model_path {path!r} disagree: that checkpoint was "
+            f"trained on base model {base!r}; pass base_model={base!r} (or only model_path)",
+        )
 
 
 def _engine_kwargs(op: SampleOp) -> dict[str, Any]:
@@ -106,10 +118,12 @@ async def asample(b: Backend, request: Request, body: dict) -> dict:
     op = parse_sample(body)
     sampler_key: tuple[str, str] | None = None
     sampler_id: str | None = None
+    named: str | None = None  # a base_model given beside model_path, checked against it
     if op.sampling_session_id is not None:
         sampler_id = b.samplers.require(op.sampling_session_id)
     elif op.model_path is not None:
         sampler_key = ("model_path", op.model_path)
+        named = b.require_base_model(op.base_model) if op.base_model is not None else None
     else:
         sampler_key = ("base_model", b.require_base_model(op.base_model or ""))
     pending = b.samplers.pending.get(sampler_id or "")
@@ -122,7 +136,8 @@ async def asample(b: Backend, request: Request, body: dict) -> dict:
             return sampler_id
         assert sampler_key is not None  # parse_sample ensures one of the three
         if sampler_key[0] == "model_path" and not checked:
-            b.checkpoint_base_model(e, sampler_key[1])
+            base = b.checkpoint_base_model(e, sampler_key[1])
+            _check_agree(named, sampler_key[1], base)
             checked.append(True)
         return b.samplers.adhoc(e, sampler_key)
 
