@@ -535,3 +535,57 @@ def make_eval_dir(root: Path) -> Path:
 @pytest.fixture
 def eval_dir(tmp_path: Path) -> Path:
     return make_eval_dir(tmp_path / "eval-guess")
+
+
+AUDIT_RECORD = {  # an AuditReport.record() of the yes/no env: the shape audit.json has
+    "target": "examples/yes_no.py:builder",
+    "ok": False,
+    "problems": 3,
+    "baseline_correct": 0.65,
+    "probes": [
+        {"name": "correct", "kind": "reference", "mean_reward": 1.0, "correct_rate": 1.0},
+        {"name": "most_common", "kind": "answer_shaped", "mean_reward": 0.65,
+         "correct_rate": 0.65},
+        {"name": "empty", "kind": "non_answer", "mean_reward": 0.0, "correct_rate": 0.0},
+    ],
+    "findings": [{"kind": "collapse", "probe": "learn", "message": "the gain is a constant answer"}],
+    "samples": {"model": "mint-envkit/tiny-qwen3", "samples": 2, "correct": 0.5},
+}  # fmt: skip
+
+
+def make_audit_dir(root: Path, *, samples: bool = True) -> Path:
+    """An audit's out_dir: ``audit.json``, its learning run ``learn/`` and ``samples.jsonl``.
+
+    The samples: two replies to each of three yes/no problems, one line per reply
+    (``{problem, reply, reward, correct, parse_status}``), one of them with injected markup.
+    """
+    root.mkdir(parents=True)
+    write_json_atomic(root / "audit.json", AUDIT_RECORD)
+    add_evals(make_run(root / "learn"), "collapsed")
+    if samples:
+        questions = [("Is 12 greater than 62?", "no"), ("Is 70 greater than 20?", "yes"),
+                     ("Is 5 greater than 9?", "no")]  # fmt: skip
+        lines = []
+        for question, answer in questions:
+            for reply, status in (("no", "ok"), (f"maybe {NASTY}", "no_match")):
+                parsed = reply if status == "ok" else None
+                lines.append({
+                    "problem": {"question": f"{question} Answer yes or no.", "answer": answer},
+                    "reply": reply,
+                    "reward": 1.0 if parsed == answer else 0.0,
+                    "correct": parsed == answer,
+                    "parse_status": status,
+                })  # fmt: skip
+        append_jsonl_lines(root / "samples.jsonl", lines)
+    return root
+
+
+@pytest.fixture
+def audit_dir(tmp_path: Path) -> Path:
+    return make_audit_dir(tmp_path / "audit-yes-no")
+
+
+@pytest.fixture
+def audit_maker():
+    """``audit_maker(path, samples=True)``: write an audit's out_dir (see make_audit_dir)."""
+    return make_audit_dir

@@ -2,9 +2,10 @@
 
 The page needs no server and no network: its CSS and JavaScript are inlined
 (from ``assets/`` next to this module: ``viewer.js``, ``answers.js`` for the
-held-out answers beside the constant-answer baseline, and ``charts.js`` for the curves:
-bounded ticks, long curves downsampled, and an error note in place of whatever fails to
-draw), and the data is embedded as JSON in
+held-out answers beside the baseline and the final evaluation, ``charts.js`` for the
+curves: bounded ticks, long curves downsampled, a slot per run when every run has one
+step, and an error note in place of whatever fails to draw, and ``samples.js`` for a
+reward audit's sampled replies), and the data is embedded as JSON in
 ``<script type="application/json">`` tags: one for the index (runs, curves,
 steps) and one per run and step for the rollouts, parsed only when that step
 is shown. A Content-Security-Policy forbids every network request.
@@ -25,12 +26,13 @@ import math
 import os
 import re
 import warnings
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from mint_envkit.checks import is_number
+from mint_envkit.view.audit import audit_section, find_audit
 from mint_envkit.view.load import ReportData, load_report_data
 
 REPORT_NAME = "view.html"
@@ -113,65 +115,17 @@ def _banners(runs: Any) -> str:
     )
 
 
-def _cell(value: Any, percent: bool = False) -> str:
-    if not is_number(value) or not math.isfinite(value):
-        return "-"
-    return f"{100 * value:.1f}%" if percent else f"{value:+.3f}"
-
-
-def audit_section(record: Any) -> str:
-    """The audit's section of the page (``audit.json`` of ``mint-envkit audit --out``), as markup.
-
-    Written here with every text escaped, like the banners; an unreadable record gives "".
-
-    Example::
-
-        # not run: reads files of your own run or data set
-        audit_section(json.loads(Path("runs/audit/audit.json").read_text()))
-    """
-    if not isinstance(record, dict) or not isinstance(record.get("probes"), list):
-        return ""
-    findings = [f for f in record.get("findings") or [] if isinstance(f, dict)]
-    flagged = {str(f.get("probe")): str(f.get("kind", "")).upper() for f in findings}
-    rows = "".join(
-        f"<tr><td>{html.escape(str(p.get('name')))}</td><td>{html.escape(str(p.get('kind')))}"
-        f"</td><td>{_cell(p.get('mean_reward'))}</td><td>{_cell(p.get('correct_rate'), True)}"
-        f"</td><td>{html.escape(flagged.get(str(p.get('name')), ''))}</td></tr>"
-        for p in record["probes"]
-        if isinstance(p, dict)
-    )
-    items = "".join(
-        f"<li><b>{html.escape(str(f.get('kind', '')).upper())}</b> "
-        f"{html.escape(str(f.get('message', '')))}</li>"
-        for f in findings
-    )
-    verdict = "PASS: no exploit, no collapse" if record.get("ok") is True else "FAIL"
-    kind = "ok" if record.get("ok") is True else "collapse"
-    return (
-        f'<section class="banner audit {kind}" id="audit"><b>Reward audit</b> '
-        f"{html.escape(str(record.get('target', '')))}: {verdict}; constant-answer baseline "
-        f"{_cell(record.get('baseline_correct'), True)} correct"
-        f"<ul>{items}</ul><table><tr><th>probe</th><th>kind</th><th>reward</th>"
-        f"<th>correct</th><th>flag</th></tr>{rows}</table></section>"
-    )
-
-
-def _audit_near(run_dir: Path) -> Any:
-    """The ``audit.json`` in ``run_dir`` or its parent (an audit's ``learn/`` run), or None."""
-    for folder in (run_dir, run_dir.parent):
-        path = folder / "audit.json"
-        if path.is_file():
-            try:
-                return json.loads(path.read_text("utf-8"))
-            except (OSError, ValueError):
-                return None
-    return None
-
-
-def render_html(data: ReportData, *, generated_at: str | None = None, audit: Any = None) -> str:
+def render_html(
+    data: ReportData,
+    *,
+    generated_at: str | None = None,
+    audit: Any = None,
+    samples: Sequence[Any] = (),
+) -> str:
     """The report page for ``data`` (see :func:`~mint_envkit.view.load.load_report_data`).
 
-    ``audit``: a reward audit's record (``audit.json``), shown above the runs.
+    ``audit``: a reward audit's record (``audit.json``), shown above the runs, with its
+    sampled replies ``samples`` (``samples.jsonl``; see :mod:`mint_envkit.view.audit`).
 
     Example::
 
@@ -193,13 +147,21 @@ def render_html(data: ReportData, *, generated_at: str | None = None, audit: Any
         "</script>\n"
         for key, chunk in data.chunks.items()
     )
+    if samples:
+        chunks += (
+            f'<script type="application/json" id="mev-audit-samples">{script_json(list(samples))}'
+            "</script>\n"
+        )
     parts = {
         "TITLE": html.escape(f"{index['title']} - mint-envkit view"),
         "CSS": _asset("viewer.css"),
-        "BANNERS": audit_section(audit) + _banners(index.get("runs")),
+        "BANNERS": audit_section(audit, samples) + _banners(index.get("runs")),
         "INDEX": script_json(index),
         "CHUNKS": chunks,
-        "JS": _asset("answers.js") + _asset("charts.js") + _asset("viewer.js"),
+        "JS": _asset("answers.js")
+        + _asset("charts.js")
+        + _asset("samples.js")
+        + _asset("viewer.js"),
     }
     return _MARKER.sub(lambda m: parts[m.group(1)], _asset("viewer.html"))
 
@@ -213,7 +175,8 @@ def write_report(
     metric curves per step (all runs of a sweep overlaid) and every episode's
     transcript with its reward, advantage, parse status and metrics, with
     filters and search; it opens in any browser, offline. A reward audit's
-    ``audit.json`` in ``run_dir`` (or its parent) is shown above the runs. ``out`` is the
+    ``audit.json`` in ``run_dir`` (or its parent) is shown above the runs, with the
+    replies it sampled (``samples.jsonl`` beside it) when there are any. ``out`` is the
     file to write (a directory gets ``view.html`` inside); by default
     ``RUN_DIR/view.html``. Lines that cannot be read (a torn last line) are
     skipped with a ``UserWarning``. Raises
@@ -236,7 +199,10 @@ def write_report(
     if target.is_dir():
         target = target / REPORT_NAME
     target.parent.mkdir(parents=True, exist_ok=True)
-    page = render_html(data, audit=_audit_near(Path(run_dir))).encode("utf-8", errors="replace")
+    audit, samples, audit_notes = find_audit(Path(run_dir))
+    for note in audit_notes:
+        warnings.warn(note, UserWarning, stacklevel=2)
+    page = render_html(data, audit=audit, samples=samples).encode("utf-8", errors="replace")
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.write_bytes(page)
     os.replace(tmp, target)

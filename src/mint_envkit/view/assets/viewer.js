@@ -530,6 +530,7 @@
     const guarded = (fn, where) => { try { fn(); } catch (err) { $(where).append(mevFailed("could not draw this part", err)); } };
     guarded(renderHeader, "notes");
     guarded(renderRuns, "runs");
+    guarded(() => mevSamples({ el, fmt, asText, renderMessage, renderProblem }).init(), "banners");
     state.metrics = defaultKeys(allKeys());
     const params = new URLSearchParams(location.hash.slice(1));
     const run = Number(params.get("run"));
