@@ -301,6 +301,20 @@ def make_demo_sweep(root: Path, *, steps: int = 12) -> Path:
                     "time/step": 2.0 + rng.random(),
                 },
             )
+        # Held-out evals every 4 steps, before that step's update, and the final one after the
+        # last step's (logged in the last step's line), as the loop logs them.
+        for step, split in [(s, "test") for s in range(0, steps, 4)] + [(steps - 1, "test_final")]:
+            skill = min(0.95, 0.1 + (step + (split == "test_final")) * (0.05 + 0.012 * k))
+            figures = {
+                "correct": round(skill, 3),
+                "answers/baseline_correct": 0.05,
+                "answers/baseline_name": "constant '110'",
+                "answers/top_share": round(0.08 + 0.01 * step + 0.02 * k, 3),
+            }
+            append_jsonl(
+                run / "metrics.jsonl",
+                {"step": step, **{f"{split}/env/all/{key}": v for key, v in figures.items()}},
+            )  # fmt: skip
         append_jsonl(
             root / "results.jsonl",
             {
