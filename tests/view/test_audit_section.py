@@ -112,3 +112,18 @@ def test_the_samples_summary_counts_what_it_can_read():
     assert samples_summary([]) == "0 sampled replies to 0 problems: - correct, - parsed ok"
     odd = [{"problem": [1], "correct": "yes"}, "junk", {"problem": [1], "correct": 1}]
     assert samples_summary(odd) == "2 sampled replies to 1 problem: 100% correct, - parsed ok"
+
+
+@needs_chromium
+def test_odd_samples_show_as_written(browser, tmp_path, audit_maker):
+    audit = audit_maker(tmp_path / "odd", samples=False)
+    (audit / "samples.jsonl").write_text(
+        '{"reward": "n/a", "correct": "yes", "problem": "plain text"}\n[1, 2]\n'
+    )
+    with pytest.warns(UserWarning, match=r"samples.jsonl: skipped 1 unreadable line"):
+        page = write_report(audit)
+    dom = browser.dom(page, "#samples")
+    sample = re.search(r'<div class="episode sample"(.*?)</div></div></div>', dom, re.S).group(1)
+    assert 'class="reward ">n/a<' in sample and 'class="badge none">–<' in sample
+    assert "(empty)" in sample  # no reply
+    assert '<span class="pfield" data-field="">plain text</span>' in dom
