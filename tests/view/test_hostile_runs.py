@@ -149,3 +149,15 @@ def test_one_broken_run_and_one_broken_step_show_an_error_note(browser, tmp_path
     # Step 1 of the good run is fine: its transcripts are drawn.
     dom, errors = browser.open(page, f"#run={at}&step=1")
     assert errors == [] and 'class="episode"' in dom
+
+
+def test_forty_one_step_configs_share_a_chart(browser, tmp_path):
+    sweep = tmp_path / "wide"
+    for k in range(40):
+        run = sweep / f"config-with-a-long-name-{k:02d}"
+        run.mkdir(parents=True)
+        _lines(run / "metrics.jsonl", [{"step": 0, "env/all/reward/total": k / 40}])
+    dom, errors = browser.open(write_report(sweep))
+    chart = assert_drawn(dom, errors, ["env/all/reward/total"])["env/all/reward/total"]
+    assert chart.count('<g class="slot"') == 40
+    assert chart.count("<text") <= 40  # the y ticks; no name or value labels in 7-unit slots

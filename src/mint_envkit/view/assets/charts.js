@@ -282,10 +282,12 @@ function mevCharts(deps) {
       if (c.i === state.run && runs.length > 1) {
         group.append(svg("rect", { class: "cur", x: left + 1, y: g.T, width: slot - 2, height: H - g.T - g.B }));
       }
-      const label = svg("text", { x: left + slot / 2, y: H - 4, "text-anchor": "middle" });
-      label.textContent = c.name.length > chars ? c.name.slice(0, chars - 1) + "…" : c.name;
-      label.append(title(c.name));
-      group.append(label);
+      if (slot >= 24) {  // narrower slots (dozens of runs): the name is in the tooltips only
+        const label = svg("text", { x: left + slot / 2, y: H - 4, "text-anchor": "middle" });
+        label.textContent = c.name.length > chars ? c.name.slice(0, chars - 1) + "…" : c.name;
+        label.append(title(c.name));
+        group.append(label);
+      }
       if (c.base.length) {
         const line = stepLine(c.base, lo, hi).map((p) => [X(p[0]), Y(p[1])]);
         line[0][0] = left + slot * 0.08;
