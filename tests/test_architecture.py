@@ -348,10 +348,20 @@ FACE_MODULES_OUTSIDE_PACKAGES = ("mint_envkit.errors", "mint_envkit.rl.train")
 
 
 def _declared_all(path: Path) -> list[str] | None:
+    """A module's ``__all__``: a literal list, or (the package's face) the names of its
+    ``_FACE`` dict (module -> names) and ``__version__``."""
+    face: list[str] = []
     for node in ast.parse(path.read_text(), str(path)).body:
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-            return list(ast.literal_eval(node.value))
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets += node.targets if isinstance(node, ast.Assign) else []
+        names = {t.id for t in targets if isinstance(t, ast.Name)}
+        if "_FACE" in names and node.value is not None:
+            face = [n for group in ast.literal_eval(node.value).values() for n in group]
+        if "__all__" in names:
+            try:
+                return list(ast.literal_eval(node.value))
+            except ValueError:  # sorted([*_EXPORTS, "__version__"]): the face dict's names
+                return sorted([*face, "__version__"])
     return None
 
 

@@ -94,7 +94,8 @@ def _refuse(make, field):
 
 def test_the_parts_refuse_a_bool_with_the_shared_message():
     """Each caller goes through the shared check: a bool for a count fails everywhere."""
-    from mint_envkit import TINY_MODEL_NAME, DatasetBuilder, SingleTurnEnv
+    from mint_envkit import DatasetBuilder, SingleTurnEnv
+    from mint_envkit.rendering import TINY_MODEL_NAME
     from mint_envkit.rollouts import SamplingSettings
     from mint_envkit.sandbox.executor import Limits
     from mint_envkit.sandbox.unsafe import UnsafeLocalExecutor

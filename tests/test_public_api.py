@@ -21,8 +21,16 @@ from mint_envkit import errors
 ISSUE_NAMES = (
     "SingleTurnEnv MultiTurnEnv MessageEnv MessageStepResult ParseResult first_number "
     "last_number boxed xml_tag choice strip_thinking same_number GroupBuilder DatasetBuilder "
-    "EnvFromMessageEnv get_renderer get_tokenizer ScriptedPolicy"
+    "get_renderer ScriptedPolicy component correct weighted gated"
 ).split()
+
+PLUMBING = {
+    "mint_envkit.rendering": "TINY_MODEL_NAME default_renderer_for get_tokenizer "
+    "ChatTemplateRenderer StepResult EnvFromMessageEnv",
+    "mint_envkit.auditing": "audit_sync",
+    "mint_envkit.evaluation": "evaluate_sync",
+}
+"""Names that are plumbing: in their subpackage's face, not on the top level (issue 30)."""
 
 ERROR_NAMES = sorted(errors.__all__)
 
@@ -41,6 +49,33 @@ def test_the_issue_import_line_works():
     for name in ISSUE_NAMES:
         assert name in mint_envkit.__all__, name
         assert getattr(mint_envkit, name) is not None
+
+
+def test_plumbing_lives_in_its_subpackage_not_on_the_top_level():
+    import importlib
+
+    for module, names in PLUMBING.items():
+        face = importlib.import_module(module)
+        for name in names.split():
+            assert name not in mint_envkit.__all__, name
+            assert name in face.__all__, (module, name)
+
+
+def test_the_face_is_written_once():
+    """One dict, module -> names; ``__all__`` is made from it (no second or third list)."""
+    from pathlib import Path
+
+    source = Path(mint_envkit.__file__).read_text()
+    assert "TYPE_CHECKING" not in source
+    (face,) = [
+        node.value
+        for node in ast.parse(source).body
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "_FACE"
+    ]
+    names = {n for group in ast.literal_eval(face).values() for n in group}
+    assert set(mint_envkit.__all__) == names | {"__version__"}
+    for name in names:  # each name once, as a quoted string in the whole module
+        assert source.count(f'"{name}"') == 1, name
 
 
 def test_import_does_not_load_torch_tinker_or_mint():
@@ -233,7 +268,7 @@ def test_constants_and_aliases_have_an_attribute_docstring(name, module):
 
 
 def test_every_public_name_is_covered_by_one_of_the_docstring_checks():
-    documented = set(_documented_objects()) | {"TINY_MODEL_NAME", "Message", "__version__"}
+    documented = set(_documented_objects()) | {"Message", "__version__"}
     assert documented == set(mint_envkit.__all__)
     assert isinstance(mint_envkit.__version__, str)
 

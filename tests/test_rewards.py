@@ -152,8 +152,34 @@ def test_bounds_are_known_unless_a_part_is_a_plain_component() -> None:
     assert gated(correct(boxed), gate=valid_format(boxed), otherwise=-1.0).bounds == (-1.0, 1.0)
     penalty = weighted(ok=(correct(boxed), 1.0), fmt=(valid_format(boxed), -0.5))
     assert penalty.bounds == (-0.5, 1.0)
-    assert component(lambda c, a: 0.0, name="free").bounds is None
-    assert weighted(ok=(correct(boxed), 1.0), free=(component(len, name="n"), 1.0)).bounds is None
+    free = component(lambda c, a: 0.0, name="free")
+    assert free.bounds is None
+    assert weighted(ok=(correct(boxed), 1.0), free=(free, 1.0)).bounds is None
+    given = component(lambda c, a: 0.5, name="given", bounds=(0.0, 1.0))
+    assert weighted(ok=(correct(boxed), 1.0), given=(given, -1.0)).bounds == (-1.0, 1.0)
+
+
+def test_a_component_outside_its_bounds_or_with_bad_bounds_is_refused() -> None:
+    loud = component(lambda c, a: 2.0, name="loud", bounds=(0.0, 1.0))
+    with pytest.raises(ConfigError, match=r"returned 2\.0, outside its bounds \(0\.0, 1\.0\)"):
+        loud("x", "y")
+    for bounds in ((1.0, 0.0), (0.0,), (0.0, float("inf")), "01"):
+        with pytest.raises(ConfigError, match="needs \\(lowest, highest\\)"):
+            component(lambda c, a: 0.0, name="b", bounds=bounds)
+    with pytest.raises(ConfigError, match="its signature takes neither"):
+        component(len, name="n")
+
+
+def test_plain_functions_are_rewards_and_parsers_where_one_is_asked() -> None:
+    def exact_reward(completion: str, answer: str) -> float:
+        return float(completion.strip() == answer)
+
+    def first_word(text: str) -> str | None:
+        return text.split()[0] if text.split() else None
+
+    assert weighted(a=(exact_reward, 1.0))("5", "5").total == 1.0
+    assert gated(exact_reward, gate=valid_format(boxed))("5", "5").total == 0.0
+    assert correct(first_word)("Paris is", "Paris").total == 1.0
 
 
 def test_correct_custom_check_and_name() -> None:
@@ -279,7 +305,7 @@ def test_non_str_completion_is_a_type_error() -> None:
             "named 'weighted'",
             id="duplicate-root",
         ),
-        pytest.param(lambda: correct(lambda text: text), "needs a Parser", id="correct-function"),
+        pytest.param(lambda: correct(3), "needs a Parser", id="correct-not-a-parser"),
         pytest.param(lambda: correct(boxed, check="exact"), "callable", id="check-not-callable"),
         pytest.param(lambda: valid_format("boxed"), "needs a Parser", id="format-not-parser"),
         pytest.param(lambda: component(lambda c, a: 1.0), "needs a name", id="lambda-without-name"),

@@ -17,6 +17,8 @@ is in it)::
         ├── BackendError                      a backend is unreachable or refused
         ├── SandboxError                      no sandbox for model-written code, or a
         │                                     remote sandbox service failed
+        ├── RewardOrderWarning (also UserWarning) warned, not raised: an env's ordering
+        │                                     rule cannot be checked (unknown bounds)
         ├── EngineError                       (mint_envkit.local.engine) a local engine
         │                                     operation failed; ``category`` user/server
         ├── ModelLoadError                    (mint_envkit.local.models) a base model
@@ -49,6 +51,7 @@ __all__ = [
     "MissingExtraError",
     "ProblemError",
     "RendererError",
+    "RewardOrderWarning",
     "SandboxError",
     "TokenizerError",
     "ToolDefinitionError",
@@ -126,7 +129,7 @@ class TokenizerError(MintEnvkitError):
 
     Example::
 
-        from mint_envkit import get_tokenizer
+        from mint_envkit.rendering import get_tokenizer
 
         try:
             get_tokenizer("/no/such/dir")
@@ -191,4 +194,21 @@ class SandboxError(MintEnvkitError):
         await run_tests("def f(): ...", ["assert f() is None"])
         # SandboxError: no sandbox to run model-written code: bubblewrap (bwrap) is not
         # installed; install it (apt-get install bubblewrap) or pass executor=...
+    """
+
+
+class RewardOrderWarning(MintEnvkitError, UserWarning):
+    """Warned (not raised) when an env class is defined whose ordering rule cannot be
+    checked: its ``reward_fn`` has a part with unknown bounds, so nothing says that a
+    reply without an answer earns at most a wrong answer's reward.
+
+    Give the bounds (``component(fn, bounds=(0.0, 1.0))``) or probe the reward with
+    ``mint-envkit audit``; ``MyEnv.scoring.ordering`` says why it was not checked.
+
+    Example::
+
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RewardOrderWarning)   # make it fatal in a test
     """

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from mint_envkit import TINY_MODEL_NAME, DatasetBuilder, ProblemError, SingleTurnEnv
+from mint_envkit import DatasetBuilder, ProblemError, SingleTurnEnv
 from mint_envkit.builders import datafiles
 from mint_envkit.builders.sources import problems_from
+from mint_envkit.rendering import TINY_MODEL_NAME
 
 GOOD = [{"question": f"What is {i} + 1?", "answer": str(i + 1)} for i in range(40)]
 TWO_GB = 2 * 1024**3
@@ -182,7 +183,8 @@ async def test_a_2gb_sparse_file_is_refused_quickly(
 
 MEMORY_SCRIPT = """
 import asyncio, resource, sys
-from mint_envkit import TINY_MODEL_NAME, DatasetBuilder, MintEnvkitError, SingleTurnEnv
+from mint_envkit.rendering import TINY_MODEL_NAME
+from mint_envkit import DatasetBuilder, MintEnvkitError, SingleTurnEnv
 path = sys.argv[1]
 builder = DatasetBuilder(env=SingleTurnEnv, problems=path, batch_size=1, group_size=1,
                          model_name=TINY_MODEL_NAME)

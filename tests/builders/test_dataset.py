@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from mint_envkit import (
-    TINY_MODEL_NAME,
     ConfigError,
     DatasetBuilder,
     GroupBuilder,
@@ -18,6 +17,7 @@ from mint_envkit import (
     ProblemError,
     SingleTurnEnv,
 )
+from mint_envkit.rendering import TINY_MODEL_NAME
 
 PROBLEMS = [{"question": f"What is {i} + 1?", "answer": str(i + 1)} for i in range(20)]
 

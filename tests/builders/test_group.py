@@ -8,16 +8,15 @@ import pickle
 import pytest
 
 from mint_envkit import (
-    TINY_MODEL_NAME,
     ConfigError,
     DatasetBuilder,
     EnvError,
-    EnvFromMessageEnv,
     Feedback,
     GroupBuilder,
     MultiTurnEnv,
     get_renderer,
 )
+from mint_envkit.rendering import TINY_MODEL_NAME, EnvFromMessageEnv
 from shared_envs import ArithmeticEnv
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mint_envkit import TINY_MODEL_NAME, DatasetBuilder, SingleTurnEnv
+from mint_envkit import DatasetBuilder, SingleTurnEnv
 from mint_envkit.builders.lazy import LazyProblemDataset
 from mint_envkit.builders.sources import ProblemSource
+from mint_envkit.rendering import TINY_MODEL_NAME
 
 PROBLEMS = [{"question": f"What is {i} + 2?", "answer": str(i + 2)} for i in range(19)]
 

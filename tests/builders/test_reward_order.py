@@ -7,10 +7,8 @@ import asyncio
 import pytest
 
 from mint_envkit import (
-    TINY_MODEL_NAME,
     ConfigError,
     DatasetBuilder,
-    EnvFromMessageEnv,
     GroupBuilder,
     ScriptedPolicy,
     SingleTurnEnv,
@@ -19,6 +17,7 @@ from mint_envkit import (
     get_renderer,
     xml_tag,
 )
+from mint_envkit.rendering import TINY_MODEL_NAME, EnvFromMessageEnv
 from mint_envkit.rewards import component, correct, gated, valid_format
 from shared_envs import ARITHMETIC_PROBLEM, ArithmeticEnv
 
@@ -137,8 +136,8 @@ def test_a_tool_env_that_runs_out_of_turns_earns_no_more_than_a_wrong_answer():
     class Tools(ToolEnv):
         reward_incorrect = -0.5
 
-    assert Tools.max_turns_reward == -0.5  # unset: follows the lower wrong answer
-    assert ToolEnv.max_turns_reward == 0.0
+    assert Tools.scoring.max_turns_reward == -0.5  # unset: follows the lower wrong answer
+    assert ToolEnv.scoring.max_turns_reward == 0.0
     with pytest.raises(ConfigError, match=r"Greedy\.max_turns_reward = 0\.0 is above"):
 
         class Greedy(ToolEnv):

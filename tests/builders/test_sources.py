@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mint_envkit import TINY_MODEL_NAME, ConfigError, DatasetBuilder, ProblemError, SingleTurnEnv
+from mint_envkit import ConfigError, DatasetBuilder, ProblemError, SingleTurnEnv
 from mint_envkit.builders.lazy import LazyProblemDataset
 from mint_envkit.builders.sources import ProblemSource, problems_from
+from mint_envkit.rendering import TINY_MODEL_NAME
 
 ROWS = [{"problem": f"What is {i} + 1?", "solution": str(i + 1), "level": i % 3} for i in range(23)]
 FIELDS = {"question": "problem", "answer": "solution"}

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mint_envkit import TINY_MODEL_NAME
 from mint_envkit.cli import main
 from mint_envkit.cli.interpolate import grid_from_args
 from mint_envkit.errors import MintEnvkitError
+from mint_envkit.rendering import TINY_MODEL_NAME
 
 EXAMPLE = f"{Path(__file__).resolve().parents[2] / 'examples' / 'arithmetic_env.py'}:ArithmeticEnv"
 PROBLEMS = ["--problem", '{"question": "What is 2 + 3?", "answer": "5"}']

@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 
 from mint_envkit import (
-    TINY_MODEL_NAME,
     ConfigError,
-    EnvFromMessageEnv,
     GroupBuilder,
     MessageEnv,
     MessageStepResult,
@@ -19,10 +17,19 @@ from mint_envkit import (
     ToolEnv,
     get_renderer,
 )
+from mint_envkit.rendering import TINY_MODEL_NAME, EnvFromMessageEnv
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "mint_envkit"
 
-HOOKS = ("abort", "unscored_metrics", "tool_specs", "check", "answer", "wrong_answer_reward")
+HOOKS = (
+    "abort",
+    "unscored_metrics",
+    "tool_specs",
+    "check",
+    "answer",
+    "wrong_answer_reward",
+    "metric_defaults",
+)
 
 
 class PlainEnv(MessageEnv):
@@ -166,3 +173,35 @@ def test_no_hook_is_discovered_by_attribute_lookup():
         if lookup.search(line)
     ]
     assert found == []
+
+
+class WinOnlyEnv(MessageEnv):
+    """Logs ``won`` only when the reply is "win"."""
+
+    async def initial_observation(self):
+        return [{"role": "user", "content": "Win?"}]
+
+    async def step(self, message):
+        won = message["content"] == "win"
+        return MessageStepResult(
+            reward=float(won), episode_done=True, metrics={"won": 1.0} if won else {}
+        )
+
+
+class WinOnlyWithDefault(WinOnlyEnv):
+    metric_defaults = {"won": 0.0}
+
+
+async def test_a_metric_logged_by_some_episodes_shows_its_coverage_or_its_default():
+    from mint_envkit import GroupBuilder, ScriptedPolicy
+
+    def group(env):
+        return GroupBuilder(problem={}, env=env, group_size=4, model_name=TINY_MODEL_NAME)
+
+    replies = ScriptedPolicy(["win", "lose", "lose", "lose"])
+    silent = await replies.run([group(WinOnlyEnv)])
+    # never a mean over the silent subset without saying so
+    assert silent.mean_metrics["won"] == 1.0 and silent.metric_coverage["won"] == 0.25
+    assert silent.mean_reward == 0.25
+    declared = await replies.run([group(WinOnlyWithDefault)])
+    assert declared.mean_metrics["won"] == 0.25 and declared.metric_coverage["won"] == 1.0

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from mint_envkit import (
-    TINY_MODEL_NAME,
     ConfigError,
     DatasetBuilder,
     ScriptedPolicy,
@@ -18,6 +17,7 @@ from mint_envkit import (
 )
 from mint_envkit.judge import Judge, judged
 from mint_envkit.parsers import boxed
+from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rewards import RewardContext, component, correct, valid_format, weighted
 
 

@@ -247,24 +247,14 @@ async def test_score_override_replacing_everything():
     assert result.reward == 0.42 and result.metrics == {"seen": 1.0}
 
 
-@attrs.frozen
-class Breakdown:
-    total: float
-    metrics: dict
+def formatted_and_correct(completion: str, answer: str) -> float:
+    """A plain reward function: correct only counts with the <answer> format."""
+    formatted = completion.startswith("<answer>") and completion.endswith("</answer>")
+    inner = completion.removeprefix("<answer>").removesuffix("</answer>")
+    return float(formatted and inner.strip() == str(answer))
 
 
-def formatted_and_correct(text: str, answer) -> Breakdown:
-    """A composed reward: correct only counts with the <answer> format (gated)."""
-    formatted = text.startswith("<answer>") and text.endswith("</answer>")
-    inner = text.removeprefix("<answer>").removesuffix("</answer>")
-    correct = formatted and inner.strip() == str(answer)
-    return Breakdown(
-        total=float(correct),
-        metrics={"reward/format": float(formatted), "reward/correct": float(correct)},
-    )
-
-
-async def test_reward_fn_gives_the_reward_and_its_metrics_are_merged():
+async def test_a_plain_function_is_a_reward_fn_and_its_value_a_metric():
     class GatedEnv(ArithmeticEnv):
         reward_fn = formatted_and_correct
 
@@ -272,11 +262,12 @@ async def test_reward_fn_gives_the_reward_and_its_metrics_are_merged():
     assert result.reward == 0.0  # right number, wrong format: gated to 0
     # a plain-function reward_fn reports no answer check: no `correct` from the parser,
     # which would say 1.0 for a reply the reward scored 0
-    assert result.metrics == {"reward/format": 0.0, "reward/correct": 0.0}
+    assert result.metrics == {"reward/total": 0.0, "reward/formatted_and_correct": 0.0}
     assert result.logs["parse_status"] is None
     result = await GatedEnv(question="What is 2 + 3?", answer="5").step(reply("<answer>5</answer>"))
-    assert result.reward == 1.0
-    assert result.metrics["reward/format"] == 1.0 and result.metrics["reward/correct"] == 1.0
+    assert result.reward == 1.0 and result.metrics["reward/formatted_and_correct"] == 1.0
+    assert GatedEnv.scoring.reward.name == "formatted_and_correct"
+    assert not GatedEnv.scoring.ordering_known  # a plain function has no known bounds
 
 
 async def test_reward_fn_from_mint_envkit_rewards():
@@ -312,9 +303,12 @@ def test_unparsed_reward_follows_incorrect_when_unset():
     class Deeper(Wrong):
         reward_incorrect = -0.5
 
-    assert Wrong.reward_unparsed == -0.25
-    assert Deeper.reward_unparsed == -0.5
-    assert SingleTurnEnv.reward_unparsed == 0.0
+    # decided once, into the class's scoring; the class attribute stays what was written
+    assert Wrong.scoring.reward_unparsed == -0.25 and Wrong.scoring.unparsed_follows
+    assert Deeper.scoring.reward_unparsed == -0.5
+    assert SingleTurnEnv.scoring.reward_unparsed == 0.0
+    assert Wrong.reward_unparsed is None and SingleTurnEnv.reward_unparsed is None
+    assert "unparsed -0.25 (follows reward_incorrect)" in str(Wrong.scoring)
 
 
 def test_unparsed_above_incorrect_is_refused_at_class_definition():

@@ -7,16 +7,10 @@ import json
 import attrs
 import pytest
 
-from mint_envkit import (
-    TINY_MODEL_NAME,
-    Config,
-    DatasetBuilder,
-    MessageStepResult,
-    evaluate,
-    run_training,
-)
+from mint_envkit import Config, DatasetBuilder, MessageStepResult, evaluate, run_training
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation import comparison_table, evaluate_many
+from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rollouts import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.answers import ANSWER_KEYS, ANSWER_TEXTS
 from mint_envkit.rollouts.files import RunFiles

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from mint_envkit import TINY_MODEL_NAME, DatasetBuilder, MintEnvkitError
+from mint_envkit import DatasetBuilder, MintEnvkitError
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.spec import eval_problems, load_target
+from mint_envkit.rendering import TINY_MODEL_NAME
 from shared_envs import ARITHMETIC_PROBLEM, ArithmeticEnv
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -12,7 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 import mcp_tools as example
 
-from mint_envkit import EnvFromMessageEnv, McpServer, ScriptedPolicy, get_renderer, get_tokenizer
+from mint_envkit import McpServer, ScriptedPolicy, get_renderer
+from mint_envkit.rendering import EnvFromMessageEnv, get_tokenizer
 from mint_envkit.rollouts.run import rollout_groups
 
 

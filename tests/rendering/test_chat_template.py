@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mint_envkit import RendererError, get_renderer, get_tokenizer
-from mint_envkit.rendering import ChatTemplateRenderer, default_renderer_for
+from mint_envkit import RendererError, get_renderer
+from mint_envkit.rendering import ChatTemplateRenderer, default_renderer_for, get_tokenizer
 from mint_envkit.rendering.gguf_files import (
     SMOLLM2_INSTALL_COMMAND,
     SMOLLM2_MODEL_NAME,

@@ -6,17 +6,8 @@ import copy
 
 import pytest
 
-from mint_envkit import (
-    TINY_MODEL_NAME,
-    EnvError,
-    EnvFromMessageEnv,
-    Feedback,
-    MultiTurnEnv,
-    Renderer,
-    RendererError,
-    get_renderer,
-    get_tokenizer,
-)
+from mint_envkit import EnvError, Feedback, MultiTurnEnv, Renderer, RendererError, get_renderer
+from mint_envkit.rendering import TINY_MODEL_NAME, EnvFromMessageEnv, get_tokenizer
 
 
 class ThinkingGuessEnv(MultiTurnEnv):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import tinker
 
-from mint_envkit import TINY_MODEL_NAME, Renderer, RendererError, get_renderer, get_tokenizer
+from mint_envkit import Renderer, RendererError, get_renderer
+from mint_envkit.rendering import TINY_MODEL_NAME, get_tokenizer
 from mint_envkit.rendering.renderer import RENDERERS
 
 IM_END = 2045

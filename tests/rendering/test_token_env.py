@@ -6,17 +6,15 @@ import pytest
 import tinker
 
 from mint_envkit import (
-    TINY_MODEL_NAME,
     EnvError,
-    EnvFromMessageEnv,
     Feedback,
     MessageEnv,
     MessageStepResult,
     MultiTurnEnv,
-    StepResult,
     first_number,
     get_renderer,
 )
+from mint_envkit.rendering import TINY_MODEL_NAME, EnvFromMessageEnv, StepResult
 from shared_envs import ArithmeticEnv
 
 

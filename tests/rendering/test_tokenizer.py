@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mint_envkit import TINY_MODEL_NAME, TokenizerError, get_tokenizer
+from mint_envkit import TokenizerError
+from mint_envkit.rendering import TINY_MODEL_NAME, get_tokenizer
 from mint_envkit.rendering import tokenizer as tokenizer_module
 from mint_envkit.rendering.tokenizer import TINY_MODEL_NAMES, cache_dir, tiny_tokenizer_dir
 

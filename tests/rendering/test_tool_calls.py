@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mint_envkit import TINY_MODEL_NAME, get_renderer, get_tokenizer, tool
+from mint_envkit import get_renderer, tool
+from mint_envkit.rendering import TINY_MODEL_NAME, get_tokenizer
 from mint_envkit.rendering.tool_calls import parse_hermes_tool_calls
 
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from mint_envkit import TINY_MODEL_NAME, Config, DatasetBuilder, SingleTurnEnv, first_number
+from mint_envkit import Config, DatasetBuilder, SingleTurnEnv, first_number
+from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rollouts.types import GroupRollout
 from shared_envs import hand_made_rollout
 

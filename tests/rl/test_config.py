@@ -7,7 +7,8 @@ import types
 
 import pytest
 
-from mint_envkit import TINY_MODEL_NAME, ConfigError, DatasetBuilder, SingleTurnEnv
+from mint_envkit import ConfigError, DatasetBuilder, SingleTurnEnv
+from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rl.config import (
     LOSS_FNS,
     Config,

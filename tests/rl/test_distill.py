@@ -8,8 +8,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from mint_envkit import Config, DatasetBuilder, SingleTurnEnv, first_number, get_tokenizer
+from mint_envkit import Config, DatasetBuilder, SingleTurnEnv, first_number
 from mint_envkit.errors import ConfigError
+from mint_envkit.rendering import get_tokenizer
 from mint_envkit.rl import run_distillation
 from mint_envkit.rollouts.files import RunFiles
 

@@ -6,8 +6,9 @@ import asyncio
 
 import pytest
 
-from mint_envkit import TINY_MODEL_NAME, DatasetBuilder, SingleTurnEnv, first_number
+from mint_envkit import DatasetBuilder, SingleTurnEnv, first_number
 from mint_envkit.errors import ConfigError, MintEnvkitError
+from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rl.teacher import (
     RecordingGroup,
     TeacherSample,

@@ -12,7 +12,6 @@ import math
 import pytest
 
 from mint_envkit import (
-    TINY_MODEL_NAME,
     GroupBuilder,
     MessageStepResult,
     ScriptedPolicy,
@@ -21,6 +20,7 @@ from mint_envkit import (
     exact,
 )
 from mint_envkit.errors import ConfigError
+from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rollouts.answers import (
     ANSWER_KEYS,
     ANSWER_TEXTS,

@@ -76,3 +76,13 @@ def test_turns_count_the_cut_off_episodes_with_their_replies(make_group):
 
 def test_no_turns_metric_when_no_episode_reports_turns(make_group):
     assert "env/all/turns" not in rollout_metrics([make_group(0, [1.0, 0.0])], "env")
+
+
+def test_a_metric_some_episodes_did_not_log_has_its_coverage_beside_it(make_group):
+    one = make_group(0, [1.0, 0.0], correct=[1.0, 0.0])
+    one.trajectories[1].transitions[0].metrics.clear()  # the second episode logs nothing
+    metrics = rollout_metrics([one], "env")
+    assert metrics["env/all/correct"] == 1.0
+    assert metrics["env/all/correct/coverage"] == 0.5
+    full = rollout_metrics([make_group(1, [1.0, 0.0], correct=[1.0, 0.0])], "env")
+    assert "env/all/correct/coverage" not in full

@@ -7,7 +7,6 @@ import asyncio
 import pytest
 
 from mint_envkit import (
-    TINY_MODEL_NAME,
     Feedback,
     GroupBuilder,
     MintEnvkitError,
@@ -16,6 +15,7 @@ from mint_envkit import (
     SingleTurnEnv,
     first_number,
 )
+from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rollouts.run import rollout_group, rollout_groups
 from mint_envkit.rollouts.sampler import SampleRequest
 from mint_envkit.rollouts.types import SampledTokens, Trajectory, Transition

@@ -7,9 +7,9 @@ import math
 import pytest
 
 from mint_envkit import (
-    TINY_MODEL_NAME,
     ConfigError,
     DatasetBuilder,
+    EnvError,
     Feedback,
     MultiTurnEnv,
     ScriptedPolicy,
@@ -17,6 +17,7 @@ from mint_envkit import (
     SingleTurnEnv,
     first_number,
 )
+from mint_envkit.rendering import TINY_MODEL_NAME
 
 
 class ArithmeticEnv(SingleTurnEnv):
@@ -109,8 +110,32 @@ async def test_function_gets_a_copy_of_the_conversation():
     assert report.groups[0].rewards == [1.0, 1.0, 1.0]
 
 
+async def test_a_failed_group_raises_with_its_error_unless_kept():
+    with pytest.raises(EnvError, match="1 of 1 group.s. failed; group 0: ConfigError: the "):
+        await ScriptedPolicy(lambda messages: 5).run(builder(problems=PROBLEMS[:1]))
+
+
+def test_run_sync_raises_the_first_error_too():
+    with pytest.raises(EnvError, match="must return a str"):
+        ScriptedPolicy(lambda messages: 5).run_sync(builder(problems=PROBLEMS[:1]))
+
+
+async def test_a_reward_that_raises_is_loud_not_an_empty_report():
+    from mint_envkit import SingleTurnEnv
+
+    def broken(completion: str, answer: str) -> float:
+        raise KeyError("oops")
+
+    class Broken(SingleTurnEnv):
+        reward_fn = broken
+
+    with pytest.raises(EnvError, match="KeyError: 'oops'"):
+        await ScriptedPolicy(["5"]).run(builder(env=Broken, problems=PROBLEMS[:1]))
+
+
 async def test_function_returning_a_non_string_fails_its_group():
-    report = await ScriptedPolicy(lambda messages: 5).run(builder(problems=PROBLEMS[:1]))
+    policy = ScriptedPolicy(lambda messages: 5)
+    report = await policy.run(builder(problems=PROBLEMS[:1]), keep_errors=True)
     assert report.groups[0].error is not None
     assert "must return a str" in report.groups[0].error
     assert report.errors == [f"group 0: {report.groups[0].error}"]
@@ -200,7 +225,7 @@ async def test_per_turn_scripts():
 
 async def test_a_script_shorter_than_its_episode_fails_its_group_with_the_numbers():
     source = builder(env=EchoTurnsEnv, problems=[{"question": "Start."}], group_size=1)
-    report = await ScriptedPolicy([["b"]]).run(source)
+    report = await ScriptedPolicy([["b"]]).run(source, keep_errors=True)
     assert "have 1 turn(s), but its episode asked for turn 2" in report.groups[0].error
 
 

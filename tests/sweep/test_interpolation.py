@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from mint_envkit import TINY_MODEL_NAME
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation import evaluate
+from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rollouts import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.files import read_jsonl
 from mint_envkit.sweep import interpolation_sweep

@@ -16,8 +16,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from mint_envkit import TINY_MODEL_NAME, Config, DatasetBuilder, run_training
+from mint_envkit import Config, DatasetBuilder, run_training
 from mint_envkit.evaluation import evaluate_many
+from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rollouts import BackendSettings, SamplingSettings
 from mint_envkit.view import write_report
 from shared_envs import YesNoEnv, yes_no_problems

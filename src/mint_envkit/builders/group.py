@@ -86,7 +86,7 @@ class GroupBuilder:
             (``renderer_name`` defaults to the one that fits the model).
         max_trajectory_tokens, max_generation_tokens, failed_parse_reward,
             context_overflow_reward, score_truncated: passed to
-            :class:`~mint_envkit.EnvFromMessageEnv`.
+            :class:`~mint_envkit.rendering.EnvFromMessageEnv`.
         index: the problem's index in its dataset (for logs).
 
     ``failed_parse_reward`` (no stop token) and ``context_overflow_reward`` (cut

@@ -20,7 +20,8 @@ Example::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, TypeAlias
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
@@ -92,7 +93,10 @@ class MessageEnv(ABC):
     - :meth:`wrong_answer_reward`: what a wrong answer earns, for the ordering
       rule (default: unknown, None);
     - :meth:`teacher_messages`: the conversation a distillation teacher sees
-      (default: the student's own messages).
+      (default: the student's own messages);
+    - :attr:`metric_defaults`: the value of a metric in an episode that did not log it
+      (default: none, so such a metric's mean is over the episodes that logged it, and
+      the reports say how many those were).
 
     Example::
 
@@ -108,6 +112,16 @@ class MessageEnv(ABC):
 
     answer: Any = None
     """The problem's reference answer, or None when the env has none (default)."""
+
+    metric_defaults: ClassVar[Mapping[str, float]] = {}
+    """A metric's value in an episode that did not log it: ``{"won": 0.0}`` for a metric
+    an env logs only on success, so its mean is over every episode, not the winners.
+
+    Example::
+
+        class GuessEnv(MultiTurnEnv):
+            metric_defaults = {"won": 0.0}
+    """
 
     @abstractmethod
     async def initial_observation(self) -> list[Message]:

@@ -130,6 +130,10 @@ class MultiTurnEnv(MessageEnv):
     required_fields: ClassVar[tuple[str, ...]] = ("question",)
     optional_fields: ClassVar[dict[str, Any]] = {}
 
+    def _out_of_turns_reward(self) -> float:
+        """What a turn that reaches ``max_turns`` without finishing earns."""
+        return self.max_turns_reward
+
     def __init__(self, **problem: Any) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
             raise ConfigError(
@@ -205,7 +209,7 @@ class MultiTurnEnv(MessageEnv):
         done = feedback.done
         hit_limit = not done and self.turns >= self.max_turns
         if hit_limit:
-            reward = self.max_turns_reward
+            reward = self._out_of_turns_reward()
             done = True
         if feedback.reply is not None and not done:
             replies = feedback.reply if isinstance(feedback.reply, list) else [feedback.reply]

@@ -8,10 +8,14 @@ that one value, so ``correct`` and ``parsed`` always come from whatever gave
 the reward: the env's parser and ``check``, or the answer check inside
 ``reward_fn``; a ``reward_fn`` that checks no answer reports no ``correct``.
 
-When an env class is defined, its ``reward_unparsed`` (and a multi-turn env's
-``max_turns_reward``) must obey the ordering rule of
-:mod:`mint_envkit.envs.ordering`: no outcome without an answer earns more than a
-wrong answer.
+When an env class is defined, how it scores is decided once into one value,
+``MyEnv.scoring`` (:class:`~mint_envkit.envs.scoring_plan.Scoring`: the parser, the
+reward, each outcome's reward and the ordering rule's verdict; nothing is written back
+into the class). Its ``reward_unparsed`` (and a multi-turn env's ``max_turns_reward``)
+must obey the ordering rule of :mod:`mint_envkit.envs.ordering`: no outcome without an
+answer earns more than a wrong answer. A ``reward_fn`` may be a plain function
+``(completion, answer) -> number``: it is scored through
+:func:`~mint_envkit.rewards.component`.
 
 Parsers and ``check`` read the reply's ``content``; the renderer keeps the
 thinking apart in ``message["thinking"]``. :func:`with_thinking` gives the
@@ -37,12 +41,11 @@ from typing import Any, ClassVar
 
 import attrs
 
-from mint_envkit.checks import is_number
 from mint_envkit.envs.base import Message, MessageStepResult
-from mint_envkit.envs.ordering import check_reward_order
+from mint_envkit.envs.scoring_plan import Scoring, decide_scoring, is_verdict
 from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import Parser, ParseResult, exact, strip_thinking
-from mint_envkit.rewards import Reward, RewardContext
+from mint_envkit.rewards import RewardContext
 from mint_envkit.rewards.parts import default_check
 
 
@@ -120,20 +123,23 @@ class AnswerScoring:
     """Scores a final reply: parse, check, reward, metrics. A mixin of the envs.
 
     Class attributes:
-        parser: extracts the answer from the reply's content (default ``exact()``).
+        parser: extracts the answer from the reply's content (default ``exact()``); a
+            plain function ``str -> str | None`` works too.
         reward_correct, reward_incorrect, reward_unparsed: the reward when the
-            parsed answer is right, wrong, or could not be parsed (1.0 / 0.0 / 0.0).
-            An unparsed reply never earns more than a wrong one: a subclass that
-            sets ``reward_incorrect`` but not ``reward_unparsed`` gets
-            ``reward_unparsed = reward_incorrect``; ``reward_unparsed >
+            parsed answer is right, wrong, or could not be parsed (1.0 / 0.0 /
+            unset). An unparsed reply never earns more than a wrong one: unset,
+            ``reward_unparsed`` follows ``reward_incorrect``; ``reward_unparsed >
             reward_incorrect`` raises :class:`~mint_envkit.errors.ConfigError`
             when the class is defined.
-        reward_fn: optional composed reward (see :mod:`mint_envkit.rewards`);
-            when set it gives the reward, its answer check gives ``correct`` and
-            ``parsed`` (absent when it checks no answer; the ``parser`` is then
-            not used), and each part is a metric. Its parts see
-            :meth:`reward_context` (the problem, the prompt, the conversation);
-            an async part (:func:`~mint_envkit.judge.judged`) is awaited by ``step()``.
+        reward_fn: optional reward: a plain function ``(completion, answer) ->
+            number``, or a composed one (see :mod:`mint_envkit.rewards`); when set it
+            gives the reward, its answer check gives ``correct`` and ``parsed``
+            (absent when it checks no answer; the ``parser`` is then not used), and
+            each part is a metric. Its parts see :meth:`reward_context` (the
+            problem, the prompt, the conversation); an async part
+            (:func:`~mint_envkit.judge.judged`) is awaited by ``step()``.
+        scoring: how the class scores, decided when it was defined (read it, print
+            it; do not set it).
         reward_sees_thinking: when True, ``reward_fn`` reads
             :func:`with_thinking` (the thinking in a ``<think>`` block, then the
             content) instead of the content alone (default False).
@@ -152,15 +158,16 @@ class AnswerScoring:
     parser: ClassVar[Parser] = exact()
     reward_correct: ClassVar[float] = 1.0
     reward_incorrect: ClassVar[float] = 0.0
-    reward_unparsed: ClassVar[float] = 0.0
+    reward_unparsed: ClassVar[float | None] = None
     reward_fn: ClassVar[Any] = None
     reward_sees_thinking: ClassVar[bool] = False
+    scoring: ClassVar[Scoring]
     problem: dict[str, Any]
     _awaited: tuple[Message, AnswerScore] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        _order_rewards(cls)
+        cls.scoring = decide_scoring(cls, AnswerScoring)
 
     @property
     def answer(self) -> Any:
@@ -179,20 +186,18 @@ class AnswerScoring:
             # not run: `ArithmeticEnv` is the env of examples/arithmetic_env.py
             ArithmeticEnv.wrong_answer_reward()  # -0.25, its reward_incorrect
         """
-        if cls.reward_fn is None:
-            return cls.reward_incorrect
-        bounds = getattr(cls.reward_fn, "bounds", None)
-        return None if bounds is None else float(bounds[0])
+        return cls.scoring.wrong_answer
 
     @classmethod
     def _wrong_answer_label(cls) -> str:
-        if cls.reward_fn is None:
+        if cls.scoring.reward is None:
             return f"{cls.__name__}.reward_incorrect"
         return f"the lowest score of {cls.__name__}.reward_fn"
 
-    @classmethod
-    def _checks_answer(cls) -> bool:
-        return cls.reward_fn is None or bool(getattr(cls.reward_fn, "checks_answer", False))
+    def _out_of_turns_reward(self) -> float:
+        """What running out of turns earns (a multi-turn env's, as decided)."""
+        turns = type(self).scoring.max_turns_reward
+        return 0.0 if turns is None else turns
 
     def check(self, parsed: str, answer: Any) -> bool:
         """Is the parsed answer right? Numbers compare by value, text after strip.
@@ -220,11 +225,7 @@ class AnswerScoring:
             if thinking.status == "unclosed_think":
                 return thinking
             content = thinking.value or ""
-        # Read from the class so a plain function is not bound as a method.
-        parser = type(self).parser
-        if not isinstance(parser, Parser):
-            parser = Parser.from_function(parser, name=getattr(parser, "__name__", "parser"))
-        return parser(content if isinstance(content, str) else "")
+        return type(self).scoring.parser(content if isinstance(content, str) else "")
 
     def _history(self, message: Message) -> tuple[list[Message], list[Message]]:
         """The prompt and the conversation ending with ``message`` (the envs fill them in)."""
@@ -266,15 +267,24 @@ class AnswerScoring:
         return AnswerScore(breakdown.total, correct, parse, breakdown.metrics, notes)
 
     def _by_parser(self, message: Message) -> AnswerScore:
-        answer = self.answer
+        answer, plan = self.answer, type(self).scoring
         read = self.parse(message)
         correct = None
-        if answer is not None:
-            correct = bool(read) and bool(self.check(read.value or "", answer))
+        if answer is not None and read:
+            verdict = self.check(read.value or "", answer)
+            if not is_verdict(verdict):
+                raise ConfigError(
+                    f"{type(self).__name__}.check returned {verdict!r} for the reply "
+                    f"{read.value!r}; a check must return True or False (a NaN, a number or "
+                    "None would be scored as a verdict nobody gave)"
+                )
+            correct = bool(verdict)
+        elif answer is not None:
+            correct = False
         if not read:
-            reward = self.reward_unparsed
+            reward = plan.reward_unparsed
         else:
-            reward = self.reward_correct if correct else self.reward_incorrect
+            reward = plan.reward_correct if correct else plan.reward_incorrect
         return AnswerScore(reward=reward, correct=correct, parse=read)
 
     def score_answer(self, message: Message) -> AnswerScore:
@@ -298,12 +308,10 @@ class AnswerScoring:
         awaited = self._awaited
         if awaited is not None and awaited[0] is message:
             return awaited[1]
-        reward_fn = type(self).reward_fn
+        reward_fn = type(self).scoring.reward
         if reward_fn is None:
             return self._by_parser(message)
         text = self._reward_text(message)
-        if not isinstance(reward_fn, Reward):  # a plain function (completion, answer)
-            return self._from_breakdown(reward_fn(text, self.answer))
         if reward_fn.is_async:
             raise ConfigError(
                 f"{type(self).__name__}.reward_fn has an async part (a judge, an async "
@@ -322,8 +330,8 @@ class AnswerScoring:
             scored = await env.score_answer_async({"role": "assistant", "content": "5"})
             scored.reward, scored.metrics["reward/polite"]
         """
-        reward_fn = type(self).reward_fn
-        if not isinstance(reward_fn, Reward):
+        reward_fn = type(self).scoring.reward
+        if reward_fn is None:
             return self.score_answer(message)
         context = self.reward_context(message)
         breakdown = await reward_fn.score_async(self._reward_text(message), self.answer, context)
@@ -332,8 +340,8 @@ class AnswerScoring:
     async def _await_reward(self, message: Message) -> None:
         """Before :meth:`score`: await an async ``reward_fn`` for ``message`` (its result is
         what :meth:`score_answer` then gives for this message)."""
-        reward_fn = type(self).reward_fn
-        if isinstance(reward_fn, Reward) and reward_fn.is_async:
+        reward_fn = type(self).scoring.reward
+        if reward_fn is not None and reward_fn.is_async:
             self._awaited = (message, await self.score_answer_async(message))
 
     def score(self, message: Message) -> MessageStepResult:
@@ -362,56 +370,11 @@ class AnswerScoring:
         ``correct`` and ``parsed`` count such an episode as 0, where the env
         reports them at all.
         """
-        if not self._checks_answer():
+        if not type(self).scoring.checks_answer:
             return {}
         if self.answer is None:
             return {"parsed": 0.0}
         return {"correct": 0.0, "parsed": 0.0}
 
 
-_DERIVED: dict[type, set[str]] = {}
-"""The rewards each class got here (from ``reward_incorrect``), not from its author."""
-
-
-def _explicit(cls: type, name: str) -> bool:
-    """Did the author of ``cls`` or of a base between it and AnswerScoring set ``name``?"""
-    chain = cls.__mro__[: cls.__mro__.index(AnswerScoring)]
-    return any(name in vars(c) and name not in _DERIVED.get(c, set()) for c in chain)
-
-
-def _derive(cls: type, name: str, value: float) -> None:
-    setattr(cls, name, value)
-    _DERIVED.setdefault(cls, set()).add(name)
-
-
-def _inherited(cls: type, name: str) -> Any:
-    """``name`` as the first class that set it by hand has it (a base's default)."""
-    return next(
-        vars(c)[name] for c in cls.__mro__ if name in vars(c) and name not in _DERIVED.get(c, ())
-    )
-
-
-def _order_rewards(cls: type[AnswerScoring]) -> None:
-    """Derive unset non-answer rewards; refuse one above a wrong answer (the ordering rule).
-
-    ``reward_unparsed`` follows ``reward_incorrect`` when unset. A multi-turn env's
-    ``max_turns_reward`` (running out of turns gives no answer) follows the wrong-answer
-    reward when unset and that is lower than its default.
-    """
-    names = ["reward_correct", "reward_incorrect", "reward_unparsed"]
-    turns = hasattr(cls, "max_turns_reward")
-    for name in [*names, "max_turns_reward"] if turns else names:
-        value = getattr(cls, name)
-        if not is_number(value):
-            raise ConfigError(f"{cls.__name__}.{name} must be a number, got {value!r}")
-    if not _explicit(cls, "reward_unparsed"):
-        _derive(cls, "reward_unparsed", cls.reward_incorrect)
-    incorrect = (f"{cls.__name__}.reward_incorrect", cls.reward_incorrect)
-    check_reward_order(cls.__name__, incorrect, {"reward_unparsed": cls.reward_unparsed})
-    wrong = cls.wrong_answer_reward() if turns else None
-    if wrong is None:
-        return
-    if not _explicit(cls, "max_turns_reward"):
-        _derive(cls, "max_turns_reward", min(_inherited(cls, "max_turns_reward"), wrong))
-    label = (cls._wrong_answer_label(), wrong)
-    check_reward_order(cls.__name__, label, {"max_turns_reward": cls.max_turns_reward})
+AnswerScoring.scoring = decide_scoring(AnswerScoring, AnswerScoring)

@@ -8,7 +8,8 @@ thinking kept apart from the content.
 Example::
 
     # not run: `sampled_tokens` is a sampled reply's tokens, built elsewhere
-    from mint_envkit import get_renderer, get_tokenizer
+    from mint_envkit import get_renderer
+    from mint_envkit.rendering import get_tokenizer
 
     renderer = get_renderer("qwen3", get_tokenizer("mint-envkit/tiny-qwen3"))
     prompt = renderer.build_generation_prompt([{"role": "user", "content": "2 + 3?"}])

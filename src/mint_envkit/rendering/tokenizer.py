@@ -14,7 +14,7 @@
 
 Example::
 
-    from mint_envkit import get_tokenizer
+    from mint_envkit.rendering import get_tokenizer
 
     tok = get_tokenizer("mint-envkit/tiny-qwen3")
     ids = tok.encode("What is 2 + 3?")

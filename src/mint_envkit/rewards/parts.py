@@ -36,7 +36,18 @@ def _as_float(value: object, name: str) -> float:
     )
 
 
-def _require_reward(value: object, role: str) -> Reward:
+def as_reward(value: object, role: str) -> Reward:
+    """``value`` as a :class:`Reward`: a Reward as it is, a plain function
+    ``(completion, answer) -> number`` (or ``(context) -> number``) through
+    :func:`component`; anything else a ConfigError naming ``role`` and what to write.
+
+    Example::
+
+        def exact_reward(completion: str, answer: str) -> float:
+            return float(completion.strip() == answer)
+
+        assert as_reward(exact_reward, "reward_fn").name == "exact_reward"
+    """
     if isinstance(value, Reward):
         return value
     if isinstance(value, Parser):
@@ -44,19 +55,35 @@ def _require_reward(value: object, role: str) -> Reward:
             f"{role} got the parser {value.name!r}; wrap it: correct({value.name}) scores "
             f"the answer, valid_format({value.name}) scores the format"
         )
+    if callable(value) and not isinstance(value, type):
+        if getattr(value, "__name__", "<lambda>") == "<lambda>":
+            raise ConfigError(
+                f"{role} got a lambda; give it a name, it becomes the metric "
+                "'reward/<name>': component(lambda completion, answer: ..., name='...')"
+            )
+        return component(value)
     raise ConfigError(
-        f"{role} needs a Reward, got {value!r}; wrap a function (completion, answer) -> "
-        "float with component(fn, name='...')"
+        f"{role} needs a reward: a function (completion, answer) -> float, or a Reward "
+        f"(correct(parser), component(fn, bounds=(0, 1)), weighted(...)); got {value!r}"
     )
 
 
-def _require_parser(parser: object, role: str) -> Parser:
-    if not isinstance(parser, Parser):
-        raise ConfigError(
-            f"{role} needs a Parser, got {parser!r}; wrap a function with "
-            "Parser.from_function(fn, name='...')"
-        )
-    return parser
+def as_parser(parser: object, role: str) -> Parser:
+    """``parser`` as a :class:`~mint_envkit.Parser`: a Parser as it is, a plain function
+    ``str -> ParseResult | str | None`` through :meth:`Parser.from_function`.
+
+    Example::
+
+        as_parser(str.strip, "correct()")("  5 ").value   # '5'
+    """
+    if isinstance(parser, Parser):
+        return parser
+    if callable(parser) and not isinstance(parser, type | Reward):
+        return Parser.from_function(parser)
+    raise ConfigError(
+        f"{role} needs a Parser (first_number, boxed, ...) or a function str -> str | None, "
+        f"got {parser!r}"
+    )
 
 
 def default_check(value: str, answer: object) -> bool:
@@ -101,7 +128,7 @@ def correct(
         loose = correct(exact(str.lower), check=lambda value, answer: value == answer.lower())
         assert loose("PARIS", "Paris").total == 1.0
     """
-    parser = _require_parser(parser, "correct()")
+    parser = as_parser(parser, "correct()")
     if check is not None and not callable(check):
         raise ConfigError(
             f"correct(check=...) needs a callable (value, answer) -> bool, got {check!r}"
@@ -165,7 +192,7 @@ def valid_format(parser: Parser, *, name: str = "format") -> Reward:
         assert has_answer("<answer>7</answer>", "").total == 1.0
         assert has_answer("<answer>7", "").metrics["parse/format/truncated"] == 1.0
     """
-    parser = _require_parser(parser, "valid_format()")
+    parser = as_parser(parser, "valid_format()")
 
     def score(completion: str, answer: Any, context: RewardContext) -> PartScore:
         result = parser(completion)
@@ -193,6 +220,17 @@ def _takes_context(fn: Callable[..., Any]) -> bool:
     )
 
 
+def _takes_two(fn: Callable[..., Any]) -> bool:
+    """Can ``fn`` be called as ``fn(completion, answer)``? (True when it cannot be told.)"""
+    try:
+        inspect.signature(fn).bind(None, None)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read
+        return True
+    return True
+
+
 def _value(value: object, name: str) -> float:
     if inspect.isawaitable(value):
         if inspect.iscoroutine(value):
@@ -204,7 +242,33 @@ def _value(value: object, name: str) -> float:
     return _as_float(value, name)
 
 
-def component(fn: Callable[..., Any], name: str | None = None) -> Reward:
+def _check_bounds(bounds: Any, label: str) -> tuple[float, float] | None:
+    if bounds is None:
+        return None
+    ok = isinstance(bounds, tuple | list) and len(bounds) == 2 and all(map(is_number, bounds))
+    if not ok or not all(math.isfinite(b) for b in bounds) or bounds[0] > bounds[1]:
+        raise ConfigError(
+            f"component({label!r}, bounds={bounds!r}) needs (lowest, highest): two finite "
+            "numbers, the lowest first, e.g. bounds=(0.0, 1.0)"
+        )
+    return float(bounds[0]), float(bounds[1])
+
+
+def _within(value: float, bounds: tuple[float, float] | None, label: str) -> float:
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        raise ConfigError(
+            f"reward component {label!r} returned {value!r}, outside its bounds {bounds}; "
+            "return a value within them, or widen bounds= (the ordering rule relies on them)"
+        )
+    return value
+
+
+def component(
+    fn: Callable[..., Any],
+    name: str | None = None,
+    *,
+    bounds: tuple[float, float] | None = None,
+) -> Reward:
     """Turn a function ``(completion, answer) -> float`` or ``(context) -> float`` into a :class:`Reward`.
 
     A function of one parameter named ``context`` (or annotated
@@ -217,6 +281,12 @@ def component(fn: Callable[..., Any], name: str | None = None) -> Reward:
     number (``bool`` is fine); anything else raises
     :class:`~mint_envkit.errors.ConfigError`. Exceptions it raises propagate.
 
+    ``bounds=(lowest, highest)`` says the range of what it returns (a value outside is
+    a ConfigError when scored). Without bounds the lowest score of a wrong answer is
+    unknown, so the ordering rule (no reply without an answer earns more than a wrong
+    one) cannot be checked for the env: the env class, ``mint-envkit check`` and the
+    audit say so.
+
     Example::
 
         def short(completion: str, answer: str) -> float:
@@ -228,6 +298,7 @@ def component(fn: Callable[..., Any], name: str | None = None) -> Reward:
         assert component(short)("5", "5").components == {"short": 1.0}
         context = RewardContext(problem={"unit": "cm"}, completion="5 cm")
         assert component(in_the_unit)("5 cm", "5", context).total == 1.0
+        assert component(short, bounds=(0.0, 1.0)).bounds == (0.0, 1.0)
     """
     if not callable(fn):
         raise ConfigError(
@@ -241,6 +312,13 @@ def component(fn: Callable[..., Any], name: str | None = None) -> Reward:
             "'reward/<name>')"
         )
     with_context = _takes_context(fn)
+    if not with_context and not _takes_two(fn):
+        raise ConfigError(
+            f"component({label!r}) is called as fn(completion, answer) (or fn(context), one "
+            "parameter named context), but its signature takes neither; write "
+            "def fn(completion: str, answer: str) -> float"
+        )
+    known = _check_bounds(bounds, label)
 
     def call(completion: str, answer: Any, context: RewardContext) -> Any:
         return fn(context) if with_context else fn(completion, answer)
@@ -248,14 +326,15 @@ def component(fn: Callable[..., Any], name: str | None = None) -> Reward:
     if inspect.iscoroutinefunction(fn):
 
         async def score_async(completion: str, answer: Any, context: RewardContext) -> PartScore:
-            return PartScore(_as_float(await call(completion, answer, context), label))
+            value = _as_float(await call(completion, answer, context), label)
+            return PartScore(_within(value, known, label))
 
-        return Reward(name=label, leaf=score_async)
+        return Reward(name=label, leaf=score_async, bounds=known)
 
     def score(completion: str, answer: Any, context: RewardContext) -> PartScore:
-        return PartScore(_value(call(completion, answer, context), label))
+        return PartScore(_within(_value(call(completion, answer, context), label), known, label))
 
-    return Reward(name=label, leaf=score)
+    return Reward(name=label, leaf=score, bounds=known)
 
 
 def gated(value: Reward, *, gate: Reward, otherwise: float = 0.0, name: str = "gated") -> Reward:
@@ -276,8 +355,8 @@ def gated(value: Reward, *, gate: Reward, otherwise: float = 0.0, name: str = "g
         assert reward(r"\\boxed{5}", "5").total == 0.0  # right answer, no <answer> tag
         assert reward(r"<answer>\\boxed{5}</answer>", "5").total == 1.0
     """
-    value = _require_reward(value, "gated(value)")
-    gate = _require_reward(gate, "gated(gate=...)")
+    value = as_reward(value, "gated(value)")
+    gate = as_reward(gate, "gated(gate=...)")
     if not is_number(otherwise) or not math.isfinite(otherwise):
         raise ConfigError(f"gated(otherwise={otherwise!r}) must be a finite number, e.g. 0.0")
     fallback = float(otherwise)
@@ -347,7 +426,7 @@ def weighted(**parts: tuple[Reward, float]) -> Reward:
                 f"weighted({key}=...) has weight {weight!r}; a weight must be a finite "
                 "number such as 1.0 or 0.1"
             )
-        children.append(_require_reward(reward, f"weighted({key}=...)").named(key))
+        children.append(as_reward(reward, f"weighted({key}=...)").named(key))
         weights.append(float(weight))
 
     def combine(totals: Sequence[float]) -> float:

@@ -2,7 +2,7 @@
 
 A multi-turn episode whose observations extend each other (each prompt is
 the previous prompt + the sampled reply + the env's new messages, as the
-token-faithful :class:`~mint_envkit.EnvFromMessageEnv` builds them) trains as
+token-faithful :class:`~mint_envkit.rendering.EnvFromMessageEnv` builds them) trains as
 ONE datum: the sampled tokens carry the advantage, the env's tokens get zero
 advantage and zero logprob. That is O(T) tokens for T turns instead of the
 O(T^2) of one datum per turn. Where an observation does not extend the

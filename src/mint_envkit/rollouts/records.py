@@ -34,12 +34,35 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def metric_means(
+    episodes: Sequence[Mapping[str, float]],
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Each metric's mean over the episodes that logged it, and its coverage: the share
+    of the episodes that did (1.0 when every one did).
+
+    Example::
+
+        metric_means([{"won": 1.0, "turns": 3.0}, {"turns": 5.0}])
+        # ({'turns': 4.0, 'won': 1.0}, {'turns': 1.0, 'won': 0.5})
+    """
+    sums: dict[str, list[float]] = {}
+    for metrics in episodes:
+        for key, value in metrics.items():
+            sums.setdefault(key, []).append(float(value))
+    means = {key: sum(v) / len(v) for key, v in sorted(sums.items())}
+    coverage = {key: len(v) / len(episodes) for key, v in sorted(sums.items())}
+    return means, coverage
+
+
 def rollout_metrics(rollouts: Sequence[GroupRollout], prefix: str) -> dict[str, Any]:
     """Reward and env metrics averaged over every episode of the groups that ran.
 
     Keys: ``<prefix>/all/reward/total``, ``<prefix>/all/<env metric>``,
     ``<prefix>/<tag>/reward/total``, ``<prefix>/all/episodes`` and
-    ``<prefix>/all/rollout_errors``.
+    ``<prefix>/all/rollout_errors``. A metric that some episodes did not log (and the
+    env gives no default for: ``MessageEnv.metric_defaults``) is the mean over those that
+    did, with ``<prefix>/all/<metric>/coverage``, the share of episodes that logged it,
+    beside it: never a silent subset.
 
     Example::
 
@@ -49,14 +72,17 @@ def rollout_metrics(rollouts: Sequence[GroupRollout], prefix: str) -> dict[str, 
     ok = [r for r in rollouts if r.error is None]
     episodes = [t for r in ok for t in r.trajectories]
     out[f"{prefix}/all/reward/total"] = _mean([t.total_reward for t in episodes])
-    sums: dict[str, list[float]] = {}
-    for trajectory in episodes:
-        for key, value in trajectory.metrics.items():
-            sums.setdefault(key, []).append(float(value))
-    if "turns" in sums:  # an episode cut off before step() scored it reports none: its replies
-        sums["turns"] = [float(t.metrics.get("turns", len(t.transitions))) for t in episodes]
-    for key, values in sorted(sums.items()):
-        out[f"{prefix}/all/{key}"] = _mean(values)
+    rows = [dict(t.metrics) for t in episodes]
+    for row, trajectory in zip(rows, episodes, strict=True):
+        if "turns" not in row:  # an episode cut off before step() scored it: its replies
+            row["turns"] = float(len(trajectory.transitions))
+    if not any("turns" in t.metrics for t in episodes):
+        rows = [dict(t.metrics) for t in episodes]
+    means, coverage = metric_means(rows)
+    for key, value in means.items():
+        out[f"{prefix}/all/{key}"] = value
+        if coverage[key] < 1.0:
+            out[f"{prefix}/all/{key}/coverage"] = coverage[key]
     tags: dict[str, list[float]] = {}
     for rollout in ok:
         for tag in rollout.tags:
@@ -78,9 +104,10 @@ def rollout_records(
 
     An episode's line holds its whole conversation in ``messages`` (every
     env message, assistant reply with tool calls and thinking, tool result
-    and tool error, in order), so it can be rebuilt exactly; the older
-    fields (``prompt``, ``replies``, ``thinking``, ...) stay. The format is
-    in docs/rollouts.md.
+    and tool error, in order), so it can be rebuilt exactly, and the problem's
+    fields in ``problem`` (the viewer shows them: a guessing game's secret is in no
+    message); the older fields (``prompt``, ``replies``, ``thinking``, ...) stay. The
+    format is in docs/rollouts.md.
 
     ``advantages`` maps a group's position in ``rollouts`` to one advantage
     per episode (groups that do not train are absent: their episodes get
@@ -98,6 +125,7 @@ def rollout_records(
                     "step": step,
                     "split": split,
                     "group": rollout.index,
+                    "problem": rollout.problem,
                     "prompt": rollout.messages,
                     "error": rollout.error,
                     "traceback": rollout.traceback,
@@ -112,6 +140,7 @@ def rollout_records(
                     "split": split,
                     "group": rollout.index,
                     "member": member,
+                    "problem": rollout.problem,
                     "prompt": rollout.messages,
                     "messages": trajectory.messages,
                     "replies": [(t.message or {}).get("content") for t in trajectory.transitions],

@@ -72,6 +72,7 @@ async def _run_episode(
             )
         )
         if result.episode_done:
+            _fill_defaults(env, transitions)
             return Trajectory(transitions=transitions, messages=_conversation(env, result.message))
         ob = result.next_observation.to_ints()
         request = SampleRequest(
@@ -84,6 +85,15 @@ async def _run_episode(
             turn=len(transitions),
         )
         reply = (await _sample(sampler, request))[0]
+
+
+def _fill_defaults(env: EnvFromMessageEnv, transitions: list[Transition]) -> None:
+    """The env's ``metric_defaults`` for the metrics no step of the episode logged."""
+    defaults = env.message_env.metric_defaults
+    logged = {key for t in transitions for key in t.metrics}
+    missing = {k: float(v) for k, v in defaults.items() if k not in logged}
+    if missing:
+        transitions[-1].metrics.update(missing)
 
 
 def _conversation(env: EnvFromMessageEnv, last: Message | None) -> list[Message]:
@@ -140,9 +150,14 @@ async def rollout_group(
             error=f"{type(err).__name__}: {err}",
             traceback=traceback_module.format_exc(),
             tags=group.logging_tags(),
+            problem=dict(group.problem),
         )
     return GroupRollout(
-        index=group.index, messages=messages, trajectories=trajectories, tags=group.logging_tags()
+        index=group.index,
+        messages=messages,
+        trajectories=trajectories,
+        tags=group.logging_tags(),
+        problem=dict(group.problem),
     )
 
 

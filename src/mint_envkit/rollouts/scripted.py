@@ -28,7 +28,7 @@ import attrs
 from mint_envkit.builders.dataset import DatasetBuilder, ProblemDataset
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.envs.base import Message
-from mint_envkit.errors import ConfigError
+from mint_envkit.errors import ConfigError, EnvError
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.sampler import SampleRequest
 from mint_envkit.rollouts.types import GroupRollout, SampledTokens
@@ -109,15 +109,32 @@ class ScriptedReport:
 
     @property
     def mean_metrics(self) -> dict[str, float]:
-        """Each metric's mean over the envs that reported it."""
-        sums: dict[str, float] = {}
-        counts: dict[str, int] = {}
-        for group in self.groups:
-            for metrics in group.metrics:
-                for key, value in metrics.items():
-                    sums[key] = sums.get(key, 0.0) + float(value)
-                    counts[key] = counts.get(key, 0) + 1
-        return {key: sums[key] / counts[key] for key in sums}
+        """Each metric's mean over the envs that ran, as the loop reports it: a metric
+        some episodes did not log counts as 0 for them when the env declares that
+        default (``MessageEnv.metric_defaults``), else its mean is over the episodes that
+        logged it, and :attr:`metric_coverage` says how many those were.
+
+        Example::
+
+            # report: the module example's
+            report.mean_metrics["correct"], report.metric_coverage["correct"]   # (0.5, 1.0)
+        """
+        from mint_envkit.rollouts.records import metric_means
+
+        return metric_means([m for g in self.groups for m in g.metrics])[0]
+
+    @property
+    def metric_coverage(self) -> dict[str, float]:
+        """Each metric's share of the episodes that logged it (1.0: every episode).
+
+        Example::
+
+            # report: the module example's
+            report.metric_coverage["parsed"]   # 1.0
+        """
+        from mint_envkit.rollouts.records import metric_means
+
+        return metric_means([m for g in self.groups for m in g.metrics])[1]
 
     @property
     def errors(self) -> list[str]:
@@ -223,6 +240,7 @@ class ScriptedPolicy:
         *,
         max_batches: int | None = None,
         split: str = "train",
+        keep_errors: bool = False,
     ) -> ScriptedReport:
         """Run every group of a dataset builder (or dataset, or list of groups).
 
@@ -230,6 +248,13 @@ class ScriptedPolicy:
             source: what to run.
             max_batches: run only the first N batches.
             split: ``"train"`` or ``"test"`` when ``source`` is a builder.
+            keep_errors: return a report whose failed groups hold their errors (in
+                ``report.errors``) instead of raising.
+
+        Raises:
+            EnvError: a group failed (an env or its reward raised): the first error and
+                its traceback are in the message, so a broken reward is never a silent
+                empty report; ``keep_errors=True`` returns them instead.
         """
         if isinstance(source, DatasetBuilder):
             train, test = await source()
@@ -245,6 +270,14 @@ class ScriptedPolicy:
         else:
             groups = list(source)
         rollouts = await rollout_groups(groups, self)
+        failed = [r for r in rollouts if r.error is not None]
+        if failed and not keep_errors:
+            first = failed[0]
+            raise EnvError(
+                f"{len(failed)} of {len(rollouts)} group(s) failed; group {first.index}: "
+                f"{first.error}\n{first.traceback or ''}".rstrip()
+                + "\n(pass keep_errors=True to get the report with report.errors instead)"
+            )
         return ScriptedReport(groups=[GroupReport.from_rollout(r) for r in rollouts])
 
     def run_sync(self, source: Any, **kwargs: Any) -> ScriptedReport:

@@ -118,6 +118,8 @@ class GroupRollout:
         error: None, or ``"ExceptionType: message"`` of the env that raised.
         traceback: the formatted traceback when ``error`` is set.
         tags: the group's logging tags.
+        problem: the problem's fields (what the envs were made from; a multi-turn
+            env's secret is here and in no message).
 
     Example::
 
@@ -134,6 +136,7 @@ class GroupRollout:
     error: str | None = None
     traceback: str | None = None
     tags: list[str] = attrs.field(factory=list)
+    problem: dict[str, Any] = attrs.field(factory=dict)
 
     @property
     def rewards(self) -> list[float]:
