@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -189,7 +190,7 @@ class WinOnlyEnv(MessageEnv):
 
 
 class WinOnlyWithDefault(WinOnlyEnv):
-    metric_defaults = {"won": 0.0}
+    metric_defaults: ClassVar[dict[str, float]] = {"won": 0.0}
 
 
 async def test_a_metric_logged_by_some_episodes_shows_its_coverage_or_its_default():

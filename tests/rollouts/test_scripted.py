@@ -111,7 +111,7 @@ async def test_function_gets_a_copy_of_the_conversation():
 
 
 async def test_a_failed_group_raises_with_its_error_unless_kept():
-    with pytest.raises(EnvError, match="1 of 1 group.s. failed; group 0: ConfigError: the "):
+    with pytest.raises(EnvError, match=r"1 of 1 group.s. failed; group 0: ConfigError: the "):
         await ScriptedPolicy(lambda messages: 5).run(builder(problems=PROBLEMS[:1]))
 
 

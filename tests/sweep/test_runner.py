@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from mint_envkit.errors import ConfigError, MintEnvkitError
-from mint_envkit.rollouts import backend
 from mint_envkit.rl.config import Config, KLReferenceConfig
+from mint_envkit.rollouts import backend
 from mint_envkit.sweep import DEFAULT_GRID, Sweep, SweepResult
 
 

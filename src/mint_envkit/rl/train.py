@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import MintEnvkitError
+from mint_envkit.evaluation.claims import LearningClaim
 from mint_envkit.rl.advantages import batch_advantages, kl_adjusted_advantages
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
@@ -43,7 +44,6 @@ from mint_envkit.rl.datums import (
     to_datums,
 )
 from mint_envkit.rl.diagnostics import learner_metrics, no_update_note
-from mint_envkit.evaluation.claims import LearningClaim
 from mint_envkit.rl.evals import evaluate_split, run_claim
 from mint_envkit.rl.health import train_watched
 from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
