@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from mint_envkit import SandboxError
 from mint_envkit.sandbox import ProcessResult
 from mint_envkit.sandbox.cases import split_tests
 from mint_envkit.sandbox.harness import make_input, read_report
@@ -18,10 +21,13 @@ def lines(*events: object, nonce: str = NONCE) -> str:
 
 
 def judged(stdout: str, status: str = "finished"):
+    """The run's report read back, as if the program had started (it reports ``ready``)."""
+    stdout = lines(READY) + stdout
     return read_report(ProcessResult(status, 0, stdout, "", 0.1), CASES, NONCE)  # type: ignore[arg-type]
 
 
 LOAD = {"event": "load", "status": "ok"}
+READY = {"event": "ready"}
 
 
 def value(index: int, data: object) -> dict:
@@ -80,3 +86,10 @@ def test_the_input_holds_the_computed_sides_only():
     header = json.loads(line)
     assert header["cases"] == [{"expression": "add(2, 3)"}, {"expression": "add(1, 1)"}]
     assert header["nonce"] == nonce and nonce.startswith("mint-")
+
+
+def test_a_program_that_never_started_is_the_sandboxs_failure_not_a_score():
+    for status in ("finished", "timeout"):
+        result = ProcessResult(status, 1, "", "bwrap: Can't fork", 0.1)  # type: ignore[arg-type]
+        with pytest.raises(SandboxError, match="did not start its program"):
+            read_report(result, CASES, NONCE)

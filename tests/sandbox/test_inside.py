@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mint_envkit.sandbox.inside import MAX_DEPTH, MAX_HASHED, decode, encode, program
+from mint_envkit.sandbox.inside import MAX_DEPTH, MAX_SAME_HASH, decode, encode, program
 
 VALUES = [
     None, True, False, 0, -7, 2**63, -(2**200), 1.5, float("inf"), 3 + 4j, "", "é\ud800",
@@ -58,7 +58,8 @@ BAD = [
     {"set": [[1, 2]]},
     {"dict": [[1]]},
     {"dict": [[[1], 2]]},
-    {"set": list(range(MAX_HASHED + 1))},
+    {"set": [{"int": hex(k * (2**61 - 1))} for k in range(1, MAX_SAME_HASH + 2)]},
+    {"dict": [[{"int": hex(k * (2**61 - 1))}, k] for k in range(1, MAX_SAME_HASH + 2)]},
 ]
 
 
@@ -72,3 +73,10 @@ def test_the_program_is_this_modules_source_and_runs_main_as_main():
     source = program()
     assert 'if __name__ == "__main__":\n    main()' in source
     assert "import mint_envkit" not in source  # it runs without the kit
+
+
+def test_a_set_of_colliding_ints_is_refused_but_a_large_honest_set_is_not():
+    colliding = {k * (2**61 - 1) for k in range(1, MAX_SAME_HASH + 1)}  # all hash to 0
+    assert decode(json.loads(json.dumps(encode(colliding)))) == colliding  # up to the bound
+    big = set(range(100_000))
+    assert decode(json.loads(json.dumps(encode(big)))) == big

@@ -11,7 +11,9 @@ value (or exception) per case; the nonce separates them from what the code print
 The code can print lines with the nonce too (it can read it from its own memory): a
 forged line can only carry a value, which passes only when it is the expected one. A
 case reported twice, a report of a case that does not exist, or a line that does not
-decode is tampering: that case is an ``error`` and the run's outcome ``error``.
+decode is tampering: that case is an ``error`` and the run's outcome ``error``. The
+program reports ``ready`` before the code runs; a run without it is the sandbox's
+failure (:class:`~mint_envkit.errors.SandboxError`), never a score.
 
 Example::
 
@@ -30,6 +32,7 @@ from typing import Literal
 
 import attrs
 
+from mint_envkit.errors import SandboxError
 from mint_envkit.sandbox.cases import Case, verdict
 from mint_envkit.sandbox.executor import ProcessResult
 from mint_envkit.sandbox.inside import decode
@@ -167,6 +170,7 @@ def make_input(code: str, cases: list[Case], processes: int) -> tuple[str, str]:
 class _Report:
     """What the report lines said, and the first sign of tampering."""
 
+    ready: bool = False
     load_error: str = ""
     loaded: int = 0
     cases: dict[int, tuple[str, object]] = attrs.Factory(dict)
@@ -178,8 +182,10 @@ class _Report:
 
     def add(self, event: object, count: int) -> None:
         kind = event.get("event") if isinstance(event, dict) else None
-        if not isinstance(event, dict) or kind not in ("load", "case", "done"):
+        if not isinstance(event, dict) or kind not in ("ready", "load", "case", "done"):
             self.flag(f"a report line that is no event: {str(event)[:100]}")
+        elif kind == "ready":
+            self.ready = True
         elif kind == "load":
             self.loaded += 1
             if self.loaded > 1:
@@ -245,15 +251,26 @@ def _result(case: Case, index: int, report: _Report) -> TestResult:
 def read_report(result: ProcessResult, cases: list[Case], nonce: str) -> CodeRun:
     """Judge the values the run reported, and its end, into a :class:`CodeRun`.
 
+    A run whose program never reported that it started raises
+    :class:`~mint_envkit.errors.SandboxError` (the sandbox failed, not the code: the
+    program reports it before the code runs).
+
     Example::
 
         from mint_envkit.sandbox.cases import split_tests
 
-        run = read_report(ProcessResult("timeout", -9, "", "", 10.0),
+        ready = '\\nn {"event": "ready"}\\n'
+        run = read_report(ProcessResult("timeout", -9, ready, "", 10.0),
                           split_tests(["assert f()"]), "n")
         assert run.outcome == "timeout" and run.tests[0].status == "not_run"
     """
     report, stdout = _events(result.stdout, nonce, len(cases))
+    if not report.ready:  # the program reports it before the code runs
+        raise SandboxError(
+            f"the sandbox did not start its program ({result.status}, exit code "
+            f"{result.exit_code}{': ' + result.message if result.message else ''}); its "
+            f"stderr ends: {result.stderr[-300:]!r}"
+        )
     results = tuple(_result(case, index, report) for index, case in enumerate(cases))
     outcome: Outcome
     message = ""

@@ -42,13 +42,14 @@ Example::
 
     assert MAX_DEPTH == 100
 """
-MAX_HASHED = 10_000
-"""The most elements a reported ``set``, ``frozenset`` or ``dict`` may have: the host
-hashes them, and colliding hashes make building one quadratic (docs/code.md).
+MAX_SAME_HASH = 8
+"""The most elements of one reported ``set``, ``frozenset`` or ``dict`` (its keys) that
+may share one hash: the host builds them, and elements made to collide (``k * (2**61 - 1)``
+all hash to 0) would make that quadratic (docs/code.md has the measurement).
 
 Example::
 
-    assert MAX_HASHED == 10_000
+    assert MAX_SAME_HASH == 8
 """
 _SMALL = 1 << 63
 _HASHED = {"set": set, "frozenset": frozenset}
@@ -94,8 +95,8 @@ def decode(data: object, depth: int = 0) -> object:
     """The value :func:`encode` gave ``data`` for; a ``ValueError`` for anything else.
 
     Run by the host on what the sandbox reported, so it trusts nothing: JSON objects
-    must be one known tag, nesting stops at :data:`MAX_DEPTH`, hashed containers at
-    :data:`MAX_HASHED` elements.
+    must be one known tag, nesting stops at :data:`MAX_DEPTH`, and no more than
+    :data:`MAX_SAME_HASH` elements of a set (keys of a dict) may share a hash.
 
     Example::
 
@@ -120,19 +121,31 @@ def decode(data: object, depth: int = 0) -> object:
         if tag == "complex" and numbers and len(body) == 2:  # type: ignore[arg-type]
             return complex(body[0], body[1])  # type: ignore[index]
         if type(body) is list and tag in ("tuple", "set", "frozenset", "dict"):
-            if tag != "tuple" and len(body) > MAX_HASHED:
-                raise ValueError(f"a {tag} of {len(body)} elements (at most {MAX_HASHED})")
             items = [decode(item, depth + 1) for item in body]
             if tag == "tuple":
                 return tuple(items)
-            try:
-                if tag != "dict":
-                    return _HASHED[tag](items)
-                if all(type(item) is list and len(item) == 2 for item in items):
-                    return dict(items)  # type: ignore[arg-type]
-            except TypeError as err:  # an unhashable element or key
-                raise ValueError(f"a {tag} the sandbox cannot send: {err}") from None
+            pairs = tag == "dict"
+            if pairs and not all(type(item) is list and len(item) == 2 for item in items):
+                raise ValueError("a dict is a list of [key, value] pairs")
+            _check_hashes(tag, [item[0] for item in items] if pairs else items)
+            return dict(items) if pairs else _HASHED[tag](items)  # type: ignore[arg-type]
     raise ValueError(f"not a value the sandbox sends: {repr(data)[:200]}")
+
+
+def _check_hashes(tag: str, keys: list) -> None:
+    """Refuse keys that cannot be hashed, or more than :data:`MAX_SAME_HASH` of one hash
+    (counted by sorting the hashes: counting them in a dict could collide too)."""
+    try:
+        hashes = sorted(hash(key) for key in keys)
+    except TypeError as err:  # an unhashable element or key
+        raise ValueError(f"a {tag} the sandbox cannot send: {err}") from None
+    run = 1
+    for index in range(1, len(hashes)):  # no itertools.pairwise: older interpreters run this
+        run = run + 1 if hashes[index] == hashes[index - 1] else 1
+        if run > MAX_SAME_HASH:
+            raise ValueError(
+                f"a {tag} with more than {MAX_SAME_HASH} elements of one hash ({hashes[index]})"
+            )
 
 
 def _why(err: BaseException) -> str:
@@ -193,6 +206,8 @@ def main() -> None:
 
     def report(**event: object) -> None:
         write(out, ("\n" + nonce + " " + dumps(event) + "\n").encode())
+
+    report(event="ready")  # before the code runs: its absence means the sandbox failed
 
     builtins = __builtins__
     namespace = {"__name__": "solution", "__builtins__": builtins}
