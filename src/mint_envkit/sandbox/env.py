@@ -23,9 +23,10 @@ from mint_envkit.sandbox.reward import code_passes
 class CodeEnv(SingleTurnEnv):
     """Asks for code, runs it against the problem's ``tests`` in a sandbox, rewards a pass.
 
-    A problem has a ``question`` (the task) and ``tests`` (a list of Python snippets,
-    usually ``assert`` lines, run after the code in its namespace); the tests are the
-    env's ``answer``. The reward is :func:`~mint_envkit.sandbox.code_passes` (1.0 when
+    A problem has a ``question`` (the task) and ``tests`` (a list of ``assert f(x) ==
+    <literal>`` lines, or the other forms of :func:`~mint_envkit.sandbox.run_tests`:
+    the code's side is computed in the sandbox, the expected side compared outside it);
+    the tests are the env's ``answer``. The reward is :func:`~mint_envkit.sandbox.code_passes` (1.0 when
     every test passes) run in the default sandbox; set ``reward_fn`` to change the
     executor, the limits or to give partial credit. Metrics: ``correct`` (every test
     passed), ``parsed`` (the reply had code), ``code/passes/<outcome>`` and

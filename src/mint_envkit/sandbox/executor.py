@@ -55,7 +55,9 @@ class Limits:
     Attributes:
         wall_s: wall-clock seconds before the run is killed (default 10).
         cpu_s: CPU seconds per process (``RLIMIT_CPU``; default 5).
-        memory_mb: address space per process in MiB (``RLIMIT_AS``; default 1024).
+        memory_mb: address space per process in MiB (``RLIMIT_AS``; default 1024);
+            with bubblewrap's memory cgroup also the run as a whole: its processes
+            and its two in-memory directories together get ``memory_mb + 2 x file_mb``.
         processes: processes and threads the run may have at once (``RLIMIT_NPROC``
             for its own user id; default 16).
         output_bytes: stdout and stderr together; past it the run is killed (default 1 MiB).
@@ -87,6 +89,8 @@ class ProcessResult:
             ``Limits.output_bytes`` together).
         wall_s: seconds from start to end, as the executor measured them.
         message: what the executor adds (the limit that was hit), or "".
+        cpu_s: CPU seconds the run used (the local executors: the command and the
+            children it reaped, from ``wait4``), or None when unknown.
 
     Example::
 
@@ -100,6 +104,7 @@ class ProcessResult:
     stderr: str
     wall_s: float
     message: str = ""
+    cpu_s: float | None = None
 
     @property
     def ok(self) -> bool:

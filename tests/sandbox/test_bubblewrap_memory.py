@@ -1,0 +1,146 @@
+"""Every memory a sandbox run can pin is bounded: /dev is read-only (no /dev/shm to fill),
+/work and /tmp are sized, and what no rlimit counts (memfd, System V shared memory,
+socket buffers, files) is counted by the run's memory cgroup, limited to
+memory_mb + file_mb x 2, or refused by the seccomp filter where there is no cgroup.
+docs/code.md has a measurement of the host's MemAvailable around these runs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from mint_envkit import run_tests
+from mint_envkit.sandbox import BubblewrapExecutor, Limits
+from mint_envkit.sandbox.bubblewrap import run_memory_bytes
+from mint_envkit.sandbox.cgroups import memory_parent
+
+LIMITS = Limits(wall_s=30, cpu_s=20, memory_mb=128, file_mb=8, processes=8)
+BOUND_MB = run_memory_bytes(LIMITS) >> 20  # 144
+CGROUP = BubblewrapExecutor(max_concurrency=1)
+SECCOMP = BubblewrapExecutor(max_concurrency=1, memory_cgroup=False)
+
+PIN = """
+PINNED = 0
+def pin(make, mb, total=1024):
+    global PINNED
+    keep = []
+    try:
+        while PINNED < total:
+            keep.append(make(len(keep)))
+            PINNED += mb
+            print("pinned", PINNED, flush=True)
+    except OSError as err:
+        print("stopped", err, flush=True)
+    return PINNED
+"""
+
+ATTACKS = {
+    "files in /dev/shm": "def make(i):\n    with open(f'/dev/shm/f{i}', 'wb') as f:\n        f.write(b'x' * (7 << 20))",
+    "files in /tmp": "def make(i):\n    with open(f'/tmp/f{i}', 'wb') as f:\n        f.write(b'x' * (7 << 20))",
+    "memfd": "import os\ndef make(i):\n    fd = os.memfd_create('m')\n    os.write(fd, b'x' * (7 << 20))\n    return fd",
+    "System V shared memory": (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.shmat.restype = ctypes.c_void_p\n"
+        "def make(i):\n"
+        "    segment = libc.shmget(0, 7 << 20, 0o1600)\n"
+        "    if segment < 0:\n"
+        "        raise OSError(ctypes.get_errno(), 'shmget')\n"
+        "    address = libc.shmat(segment, None, 0)\n"
+        "    ctypes.memset(address, 1, 7 << 20)\n"
+        "    libc.shmdt(ctypes.c_void_p(address))\n"
+    ),
+}  # fmt: skip
+"""Each pins 7 MiB a step, counted only once it is held, up to 1 GiB."""
+
+SOCKETS = (
+    "import socket\n"
+    "def fill():\n"
+    "    pairs = []\n"
+    "    for _ in range(120):\n"
+    "        a, b = socket.socketpair()\n"
+    "        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)\n"
+    "        a.setblocking(False)\n"
+    "        try:\n"
+    "            while True:\n"
+    "                a.send(b'x' * 65536)\n"
+    "        except BlockingIOError:\n"
+    "            pairs.append((a, b))\n"
+    "    return len(pairs)\n"
+)
+"""Fills up to 120 unix socket pairs' buffers (about 7 MiB each here: 840 MiB)."""
+
+
+def _most_pinned(stdout: str) -> int:
+    counts = [int(line.split()[1]) for line in stdout.splitlines() if line.startswith("pinned ")]
+    return max(counts, default=0)
+
+
+def test_this_machine_gives_runs_a_memory_cgroup():
+    assert memory_parent() is not None and CGROUP.memory_bound == "cgroup"
+    assert SECCOMP.memory_bound == "seccomp"
+
+
+@pytest.mark.parametrize("executor", [CGROUP, SECCOMP], ids=["cgroup", "seccomp"])
+async def test_dev_is_read_only_and_the_writable_mounts_are_sized(executor: BubblewrapExecutor):
+    code = (
+        "def mounts():\n"
+        "    found = {}\n"
+        "    for line in open('/proc/self/mountinfo'):\n"
+        "        left, _, right = line.partition(' - ')\n"
+        "        point, options = left.split()[4], left.split()[5]\n"
+        "        fstype, extra = right.split()[0], right.split()[2]\n"
+        "        found[point] = (options.split(',')[0], fstype, extra)\n"
+        "    return found\n"
+        "def writable_stores():\n"
+        "    return sorted((p, t, e) for p, (rw, t, e) in mounts().items()\n"
+        "                  if rw == 'rw' and t not in ('proc', 'devpts', 'devtmpfs'))\n"
+    )
+    size = f"size={LIMITS.file_mb << 10}k"
+    tests = [
+        "assert mounts()['/dev'][:2] == ('ro', 'tmpfs')",
+        "assert [(p, t, e.split(',')[1]) for p, t, e in writable_stores()] == "
+        f"[('/tmp', 'tmpfs', {size!r}), ('/work', 'tmpfs', {size!r})]",
+    ]
+    run = await run_tests(code, tests, executor=executor, limits=LIMITS)
+    assert run.outcome == "pass", run
+
+
+async def test_each_run_is_in_a_memory_cgroup_limited_to_its_whole_budget():
+    parent = memory_parent()
+    assert parent is not None
+    code = "import time\ntime.sleep(3)\ndef f():\n    return 1"
+    task = asyncio.ensure_future(
+        run_tests(code, ["assert f() == 1"], executor=CGROUP, limits=LIMITS)
+    )
+    deadline = time.monotonic() + 60
+    limits: list[int] = []
+    while not limits and time.monotonic() < deadline:
+        for path in parent.glob("mint-envkit-*"):
+            if (path / "cgroup.procs").read_text().split():
+                limits.append(int((path / "memory.limit_in_bytes").read_text()))
+        await asyncio.sleep(0.02)
+    run = await task
+    assert run.outcome == "pass", run
+    assert limits == [run_memory_bytes(LIMITS)]
+    assert not list(parent.glob("mint-envkit-*"))  # removed after the run
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=list(ATTACKS))
+@pytest.mark.parametrize("executor", [CGROUP, SECCOMP], ids=["cgroup", "seccomp"])
+async def test_a_run_cannot_pin_more_than_its_limits(executor: BubblewrapExecutor, attack: str):
+    code = PIN + ATTACKS[attack]
+    run = await run_tests(code, ["assert pin(make, 7) == 1024"], executor=executor, limits=LIMITS)
+    assert run.outcome in ("error", "fail"), run
+    assert _most_pinned(run.stdout) <= BOUND_MB, run.stdout[-300:]
+    if run.outcome == "error":  # killed: the cgroup's OOM killer
+        assert "went over its memory (144 MiB in all" in run.message, run
+
+
+async def test_socket_buffers_are_counted_or_refused():
+    counted = await run_tests(SOCKETS, ["assert fill() == 120"], executor=CGROUP, limits=LIMITS)
+    assert counted.outcome == "error" and "went over its memory" in counted.message, counted
+    refused = await run_tests(SOCKETS, ["assert fill() == 120"], executor=SECCOMP, limits=LIMITS)
+    assert refused.outcome == "fail" and "Operation not permitted" in refused.tests[0].error
