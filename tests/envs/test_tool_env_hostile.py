@@ -58,8 +58,17 @@ def anything(value: Any = None) -> str:
     return "took it"
 
 
+FIVE_MILLION = list(range(5_000_000))
+
+
+@tool
+def many() -> list[int]:
+    """A result of five million numbers (made once, so the call itself costs nothing)."""
+    return FIVE_MILLION
+
+
 class HostileEnv(ToolEnv):
-    tools = [hang, quick, stall, big, anything]  # noqa: RUF012
+    tools = [hang, quick, stall, big, anything, many]  # noqa: RUF012
     parser = first_number
     max_tool_calls = 50
     tool_timeout_s = 0.5
@@ -210,6 +219,43 @@ async def test_a_20_mb_result_is_cut_with_a_marker_quickly():
     assert "[19934464 of 20000000 chars cut" in content
     assert len(content) < 65_536 + 300
     assert result.metrics["tool_errors"] == 0.0
+
+
+async def longest_gap(work):
+    """Await ``work()`` while a 10 ms timer ticks on this loop; its value and the longest gap."""
+    gaps: list[float] = []
+    stop = asyncio.Event()
+
+    async def tick():
+        last = time.monotonic()
+        while not stop.is_set():
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0.05)
+    gaps.clear()
+    value = await work()
+    stop.set()
+    await ticker
+    return value, max(gaps)
+
+
+async def test_a_five_million_element_result_does_not_block_the_loop():
+    async def convert_on_the_loop():  # the blocking baseline: the whole result as JSON
+        return json.dumps(FIVE_MILLION)
+
+    _, blocked = await longest_gap(convert_on_the_loop)
+    result, gap = await longest_gap(lambda: turn(HostileEnv, call("many", {})))
+    # the timer waited `blocked` s while the whole result was converted on the loop; the
+    # step converts only what the cap keeps (a ratio, so a loaded machine slows both)
+    assert gap < blocked / 4, f"the loop stalled {gap:.3f} s; whole conversion: {blocked:.3f} s"
+    marker = "\n[the rest cut: a tool result is capped at 65536 chars]"
+    content = result.next_messages[-1]["content"]
+    assert content.startswith("[0, 1, 2, 3") and content.endswith(marker)
+    assert len(content) == 65_536 + len(marker)
 
 
 async def test_the_result_cap_is_configurable_and_none_keeps_everything():

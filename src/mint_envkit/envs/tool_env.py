@@ -49,7 +49,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar
 
 from mint_envkit.checks import check_integer, check_number
@@ -60,6 +59,7 @@ from mint_envkit.errors import EnvError, ToolDefinitionError
 from mint_envkit.tools import Tool, ToolThreads
 from mint_envkit.tools.arguments import load_json, validate_arguments
 from mint_envkit.tools.mcp import McpServer, McpTools, check_servers, known_specs
+from mint_envkit.tools.results import capped, result_text
 from mint_envkit.tools.schema import as_tool
 from mint_envkit.tools.threads import DEFAULT_TOOL_THREADS
 
@@ -108,31 +108,9 @@ def _check_limits(cls: type) -> None:
     )
 
 
-def _result_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        try:
-            return str(value)
-        except Exception as err:
-            return f"<a {type(value).__name__} that cannot be shown: {type(err).__name__}>"
-
-
-def _capped(text: str, cap: int | None) -> str:
-    """``text`` cut to ``cap`` chars, with a marker saying how much was cut."""
-    if cap is None or len(text) <= cap:
-        return text
-    return (
-        f"{text[:cap]}\n[{len(text) - cap} of {len(text)} chars cut: a tool result is "
-        f"capped at {cap} chars]"
-    )
-
-
 def _short(name: Any) -> str:
     """A called name for a message: text, at most a hundred chars."""
-    text = name if isinstance(name, str) else _result_text(name)
+    text = name if isinstance(name, str) else result_text(name, _NAME_CHARS + 1)
     return text if len(text) <= _NAME_CHARS else text[:_NAME_CHARS] + "..."
 
 
@@ -298,8 +276,8 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
         """``correct`` and ``parsed`` at 0 and the tool counts so far (episode cut off)."""
         return {**super().unscored_metrics(), **self._metrics(), "turns": float(self.turns)}
 
-    async def _run_call(self, call: Any) -> tuple[str, str, str]:
-        """Run one call; return (name, status, text for the model)."""
+    async def _run_call(self, call: Any) -> tuple[str, str, Any]:
+        """Run one call; return (name, status, its result or the text of the error)."""
         if not isinstance(call, dict):
             return "", "invalid", _unreadable(f"a call must be an object, got {_short(call)}")
         function = call.get("function") if isinstance(call.get("function"), dict) else call
@@ -337,7 +315,7 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
             return name, "error", f"Error: {err}."
         except Exception as err:
             return name, "error", f"Error: {name} raised {type(err).__name__}: {_error_text(err)}"
-        return name, "ok", _result_text(value)
+        return name, "ok", value
 
     async def respond(self, message: Message) -> Feedback:
         """Run the turn's tool calls, or score the final answer when there are none."""
@@ -353,18 +331,19 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
         cap = self.max_tool_result_chars
         for call in calls:
             self.counts["tool_calls"] += 1
-            name, status, text = await self._run_call(call)
+            name, status, value = await self._run_call(call)
             if status != "ok":
                 self.counts["invalid_tool_calls" if status == "invalid" else "tool_errors"] += 1
             call_id = call.get("id") if isinstance(call, dict) else None
             call_id = call_id if isinstance(call_id, str) else None
-            replies.append(self.tool_message(call_id, name, _capped(text, cap)))
+            text = result_text(value, cap)  # a big value: converted only as far as the cap
+            replies.append(self.tool_message(call_id, name, text))
             log.append({"name": name, "status": status})
         for bad in unparsed:
             self.counts["tool_calls"] += 1
             self.counts["invalid_tool_calls"] += 1
             error = bad.get("error", "unreadable") if isinstance(bad, dict) else "unreadable"
-            replies.append(self.tool_message(None, "", _capped(_unreadable(_short(error)), cap)))
+            replies.append(self.tool_message(None, "", capped(_unreadable(_short(error)), cap)))
             log.append({"name": "", "status": "invalid"})
         metrics = {**super().unscored_metrics(), **self._metrics()}
         return Feedback(reply=replies, metrics=metrics, logs={"tool_calls": log})
