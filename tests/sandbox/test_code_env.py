@@ -49,3 +49,8 @@ async def test_the_prompt_asks_for_a_python_block():
 def test_a_problem_without_tests_is_refused():
     with pytest.raises(ProblemError, match="tests"):
         CodeEnv(question="Write add(a, b).")
+
+
+def test_a_problem_whose_tests_do_not_split_is_refused_when_the_env_is_made():
+    with pytest.raises(ProblemError, match="cannot be split"):
+        CodeEnv(question="Write add(a, b).", tests=["x = add(1, 2)\nassert x == 3"])

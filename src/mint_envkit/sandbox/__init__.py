@@ -1,9 +1,10 @@
 """Code rewards run in a real sandbox: model-written Python against tests.
 
 :class:`CodeEnv` asks for a function; :func:`code_passes` reads the reply's
-`````python`` block (:data:`python_code`), runs it then each test in a sandbox
-(:func:`run_tests`), and scores ``pass`` / ``fail`` / ``error`` / ``timeout`` with each
-test's result. Where the code runs is an :class:`Executor`: the local
+`````python`` block (:data:`python_code`), runs it in a sandbox where each test's
+computed side is evaluated (:func:`run_tests`), compares the values outside the sandbox
+with the tests' expected values (which never enter it), and scores ``pass`` / ``fail``
+/ ``error`` / ``timeout`` with each test's result. Where the code runs is an :class:`Executor`: the local
 :class:`BubblewrapExecutor` (the default on Linux: no network, a read-only filesystem
 but a small scratch directory, limits on CPU, wall time, memory, processes and output),
 a remote :class:`SandboxFusionExecutor`, or :class:`UnsafeLocalExecutor` for code you

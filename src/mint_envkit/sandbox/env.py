@@ -17,6 +17,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from mint_envkit.envs import SingleTurnEnv
+from mint_envkit.errors import ConfigError, ProblemError
+from mint_envkit.sandbox.cases import split_tests
 from mint_envkit.sandbox.reward import code_passes
 
 
@@ -31,6 +33,9 @@ class CodeEnv(SingleTurnEnv):
     executor, the limits or to give partial credit. Metrics: ``correct`` (every test
     passed), ``parsed`` (the reply had code), ``code/passes/<outcome>`` and
     ``code/passes/tests_passed``; logs: the outcome and each test's result.
+
+    A test that does not split (:func:`~mint_envkit.sandbox.cases.split_test`) raises
+    :class:`~mint_envkit.errors.ProblemError` when the env is made, before any sampling.
 
     Example::
 
@@ -48,6 +53,13 @@ class CodeEnv(SingleTurnEnv):
     )
     required_fields: ClassVar[tuple[str, ...]] = ("question", "tests")
     reward_fn: ClassVar[Any] = code_passes()
+
+    def __init__(self, **problem: Any) -> None:
+        super().__init__(**problem)
+        try:  # a test that cannot be judged outside the sandbox fails here, before sampling
+            split_tests(self.problem.get("tests"))
+        except ConfigError as err:
+            raise ProblemError(f"{type(self).__name__}: {err}") from None
 
     @property
     def answer(self) -> Any:
