@@ -10,7 +10,9 @@ The request is ``{"code", "language": "python", "stdin", "run_timeout",
 ``run_result`` holds ``status`` (``"Finished"``, ``"TimeLimitExceeded"``, ``"Error"``),
 ``return_code``, ``stdout``, ``stderr`` and ``execution_time``. The service enforces
 its own isolation and limits (network, filesystem, processes are its configuration);
-this client sends the wall-clock and memory limits and caps the output it keeps.
+this client sends the wall-clock and memory limits and caps the output it keeps. The
+service sees the code and each test's computed side, never the expected values: the
+verdict is made here (:func:`~mint_envkit.sandbox.run_tests`), as for any executor.
 
 Example::
 

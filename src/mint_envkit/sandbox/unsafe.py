@@ -6,6 +6,9 @@ network and start processes that outlive the run. What it gets: an empty environ
 (no host variables), a fresh temporary working directory, the rlimits of
 :class:`~mint_envkit.sandbox.Limits` except the process limit, the output cap, and the
 wall-clock kill of its process group. Its name says it: the kit never picks it for you.
+The verdict is still made outside the code's process (:func:`~mint_envkit.sandbox.run_tests`),
+but that guarantees nothing here: the code runs as your user and can read the trainer's
+memory, where the expected values are.
 
 Example::
 
