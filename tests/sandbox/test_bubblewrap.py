@@ -210,3 +210,20 @@ async def test_concurrent_runs_of_two_executors_never_share_a_user_id():
     )
     assert [run.outcome for run in runs] == ["pass", "pass"]
     assert {run.stdout.strip() for run in runs} == {"62000", "62001"}
+
+
+async def test_a_cancelled_run_leaves_nothing_running():
+    code = "import os, time\nos.fork()\ntime.sleep(60)\ndef f():\n    return 1"
+    task = asyncio.ensure_future(
+        run_tests(code, ["assert f() == 1"], executor=SANDBOX, limits=LIMITS)
+    )
+    deadline = asyncio.get_running_loop().time() + 30
+    while not _sandbox_pids() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+    assert _sandbox_pids()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    while _sandbox_pids() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+    assert _sandbox_pids() == []

@@ -152,6 +152,46 @@ async def _pipes(
     return readers, transports
 
 
+async def _watch(
+    process: subprocess.Popen,
+    ended: asyncio.Future[tuple[int, float]],
+    stdout: tuple[asyncio.StreamReader, bytearray],
+    stderr: tuple[asyncio.StreamReader, bytearray],
+    limits: Limits,
+    stop: Callable[[int], None] | None,
+) -> tuple[RunStatus, str, int, float]:
+    """Read the output until the command ends or hits a limit; kill it then; reap it."""
+    budget = [int(limits.output_bytes)]
+    over = asyncio.Event()
+    readers = asyncio.gather(_read(*stdout, budget, over), _read(*stderr, budget, over))
+    overflow = asyncio.ensure_future(over.wait())
+    status: RunStatus = "finished"
+    message = ""
+    try:
+        done, _ = await asyncio.wait(
+            {ended, overflow}, timeout=limits.wall_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        if overflow in done:
+            status, message = "output_limit", f"output over {limits.output_bytes} bytes"
+        elif ended not in done:
+            status, message = "timeout", f"ran past the wall-clock limit of {limits.wall_s} s"
+        if not ended.done() and stop is not None:
+            stop(process.pid)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(ended), _DRAIN_S)
+        _kill_group(process.pid)  # also ends what the run left behind in its group
+        code, cpu = await ended
+        process.returncode = code  # reaped here: Popen must never wait for this pid again
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(readers), _DRAIN_S)
+    finally:
+        for task in (readers, overflow):
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.gather(readers, overflow, return_exceptions=True)
+    return status, message, code, cpu
+
+
 async def run_command(
     argv: Sequence[str],
     stdin: str,
@@ -190,36 +230,16 @@ async def run_command(
         _kill_group(process.pid)
         raise
     out, err = bytearray(), bytearray()
-    budget = [int(limits.output_bytes)]
-    over = asyncio.Event()
-    readers = asyncio.gather(
-        _read(stdout_reader, out, budget, over), _read(stderr_reader, err, budget, over)
-    )
-    overflow = asyncio.ensure_future(over.wait())
-    status: RunStatus = "finished"
-    message = ""
-    done, _ = await asyncio.wait(
-        {ended, overflow}, timeout=limits.wall_s, return_when=asyncio.FIRST_COMPLETED
-    )
-    if overflow in done:
-        status, message = "output_limit", f"output over {limits.output_bytes} bytes"
-    elif ended not in done:
-        status, message = "timeout", f"ran past the wall-clock limit of {limits.wall_s} s"
-    if not ended.done() and stop is not None:
-        stop(process.pid)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(ended), _DRAIN_S)
-    _kill_group(process.pid)  # also ends what the run left behind in its group
-    code, cpu = await ended
-    process.returncode = code  # reaped here: Popen must never wait for this pid again
-    with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(asyncio.shield(readers), _DRAIN_S)
-    for task in (readers, overflow):
-        task.cancel()
-    with contextlib.suppress(BaseException):
-        await asyncio.gather(readers, overflow, return_exceptions=True)
-    for transport in transports:
-        transport.close()
+    try:
+        status, message, code, cpu = await _watch(
+            process, ended, (stdout_reader, out), (stderr_reader, err), limits, stop
+        )
+    except BaseException:  # cancelled: the run must not outlive its caller
+        _kill_group(process.pid)
+        raise
+    finally:
+        for transport in transports:
+            transport.close()
     if status == "finished" and code in _SIGKILLED:
         limit = max(1, math.ceil(limits.cpu_s))
         if cpu >= limit * _CPU_SHARE:
