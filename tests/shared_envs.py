@@ -83,3 +83,34 @@ def hand_made_rollout(
         )
         trajectories.append(Trajectory(transitions=[transition]))
     return GroupRollout(index, messages, trajectories, tags=list(tags))
+
+
+class TextClient:
+    """A stand-in for a ``mint`` sampling client: ``reply(prompt_text, max_tokens)`` gives
+    each reply's text (decoded prompt in, text out), encoded with ``model_name``'s renderer;
+    a reply longer than ``max_tokens`` is cut off there (``stop_reason`` ``length``)."""
+
+    def __init__(self, reply, model_name: str = "mint-envkit/tiny-qwen3") -> None:
+        from mint_envkit import get_renderer
+
+        self.reply = reply
+        self.renderer = get_renderer("qwen3", model_name)
+        self.calls = 0
+
+    async def sample_async(self, prompt, num_samples, sampling_params):
+        from types import SimpleNamespace
+
+        self.calls += 1
+        tokenizer = self.renderer.tokenizer
+        text = tokenizer.decode(prompt.to_ints())
+        limit = sampling_params.max_tokens
+        out = []
+        for _ in range(num_samples):
+            tokens = list(tokenizer.encode(self.reply(text, limit), add_special_tokens=False))
+            tokens += self.renderer.get_stop_sequences()
+            reason = "stop" if len(tokens) <= limit else "length"
+            tokens = tokens[:limit]
+            out.append(
+                SimpleNamespace(tokens=tokens, logprobs=[0.0] * len(tokens), stop_reason=reason)
+            )
+        return SimpleNamespace(sequences=out)

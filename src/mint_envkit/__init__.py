@@ -32,6 +32,7 @@ from typing import Any
 _FACE: dict[str, tuple[str, ...]] = {
     "mint_envkit.envs": (
         "AnswerScore",
+        "AuditProbe",
         "Feedback",
         "Message",
         "MessageEnv",
@@ -88,6 +89,7 @@ _FACE: dict[str, tuple[str, ...]] = {
     "mint_envkit.builders": (
         "DatasetBuilder",
         "GroupBuilder",
+        "load_environment",
         "ProblemDataset",
         "problems_from",
     ),

@@ -6,12 +6,16 @@ A module (not a test file) so that ENV_SPECs can name them:
 
 from __future__ import annotations
 
+import re
+
 from mint_envkit import (
     DatasetBuilder,
     Judge,
     JudgedEnv,
+    Parser,
     SingleTurnEnv,
     choice,
+    correct,
     exact,
     first_number,
     xml_tag,
@@ -167,3 +171,134 @@ class GullibleJudgedEnv(JudgedEnv):
 
 
 judge_builder = _builder(GullibleJudgedEnv, ADD_PROBLEMS[:4], context_overflow_reward=0.0)
+
+
+# --- rewards games the fixed probes did not see (issue 31) ---
+
+
+def _any_number(completion: str, answer: str) -> float:
+    """Right when the answer appears anywhere among the reply's numbers (lax)."""
+    return float(str(answer) in re.findall(r"-?\d+", completion))
+
+
+class AnyNumberEnv(SingleTurnEnv):
+    """The reply ``0 1 2 ... 200`` earns what the right answer earns."""
+
+    system_prompt = "Reply with only the final number."
+    reward_fn = component(_any_number, name="any_number", bounds=(0.0, 1.0))
+
+
+any_number_builder = _builder(AnyNumberEnv, ADD_PROBLEMS, context_overflow_reward=0.0)
+
+
+def _numbers(text: str) -> str | None:
+    found = re.findall(r"-?\d+", text)
+    return " ".join(found) if found else None
+
+
+class AnyNumberCheckedEnv(SingleTurnEnv):
+    """The same lax reward written as correct(parser, check=...)."""
+
+    system_prompt = "Reply with only the final number."
+    reward_fn = correct(
+        Parser.from_function(_numbers), check=lambda value, answer: answer in value.split()
+    )
+
+
+any_number_checked_builder = _builder(
+    AnyNumberCheckedEnv, ADD_PROBLEMS, context_overflow_reward=0.0
+)
+
+
+def _mentions(completion: str, answer: str) -> float:
+    return float(str(answer).lower() in completion.lower())
+
+
+class SubstringCapitalEnv(SingleTurnEnv):
+    """QA by substring: any reply that mentions the city is right."""
+
+    system_prompt = "Reply with the city's name only."
+    reward_fn = component(_mentions, name="mentions", bounds=(0.0, 1.0))
+
+
+substring_builder = _builder(
+    SubstringCapitalEnv,
+    [{"question": f"What is the capital of {c}?", "answer": a} for c, a in CAPITALS],
+    context_overflow_reward=0.0,
+)
+
+
+class HedgeYesNoEnv(YesNoEnv):
+    """Accepts a hedge: right when any alternative of "x or y" is the answer."""
+
+    def check(self, parsed: str, answer) -> bool:
+        options = [o.strip(" .") for o in re.split(r"\bor\b|,|\beither\b", parsed.lower())]
+        return str(answer).lower() in options
+
+
+hedge_builder = _builder(HedgeYesNoEnv, yes_no_problems(12), context_overflow_reward=0.0)
+
+
+def _wordy(completion: str, answer: str) -> float:
+    return min(0.5, len(completion) / 400)
+
+
+class LengthPaysEnv(SingleTurnEnv):
+    """Pays 0.5 for a long reply, right or not: a length-paying reward."""
+
+    system_prompt = "Reply with only the final number."
+    parser = first_number
+    reward_fn = weighted(
+        correct=(correct(first_number), 1.0),
+        length=(component(_wordy, name="length", bounds=(0.0, 0.5)), 1.0),
+    )
+
+
+length_builder = _builder(LengthPaysEnv, ADD_PROBLEMS[:4], context_overflow_reward=0.0)
+
+
+# --- position: an honest reward whose problems a position can solve half the time ---
+
+
+WORDS = "apple pear fig kiwi plum date lime grape peach mango cherry banana lemon melon".split()
+
+
+def first_word_problems(n: int = 40, seed: int = 0) -> list[dict]:
+    """ "Which word comes first in alphabetical order: 'x' or 'y'?": half the answers second."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        a, b = rng.sample(WORDS, 2)
+        out.append(
+            {
+                "question": f"Which word comes first in alphabetical order: '{a}' or '{b}'? "
+                "Reply with the word only.",
+                "answer": min(a, b),
+            }
+        )
+    return out
+
+
+class FirstWordEnv(SingleTurnEnv):
+    parser = exact(str.lower)
+
+
+first_word_builder = _builder(FirstWordEnv, first_word_problems(), context_overflow_reward=0.0)
+
+
+MOSTLY_A = [
+    {"question": f"Which is {thing}? A) {right} B) {w1} C) {w2} D) {w3}", "answer": "A"}
+    for thing, right, w1, w2, w3 in [
+        ("a fish", "trout", "cat", "owl", "ant"),
+        ("a bird", "owl", "cow", "eel", "bee"),
+        ("a tree", "oak", "rose", "moss", "fern"),
+        ("a metal", "iron", "wood", "silk", "clay"),
+        ("a colour", "red", "run", "rock", "rain"),
+        ("a fruit", "plum", "leek", "kale", "corn"),
+        ("a planet", "Mars", "Moon", "Sun", "Sirius"),
+    ]
+] + [{"question": "Which is a prime? A) 4 B) 7 C) 8 D) 9", "answer": "B"}]
+mostly_a_builder = _builder(ChoiceEnv, MOSTLY_A, context_overflow_reward=0.0)
+"""Multiple choice whose answer is mostly in one position (7 of 8 are A)."""

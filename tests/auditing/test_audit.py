@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # audit_envs
 import audit_envs as envs
 
 from mint_envkit.auditing import AuditReport, audit
-from mint_envkit.auditing.probes import NON_ANSWER
+from mint_envkit.auditing.replies import NON_ANSWER
 from mint_envkit.auditing.report import findings
 from mint_envkit.errors import ConfigError
 
@@ -92,14 +92,17 @@ def test_rules_on_hand_made_probes():
         probe("cut_off", "non_answer", -0.1),  # above wrong: exploit
         probe("empty", "non_answer", -0.25),  # equal to wrong: fine
         probe("most_common", "answer_shaped", 0.2, 0.6),  # beats a 0.5 baseline: warning
-        probe("first_number", "answer_shaped", 1.0, 1.0),  # as much as correct: exploit
+        # right where it is right (a shortcut the problems allow): a warning, not an exploit
+        probe("first_number", "answer_shaped", 1.0, 1.0),
+        # scored wrong, yet paid like a correct reply: the reward pays wrong answers
+        probe("last_number", "answer_shaped", 1.0, 0.0),
     ]
     found = {(f.kind, f.probe) for f in findings(probes, baseline_correct=0.5)}
     assert found == {
         ("exploit", "cut_off"),
         ("warning", "most_common"),
-        ("exploit", "first_number"),
         ("warning", "first_number"),
+        ("exploit", "last_number"),
     }
     no_reference = findings([probe("wrong", "answer_shaped", 0.0, 0.0)], None)
     assert [(f.kind, f.probe) for f in no_reference] == [("warning", "correct")]

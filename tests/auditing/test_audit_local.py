@@ -37,7 +37,11 @@ async def test_samples_learning_and_cost(tmp_path):
     assert sum(samples["parse_status"].values()) == pytest.approx(1.0)
     assert 0.0 <= samples["truncated_rate"] <= 1.0
     assert samples["baseline_correct"] == report.baseline_correct  # the same problems
-    assert samples["distinct"] is not None and "their answers" in report.table()
+    assert samples["distinct"] is not None and samples["headline"] in report.table()
+    lines = (tmp_path / "samples.jsonl").read_text().splitlines()
+    assert len(lines) == samples["episodes"]  # every sampled reply is kept, readable
+    first = json.loads(lines[0])
+    assert {"problem", "reply", "reward", "correct", "parse_status"} <= set(first)
 
     cost = report.cost
     per_step = (
@@ -62,9 +66,14 @@ async def test_samples_learning_and_cost(tmp_path):
     learned = report.learn
     assert learned["steps"] == 1 and learned["model"] == SMALL
     assert learned["before"]["correct"] is not None and learned["after"]["correct"] is not None
+    assert learned["claim"]["line"] in report.table()
+    # one step of a random model learns nothing: the verdict says so, once, everywhere
+    assert {f.kind for f in report.findings} & {"no_gain", "collapse", "warning"}
+    assert report.table().splitlines()[-1] == report.verdict.line
     assert (Path(learned["log_path"]) / "metrics.jsonl").exists()
     record = json.loads((tmp_path / "audit.json").read_text())
     assert record["cost"]["total_tokens"] == cost["total_tokens"]
+    assert record["verdict"] == report.verdict.line and record["ok"] == report.ok
     assert "MinT cost preview" in report.table() and "learning check" in report.table()
 
 

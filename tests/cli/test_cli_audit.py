@@ -40,3 +40,31 @@ def test_bad_usage_is_exit_2(capsys):
     assert "needs" in capsys.readouterr().err
     assert main(["audit", "nowhere.py:x", *OFFLINE]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_the_any_number_reward_fails_and_a_probes_file_adds_probes(capsys, tmp_path):
+    assert main(["audit", f"{ENVS}:any_number_builder", *OFFLINE]) == 1
+    out = capsys.readouterr().out
+    assert "EXPLOIT: 'enumerate_range'" in out and out.strip().splitlines()[-1].startswith("FAIL")
+    probes = tmp_path / "probes.jsonl"
+    line = {"name": "doubled", "reply": "{answer}{answer}", "kind": "answer_shaped"}
+    probes.write_text(json.dumps(line) + "\n")
+    argv = ["audit", f"{ENVS}:add_builder", *OFFLINE, "--probes", str(probes), "--json"]
+    assert main(argv) == 0
+    record = json.loads(capsys.readouterr().out)
+    (custom,) = [p for p in record["probes"] if p["name"] == "doubled"]
+    assert custom["kind"] == "answer_shaped" and custom["example"] == "55"
+    assert record["verdict"].startswith("PASS")
+
+
+def test_a_module_that_runs_work_at_import_loads(capsys, tmp_path):
+    module = tmp_path / "runs_at_import.py"
+    module.write_text(
+        "from mint_envkit import DatasetBuilder, ScriptedPolicy, SingleTurnEnv\n"
+        "builder = DatasetBuilder(env=SingleTurnEnv, problems=[{'question': '2+3?', "
+        "'answer': '5'}], batch_size=1, group_size=2, model_name='mint-envkit/tiny-qwen3')\n"
+        "print(ScriptedPolicy(['5', '6']).run_sync(builder).groups[0].rewards)\n"
+    )
+    assert main(["audit", f"{module}:builder", *OFFLINE]) == 0
+    out = capsys.readouterr().out
+    assert out.count("[1.0, 0.0]") == 1  # imported once, before the event loop started

@@ -2,16 +2,24 @@
 
 The rules that turn probe rewards into findings live here, in :func:`findings`:
 
-- an **exploit** is a non-answer probe (:data:`~mint_envkit.auditing.probes.NON_ANSWER`)
-  that earns more than a wrong answer, or any probe that earns as much as a correct
-  reply;
+- an **exploit** is a non-answer probe (kind ``non_answer``: the built-in ones of
+  :data:`~mint_envkit.auditing.replies.NON_ANSWER`, and custom ones) that earns more
+  than a wrong answer, or any probe but the right answers that earns as much as a
+  correct reply (an answer-shaped probe: on the problems where the env scores it
+  wrong); the probe's reply is shown;
 - a **warning** is an answer-shaped probe (the most common answer, a number of the
-  question) whose correctness beats the best constant-answer baseline, or a problem
-  set where no usual form of the answer scores as correct;
-- a **collapse** is a learning check whose final evaluation flags collapse (answers
-  concentrated on one value, or correctness explained by a constant answer).
+  question) whose correctness beats the best trivial baseline, a problem set where no
+  usual form of the answer scores as correct, an env whose ordering rule could not be
+  checked (a reward part of unknown bounds), or samples of a model whose answers
+  collapse;
+- a **collapse**, **no gain** or **position** finding comes from the learning check:
+  its final evaluation flags collapse (answers concentrated on one value or one
+  position, or correctness explained by a trivial policy), does not beat the best
+  trivial baseline where nothing is cut off, or follows the position of the offered
+  candidates rather than their content.
 
-An audit passes (exit status 0) with no exploit and no collapse.
+An audit passes (exit status 0) when nothing but warnings was found; :class:`Verdict`
+says it once, and the table, ``audit.json`` and the exit status all read it.
 
 Example::
 
@@ -31,7 +39,7 @@ from typing import Any
 
 import attrs
 
-from mint_envkit.auditing.probes import NON_ANSWER, ProbeResult
+from mint_envkit.auditing.probes import ProbeResult
 
 _TIE = 1e-9
 
@@ -54,6 +62,45 @@ class Finding:
     probe: str
     message: str
 
+    @property
+    def fails(self) -> bool:
+        """Whether it fails the audit (everything but a ``warning``)."""
+        return self.kind != "warning"
+
+
+@attrs.frozen
+class Verdict:
+    """The audit's verdict, computed once from its findings; everything prints this.
+
+    Example::
+
+        Verdict.of([Finding("warning", "samples", "...")]).line
+        # 'PASS: no exploit, no collapse (1 warning)'
+    """
+
+    ok: bool
+    failed: tuple[str, ...]
+    warnings: int
+
+    @classmethod
+    def of(cls, found: Sequence[Finding]) -> Verdict:
+        """The verdict of ``found``.
+
+        Example::
+
+            Verdict.of([]).ok   # True
+        """
+        failed = tuple(sorted({f.kind for f in found if f.fails}))
+        return cls(ok=not failed, failed=failed, warnings=sum(not f.fails for f in found))
+
+    @property
+    def line(self) -> str:
+        """``PASS: ...`` or ``FAIL: ...``, with the kinds found."""
+        note = f" ({self.warnings} warning{'s' * (self.warnings != 1)})" if self.warnings else ""
+        if self.ok:
+            return f"PASS: no exploit, no collapse{note}"
+        return f"FAIL: {', '.join(self.failed)} found, see above{note}"
+
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
@@ -61,6 +108,25 @@ def _fmt(value: float | None) -> str:
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _shown(reply: str, limit: int = 120) -> str:
+    text = " ".join(reply.split())
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def _judged_mean(probe: ProbeResult) -> float | None:
+    """What the exploit rules compare: a non-answer's mean reward; an answer-shaped
+    probe's over the problems where the env scored it wrong (where it happens to be
+    right, such as the most common answer on its own problems, it earns a right
+    answer's reward by right), or over all of them for ``wrong`` and when the env reports
+    no ``correct``."""
+    if probe.kind != "answer_shaped" or probe.name == "wrong":
+        return probe.mean_reward
+    if any(c is None for c in probe.correct):
+        return None
+    rewards = [r for r, c in zip(probe.rewards, probe.correct, strict=True) if c == 0.0]
+    return sum(rewards) / len(rewards) if rewards else None
 
 
 def findings(probes: Sequence[ProbeResult], baseline_correct: float | None) -> list[Finding]:
@@ -86,26 +152,30 @@ def findings(probes: Sequence[ProbeResult], baseline_correct: float | None) -> l
             )
         )
     for probe in probes:
-        mean = probe.mean_reward
-        if probe.name == "correct" or mean is None:
+        if probe.kind == "reference":
             continue
-        if correct is not None and mean >= correct - _TIE:
+        mean = _judged_mean(probe)
+        if mean is None:
+            pass  # nothing to compare: an answer-shaped probe right on every problem
+        elif correct is not None and mean >= correct - _TIE:
             out.append(
                 Finding(
                     "exploit",
                     probe.name,
                     f"'{probe.name}' earns {mean:+.3f}, as much as a correct reply "
-                    f"({correct:+.3f}): the reward does not tell it from a right answer",
+                    f"({correct:+.3f}): the reward does not tell it from a right answer. Its "
+                    f"reply: {_shown(probe.example)}",
                 )
             )
-        elif probe.name in NON_ANSWER and wrong is not None and mean > wrong + _TIE:
+        elif probe.kind == "non_answer" and wrong is not None and mean > wrong + _TIE:
             out.append(
                 Finding(
                     "exploit",
                     probe.name,
                     f"'{probe.name}' gives no answer but earns {mean:+.3f}, more than a wrong "
                     f"answer ({wrong:+.3f}): a policy learns to do this instead of trying; "
-                    "lower its reward to at most the wrong answer's",
+                    f"lower its reward to at most the wrong answer's. Its reply: "
+                    f"{_shown(probe.example)}",
                 )
             )
         rate = probe.correct_rate
@@ -136,14 +206,19 @@ class AuditReport:
         target: what was audited.
         problems: how many problems the probes ran on.
         probes: each probe's rewards.
-        baseline_correct: the correctness of always giving the most common reference
-            answer, scored by the env (None without reference answers).
-        findings: exploits, warnings and collapse.
+        baseline_correct: the best trivial policy's correctness on these problems (a
+            constant answer, a candidate of the prompt by position, a uniform pick; see
+            :mod:`mint_envkit.rollouts.baselines`), scored by the env's check (None
+            without reference answers).
+        baseline_name: that policy, in words (``constant 'no'``, ``second quoted``).
+        findings: exploits, warnings, collapse, no gain, position.
         samples: real samples of a model: ``model``, ``samples``, ``correct``,
-            ``mean_reward``, ``parse_status`` (status -> share), ``truncated_rate``;
-            None when not run.
+            ``mean_reward``, ``parse_status`` (status -> share), ``truncated_rate``, the
+            answer figures and ``headline`` (the evaluation's line); None when not run.
+            The sampled replies themselves are in ``samples.jsonl`` beside ``audit.json``.
         learn: the learning check: ``steps``, ``before`` and ``after`` (held-out
-            metrics), ``log_path``; None when not run.
+            figures), ``claim`` (the before/after claim, measured where nothing is cut
+            off), ``counterfactual`` figures, ``log_path``; None when not run.
         cost: the MinT cost preview (tokens per step, planned steps, totals, money when
             prices were given); None without samples.
 
@@ -161,6 +236,7 @@ class AuditReport:
     samples: dict[str, Any] | None = None
     learn: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None
+    baseline_name: str | None = None
 
     @property
     def exploits(self) -> list[Finding]:
@@ -173,9 +249,14 @@ class AuditReport:
         return any(f.kind == "collapse" for f in self.findings)
 
     @property
+    def verdict(self) -> Verdict:
+        """The one verdict (the table's last line, ``audit.json``'s, the exit status)."""
+        return Verdict.of(self.findings)
+
+    @property
     def ok(self) -> bool:
-        """No exploit and no collapse (what the exit status says)."""
-        return not self.exploits and not self.collapsed
+        """Nothing but warnings found (what the exit status says)."""
+        return self.verdict.ok
 
     def record(self) -> dict[str, Any]:
         """The JSON report (``audit.json``).
@@ -188,8 +269,10 @@ class AuditReport:
         return {
             "target": self.target,
             "ok": self.ok,
+            "verdict": self.verdict.line,
             "problems": self.problems,
             "baseline_correct": self.baseline_correct,
+            "baseline_name": self.baseline_name,
             "probes": [p.record() for p in self.probes],
             "findings": [attrs.asdict(f) for f in self.findings],
             "samples": self.samples,
@@ -201,6 +284,42 @@ class AuditReport:
         """:meth:`record` as indented JSON text."""
         return json.dumps(self.record(), indent=2, default=str)
 
+    def _probe_lines(self) -> list[str]:
+        flagged = {f.probe: f.kind for f in self.findings}
+        lines = [f"{'probe':<24} {'kind':<14} {'reward':>8} {'correct':>8}  flag"]
+        for probe in self.probes:
+            flag = flagged.get(probe.name, "").upper()
+            lines.append(
+                f"{probe.name:<24} {probe.kind:<14} {_fmt(probe.mean_reward):>8} "
+                f"{_pct(probe.correct_rate):>8}  {flag}"
+            )
+        return lines
+
+    def _sample_lines(self) -> list[str]:
+        s = self.samples or {}
+        if not s:
+            return []
+        statuses = ", ".join(f"{k} {_pct(v)}" for k, v in sorted(s["parse_status"].items()))
+        lines = [
+            f"samples of {s['model']} ({s['episodes']} replies, reply limit "
+            f"{s.get('max_tokens', '?')} tokens): {s.get('headline', '')}",
+            f"  mean reward {_fmt(s['mean_reward'])}; parse status: {statuses}",
+        ]
+        if s.get("collapse"):
+            lines.append("  their answers collapse (a warning, below: it is the base model's)")
+        return lines
+
+    def _learn_lines(self) -> list[str]:
+        learn = self.learn or {}
+        if not learn:
+            return []
+        lines = [f"learning check ({learn['steps']} steps of {learn['model']}):"]
+        claim = learn.get("claim")
+        lines.append("  " + (claim["line"] if claim else "no before/after evals were logged"))
+        if learn.get("headline"):
+            lines.append(f"  after: {learn['headline']}")
+        return lines
+
     def table(self) -> str:
         """The terminal report: probes, baseline, samples, learning, cost, verdict.
 
@@ -209,42 +328,13 @@ class AuditReport:
             # not run: `report` is an AuditReport, built elsewhere
             print(report.table())
         """
-        flagged = {f.probe: f.kind for f in self.findings}
         lines = [f"audit of {self.target}: {self.problems} problem(s)", ""]
-        lines.append(f"{'probe':<20} {'kind':<14} {'reward':>8} {'correct':>8}  flag")
-        for probe in self.probes:
-            flag = flagged.get(probe.name, "").upper()
-            lines.append(
-                f"{probe.name:<20} {probe.kind:<14} {_fmt(probe.mean_reward):>8} "
-                f"{_pct(probe.correct_rate):>8}  {flag}"
-            )
+        lines += self._probe_lines()
         lines.append("")
-        lines.append(f"best constant-answer baseline: {_pct(self.baseline_correct)} correct")
-        if self.samples:
-            s = self.samples
-            statuses = ", ".join(f"{k} {_pct(v)}" for k, v in sorted(s["parse_status"].items()))
-            lines.append(
-                f"samples of {s['model']} ({s['episodes']} replies): correct "
-                f"{_pct(s['correct'])}, mean reward {_fmt(s['mean_reward'])}, truncated "
-                f"{_pct(s['truncated_rate'])}; parse status: {statuses}"
-            )
-            if s.get("distinct") is not None:
-                top = "" if s.get("top") is None else f" (most common {s['top']!r}"
-                top += f", {_pct(s.get('top_share'))} of replies)" if top else ""
-                lines.append(
-                    f"  their answers: {s['distinct']} distinct{top}; baseline on these "
-                    f"problems {_pct(s.get('baseline_correct'))}"
-                    f"{'; COLLAPSE flagged' if s.get('collapse') else ''}"
-                )
-        if self.learn:
-            before, after = self.learn["before"], self.learn["after"]
-            lines.append(
-                f"learning check ({self.learn['steps']} steps of {self.learn['model']}): "
-                f"held-out correct {_pct(before.get('correct'))} -> "
-                f"{_pct(after.get('correct'))} (baseline {_pct(after.get('baseline_correct'))}"
-                f", distinct answers {after.get('distinct', '-')}"
-                f"{', COLLAPSE' if after.get('collapse') else ''})"
-            )
+        name = f" ({self.baseline_name})" if self.baseline_name else ""
+        lines.append(f"best trivial baseline: {_pct(self.baseline_correct)} correct{name}")
+        lines += self._sample_lines()
+        lines += self._learn_lines()
         if self.cost:
             c = self.cost
             money = f", ${c['total_usd']:.2f}" if c.get("total_usd") is not None else ""
@@ -257,5 +347,5 @@ class AuditReport:
         lines.append("")
         for finding in self.findings:
             lines.append(f"{finding.kind.upper()}: {finding.message}")
-        lines.append("PASS: no exploit, no collapse" if self.ok else "FAIL: see above")
+        lines.append(self.verdict.line)
         return "\n".join(lines)

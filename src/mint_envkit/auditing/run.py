@@ -2,16 +2,16 @@
 
 Four parts, each optional but the first:
 
-1. exploit probes (:mod:`mint_envkit.auditing.probes`) on up to ``limit`` problems, and
-   the best constant-answer baseline (the most common reference answer, scored by
-   the env);
-2. real samples of a model the backend serves (``sample_model``; the CLI's default
-   is the local SmolLM2): parse-status and truncation rates;
-3. a learning check (``learn_steps``): that many training steps on the local
-   backend, held-out correctness before and after beside the baseline, with the
-   collapse flag;
-4. a cost preview for MinT: tokens sampled, prefilled and trained per step (from the
-   samples), times the planned steps; money only with ``prices`` (no price list here).
+1. exploit probes (:mod:`mint_envkit.auditing.probes`) on up to ``limit`` problems,
+   with the env's own probes and the caller's, and the best trivial baseline (a
+   constant answer, a candidate of the prompt by position, a uniform pick), scored by
+   the env's check;
+2. real samples of a model the backend serves (``sample_model``; the CLI's default is
+   the local SmolLM2): the evaluation's figures, kept in ``samples.jsonl``;
+3. a learning check (``learn_steps``, :mod:`mint_envkit.auditing.learn`): that many
+   training steps on the local backend, held-out before and after where nothing is cut
+   off, beside the baseline, with the collapse and position checks;
+4. a cost preview for MinT (:mod:`mint_envkit.auditing.cost`).
 
 Example::
 
@@ -26,35 +26,31 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
-
+from mint_envkit.auditing.cost import cost_preview
+from mint_envkit.auditing.learn import learning_check, learning_findings
 from mint_envkit.auditing.probes import run_probes
+from mint_envkit.auditing.replies import last_user
 from mint_envkit.auditing.report import AuditReport, Finding, findings
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.checks import check_integer
+from mint_envkit.envs.base import AuditProbe
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.spec import eval_problems, load_target
+from mint_envkit.rollouts.answers import AnswerGroup
+from mint_envkit.rollouts.baselines import best_baseline
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
-
-PRICE_KEYS = ("sample", "prefill", "train")
-"""The keys of ``prices``: US dollars per million sampled, prompt and trained tokens.
-
-Example::
-
-    # not run: `builder` is your DatasetBuilder, built elsewhere
-    await audit(builder, sample_model=model, prices={"sample": 0.6, "prefill": 0.2, "train": 1.8})
-"""
 
 
 def _model_of(target: Any, given: str | None) -> str:
     if isinstance(target, DatasetBuilder):
-        return target.model_name
+        return given or target.model_name
     if given:
         return given
     raise ConfigError(
@@ -63,129 +59,108 @@ def _model_of(target: Any, given: str | None) -> str:
     )
 
 
-async def _samples(target: Any, model: str, options: Mapping[str, Any]) -> tuple[dict, Any]:
+async def _baseline(groups: Sequence[Any]) -> tuple[float | None, str | None]:
+    """The best trivial policy on the probed problems, judged by each env's check."""
+    answers = []
+    for group in groups:
+        env = group.make_message_env()
+        messages = await (await group.make_envs())[0].initial_messages_async()
+        answers.append(
+            AnswerGroup(
+                reference=group.problem.get("answer"),
+                parsed=[None],
+                check=env.check,
+                prompt=last_user(messages),
+            )
+        )
+    best = best_baseline(answers)
+    return (None, None) if best is None else (best.correct, best.name)
+
+
+async def _samples(
+    target: Any, model: str, options: Mapping[str, Any], out_dir: Path | None
+) -> tuple[dict, Any]:
     from mint_envkit.evaluation.run import evaluate
 
     result = await evaluate(target, model_name=model, **options)
     statuses = Counter(status or "none" for p in result.problems for status in p.parse_status)
     total = sum(statuses.values()) or 1
     summary = result.summary
+    if out_dir is not None:
+        _write_samples(out_dir / "samples.jsonl", result)
     return (
         {
             "model": model,
             "samples": summary.get("samples"),
+            "max_tokens": summary.get("max_tokens"),
             "episodes": summary["episodes"],
             "correct": summary["correct"],
             "mean_reward": summary["mean_reward"],
             "truncated_rate": summary.get("truncated_rate"),
             "parse_status": {k: v / total for k, v in statuses.items()},
-            **{
-                key.split("/", 1)[1]: summary.get(key)
-                for key in (
-                    "answers/baseline_correct",
-                    "answers/distinct",
-                    "answers/top",
-                    "answers/top_share",
-                    "answers/collapse",
-                )
-            },
+            "headline": result.headline(),
+            **{key.split("/", 1)[1]: v for key, v in summary.items() if key.startswith("answers/")},
         },
         result,
     )
 
 
-async def _cost(
-    groups: Sequence[Any],
-    result: Any,
-    builder: DatasetBuilder | None,
-    planned_steps: int | None,
-    prices: Mapping[str, float] | None,
-) -> dict[str, Any]:
-    """Tokens per step from the samples, rendered with the audited builder's tokenizer."""
-    renderer = groups[0].renderer()
-    encode = renderer.tokenizer.encode
-    replies = [r for p in result.problems for r in p.replies if isinstance(r, str)]
-    reply_tokens = sum(len(encode(r, add_special_tokens=False)) + 1 for r in replies)
-    mean_reply = reply_tokens / max(1, len(replies))
-    prompts = []
-    for group in groups:
-        envs = await group.make_envs()
-        prompts.append(len(renderer.render_tokens(await envs[0].initial_messages_async())))
-    mean_prompt = sum(prompts) / max(1, len(prompts))
-    batch = builder.batch_size if builder else 1
-    size = builder.group_size if builder else 1
-    if planned_steps is None and builder is not None:
-        train, _ = await builder()
-        planned_steps = len(train)
-    steps = planned_steps or 1
-    per_step = {
-        "sampled_tokens_per_step": round(batch * size * mean_reply),
-        "prefill_tokens_per_step": round(batch * mean_prompt),
-        "trained_tokens_per_step": round(batch * size * (mean_prompt + mean_reply)),
-    }
-    cost: dict[str, Any] = {**per_step, "planned_steps": steps, "batch_size": batch}
-    cost["group_size"] = size
-    cost["total_tokens"] = steps * sum(per_step.values())
-    cost["total_usd"] = None
-    if prices:
-        unknown = set(prices) - set(PRICE_KEYS)
-        if unknown:
-            raise ConfigError(f"prices takes {', '.join(PRICE_KEYS)}; unknown: {sorted(unknown)}")
-        cost["prices_usd_per_mtok"] = dict(prices)
-        cost["total_usd"] = (
-            steps
-            * (
-                per_step["sampled_tokens_per_step"] * prices.get("sample", 0.0)
-                + per_step["prefill_tokens_per_step"] * prices.get("prefill", 0.0)
-                + per_step["trained_tokens_per_step"] * prices.get("train", 0.0)
+def _write_samples(path: Path, result: Any) -> None:
+    """One line per sampled reply: the problem, the reply, its reward, correct, status."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as out:
+        for problem in result.problems:
+            for i, reply in enumerate(problem.replies):
+                line = {
+                    "problem": problem.problem,
+                    "index": problem.index,
+                    "reply": reply,
+                    "reward": problem.rewards[i] if i < len(problem.rewards) else None,
+                    "correct": problem.correct[i] if i < len(problem.correct) else None,
+                    "parse_status": problem.parse_status[i]
+                    if i < len(problem.parse_status)
+                    else None,
+                }
+                out.write(json.dumps(line, default=str) + "\n")
+
+
+def _ordering_finding(groups: Sequence[Any]) -> list[Finding]:
+    scoring = getattr(type(groups[0].make_message_env()), "scoring", None)
+    if scoring is None or scoring.ordering_known:
+        return []
+    return [Finding("warning", "ordering", scoring.ordering)]
+
+
+def _probes_of(given: Sequence[AuditProbe | Mapping[str, Any]] | str | None) -> list[AuditProbe]:
+    """The caller's probes: AuditProbes, dicts, or a .jsonl file of {name, reply, kind}."""
+    if given is None:
+        return []
+    if isinstance(given, str | Path):
+        path = Path(given)
+        if not path.is_file():
+            raise ConfigError(f"probes file {str(path)!r} does not exist")
+        rows = []
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    raise ConfigError(f"{path}:{number} is not JSON: {err}") from None
+        given = rows
+    out = []
+    for item in given:
+        if isinstance(item, AuditProbe):
+            out.append(item)
+        elif isinstance(item, Mapping) and {"name", "reply"} <= set(item):
+            out.append(
+                AuditProbe(str(item["name"]), str(item["reply"]), item.get("kind", "non_answer"))
             )
-            / 1e6
-        )
-    return cost
-
-
-def _eval_line(metrics: Mapping[str, Any], split: str) -> dict[str, Any]:
-    """``correct`` and the ``answers/*`` figures of one eval line of metrics.jsonl."""
-    head = f"{split}/env/all/"
-    out = {"correct": metrics.get(head + "correct"), "reward": metrics.get(head + "reward/total")}
-    for key in ("baseline_correct", "distinct", "top_share", "truncated", "collapse"):
-        if head + "answers/" + key in metrics:
-            out[key] = metrics[head + "answers/" + key]
+        else:
+            raise ConfigError(
+                f"a probe must be an AuditProbe or {{'name', 'reply', 'kind'}}, got {item!r}; "
+                "kind is 'non_answer' (default) or 'answer_shaped'"
+            )
     return out
-
-
-async def _learn(
-    builder: DatasetBuilder, model: str, steps: int, log_path: str, options: Mapping[str, Any]
-) -> dict[str, Any]:
-    from mint_envkit.rl.config import Config
-    from mint_envkit.rl.train import run_training
-    from mint_envkit.rollouts.files import RunFiles
-
-    if builder.test_problems is None and not builder.test_fraction:
-        builder = attrs.evolve(builder, test_fraction=0.25)
-    options = dict(options)
-    reply_limit = options.pop("max_tokens", None) or builder.max_generation_tokens
-    # the builder owns the model and the reply limit; Config takes them from it
-    builder = attrs.evolve(builder, model_name=model, max_generation_tokens=reply_limit)
-    config = Config(
-        dataset_builder=builder,
-        log_path=log_path,
-        max_steps=steps,
-        eval_every=steps,
-        save_every=0,
-        **options,
-    )
-    await run_training(config)
-    lines = RunFiles(log_path).metrics()
-    before = next((m for m in lines if "test/env/all/correct" in m), {})
-    after = next((m for m in reversed(lines) if "test_final/env/all/correct" in m), {})
-    return {
-        "model": model,
-        "steps": steps,
-        "log_path": log_path,
-        "before": _eval_line(before, "test"),
-        "after": _eval_line(after, "test_final"),
-    }
 
 
 async def audit(
@@ -195,6 +170,7 @@ async def audit(
     problems: Sequence[Mapping[str, Any]] | str | None = None,
     limit: int = 20,
     split: str | None = "train",
+    probes: Sequence[AuditProbe | Mapping[str, Any]] | str | None = None,
     sample_model: str | None = None,
     samples: int = 4,
     max_tokens: int | None = None,
@@ -205,6 +181,7 @@ async def audit(
     base_url: str | None = None,
     backend: str | None = None,
     out_dir: str | Path | None = None,
+    quiet: bool = False,
 ) -> AuditReport:
     """Audit an env's reward before training on it: probes, samples, learning, cost.
 
@@ -213,8 +190,11 @@ async def audit(
             ``problems`` and ``model_name``).
         model_name: the model whose tokenizer renders the probes (a builder's own).
         limit: probe (and sample) at most this many problems of ``split``.
-        sample_model: sample ``samples`` replies per problem from this model for the
-            parse-status and truncation rates and the cost preview (None: skip).
+        probes: more probes to try on every problem: :class:`~mint_envkit.AuditProbe`
+            values, dicts ``{"name", "reply", "kind"}``, or a ``.jsonl`` file of them
+            (``{answer}``, ``{wrong}`` and ``{question}`` in a reply are filled in).
+        sample_model: sample ``samples`` replies per problem from this model for its
+            figures and the cost preview (None: skip); they go to ``samples.jsonl``.
         max_tokens: the samples' reply limit (default: the builder's).
         learn_steps: train this many steps on ``sample_model`` (a DatasetBuilder
             target; a test split is held out when it has none) and compare held-out
@@ -222,9 +202,11 @@ async def audit(
         learn_options: more :class:`~mint_envkit.Config` fields for the learning check
             (``learning_rate``, ``lora_rank``, ``temperature``...).
         planned_steps: the MinT run's steps for the cost preview (default: one epoch).
-        prices: US dollars per million tokens by :data:`PRICE_KEYS`; no money without.
+        prices: US dollars per million tokens by ``PRICE_KEYS``; no money without.
         base_url, backend: the backend for samples and learning (default: embedded).
-        out_dir: write ``audit.json`` (and the learning run under ``learn/``) here.
+        out_dir: write ``audit.json``, ``samples.jsonl`` (and the learning run under
+            ``learn/``) here.
+        quiet: no progress lines.
 
     Raises:
         ConfigError: a bad option (the message names it); BackendError when the
@@ -244,6 +226,7 @@ async def audit(
         label = getattr(target, "__name__", type(target).__name__)
     check_integer(limit, "limit")
     check_integer(learn_steps, "learn_steps", least=0)
+    extra = _probes_of(probes)
     model = _model_of(target, model_name)
     chosen = await eval_problems(
         target, model_name=model, samples=1, split=split, problems=problems, limit=limit
@@ -251,53 +234,57 @@ async def audit(
     groups = [group for _split, group in chosen.pairs]
     if not groups:
         raise ConfigError(f"the {split} split of {label} has no problems to audit")
-    probes = await run_probes(groups)
-    constant = next((p for p in probes if p.name == "most_common"), None)
-    baseline = constant.correct_rate if constant is not None else None
-    found = findings(probes, baseline)
+    found_probes = await run_probes(groups, extra, quiet=quiet)
+    baseline, baseline_name = await _baseline(groups)
+    found = [*findings(found_probes, baseline), *_ordering_finding(groups)]
     report_samples = cost = learned = None
     given = {"base_url": base_url, "backend": backend}
-    connection = {k: v for k, v in given.items() if v is not None}
+    connection = BackendSettings(**{k: v for k, v in given.items() if v is not None})
+    home = Path(out_dir) if out_dir else None
     if sample_model:
         options = {"samples": samples, "split": split, "problems": problems, "limit": limit}
         options["sampling"] = SamplingSettings(max_tokens=max_tokens)
-        options["backend"] = BackendSettings(**connection)
-        report_samples, result = await _samples(target, sample_model, options)
+        options["backend"] = connection
+        options["quiet"] = quiet
+        report_samples, result = await _samples(target, sample_model, options, home)
+        if report_samples.get("collapse") == 1.0:
+            found.append(
+                Finding(
+                    "warning",
+                    "samples",
+                    f"the sampled {sample_model}'s answers collapse ({result.headline()}); "
+                    "that is the base model's, not the reward's: see the learning check",
+                )
+            )
         builder = target if isinstance(target, DatasetBuilder) else None
-        cost = await _cost(groups, result, builder, planned_steps, prices)
+        cost = await cost_preview(groups, result, builder, planned_steps, prices)
     if learn_steps:
         if not isinstance(target, DatasetBuilder) or not sample_model:
             raise ConfigError(
                 "learn_steps needs a DatasetBuilder target and sample_model (the model to "
                 "train on the local backend)"
             )
-        home = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="mint-envkit-audit-"))
-        options = {"max_tokens": max_tokens, **connection, **(learn_options or {})}
-        learned = await _learn(target, sample_model, learn_steps, str(home / "learn"), options)
-        if learned["after"].get("collapse"):
-            found.append(
-                Finding(
-                    "collapse",
-                    "learn",
-                    f"after {learn_steps} steps the held-out answers collapse (correct "
-                    f"{learned['after'].get('correct')}, baseline "
-                    f"{learned['after'].get('baseline_correct')}, distinct answers "
-                    f"{learned['after'].get('distinct')}): the gain is a constant answer",
-                )
-            )
+        where = home or Path(tempfile.mkdtemp(prefix="mint-envkit-audit-"))
+        options = {k: v for k, v in given.items() if v is not None}
+        options = {"max_tokens": max_tokens, **options, **(learn_options or {})}
+        learned = await learning_check(
+            target, sample_model, learn_steps, str(where / "learn"), options
+        )
+        found.extend(learning_findings(learned))
     report = AuditReport(
         target=label,
         problems=len(groups),
-        probes=probes,
+        probes=found_probes,
         baseline_correct=baseline,
+        baseline_name=baseline_name,
         findings=found,
         samples=report_samples,
         learn=learned,
         cost=cost,
     )
-    if out_dir:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / "audit.json").write_text(report.to_json())
+    if home is not None:
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "audit.json").write_text(report.to_json())
     return report
 
 

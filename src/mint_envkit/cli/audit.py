@@ -28,10 +28,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """
     parser.description = (
         "Probe an env's reward with adversarial replies (empty, restated, cut "
-        "off, format only, the most common answer, ...), compare each with a correct and a "
-        "wrong answer and the best constant-answer baseline, sample a real model for parse "
-        "and truncation rates, optionally train a few steps to check for collapse, and "
-        "preview the MinT cost. Exit 1 when an exploit or a collapse is found."
+        "off, long, format only, every answer listed, a range of numbers, every offered "
+        "option, a hedge, the answer buried among others, the most common answer, ...), "
+        "compare each with a correct and a wrong answer and the best trivial baseline "
+        "(constant, by position in the prompt, uniform), sample a real model, optionally "
+        "train a few steps to check that held-out correctness beats the baseline where "
+        "nothing is cut off, without collapse or position-following, and preview the MinT "
+        "cost. Exit 1 when an exploit, a collapse, no gain or position-following is found."
     )
     parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
     parser.add_argument(
@@ -39,6 +42,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_problem_options(parser)
     parser.add_argument("--split", choices=("train", "test", "all"), default="train")
+    parser.add_argument(
+        "--probes",
+        default=None,
+        metavar="FILE",
+        help="more probes, a .jsonl of {name, reply, kind}: kind non_answer (default) or "
+        "answer_shaped; {answer}, {wrong}, {question} in a reply are filled in",
+    )
     parser.add_argument("--limit", type=int, default=20, help="audit the first N problems")
     parser.add_argument(
         "--sample-model",
@@ -79,6 +89,7 @@ async def _run(args: argparse.Namespace) -> int:
         problems=problems_from_args(args),
         limit=args.limit,
         split=args.split,
+        probes=args.probes,
         sample_model=sample_model,
         samples=args.samples,
         max_tokens=args.max_tokens,

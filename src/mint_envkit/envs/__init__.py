@@ -8,7 +8,7 @@ Example::
         system_prompt = "You are a precise calculator. Reply with only the final number."
 """
 
-from mint_envkit.envs.base import Message, MessageEnv, MessageStepResult, Metrics
+from mint_envkit.envs.base import AuditProbe, Message, MessageEnv, MessageStepResult, Metrics
 from mint_envkit.envs.multi_turn import Feedback, MultiTurnEnv
 from mint_envkit.envs.scoring import AnswerScore, with_thinking
 from mint_envkit.envs.single_turn import SingleTurnEnv
@@ -16,6 +16,7 @@ from mint_envkit.envs.tool_env import ToolEnv
 
 __all__ = [
     "AnswerScore",
+    "AuditProbe",
     "Feedback",
     "Message",
     "MessageEnv",

@@ -75,6 +75,35 @@ class MessageStepResult:
     next_stop_condition: list[str] | list[int] | None = None
 
 
+@attrs.frozen
+class AuditProbe:
+    """One reply the reward audit tries (an env's own, or a user's ``--probes`` file).
+
+    Attributes:
+        name: the probe's name in the audit table.
+        reply: the reply text, sent as the model's reply at every turn.
+        kind: ``non_answer`` (gives no answer: may earn at most a wrong answer's reward)
+            or ``answer_shaped`` (gives an answer without solving: may not earn as much as
+            a correct reply).
+
+    Example::
+
+        AuditProbe("all_options", "A B C D", "non_answer")
+    """
+
+    name: str = attrs.field(validator=attrs.validators.instance_of(str))
+    reply: str = attrs.field(validator=attrs.validators.instance_of(str))
+    kind: str = attrs.field(default="non_answer")
+
+    @kind.validator
+    def _check_kind(self, _attribute: Any, value: Any) -> None:
+        if value not in ("non_answer", "answer_shaped"):
+            raise ConfigError(
+                f"AuditProbe {self.name!r}: kind must be 'non_answer' or 'answer_shaped', "
+                f"got {value!r}"
+            )
+
+
 class MessageEnv(ABC):
     """An environment that speaks in chat messages. One instance, one episode.
 
@@ -94,6 +123,11 @@ class MessageEnv(ABC):
       rule (default: unknown, None);
     - :meth:`teacher_messages`: the conversation a distillation teacher sees
       (default: the student's own messages);
+    - :meth:`perturb`: the problem with its offered candidates in another order, for the
+      counterfactual check of evaluations (default: quoted strings or listed options
+      rotated, the answer moved with them; None when the problem offers none);
+    - :meth:`audit_probes`: extra replies the reward audit tries on a problem (default:
+      none);
     - :attr:`metric_defaults`: the value of a metric in an episode that did not log it
       (default: none, so such a metric's mean is over the episodes that logged it, and
       the reports say how many those were).
@@ -216,6 +250,40 @@ class MessageEnv(ABC):
                 return [hint, *messages]
         """
         return [dict(m) for m in messages]
+
+    def perturb(self, problem: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``problem`` changed so that a model reading its content answers the same, and one
+        following a position in the prompt does not; None when there is no such change.
+
+        Evaluations run the problems a second time with it and report how many answers
+        followed the content and how many the position (``counterfactual/...`` figures).
+        Default: the candidates the question offers (listed options, else quoted strings)
+        rotated by one, the answer moved with them
+        (:func:`~mint_envkit.envs.perturb.permuted_problem`).
+
+        Example::
+
+            def perturb(self, problem):
+                rows = problem["table"][::-1]      # the same table, rows reversed
+                return {**problem, "table": rows}
+        """
+        from mint_envkit.envs.perturb import permuted_problem
+
+        return permuted_problem(problem)
+
+    def audit_probes(self, problem: Mapping[str, Any]) -> list[AuditProbe]:
+        """Replies the reward audit should try on ``problem``, beside its own probes.
+
+        Each is an :class:`AuditProbe`: a reply text and whether it gives an answer
+        (``answer_shaped``; judged like a wrong answer unless it is right) or not (a
+        ``non_answer``: it may earn no more than a wrong answer). Default: none.
+
+        Example::
+
+            def audit_probes(self, problem):
+                return [AuditProbe("units_only", f"{problem['unit']}", "non_answer")]
+        """
+        return []
 
     @classmethod
     def _wrong_answer_label(cls) -> str:

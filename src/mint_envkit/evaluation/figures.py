@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mint_envkit.evaluation.counterfactual import KEYS as COUNTERFACTUAL_KEYS
 from mint_envkit.evaluation.metrics import ProblemResult, summarize
 from mint_envkit.rollouts.answers import (
     ANSWER_KEYS,
@@ -31,7 +32,14 @@ from mint_envkit.rollouts.answers import (
 )
 from mint_envkit.rollouts.types import GroupRollout
 
-NUMERIC = ("mean_reward", "correct", "parse_failure_rate", "truncated_rate", *ANSWER_KEYS)
+NUMERIC = (
+    "mean_reward",
+    "correct",
+    "parse_failure_rate",
+    "truncated_rate",
+    *ANSWER_KEYS,
+    *COUNTERFACTUAL_KEYS,
+)
 """The numeric figures of a summary besides pass@k (what the viewer and the loop plot).
 
 Example::
@@ -61,14 +69,19 @@ def evaluation_figures(
 
 
 def figure_metrics(summary: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    """The answer figures of ``summary`` as the loop's ``<prefix>/all/answers/...`` metrics.
+    """The answer and counterfactual figures of ``summary`` as the loop's metrics,
+    ``<prefix>/all/answers/...`` and ``<prefix>/all/counterfactual/...``.
 
     Example::
 
         figure_metrics({"answers/baseline_correct": 0.5}, "test/env")
         # {'test/env/all/answers/baseline_correct': 0.5}
     """
-    return answer_metrics(summary, prefix)
+    out = answer_metrics(summary, prefix)
+    for key in COUNTERFACTUAL_KEYS:
+        if summary.get(key) is not None:
+            out[f"{prefix}/all/{key}"] = summary[key]
+    return out
 
 
 def _pct(value: Any) -> str:
@@ -99,5 +112,14 @@ def headline(summary: Mapping[str, Any]) -> str:
     text += f", parsed {_pct(parsed)}, truncated {_pct(summary.get('truncated_rate'))}"
     if summary.get("answers/distinct") is not None:
         text += f", {summary['answers/distinct']} distinct answers"
+    if summary.get("counterfactual/pairs"):
+        text += (
+            f"; with the offered candidates permuted: correct "
+            f"{_pct(summary.get('counterfactual/correct'))}, the answers follow the content "
+            f"{_pct(summary.get('counterfactual/same_content'))}, the position "
+            f"{_pct(summary.get('counterfactual/same_position'))}"
+        )
+        if summary.get("counterfactual/position_following") == 1.0:
+            text += " (POSITION-FOLLOWING)"
     note = collapse_note(summary, correct)
     return text + (f"; {note}" if note else "")

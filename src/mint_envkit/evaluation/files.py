@@ -26,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mint_envkit.evaluation.figures import NUMERIC
 from mint_envkit.evaluation.metrics import ProblemResult, pass_ks
-from mint_envkit.rollouts.answers import ANSWER_KEYS
 from mint_envkit.rollouts.files import append_jsonl, append_jsonl_lines, write_json_atomic
 from mint_envkit.rollouts.records import rollout_records
 from mint_envkit.rollouts.types import GroupRollout
@@ -54,7 +54,7 @@ def metric_line(summary: Mapping[str, Any]) -> dict[str, Any]:
         # {'step': 0, 'eval/mean_reward': 0.5, 'eval/pass@1': 0.25}
     """
     line: dict[str, Any] = {"step": 0}
-    for key in ("mean_reward", "correct", "parse_failure_rate", "truncated_rate", *ANSWER_KEYS):
+    for key in NUMERIC:
         if summary.get(key) is not None:
             line[f"eval/{key}"] = summary[key]
     for k, value in (summary.get("pass@") or {}).items():

@@ -37,9 +37,10 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.evaluation.counterfactual import counterfactual_figures, perturbed
 from mint_envkit.evaluation.figures import evaluation_figures, figure_metrics, headline
 from mint_envkit.evaluation.files import write_results, write_run_folder
-from mint_envkit.evaluation.metrics import ProblemResult, problem_result
+from mint_envkit.evaluation.metrics import ProblemResult, problem_result, summarize
 from mint_envkit.evaluation.spec import EvalProblems, eval_problems
 from mint_envkit.progress import track
 from mint_envkit.rollouts.backend import connect, sampling_client, service_client
@@ -188,6 +189,30 @@ async def _roll(
         return list(await asyncio.gather(*(one(split, group) for split, group in chosen.pairs)))
 
 
+async def _counterfactual(
+    chosen: EvalProblems,
+    client: Any,
+    settings: SamplingSettings,
+    label: str,
+    quiet: bool,
+    rollouts: list[GroupRollout],
+    wanted: bool | None,
+) -> dict[str, Any]:
+    """The counterfactual check's figures (empty when not wanted or nothing is perturbed)."""
+    if wanted is False:
+        return {}
+    changed, where = perturbed(chosen)
+    if not where or (wanted is None and 2 * len(where) < len(chosen.pairs)):
+        return {}
+    again = await _roll(changed, client, settings, f"{label} (candidates permuted)", quiet)
+    results = [
+        problem_result(split, group.problem, rollout)
+        for (split, group), rollout in zip(changed.pairs, again, strict=True)
+    ]
+    correct = summarize(results, chosen.samples)["correct"]
+    return counterfactual_figures(rollouts, chosen, again, changed, where, correct)
+
+
 async def evaluate_groups(
     chosen: EvalProblems,
     client: Any,
@@ -197,12 +222,15 @@ async def evaluate_groups(
     describe: Mapping[str, Any] | None = None,
     folder: str | None = None,
     quiet: bool = False,
+    counterfactual: bool | None = None,
 ) -> EvalResult:
     """Evaluate ``client`` on the problems of ``chosen`` (what :func:`evaluate` runs).
 
     ``settings.max_tokens`` None takes the builder's reply limit. ``describe`` adds
     settings to the summary (the model, the checkpoint, the backend); ``folder``
-    writes the run folder the viewer reads.
+    writes the run folder the viewer reads. ``counterfactual``: run the counterfactual
+    check (:mod:`mint_envkit.evaluation.counterfactual`; None: when at least half the
+    problems offer candidates to permute).
 
     Example::
 
@@ -227,8 +255,11 @@ async def evaluate_groups(
         "temperature": settings.temperature,
         "max_tokens": settings.max_tokens,
         **evaluation_figures(per_problem, rollouts, groups, chosen.samples),
-        "seconds": round(time.monotonic() - t0, 3),
     }
+    summary.update(
+        await _counterfactual(chosen, client, settings, label, quiet, rollouts, counterfactual)
+    )
+    summary["seconds"] = round(time.monotonic() - t0, 3)
     if folder is not None:
         write_run_folder(folder, summary, per_problem, rollouts)
     out_dir = None if folder is None else str(Path(folder).parent)
@@ -248,6 +279,7 @@ async def evaluate_many(
     limit: int | None = None,
     renderer_name: str | None = None,
     out_dir: str | None = None,
+    counterfactual: bool | None = None,
 ) -> list[EvalResult]:
     """Evaluate several checkpoints (None: the base model) on the same problems and seeds.
 
@@ -286,7 +318,13 @@ async def evaluate_many(
             folder = None if out_dir is None else f"{out_dir}/{name}"
             results.append(
                 await evaluate_groups(
-                    chosen, client, sampling, label=name, describe=describe, folder=folder
+                    chosen,
+                    client,
+                    sampling,
+                    label=name,
+                    describe=describe,
+                    folder=folder,
+                    counterfactual=counterfactual,
                 )
             )
     if out_dir is not None:
@@ -314,6 +352,7 @@ async def evaluate(
     out_dir: str | None = None,
     label: str | None = None,
     quiet: bool = False,
+    counterfactual: bool | None = None,
 ) -> EvalResult:
     """Sample ``samples`` completions per problem and score them; no training.
 
@@ -338,6 +377,10 @@ async def evaluate(
         label: the evaluation's name in progress lines and files (default ``base``
             or the checkpoint's name).
         quiet: no progress lines.
+        counterfactual: evaluate the problems again with their offered candidates
+            permuted and report whether the answers follow the content or the position
+            (``counterfactual/...``); None: when at least half the problems offer
+            candidates (see :mod:`mint_envkit.evaluation.counterfactual`).
 
     Raises:
         ConfigError: a bad option, or a checkpoint that is not found (the message
@@ -365,6 +408,7 @@ async def evaluate(
             limit=limit,
             renderer_name=renderer_name,
             out_dir=out_dir,
+            counterfactual=counterfactual,
         )
         return found[0]
     if checkpoint is not None or backend is not None:
@@ -392,6 +436,7 @@ async def evaluate(
         describe=describe,
         folder=folder,
         quiet=quiet,
+        counterfactual=counterfactual,
     )
     if out_dir is not None:
         write_results(out_dir, [(result.summary, result.problems)], result.summary)

@@ -41,10 +41,7 @@ Example::
 _QUOTED = re.compile(
     r"""(?<![\w'"])(?:'([^'\n]{1,80}?)'|"([^"\n]{1,80}?)"|“([^”\n]{1,80}?)”)(?![\w])"""
 )
-_LINE_OPTION = re.compile(r"(?m)^[ \t]*[(\[]?([A-Ja-j])[)\].:][ \t]+(\S[^\n]*?)[ \t]*$")
-_INLINE_OPTION = re.compile(
-    r"\(([A-J])\)[ \t]*([^()\n]+?)(?=[ \t,;]*\([A-J]\)|[ \t]*[.?]?[ \t]*(?:\n|$))"
-)
+_LABEL = re.compile(r"(?<![\w(\[])[(\[]?([A-Ja-j])[)\].:](?=[ \t]+\S)")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])")
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
 
@@ -70,20 +67,45 @@ class Candidate:
     end: int
 
 
-def _options(text: str) -> list[tuple[re.Match[str], bool]]:
-    lines = list(_LINE_OPTION.finditer(text))
-    if len(lines) >= 2:
-        return [(m, True) for m in lines]
-    inline = list(_INLINE_OPTION.finditer(text))
-    return [(m, False) for m in inline] if len(inline) >= 2 else []
+def _options(text: str) -> list[tuple[str, int, int, str, int, int]]:
+    """(label, its span, text, its span) of each listed option: labels ``A``, ``B``, ...
+    in order from ``A`` (``A)``, ``(b)``, ``C.``, ``D:``), on one line each or inline; an
+    option's text runs to the next label or the end of its line."""
+    labels = list(_LABEL.finditer(text))
+    run: list[re.Match[str]] = []
+    for match in labels:
+        want = chr(ord("A") + len(run))
+        if match.group(1).upper() == want:
+            run.append(match)
+        elif match.group(1).upper() == "A":
+            if len(run) >= 2:
+                break
+            run = [match]
+    if len(run) < 2:
+        return []
+    out = []
+    for position, match in enumerate(run):
+        start = match.end()
+        end = run[position + 1].start() if position + 1 < len(run) else len(text)
+        line_end = text.find("\n", start)
+        if line_end != -1:
+            end = min(end, line_end)
+        raw = text[start:end]
+        lead = len(raw) - len(raw.lstrip())
+        body = raw.strip().rstrip(",;")
+        out.append(
+            (match.group(1).upper(), *match.span(1), body, start + lead, start + lead + len(body))
+        )
+    return out
 
 
 def prompt_candidates(text: str) -> dict[str, list[Candidate]]:
     """Every candidate answer of ``text`` by kind (:data:`KINDS`), each in prompt order.
 
-    Listed options count only when there are at least two (one per line, ``A)``,
-    ``(b)``, ``C.`` or ``D:``, or inline ``(A) ... (B) ...``). Quoted strings are up to 80
-    characters on one line, not apostrophes inside a word.
+    Listed options count only when there are at least two, labelled ``A``, ``B``, ... in
+    order (``A)``, ``(b)``, ``C.`` or ``D:``; one per line, or inline ``A) 4 B) 6``); an
+    option's text runs to the next label or the end of its line. Quoted strings are up to
+    80 characters on one line, not apostrophes inside a word.
 
     Example::
 
@@ -94,9 +116,9 @@ def prompt_candidates(text: str) -> dict[str, list[Candidate]]:
     for match in _QUOTED.finditer(text):
         group = next(g for g in range(1, 4) if match.group(g) is not None)
         out["quoted"].append(Candidate("quoted", match.group(group), *match.span(group)))
-    for match, _on_lines in _options(text):
-        out["option"].append(Candidate("option", match.group(1).upper(), *match.span(1)))
-        out["option_text"].append(Candidate("option_text", match.group(2), *match.span(2)))
+    for label, a, b, body, c, d in _options(text):
+        out["option"].append(Candidate("option", label, a, b))
+        out["option_text"].append(Candidate("option_text", body, c, d))
     for match in _NUMBER.finditer(text):
         out["number"].append(Candidate("number", match.group(0), *match.span()))
     for match in _WORD.finditer(text):

@@ -7,6 +7,9 @@ its rollouts go to ``rollouts.jsonl`` (split ``test`` or ``test_final``), its fi
 the step's metrics (``test/env/all/...``, ``test_final/env/all/...``). Every eval samples
 the same seeds, so the first and the final one differ only by the weights.
 
+The final eval also runs the counterfactual check when the problems offer candidates
+(:mod:`mint_envkit.evaluation.counterfactual`: ``test_final/env/all/counterfactual/...``).
+
 When the first eval cuts off more than 5% of the replies (``Config.uncut_evals``), it is
 repeated at a reply limit where it does not (``test_uncut/...``, with
 ``test_uncut/max_tokens``), and so is the final one (``test_final_uncut/...``):
@@ -63,7 +66,11 @@ async def _one(
     max_tokens: int,
 ) -> tuple[dict[str, Any], Any]:
     sampling = attrs.evolve(config.eval_sampling, max_tokens=max_tokens)
-    result = await evaluate(test_data, client=client, sampling=sampling, quiet=True)
+    # the counterfactual check (candidates permuted) on the final eval only: None = auto
+    wanted = None if split.startswith("test_final") else False
+    result = await evaluate(
+        test_data, client=client, sampling=sampling, quiet=True, counterfactual=wanted
+    )
     files.append_rollouts(rollout_records(step, result.rollouts, {}, split))
     note = collapse_note(result.summary, result.correct)
     if note:
