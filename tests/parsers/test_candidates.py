@@ -25,7 +25,7 @@ def _texts(text: str, kind: str) -> list[str]:
             "Largest?\nA) Mars\nB) Jupiter\nC) Venus\nAnswer with the letter.",
             "option_text",
             ["Mars", "Jupiter", "Venus"],
-        ),  # fmt: skip
+        ),
         ("Only A) one option here", "option", []),
         ("What is 31 + 23?", "number", ["31", "23"]),
         ("Is 7 a prime? Answer yes or no.", "number", ["7"]),
