@@ -11,6 +11,7 @@ Example::
 
 from mint_envkit.builders.dataset import DatasetBuilder, ProblemDataset
 from mint_envkit.builders.group import GroupBuilder
+from mint_envkit.builders.packages import load_environment
 from mint_envkit.builders.sources import ProblemSource, problems_from
 
 __all__ = [
@@ -18,5 +19,6 @@ __all__ = [
     "GroupBuilder",
     "ProblemDataset",
     "ProblemSource",
+    "load_environment",
     "problems_from",
 ]

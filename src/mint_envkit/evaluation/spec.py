@@ -2,7 +2,8 @@
 
 An ENV_SPEC is ``MODULE:NAME`` or ``path/to/file.py:NAME`` naming a
 :class:`~mint_envkit.DatasetBuilder` or an env class (then the problems come
-separately). ``mint-envkit check``, ``eval`` and ``audit`` all load it here.
+separately), or the name of an installed env package (its DatasetBuilder).
+``mint-envkit check``, ``eval`` and ``audit`` all load it here.
 :func:`eval_problems` turns any target into :class:`EvalProblems`: the groups, and
 the builder's model and reply limit, which an evaluation samples with unless told
 otherwise.
@@ -30,6 +31,7 @@ import attrs
 
 from mint_envkit.builders.dataset import DatasetBuilder, ProblemDataset
 from mint_envkit.builders.group import GroupBuilder
+from mint_envkit.builders.packages import installed_environments, load_environment, not_installed
 from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError, MintEnvkitError
 
@@ -44,7 +46,9 @@ Example::
 
 
 def load_target(spec: str) -> Any:
-    """The object an ENV_SPEC names: ``MODULE:NAME`` or ``path/to/file.py:NAME``.
+    """The object an ENV_SPEC names: ``MODULE:NAME``, ``path/to/file.py:NAME``, or the
+    name of an installed env package (no ``:``), whose DatasetBuilder it returns
+    (:func:`~mint_envkit.load_environment` with no arguments; docs/env-packages.md).
 
     A file is imported under a private module name with its folder last on
     ``sys.path`` (its siblings import; a file called ``math.py`` cannot
@@ -53,18 +57,23 @@ def load_target(spec: str) -> Any:
     module that runs work at import does it once).
 
     Raises:
-        MintEnvkitError: the spec has no ``:``, the file or module does not
-            exist, or it has no such attribute (the message names it).
+        MintEnvkitError: the spec has no ``:`` and names no installed env (a
+            ConfigError listing the installed ones), the file or module does not
+            exist, or it has no such attribute (the message names it); an installed
+            env's errors (:func:`~mint_envkit.load_environment`).
 
     Example::
 
         load_target("examples/arithmetic_env.py:ArithmeticEnv")   # the env class
     """
     if ":" not in spec:
-        raise MintEnvkitError(
-            f"expected MODULE:NAME (e.g. examples/arithmetic_env.py:ArithmeticEnv or "
-            f"my_pkg.envs:builder), got {spec!r}"
-        )
+        if spec not in {env.name for env in installed_environments()}:
+            raise ConfigError(
+                f"expected MODULE:NAME (e.g. examples/arithmetic_env.py:ArithmeticEnv or "
+                f"my_pkg.envs:builder) or the name of an installed env, got {spec!r}: "
+                + not_installed(spec)
+            )
+        return load_environment(spec)
     module_ref, name = spec.rsplit(":", 1)
     if module_ref.endswith(".py") or "/" in module_ref:
         path = Path(module_ref)
