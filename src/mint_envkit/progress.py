@@ -85,10 +85,13 @@ class Task:
         task.done   # 2
     """
 
-    def __init__(self, label: str, total: int | None, unit: str, stream: TextIO, mode: str):
+    def __init__(
+        self, label: str, total: int | None, unit: str, stream: TextIO, mode: str, done: int = 0
+    ):
         self.label, self.total, self.unit = label, total, unit
         self.stream, self.mode = stream, mode
-        self.done = 0
+        self.done = done
+        self._first = done
         self.fields: dict[str, Any] = {}
         self.start = time.monotonic()
         self._last_line = self.start
@@ -125,7 +128,9 @@ class Task:
                 )
                 _LIVE["progress"].start()
             _LIVE["tasks"] += 1
-            self._rich_id = _LIVE["progress"].add_task(self.label, total=self.total, info="")
+            self._rich_id = _LIVE["progress"].add_task(
+                self.label, total=self.total, completed=self.done, info=""
+            )
 
     def _line(self, text: str) -> None:
         stamp = time.strftime("%H:%M:%S")
@@ -134,7 +139,7 @@ class Task:
 
     def _status(self) -> str:
         elapsed = time.monotonic() - self.start
-        rate = self.done / elapsed if elapsed > 0 else 0.0
+        rate = (self.done - self._first) / elapsed if elapsed > 0 else 0.0
         count = f"{self.done}/{self.total}" if self.total is not None else f"{self.done}"
         parts = [
             f"{self.label}: {count} {self.unit}",
@@ -143,20 +148,24 @@ class Task:
         if self.total is not None and 0 < self.done < self.total and rate > 0:
             parts.append(f"ETA {_clock((self.total - self.done) / rate)}")
         parts.append(f"elapsed {_clock(elapsed)}")
-        info = "  ".join(f"{k} {v}" for k, v in self.fields.items())
+        info = "  ".join(f"{k} {v}".strip() for k, v in self.fields.items())
         return ", ".join(parts) + (f"  {info}" if info else "")
 
-    def advance(self, n: int = 1, **fields: Any) -> None:
-        """Count ``n`` more units done; ``fields`` replace the shown figures.
+    def advance(self, n: int = 1, detail: str | None = None, **fields: Any) -> None:
+        """Count ``n`` more units done; ``fields`` replace the shown figures, ``detail``
+        (one text, such as a finished step's summary) replaces the shown text.
 
         Example::
 
             task.advance(reward="+0.31")   # task: the class example's
+            task.advance(detail="step 1  reward +0.310  correct 0.31")
         """
         self.done += n
         self.fields.update(fields)
+        if detail is not None:
+            self.fields = {"": detail, **{k: v for k, v in self.fields.items() if k}}
         if self.mode == "rich":
-            info = "  ".join(f"{k} {v}" for k, v in self.fields.items())
+            info = "  ".join(f"{k} {v}".strip() for k, v in self.fields.items())
             _LIVE["progress"].update(self._rich_id, advance=n, info=info)
         elif self.mode == "plain":
             tenth = 10 * self.done // self.total if self.total else 0
@@ -201,6 +210,7 @@ def track(
     *,
     stream: TextIO | None = None,
     enabled: bool = True,
+    done: int = 0,
 ) -> Iterator[Task]:
     """A :class:`Task` for the block: started now, closed when the block ends.
 
@@ -210,6 +220,7 @@ def track(
         unit: what a unit is (``"problems"``, ``"steps"``).
         stream: where to write (default: stderr).
         enabled: False shows nothing (the task still counts).
+        done: units already done (a resumed run's steps); the rate counts from here.
 
     Example::
 
@@ -218,7 +229,7 @@ def track(
                 task.advance()
     """
     out = stream if stream is not None else sys.stderr
-    task = Task(label, total, unit, out, _mode(out) if enabled else "off")
+    task = Task(label, total, unit, out, _mode(out) if enabled else "off", done)
     try:
         yield task
     finally:

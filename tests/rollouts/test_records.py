@@ -47,7 +47,8 @@ def test_episodes_of_groups_that_do_not_train_have_no_advantage(make_group):
 
 def test_progress_line_names_what_went_wrong():
     quiet = {"env/all/reward/total": 0.5, "time/step": 1.25}
-    assert progress_line(0, 3, quiet) == "step 1/3  reward +0.500  1.2s"
+    # numbered as metrics.jsonl numbers it: the first step is 0
+    assert progress_line(0, quiet) == "step 0  reward +0.500  1.2s"
     busy = {
         "env/all/reward/total": None,
         "env/all/correct": 0.25,
@@ -55,8 +56,8 @@ def test_progress_line_names_what_went_wrong():
         "env/all/rollout_errors": 1,
         "time/step": 3.0,
     }
-    line = progress_line(1, 3, busy)
-    assert line == "step 2/3  reward n/a  correct 0.25  dropped groups 2  rollout errors 1  3.0s"
+    line = progress_line(1, busy)
+    assert line == "step 1  reward n/a  correct 0.25  dropped groups 2  rollout errors 1  3.0s"
 
 
 def test_turns_count_the_cut_off_episodes_with_their_replies(make_group):

@@ -656,6 +656,8 @@ async def test_progress_lines_and_quiet(make_config, tmp_path, capsys):
     assert out[0].startswith("[sweep] 4 configs in ")
     assert "[sweep] [1/4] start t0p7-g2" in out
     assert any(line.startswith("[sweep] [1/4] ok t0p7-g2 ") for line in out)
+    assert any("(1/4 done, ETA " in line for line in out)  # progress with an ETA
+    assert any(line.endswith("(4/4 done)") for line in out)
     assert any(
         line.startswith("[sweep] [2/4] failed t0p7-g4 ")
         and line.endswith(": RuntimeError: env exploded in t0p7-g4")

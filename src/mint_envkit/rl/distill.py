@@ -29,7 +29,6 @@ Example::
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -38,6 +37,7 @@ import attrs
 
 from mint_envkit.checks import check_number
 from mint_envkit.errors import ConfigError, MintEnvkitError
+from mint_envkit.progress import Task, track
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
 from mint_envkit.rl.config import Config
 from mint_envkit.rl.evals import evaluate_split
@@ -157,7 +157,7 @@ def _eval_due(run: _Run) -> bool:
     return bool(run.config.eval_every and run.test_data is not None)
 
 
-async def _step(run: _Run, step: int) -> dict[str, Any] | None:
+async def _step(run: _Run, step: int, task: Task) -> dict[str, Any] | None:
     config, files = run.config, run.files
     start = time.monotonic()
     metrics: dict[str, Any] = {"step": step}
@@ -207,8 +207,8 @@ async def _step(run: _Run, step: int) -> dict[str, Any] | None:
         files.append_checkpoint(checkpoint)
         await prune_checkpoints(run.rest, config, files)
     kl = metrics.get("distill/reverse_kl")
-    line = progress_line(step, run.total, metrics)
-    print(f"  {line}" + (f"  reverse KL {kl:.4f}" if kl is not None else ""), file=sys.stderr)
+    line = progress_line(step, metrics)
+    task.advance(detail=line + (f"  reverse KL {kl:.4f}" if kl is not None else ""))
     return checkpoint
 
 
@@ -236,8 +236,9 @@ async def _train(
             teacher,
             temperature,
         )
-        for step in range(start, total):
-            checkpoint = await _step(run, step) or checkpoint
+        with track(f"distill {config.log_path}", total, "steps", done=start) as task:
+            for step in range(start, total):
+                checkpoint = await _step(run, step, task) or checkpoint
     return checkpoint
 
 
@@ -284,22 +285,26 @@ async def run_distillation(config: Config, *, teacher: str, temperature: float =
     files.ensure()
     train_data, test_data = await config.dataset_builder()
     total = config.max_steps or len(train_data)
-    files.write_config(
-        {**config.public_dict(), "distill_teacher": teacher, "distill_temperature": temperature}
-    )
+    public = {
+        **config.public_dict(),
+        "distill_teacher": teacher,
+        "distill_temperature": temperature,
+    }
+    files.write_config(public)
     checkpoint = files.last_checkpoint()
     start = int(checkpoint["step"]) if checkpoint else 0
     if checkpoint and start >= total:
         return run_result(config, files, start, checkpoint, start, resolve_backend(config.backend))
-    async with connect(_serving(config, teacher)) as connection:
-        _say(f"distilling {teacher} into {config.model_name} on {connection.describe()}")
+    with files.tracking(config.loggers, public):  # Config.loggers get every metrics row
+        async with connect(_serving(config, teacher)) as connection:
+            _say(f"distilling {teacher} into {config.model_name} on {connection.describe()}")
 
-        async def train(current: Connection) -> dict[str, Any] | None:
-            return await _train(
-                config, current, files, (train_data, test_data, total), teacher, temperature
-            )
+            async def train(current: Connection) -> dict[str, Any] | None:
+                return await _train(
+                    config, current, files, (train_data, test_data, total), teacher, temperature
+                )
 
-        checkpoint = await train_watched(config, connection, files, train, total)
+            checkpoint = await train_watched(config, connection, files, train, total)
     result = run_result(config, files, total, checkpoint, start, connection.backend)
     if result.claim is not None:
         _say(result.claim.line())

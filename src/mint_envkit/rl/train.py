@@ -33,6 +33,7 @@ import attrs
 
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.claims import LearningClaim
+from mint_envkit.progress import Task, track
 from mint_envkit.rl.advantages import batch_advantages, kl_adjusted_advantages
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
@@ -304,7 +305,7 @@ async def _final_evaluation(run: _Run, step: int, current: dict[str, Any]) -> di
     return {**metrics, "time/eval_final": time.monotonic() - t0}
 
 
-async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any] | None:
+async def _step(run: _Run, step: int, pipeline: BatchPipeline, task: Task) -> dict[str, Any] | None:
     """One training step; appends its metrics (and checkpoint) and returns the checkpoint."""
     config, files = run.config, run.files
     step_start = time.monotonic()
@@ -368,9 +369,9 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline) -> dict[str, Any]
     if checkpoint is not None:
         files.append_checkpoint(checkpoint)
         await prune_checkpoints(run.rest, config, files)
-    line = progress_line(step, run.total, metrics)
+    line = progress_line(step, metrics)
     note = no_update_note(metrics, len(rollouts))
-    print("  " + line + (f"  {note}" if note else ""), file=sys.stderr, flush=True)
+    task.advance(detail=line + (f"  {note}" if note else ""))
     return checkpoint
 
 
@@ -399,26 +400,28 @@ async def run_training(config: Config) -> RunResult:
     files.ensure()
     train_data, test_data = await config.dataset_builder()
     total = config.max_steps or len(train_data)
-    files.write_config(config.public_dict())
+    public = config.public_dict()
+    files.write_config(public)
     checkpoint = files.last_checkpoint()
     start = int(checkpoint["step"]) if checkpoint else 0
     if checkpoint and start >= total:
         # Finished earlier: report it without starting a backend.
         return run_result(config, files, start, checkpoint, start, resolve_backend(config.backend))
 
-    async with connect(config.backend_settings) as connection:
-        if connection.backend == "local":
-            _say(f"training on the embedded local backend at {connection.base_url}")
-            _say(
-                f"checkpoints: {_local_checkpoint_home(connection)} (mint-envkit checkpoints list)"
-            )
+    # Config.loggers: every metrics row also goes to the trackers (rollouts/trackers.py).
+    with files.tracking(config.loggers, public):
+        async with connect(config.backend_settings) as connection:
+            if connection.backend == "local":
+                _say(f"training on the embedded local backend at {connection.base_url}")
+                home = _local_checkpoint_home(connection)
+                _say(f"checkpoints: {home} (mint-envkit checkpoints list)")
 
-        # A lost backend fails within Config.backend_lost_after_s, naming the URL, the step
-        # and how to resume; an embedded server this run started is restarted once.
-        async def train(current: Connection) -> dict[str, Any] | None:
-            return await _train(config, current, files, train_data, test_data, total)
+            # A lost backend fails within Config.backend_lost_after_s, naming the URL, the
+            # step and how to resume; an embedded server this run started is restarted once.
+            async def train(current: Connection) -> dict[str, Any] | None:
+                return await _train(config, current, files, train_data, test_data, total)
 
-        checkpoint = await train_watched(config, connection, files, train, total)
+            checkpoint = await train_watched(config, connection, files, train, total)
     result = run_result(config, files, total, checkpoint, start, connection.backend)
     if result.claim is not None:
         _say(result.claim.line())
@@ -441,8 +444,9 @@ async def _train(
         run = _Run(config, files, train_data, test_data, total, training, reference, rest)
         pipeline = BatchPipeline(config, train_data, reference, start=start, total=total)
         try:
-            for step in range(start, total):
-                checkpoint = await _step(run, step, pipeline) or checkpoint
+            with track(f"train {config.log_path}", total, "steps", done=start) as task:
+                for step in range(start, total):
+                    checkpoint = await _step(run, step, pipeline, task) or checkpoint
         finally:
             await pipeline.close()
     return checkpoint

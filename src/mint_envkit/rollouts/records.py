@@ -156,17 +156,18 @@ def rollout_records(
     return records
 
 
-def progress_line(step: int, total: int, metrics: Mapping[str, Any]) -> str:
-    """The progress line of a finished step: reward, correct, dropped groups, errors, time.
+def progress_line(step: int, metrics: Mapping[str, Any]) -> str:
+    """A finished step in one line: its number (as the files number it: the first is 0),
+    reward, correct, dropped groups, errors, time.
 
     Example::
 
-        progress_line(0, 3, {"env/all/reward/total": 0.5, "time/step": 1.25})
-        # 'step 1/3  reward +0.500  1.2s'
+        progress_line(0, {"env/all/reward/total": 0.5, "time/step": 1.25})
+        # 'step 0  reward +0.500  1.2s'
     """
     reward = metrics.get("env/all/reward/total")
     correct = metrics.get("env/all/correct")
-    parts = [f"step {step + 1}/{total}"]
+    parts = [f"step {step}"]
     parts.append("reward " + ("n/a" if reward is None else f"{reward:+.3f}"))
     if correct is not None:
         parts.append(f"correct {correct:.2f}")

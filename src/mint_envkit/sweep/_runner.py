@@ -42,6 +42,7 @@ from mint_envkit.rollouts.backend import (
     shared_local_backend,
 )
 from mint_envkit.rollouts.files import append_jsonl, check_writable, write_text_atomic
+from mint_envkit.rollouts.trackers import tracking_group
 from mint_envkit.sweep._env import grid_from_env, log_root_from_env
 from mint_envkit.sweep._grid import GridPoint, apply_fields, expand_grid, normalize_grid
 from mint_envkit.sweep._manifest import check_or_write_manifest, config_sha, exclusive
@@ -146,6 +147,21 @@ def _check_runner(_instance: Any, _attribute: Any, value: Any) -> None:
 def _check_base(_instance: Any, _attribute: Any, value: Any) -> None:
     if not isinstance(value, Config):
         raise ConfigError(f"Sweep.base must be a mint_envkit.rl.Config, got {type(value).__name__}")
+
+
+class _Pace:
+    """How far a sweep is: ``(k/n done, ETA ...)`` after each config, from its pace so far."""
+
+    def __init__(self, total: int) -> None:
+        self.start, self.total, self.done = time.monotonic(), total, 0
+
+    def tick(self) -> str:
+        self.done += 1
+        left = self.total - self.done
+        if left <= 0:
+            return f" ({self.done}/{self.total} done)"
+        eta = (time.monotonic() - self.start) / self.done * left
+        return f" ({self.done}/{self.total} done, ETA {eta:.0f}s)"
 
 
 def _first_line(text: str) -> str:
@@ -340,7 +356,9 @@ class Sweep:
         models = sorted({m for c in local for m in c.backend_settings.models})
         return shared_local_backend(models, latency_ms=latency, batch_invariant=batch_invariant)
 
-    async def _run_one(self, point: GridPoint, runner: Runner, position: str) -> SweepResult:
+    async def _run_one(
+        self, point: GridPoint, runner: Runner, position: str, pace: _Pace
+    ) -> SweepResult:
         log_path = Path(point.config.log_path)
         check_writable(log_path, what=f"the run directory of {point.name}")
         self._say(f"{position} start {point.name}")
@@ -348,9 +366,11 @@ class Sweep:
         value: Any = None
         error: str | None = None
         try:
-            value = runner(point.config)
-            if inspect.isawaitable(value):
-                value = await value
+            # Config.loggers: each config is one tracker run of the sweep's group
+            with tracking_group(Path(self.root).resolve().name, self.root):
+                value = runner(point.config)
+                if inspect.isawaitable(value):
+                    value = await value
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             with contextlib.suppress(MintEnvkitError):  # a full disk: the error is in results
@@ -379,7 +399,7 @@ class Sweep:
             },
         )
         tail = f": {_first_line(error)}" if error else ""
-        self._say(f"{position} {status} {point.name} {seconds:.1f}s{tail}")
+        self._say(f"{position} {status} {point.name} {seconds:.1f}s{pace.tick()}{tail}")
         return SweepResult(
             name=point.name,
             status=status,
@@ -447,6 +467,7 @@ class Sweep:
                 runner = self._resolve_runner()
                 queue = collections.deque(todo)
                 started = 0
+                pace = _Pace(len(todo))
 
                 async def worker() -> None:
                     nonlocal started
@@ -454,7 +475,7 @@ class Sweep:
                         point = queue.popleft()
                         started += 1
                         position = f"[{started}/{len(todo)}]"
-                        results[point.name] = await self._run_one(point, runner, position)
+                        results[point.name] = await self._run_one(point, runner, position, pace)
 
                 try:
                     async with self._shared_backend(todo), asyncio.TaskGroup() as group:

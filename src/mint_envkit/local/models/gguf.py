@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from mint_envkit.progress import Task, track
 from mint_envkit.rendering.gguf_files import (
     GGUF_CONVERTER_VERSION,
     SMOLLM2_INSTALL_COMMAND,
@@ -139,13 +140,19 @@ def gguf_model_dir(path: str | Path) -> Path:
     _require_gguf_reader(src)
 
     def build(tmp: Path) -> None:
+        with track(f"convert {src.name} (once; cached after)", 3, "stages") as task:
+            _read_and_save(tmp, task)
+
+    def _read_and_save(tmp: Path, task: Task) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
+            task.advance(detail="tokenizer read")
             model = AutoModelForCausalLM.from_pretrained(
                 str(src.parent), gguf_file=src.name, dtype=torch.float32
             )
+            task.advance(detail="weights read and dequantized")
         except Exception as err:
             raise ModelLoadError(
                 f"GGUF file {str(src)!r} could not be read by transformers "
@@ -153,6 +160,7 @@ def gguf_model_dir(path: str | Path) -> Path:
                 f"transformers supports (Llama, Qwen2/3, Mistral, ...) or a HF model directory."
             ) from err
         save_dequantized(model, tokenizer, tmp)
+        task.advance(detail="saved")
         source = {
             "gguf_file": str(src),
             "sha256": file_sha256(src),
