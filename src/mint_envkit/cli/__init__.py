@@ -20,6 +20,10 @@ Subcommands (each module has ``configure(parser)``, which adds its options, and
 - ``conformance``: one row per Tinker / MinT call a training loop relies on, ok /
   unsupported / failed / skipped, against MinT, ``--base-url`` or an embedded server;
   exit 1 when a call the server claims fails (:mod:`.conformance`).
+- ``init NAME [DIR]``: scaffold a pip-installable env package, its tests and golden
+  transcripts (:mod:`.init`).
+- ``list``: the installed env packages, whose names work where an ENV_SPEC goes
+  (:mod:`.list_envs`).
 
 A command's module is imported, and its options added, only when that command runs
 (or prints its help): ``mint-envkit view`` never imports torch. Exit 2 is a usage error.
@@ -55,6 +59,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "interpolate": ("interpolate", "mix checkpoints on a grid and evaluate each mix (see --help)"),
     "check": ("check", "run an env or DatasetBuilder through ScriptedPolicy; golden transcripts"),
     "conformance": ("conformance", "which Tinker / MinT calls a backend serves, each checked"),
+    "init": ("init", "scaffold a pip-installable env package (see --help)"),
+    "list": ("list_envs", "list the installed env packages: name, package, version, entry point"),
 }
 """Command name -> (its module in this package, its line in ``mint-envkit --help``)."""
 
