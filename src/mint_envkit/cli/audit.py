@@ -36,7 +36,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "nothing is cut off, without collapse or position-following, and preview the MinT "
         "cost. Exit 1 when an exploit, a collapse, no gain or position-following is found."
     )
-    parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
+    parser.add_argument(
+        "target",
+        metavar="ENV_SPEC",
+        help="MODULE:NAME, path/to/file.py:NAME or an installed env's name (mint-envkit list)",
+    )
     parser.add_argument(
         "--model", default=None, help="the model whose tokenizer renders prompts (env classes)"
     )

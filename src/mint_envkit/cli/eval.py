@@ -38,7 +38,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "mean reward, pass@k, correctness beside the constant-answer baseline, answer diversity "
         "and the parse-failure rate; write results.jsonl, summary.json and a viewer page."
     )
-    parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
+    parser.add_argument(
+        "target",
+        metavar="ENV_SPEC",
+        help="MODULE:NAME, path/to/file.py:NAME or an installed env's name (mint-envkit list)",
+    )
     parser.add_argument(
         "--model", default=None, help="the base model (of the checkpoints); default the builder's"
     )
