@@ -167,7 +167,7 @@ class AnswerScoring:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.scoring = decide_scoring(cls, AnswerScoring)
+        _decided(cls)  # the ordering rule and the attribute checks run now
 
     @property
     def answer(self) -> Any:
@@ -377,4 +377,36 @@ class AnswerScoring:
         return {"correct": 0.0, "parsed": 0.0}
 
 
-AnswerScoring.scoring = decide_scoring(AnswerScoring, AnswerScoring)
+_ATTRIBUTES = (
+    "parser",
+    "reward_fn",
+    "reward_correct",
+    "reward_incorrect",
+    "reward_unparsed",
+    "max_turns_reward",
+)
+
+
+def _decided(cls: type) -> Scoring:
+    """``cls``'s :class:`Scoring`, decided again only when one of the attributes it reads
+    was set since (``MyEnv.parser = ...`` after the class body: a notebook, a test)."""
+    key = tuple(
+        (name, id(value), value if isinstance(value, int | float | None) else None)
+        for name in _ATTRIBUTES
+        for value in [getattr(cls, name, None)]
+    )
+    cached = cls.__dict__.get("_mint_envkit_scoring")
+    if cached is None or cached[0] != key:
+        cached = (key, decide_scoring(cls, AnswerScoring))
+        type.__setattr__(cls, "_mint_envkit_scoring", cached)
+    return cached[1]
+
+
+class _Decided:
+    """``MyEnv.scoring``: the class's :class:`Scoring`, always as its attributes are now."""
+
+    def __get__(self, instance: Any, owner: type) -> Scoring:
+        return _decided(owner)
+
+
+AnswerScoring.scoring = _Decided()  # type: ignore[assignment]

@@ -3,8 +3,8 @@
 An answer-scoring env (:class:`~mint_envkit.SingleTurnEnv`, :class:`~mint_envkit.ToolEnv`)
 says what it wants in class attributes (``parser``, ``reward_fn``, ``reward_correct``,
 ``reward_incorrect``, ``reward_unparsed``, ``max_turns_reward``). :func:`decide_scoring`
-reads them once, when the class is defined, and returns the :class:`Scoring` the env
-scores with: the parser and reward as objects (a plain function becomes a
+reads them when the class is defined (and again only if one of them is set later, as a
+notebook or a test may do), and returns the :class:`Scoring` the env scores with: the parser and reward as objects (a plain function becomes a
 :class:`~mint_envkit.Parser` or a :func:`~mint_envkit.rewards.component`), each outcome's
 reward with where it came from, and the ordering rule's verdict. Nothing is written
 back into the class: ``MyEnv.reward_unparsed`` is what its author set (None when unset),
