@@ -153,8 +153,8 @@ class MessageEnv(ABC):
 
     Example::
 
-        class GuessEnv(MultiTurnEnv):
-            metric_defaults = {"won": 0.0}
+        class WinOnly(MessageEnv):
+            metric_defaults = {"won": 0.0}   # an episode that did not win logs no "won"
     """
 
     @abstractmethod

@@ -40,7 +40,7 @@ TRUNCATION_OK = 0.05
 
 Example::
 
-    summary["truncated_rate"] <= TRUNCATION_OK   # the claim compares the task
+    {"truncated_rate": 0.025}["truncated_rate"] <= TRUNCATION_OK   # True: it compares the task
 """
 
 BUDGET_GROWTH = (2, 4, 8)

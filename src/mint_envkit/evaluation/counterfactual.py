@@ -40,7 +40,7 @@ FOLLOWING_SHARE = 0.5
 
 Example::
 
-    figures["counterfactual/same_position"] >= FOLLOWING_SHARE
+    {"counterfactual/same_position": 0.9}["counterfactual/same_position"] >= FOLLOWING_SHARE
 """
 
 _MIN_PAIRS = 5

@@ -200,7 +200,7 @@ more than the references hold there) is a concentration on that position.
 
 Example::
 
-    figures["answers/position_share"] >= POSITION_SHARE
+    {"answers/position_share": 0.725}["answers/position_share"] >= POSITION_SHARE   # True
 """
 
 POSITION_EXCESS = 0.2
