@@ -48,6 +48,7 @@ from distill_arithmetic import TeacherSeesTheAnswer  # noqa: E402
 from yes_no import YesNoEnv, comparison_problems  # noqa: E402
 
 from mint_envkit import Config, DatasetBuilder, last_number  # noqa: E402
+from mint_envkit.evaluation import evaluate as evaluate_once  # noqa: E402
 from mint_envkit.rl import (  # noqa: E402
     fine_tune_on_rollouts,
     good_rollouts,
@@ -55,11 +56,7 @@ from mint_envkit.rl import (  # noqa: E402
     run_training,
     supervised_examples,
 )
-from mint_envkit.rl.sampling import sample_batch  # noqa: E402
-from mint_envkit.rollouts.answers import answer_figures, rollout_answers  # noqa: E402
-from mint_envkit.rollouts.backend import local_api_key, local_backend  # noqa: E402
-from mint_envkit.rollouts.files import RunFiles  # noqa: E402
-from mint_envkit.rollouts.records import rollout_metrics, rollout_records  # noqa: E402
+from mint_envkit.rollouts import RunFiles, local_api_key, local_backend  # noqa: E402
 
 MODELS = {"smollm2": "mint-envkit/smollm2-135m-instruct", "tiny": "mint-envkit/tiny-qwen3"}
 METHODS = ("grpo", "distill", "sft_grpo")
@@ -152,19 +149,19 @@ def _config(
 
 
 async def evaluate(config: Config, client: Any, eval_builder: DatasetBuilder) -> dict[str, Any]:
-    """Greedy held-out correctness, parse rate and the constant-answer baseline."""
-    held, _ = await eval_builder()
-    groups = held.groups()
-    greedy = attrs.evolve(config, temperature=1e-3)
-    batch = await sample_batch(greedy, client, groups, salt=-1)
-    metrics = rollout_metrics(batch.rollouts, "eval")
-    figures = answer_figures(rollout_answers(batch.rollouts, groups))
+    """Greedy held-out correctness, parse rate and the best trivial baseline (one
+    :func:`mint_envkit.evaluate`)."""
+    greedy = attrs.evolve(config.sampling, temperature=1e-3)
+    result = await evaluate_once(eval_builder, client=client, sampling=greedy, quiet=True)
+    summary = result.summary
+    failures = summary.get("parse_failure_rate")
     return {
-        "correct": metrics.get("eval/all/correct"),
-        "parsed": metrics.get("eval/all/parsed"),
-        "baseline": figures.get("answers/baseline_correct"),
-        "top": figures.get("answers/top"),
-        "top_share": figures.get("answers/top_share"),
+        "correct": summary.get("correct"),
+        "parsed": None if failures is None else 1.0 - failures,
+        "baseline": summary.get("answers/baseline_correct"),
+        "baseline_name": summary.get("answers/baseline_name"),
+        "top": summary.get("answers/top"),
+        "top_share": summary.get("answers/top_share"),
     }
 
 
@@ -184,15 +181,13 @@ async def _sft_then_grpo(
     train, _ = await config.dataset_builder()
     groups = [g for i in range(args.sft_batches) for g in train.get_batch(i)]
     base = await service.create_sampling_client_async(base_model=args.model_name)
-    batch = await sample_batch(config, base, groups, salt=10_000)
-    path = log / "base_rollouts.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "".join(json.dumps(r) + "\n" for r in rollout_records(0, batch.rollouts, {}, "train"))
+    # the base model's rollouts, written like any eval's (out_dir/base/rollouts.jsonl)
+    sampled = await evaluate_once(
+        groups, client=base, sampling=config.sampling, out_dir=str(log / "base"), quiet=True
     )
-    kept = good_rollouts(path, correct=True)
+    kept = good_rollouts(log / "base" / "base" / "rollouts.jsonl", correct=True)
     info: dict[str, Any] = {
-        "sampled": sum(len(r.trajectories) for r in batch.rollouts),
+        "sampled": sum(len(r.trajectories) for r in sampled.rollouts),
         "kept": len(kept),
     }
     if not kept:
@@ -276,7 +271,7 @@ def summary(rows: list[dict[str, Any]], base: dict[str, dict[str, Any]]) -> str:
             f"{figures['correct']:.1%} | 0 |"
         )
         lines.append(
-            f"| {env_name} | constant answer (the most common held-out answer) | "
+            f"| {env_name} | best trivial baseline ({figures.get('baseline_name')}) | "
             f"{figures['baseline']:.1%} | {figures['baseline']:.1%} | - |"
         )
         for method in METHODS:

@@ -33,8 +33,7 @@ from _common import DEFAULT_MODEL, EXAMPLES, machine_info, median, table, write_
 
 from mint_envkit import ScriptedPolicy
 from mint_envkit.rl.datums import datum_metrics, plan_datums, to_datums, training_samples
-from mint_envkit.rollouts.backend import local_api_key
-from mint_envkit.rollouts.run import rollout_groups
+from mint_envkit.rollouts import local_api_key, rollout_groups
 
 TURNS = 6
 

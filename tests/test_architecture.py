@@ -445,3 +445,80 @@ def test_the_face_rules_can_fail(tmp_path):
     assert face["mint_envkit.sub"] == ["B", "C"]
     assert {n for listed in face.values() for n in listed} == {"A", "B", "C", "E", "main"}
     assert stray_all(tmp_path) == ["mint_envkit.sub.inner"]
+
+
+# ------------------------------------------------------------- one evaluation (issue 30)
+
+EVALUATION_PARTS = ("mint_envkit.evaluation", "mint_envkit.rollouts")
+"""Where held-out figures are computed: the one evaluation and the figures it reads."""
+
+EVALUATION_INTERNALS = {
+    "mint_envkit.rollouts.answers": {"answer_figures", "rollout_answers"},
+    "mint_envkit.rollouts.sampler": {"SeededSampler"},
+    "mint_envkit.evaluation.figures": {"evaluation_figures"},
+    "mint_envkit.evaluation.run": {"evaluate_groups"},
+}
+"""The pieces of an evaluation: a module that imports one of them outside
+:data:`EVALUATION_PARTS` is writing a second evaluation; call ``mint_envkit.evaluate``."""
+
+
+def _imported_names(path: Path) -> set[tuple[str, str]]:
+    tree = ast.parse(path.read_text(), str(path))
+    return {
+        (node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+
+
+def _python_files(*roots: Path) -> list[Path]:
+    """The project's own .py files under ``roots`` (not a venv's, not results)."""
+    return [
+        p
+        for root in roots
+        for p in sorted(root.rglob("*.py"))
+        if not any(part.startswith(".") or part == "results" for part in p.relative_to(root).parts)
+    ]
+
+
+def second_evaluations(paths: list[Path], package: Path = PACKAGE) -> list[str]:
+    """Modules outside the evaluation parts that import the pieces of an evaluation."""
+    found = []
+    for path in paths:
+        inside = path.is_relative_to(package) and _module_name(path).startswith(EVALUATION_PARTS)
+        if inside:
+            continue
+        for module, name in _imported_names(path):
+            if name in EVALUATION_INTERNALS.get(module, ()):
+                found.append(f"{path.name}: {module}.{name}")
+    return found
+
+
+def test_there_is_one_evaluation():
+    paths = _python_files(PACKAGE, REPO / "examples", REPO / "benchmarks")
+    found = second_evaluations(paths)
+    assert found == [], f"a second evaluation; call mint_envkit.evaluate instead: {found}"
+
+
+def test_a_second_evaluation_is_found(tmp_path):
+    fake = tmp_path / "my_eval.py"
+    fake.write_text("from mint_envkit.rollouts.answers import answer_figures\n")
+    assert second_evaluations([fake]) == ["my_eval.py: mint_envkit.rollouts.answers.answer_figures"]
+
+
+def _face_module(module: str) -> bool:
+    parts = module.split(".")
+    return parts[0] == "mint_envkit" and (
+        len(parts) <= 2 or module in FACE_MODULES_OUTSIDE_PACKAGES
+    )
+
+
+def test_examples_import_only_the_public_face():
+    found = [
+        f"{path.relative_to(REPO)}: {module}"
+        for path in _python_files(REPO / "examples")
+        for module, _name in _imported_names(path)
+        if module.startswith("mint_envkit") and not _face_module(module)
+    ]
+    assert found == [], f"examples import internals; import from a face: {found}"
