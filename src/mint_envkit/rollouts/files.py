@@ -25,11 +25,14 @@ import json
 import math
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mint_envkit.errors import ConfigError, MintEnvkitError
+
+if TYPE_CHECKING:
+    from mint_envkit.rollouts.trackers import Trackers
 
 MIN_FREE_BYTES = 64 * 1024 * 1024
 """The free space a log or state directory needs before a run starts (64 MiB).
@@ -273,6 +276,7 @@ class RunFiles:
         self.metrics_path = self.root / "metrics.jsonl"
         self.checkpoints_path = self.root / "checkpoints.jsonl"
         self.rollouts_path = self.root / "rollouts.jsonl"
+        self.trackers: Trackers | None = None
 
     def ensure(self) -> None:
         """Create the run directory; check it is writable and has some free space.
@@ -313,8 +317,44 @@ class RunFiles:
         return records[-1] if records else None
 
     def append_metrics(self, record: dict[str, Any]) -> None:
-        """Append one step's metrics."""
+        """Append one step's metrics; inside :meth:`tracking`, send them to the trackers too."""
         append_jsonl(self.metrics_path, record)
+        if self.trackers is not None:
+            self.trackers.log(record, step=int(record.get("step", 0)))
+
+    @contextlib.contextmanager
+    def tracking(
+        self, loggers: Iterable[str], config: Mapping[str, Any], **options: Any
+    ) -> Iterator[Trackers | None]:
+        """Open the trackers ``loggers`` names (``Config.loggers``) for this run; inside,
+        every :meth:`append_metrics` row goes to them too (see
+        :mod:`mint_envkit.rollouts.trackers`). No names: nothing is opened.
+
+        ``config`` is the run's hyperparameters; ``options`` are
+        :func:`~mint_envkit.rollouts.trackers.open_trackers`' (``name``, ``group``). The
+        trackers are closed on the way out, as failed when the body raised.
+
+        Example::
+
+            # not run: writes TensorBoard event files (needs the tensorboard extra)
+            with files.tracking(("tensorboard",), {"learning_rate": 1e-4}):
+                files.append_metrics({"step": 0, "env/all/reward/total": 0.5})
+        """
+        names = tuple(loggers)
+        if not names:
+            yield None
+            return
+        from mint_envkit.rollouts.trackers import open_trackers
+
+        trackers = open_trackers(names, self.root, config, **options)
+        self.trackers = trackers
+        failed = True
+        try:
+            yield trackers
+            failed = False
+        finally:
+            self.trackers = None
+            trackers.close(failed=failed)
 
     def append_checkpoint(self, record: dict[str, Any]) -> None:
         """Append one checkpoint record."""
