@@ -13,9 +13,10 @@ of the question...), the parse and truncation rates and the answers' diversity, 
 the run ends with its before/after line (``RunResult.claim``): the gain split into
 format and content. It trains with a 16-token reply limit, where the base model is cut
 off on most held-out problems, so a before/after at 16 tokens would mostly compare reply
-lengths; the loop sees that at its first eval and evaluates again at a limit where the
-base model is cut off on at most 5% (``Config.uncut_evals``), first and last, and the
-claim gives the gain there (see docs/evaluation.md, "Before and after").
+lengths: the held-out evals sample up to 96 tokens (``Config.eval_max_tokens``), where
+the base model is cut off on at most 5% (and should it be cut off more, the loop
+evaluates again at a larger limit, ``Config.uncut_evals``), and the claim gives the gain
+there (see docs/evaluation.md, "Before and after").
 
 Settings (from benchmarks/grpo_reference.py, the plain loop this must match):
 calculator system prompt, ``last_number`` parser, reward 1 right / 0 wrong or
@@ -152,6 +153,7 @@ def build_config(args: argparse.Namespace, model: str) -> Config:
         train_unembed=False,
         temperature=0.7,
         eval_temperature=EVAL_TEMPERATURE,
+        eval_max_tokens=None if _is_tiny(model) else args.eval_tokens,
         eval_every=args.steps,  # before the first step, and the final eval after the last
         # speak-up scores a first token (cut-off replies included): nothing to re-measure
         uncut_evals=not _is_tiny(model),
@@ -286,6 +288,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--group", type=int, default=4, help="samples per problem")
     p.add_argument("--lr", type=float, default=None, help="default: 5e-4 (3e-3 on the tiny model)")
     p.add_argument("--max-tokens", type=int, default=16, help="the training reply limit")
+    p.add_argument("--eval-tokens", type=int, default=96, help="the held-out evals' reply limit")
     p.add_argument("--eval-n", type=int, default=40)
     return p.parse_args(argv)
 

@@ -13,9 +13,9 @@ from mint_envkit.rl.config import (
     LOSS_FNS,
     Config,
     KLReferenceConfig,
-    resolve_backend,
     validate_field,
 )
+from mint_envkit.rollouts.backend import resolve_backend
 
 BUILDER = DatasetBuilder(
     env=SingleTurnEnv,

@@ -76,3 +76,19 @@ async def test_no_uncut_evals_when_nothing_is_cut_off_or_when_turned_off(tmp_pat
     off = attrs.evolve(config, uncut_evals=False)
     metrics = await evaluate_split(off, files, test, TextClient(_reply(8)), step=0)
     assert "test_uncut/max_tokens" not in metrics
+
+
+async def test_the_evals_reply_limit_can_be_larger_than_trainings(tmp_path):
+    config = _config(tmp_path, eval_max_tokens=64)
+    assert (config.max_tokens, config.eval_sampling.max_tokens) == (8, 64)
+    files = RunFiles(config.log_path)
+    files.ensure()
+    test, _ = await attrs.evolve(config.dataset_builder, test_problems=None,
+                                 problems=_problems(6), batch_size=6)()  # fmt: skip
+    metrics = await evaluate_split(config, files, test, TextClient(_reply(8)), step=0)
+    # cut off at the training limit (8), not at the evals' (64): nothing to re-measure
+    assert metrics["test/env/all/truncated"] == 0.0 and "test_uncut/max_tokens" not in metrics
+    files.append_metrics(
+        {"step": 0, **metrics, **{k.replace("test/", "test_final/"): v for k, v in metrics.items()}}
+    )
+    assert run_claim(config, files).before["max_tokens"] == 64

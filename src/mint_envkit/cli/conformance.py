@@ -27,8 +27,7 @@ from mint_envkit.cli.command import run_command
 from mint_envkit.cli.conformance_checks import CHECKS
 from mint_envkit.cli.conformance_probe import AGREEMENT_BOUNDS, Probe
 from mint_envkit.cli.conformance_rows import Row, exit_code, run_checks, table
-from mint_envkit.rl.config import default_model
-from mint_envkit.rollouts.backend import Connection, connect, service_client
+from mint_envkit.rollouts.backend import Connection, connect, default_model, service_client
 from mint_envkit.rollouts.settings import BACKENDS, BackendSettings
 
 

@@ -14,7 +14,7 @@ Example::
                                     log_path="runs/demo", max_steps=2)))
 """
 
-from mint_envkit.rl.config import Config, KLReferenceConfig, default_model
+from mint_envkit.rl.config import Config, KLReferenceConfig
 from mint_envkit.rl.distill import run_distillation
 from mint_envkit.rl.sft import (
     SFTResult,
@@ -24,6 +24,7 @@ from mint_envkit.rl.sft import (
     supervised_examples,
 )
 from mint_envkit.rl.train import RunResult, run_training
+from mint_envkit.rollouts.backend import default_model
 
 __all__ = [
     "Config",

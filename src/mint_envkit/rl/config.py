@@ -43,8 +43,8 @@ from mint_envkit.checks import (
 from mint_envkit.errors import ConfigError
 from mint_envkit.local.bounds import temperature_problem
 from mint_envkit.rl.agreement import builder_value, check_builder_owned
-from mint_envkit.rollouts.backend import resolve_backend
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
+from mint_envkit.rollouts.trackers import tracker_names
 
 Backend = Literal["auto", "mint", "local"]
 LOSS_FNS = ("importance_sampling", "ppo")
@@ -172,6 +172,8 @@ class Config:
             the final one; None keeps all.
         eval_every: evaluate on the test split every N steps (0: never), and once
             more after the last update (``test_final/...``).
+        eval_max_tokens: the held-out evals' reply limit (None: the training one); a
+            larger one measures where the base model is not cut off.
         eval_temperature: the held-out evals' sampling temperature (None: the training
             ``temperature``; e.g. ``1e-3`` for greedy evals).
         uncut_evals: when the first held-out eval cuts off more than 5% of the replies
@@ -240,6 +242,11 @@ class Config:
             e.g. :func:`~mint_envkit.rl.fine_tune_on_rollouts`'s ``state_path``
             (a warm start); the LoRA shape is the checkpoint's. None: a new
             adapter. A run that resumes from its own checkpoint ignores it.
+        loggers: experiment trackers that also get every metrics row and the config: any
+            of ``"tensorboard"``, ``"wandb"``, ``"mlflow"`` (extras of the same names; a
+            missing one is a MissingExtraError here), default ``()``; offline under
+            ``log_path`` unless their own settings say otherwise
+            (:mod:`mint_envkit.rollouts.trackers`).
 
     Example::
 
@@ -309,6 +316,9 @@ class Config:
     )
     eval_every: int = attrs.field(
         default=0, validator=integer(least=0, why="0 turns it off", owner="Config")
+    )
+    eval_max_tokens: int | None = attrs.field(
+        default=None, validator=integer(none_ok=True, owner="Config")
     )
     eval_temperature: float | None = attrs.field(default=None)
     uncut_evals: bool = attrs.field(
@@ -403,6 +413,8 @@ class Config:
                 f"{value!r}; e.g. the state_path of fine_tune_on_rollouts or checkpoints.jsonl"
             )
 
+    loggers: tuple[str, ...] = attrs.field(default=(), converter=tracker_names)
+
     @rollout_timeout_s.validator
     def _check_timeout(self, _attribute: Any, value: Any) -> None:
         check_number(
@@ -476,15 +488,17 @@ class Config:
 
     @property
     def eval_sampling(self) -> SamplingSettings:
-        """How the held-out evals sample: :attr:`sampling` at ``eval_temperature``.
+        """How the held-out evals sample: :attr:`sampling` at ``eval_max_tokens`` and
+        ``eval_temperature`` (each the training one when None).
 
         Example::
 
             attrs.evolve(config, eval_temperature=1e-3).eval_sampling.temperature   # 0.001
         """
-        if self.eval_temperature is None:
-            return self.sampling
-        return attrs.evolve(self.sampling, temperature=self.eval_temperature)
+        changes: dict[str, Any] = {"max_tokens": self.eval_max_tokens or self.max_tokens}
+        if self.eval_temperature is not None:
+            changes["temperature"] = self.eval_temperature
+        return attrs.evolve(self.sampling, **changes)
 
     @property
     def backend_settings(self) -> BackendSettings:
@@ -560,25 +574,3 @@ def validate_field(owner: type, name: str, value: Any) -> None:
     field = attrs.fields_dict(owner)[name]
     if field.validator is not None:
         field.validator(None, field, value)
-
-
-MINT_DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
-"""The model the examples train on MinT."""
-
-
-def default_model(backend: str) -> str:
-    """The base model for a backend: ``MINT_BASE_MODEL`` if set, else a sensible default.
-
-    ``Qwen/Qwen3-0.6B`` on MinT, the built-in ``mint-envkit/tiny-qwen3`` on
-    the embedded local backend.
-
-    Example::
-
-        default_model(resolve_backend("auto"))  # 'mint-envkit/tiny-qwen3' without a key
-    """
-    chosen = os.environ.get("MINT_BASE_MODEL", "").strip()
-    if chosen:
-        return chosen
-    from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME
-
-    return MINT_DEFAULT_MODEL if resolve_backend(backend) == "mint" else TINY_MODEL_NAME

@@ -108,7 +108,8 @@ async def evaluate_split(
         metrics["test/env/all/correct"], metrics["test/env/all/answers/baseline_name"]
     """
     split = "test_final" if final else "test"
-    metrics, summary = await _one(config, files, test_data, client, step, split, config.max_tokens)
+    limit = config.eval_sampling.max_tokens or config.max_tokens
+    metrics, summary = await _one(config, files, test_data, client, step, split, limit)
     if not config.uncut_evals:
         return metrics
     if final:
@@ -126,18 +127,18 @@ async def evaluate_split(
         return at
 
     measured: dict[str, Any] = {}
-    found = await uncut_budget(measure, config.max_tokens, UNCUT_CEILING)
+    found = await uncut_budget(measure, limit, UNCUT_CEILING)
     if found is None:
         _say(
             f"the first held-out eval cuts off {summary['truncated_rate']:.0%} of the replies at "
-            f"{config.max_tokens} tokens, and still more than 5% at "
+            f"{limit} tokens, and still more than 5% at "
             f"{measured.get('test_uncut/max_tokens')} tokens: the run's before/after figures "
             "compare reply lengths, not the task"
         )
         return metrics
     _say(
         f"the first held-out eval cuts off {summary['truncated_rate']:.0%} of the replies at "
-        f"{config.max_tokens} tokens; the run also evaluates at {found[0]} tokens (where "
+        f"{limit} tokens; the run also evaluates at {found[0]} tokens (where "
         f"{found[1]['truncated_rate']:.0%} are), first and last"
     )
     return {**metrics, **measured}
@@ -157,8 +158,9 @@ def run_claim(config: Config, files: RunFiles) -> LearningClaim | None:
     last = next((r for r in reversed(rows) if "test_final/env/all/reward/total" in r), None)
     if first is None or last is None:
         return None
-    before = summary_from_metrics(first, "test/env", config.max_tokens)
-    after = summary_from_metrics(last, "test_final/env", config.max_tokens)
+    limit = config.eval_sampling.max_tokens or config.max_tokens
+    before = summary_from_metrics(first, "test/env", limit)
+    after = summary_from_metrics(last, "test_final/env", limit)
     uncut = None
     if "test_uncut/max_tokens" in first and "test_final_uncut/max_tokens" in last:
         budget = int(first["test_uncut/max_tokens"])

@@ -448,3 +448,25 @@ def pretrained_local_model(*, say: bool = True) -> str:
             flush=True,
         )
     return TINY_MODEL_NAME
+
+
+MINT_DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
+"""The model the examples train on MinT."""
+
+
+def default_model(backend: str) -> str:
+    """The base model for a backend: ``MINT_BASE_MODEL`` if set, else a sensible default.
+
+    ``Qwen/Qwen3-0.6B`` on MinT, the built-in ``mint-envkit/tiny-qwen3`` on
+    the embedded local backend.
+
+    Example::
+
+        default_model(resolve_backend("auto"))  # 'mint-envkit/tiny-qwen3' without a key
+    """
+    chosen = os.environ.get("MINT_BASE_MODEL", "").strip()
+    if chosen:
+        return chosen
+    from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME
+
+    return MINT_DEFAULT_MODEL if resolve_backend(backend) == "mint" else TINY_MODEL_NAME
