@@ -307,14 +307,13 @@ async def fine_tune_on_rollouts(
             config.log_path, int(done["step"]), done["state_path"], done["sampler_path"], losses
         )
     files.forget_after(0)
-    files.write_config(
-        {
-            **config.public_dict(),
-            "sft_examples": len(examples),
-            "sft_epochs": epochs,
-            "sft_batch_size": batch_size,
-        }
-    )
+    public = {
+        **config.public_dict(),
+        "sft_examples": len(examples),
+        "sft_epochs": epochs,
+        "sft_batch_size": batch_size,
+    }
+    files.write_config(public)
     plan = _batches(len(examples), batch_size, epochs, config.sampling_seed)
     async with (
         connect(config.backend_settings) as connection,
@@ -332,7 +331,9 @@ async def fine_tune_on_rollouts(
                 train_attn=config.train_attn,
                 train_unembed=config.train_unembed,
             )
-        losses = await _train_steps(training, config, examples, plan, files)
+        # Config.loggers get every metrics row; a run trained again starts new tracker runs
+        with files.tracking(config.loggers, public, fresh=True):
+            losses = await _train_steps(training, config, examples, plan, files)
         checkpoint = await save_checkpoint(
             training, attrs.evolve(config, save_every=0), len(plan), len(plan)
         )

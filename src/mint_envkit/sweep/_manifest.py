@@ -59,10 +59,11 @@ OPERATIONAL_FIELDS = (
     "preflight_timeout_s",
     "local_latency_ms",
     "local_batch_invariant",
+    "loggers",
 )
 """Config fields that do not change what a run computes (beyond float rounding); a
 resumed sweep may differ in them (an embedded server on another port, a longer
-preflight, batches of one prompt length)."""
+preflight, batches of one prompt length, experiment trackers added)."""
 
 
 def _version() -> str:
