@@ -23,6 +23,7 @@ RUN = (
     "code.md",
     "datasets.md",
     "distillation.md",
+    "env-packages.md",
     "evaluation.md",
     "getting-started.md",
     "interpolation.md",
