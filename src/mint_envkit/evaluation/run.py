@@ -42,6 +42,7 @@ from mint_envkit.evaluation.figures import evaluation_figures, figure_metrics, h
 from mint_envkit.evaluation.files import write_results, write_run_folder
 from mint_envkit.evaluation.metrics import ProblemResult, problem_result, summarize
 from mint_envkit.evaluation.spec import EvalProblems, eval_problems
+from mint_envkit.evaluation.tracking import eval_loggers, log_summary
 from mint_envkit.progress import track
 from mint_envkit.rollouts.backend import connect, sampling_client, service_client
 from mint_envkit.rollouts.records import rollout_metrics
@@ -280,12 +281,14 @@ async def evaluate_many(
     renderer_name: str | None = None,
     out_dir: str | None = None,
     counterfactual: bool | None = None,
+    loggers: Sequence[str] = (),
 ) -> list[EvalResult]:
     """Evaluate several checkpoints (None: the base model) on the same problems and seeds.
 
     One backend serves them all (an embedded one loads the model once). With
     ``out_dir``, ``results.jsonl`` and ``summary.json`` go there and each checkpoint's
-    run folder (for the viewer) to ``out_dir/<label>`` (see :func:`labels`). The
+    run folder (for the viewer) to ``out_dir/<label>`` (see :func:`labels`); with
+    ``loggers`` each checkpoint is one tracker run there, grouped by ``out_dir``. The
     other arguments are those of :func:`evaluate`.
 
     Example::
@@ -293,6 +296,7 @@ async def evaluate_many(
         # not run: `builder` is your DatasetBuilder, built elsewhere
         base, tuned = await evaluate_many(builder, checkpoints=[None, "tinker://<run>/weights/final"])
     """
+    loggers = eval_loggers(loggers, out_dir)
     chosen = await eval_problems(
         target,
         model_name=model_name,
@@ -333,6 +337,8 @@ async def evaluate_many(
         runs = [(r.summary, r.problems) for r in results]
         summary = results[0].summary if len(results) == 1 else comparison_record(results)
         write_results(out_dir, runs, summary)
+        for result, name in zip(results, names, strict=True):
+            log_summary(loggers, f"{out_dir}/{name}", result.summary, out_dir)
     return results
 
 
@@ -353,6 +359,7 @@ async def evaluate(
     label: str | None = None,
     quiet: bool = False,
     counterfactual: bool | None = None,
+    loggers: Sequence[str] = (),
 ) -> EvalResult:
     """Sample ``samples`` completions per problem and score them; no training.
 
@@ -381,10 +388,14 @@ async def evaluate(
             permuted and report whether the answers follow the content or the position
             (``counterfactual/...``); None: when at least half the problems offer
             candidates (see :mod:`mint_envkit.evaluation.counterfactual`).
+        loggers: experiment trackers (``"tensorboard"``, ``"wandb"``, ``"mlflow"``, as
+            ``Config.loggers``) that get the summary's figures as one row and its settings
+            as the config (:mod:`mint_envkit.evaluation.tracking`); needs ``out_dir``.
 
     Raises:
         ConfigError: a bad option, or a checkpoint that is not found (the message
-            says how to list them).
+            says how to list them); ``loggers`` without ``out_dir``.
+        MissingExtraError: a tracker of ``loggers`` is not installed.
         BackendError: the backend is unreachable or has no key.
 
     Example::
@@ -409,6 +420,7 @@ async def evaluate(
             renderer_name=renderer_name,
             out_dir=out_dir,
             counterfactual=counterfactual,
+            loggers=loggers,
         )
         return found[0]
     if checkpoint is not None or backend is not None:
@@ -416,6 +428,7 @@ async def evaluate(
             "evaluate(client=...) samples the client you give; checkpoint= and backend= "
             "are for evaluate() without a client (it connects and makes one)"
         )
+    loggers = eval_loggers(loggers, out_dir)
     chosen = await eval_problems(
         target,
         model_name=model_name,
@@ -440,6 +453,7 @@ async def evaluate(
     )
     if out_dir is not None:
         write_results(out_dir, [(result.summary, result.problems)], result.summary)
+        log_summary(loggers, f"{out_dir}/{name}", result.summary, out_dir)
     return result
 
 
