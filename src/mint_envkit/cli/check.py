@@ -143,14 +143,14 @@ def _print_prompt(renderer: Any, text: str, tools: list[str]) -> None:
     print("rendered prompt:")
     print("  " + text.replace("\n", "\n  "))
     model = getattr(renderer.tokenizer, "name_or_path", "?")
-    where = (
-        "tools go to the template's tools slot"
-        if renderer.tools_in_template
-        else "the template has no tools slot: the renderer writes tools into the system message"
-    )
-    print(
-        f"  (rendered by renderer {renderer.name!r} with the chat template of {model!r}; {where})"
-    )
+    where = ""
+    if tools:  # an env without tools: nothing to say about where tools go
+        where = "; " + (
+            "tools go to the template's tools slot"
+            if renderer.tools_in_template
+            else "the template has no tools slot: the renderer writes tools into the system message"
+        )
+    print(f"  (rendered by renderer {renderer.name!r} with the chat template of {model!r}{where})")
     label = _renderer_label(renderer)
     if label != renderer.name:
         print(f"  (note: renderer {label}; the prompt above is that template's text)")
@@ -170,7 +170,8 @@ def _print_group(
     for reply, reward, logs, metrics in zip(
         report.replies, report.rewards, report.logs, report.metrics, strict=True
     ):
-        status = logs.get("parse_status", "-")
+        # an env whose reward checks no answer logs parse_status None
+        status = logs.get("parse_status") or logs.get("end") or "-"
         # the env's metrics, zeros too (a wrong reply: correct 0.0); the token env's flags when set
         shown = {k: v for k, v in metrics.items() if v or k not in _TOKEN_ENV_FLAGS}
         print(f"  reply {reply!r:30.30} reward {reward:+.3f}  parse {status:<14} {shown}")
@@ -178,7 +179,10 @@ def _print_group(
 
 def _builder(target: Any, args: argparse.Namespace, renderer: str, group_size: int) -> Any:
     if isinstance(target, DatasetBuilder):
-        return attrs.evolve(target, renderer_name=renderer) if args.renderer else target
+        changes: dict[str, Any] = {"renderer_name": renderer} if args.renderer else {}
+        if args.group_size is not None:  # --group-size holds for a builder too
+            changes["group_size"] = args.group_size
+        return attrs.evolve(target, **changes) if changes else target
     if not callable(target):  # an env class or an env factory (**problem) -> MessageEnv
         raise MintEnvkitError(f"{args.target} is neither an env class nor a DatasetBuilder")
     if not args.problem:
@@ -289,6 +293,9 @@ async def _check_group(
     rollout = (await rollout_groups([group], ScriptedPolicy(replies)))[0]
     report = GroupReport.from_rollout(rollout)
     _print_group(report, renderer, prompt, names)
+    scoring = getattr(env_class, "scoring", None)  # how an answer-scoring env scores
+    if scoring is not None and group.index == 0:
+        print("  " + str(scoring).replace("\n", "\n  "))
     if records is not None:
         if rollout.error:
             print(f"  not recorded: group {group.index} failed")

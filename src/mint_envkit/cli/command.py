@@ -48,8 +48,8 @@ def run_command(
             return 2
     try:
         target = getattr(args, "target", None)
-        if isinstance(target, str) and ":" in target:
-            load_target(target)  # before the loop: the module may start one of its own
+        if isinstance(target, str) and target:
+            load_target(target)  # before the loop: the module (or package) may start one
         return asyncio.run(run(args))
     except MintEnvkitError as err:
         print(f"{prog}: {err}", file=sys.stderr)
