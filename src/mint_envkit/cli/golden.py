@@ -21,32 +21,32 @@ from __future__ import annotations
 import datetime
 import importlib.metadata
 import json
-import math
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.group import GroupBuilder
+from mint_envkit.cli.replay import (
+    COMPARED,
+    RecordedEpisode,
+    RecordedGroup,
+    outcome,
+    print_table,
+    problem_label,
+    replay_group,
+    show,
+)
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import load_target
-from mint_envkit.rollouts.run import rollout_groups
-from mint_envkit.rollouts.scripted import ScriptedPolicy
-from mint_envkit.rollouts.types import GroupRollout, Trajectory
+from mint_envkit.rollouts.types import GroupRollout
 
 FORMAT = "mint-envkit golden transcripts"
 """The header's ``format``: marks a file written by ``check --record``."""
 
 FORMAT_VERSION = 1
-TOLERANCE = 1e-9
-"""Rewards within this absolute distance of the recorded ones count as unchanged."""
-
-COMPARED = ("reward", "correct", "parse_status", "turns")
-"""The fields a replay compares, in the order its table lists them."""
 
 _NONE = type(None)
 _RECORD_FIELDS: dict[str, tuple[type, ...]] = {
@@ -77,18 +77,6 @@ def _turn_texts(script: str | Sequence[str], turns: int) -> list[str]:
     return [script] * turns if isinstance(script, str) else list(script[:turns])
 
 
-def _outcome(trajectory: Trajectory) -> dict[str, Any]:
-    """What a replay compares, from one episode."""
-    metrics = trajectory.metrics
-    correct = metrics.get("correct")
-    return {
-        "reward": float(trajectory.total_reward),
-        "correct": None if correct is None else float(correct),
-        "parse_status": trajectory.transitions[-1].logs.get("parse_status"),
-        "turns": len(trajectory.transitions),
-    }
-
-
 def episode_records(
     group: GroupBuilder,
     rollout: GroupRollout,
@@ -114,7 +102,7 @@ def episode_records(
         ) from None
     out = []
     for index, trajectory in enumerate(rollout.trajectories):
-        outcome = _outcome(trajectory)
+        scored = outcome(trajectory)
         script = scripts[index % len(scripts)]
         out.append(
             {
@@ -124,12 +112,12 @@ def episode_records(
                 "renderer": group.renderer_name,
                 "env_class": _class_name(env_class),
                 "problem": problem,
-                "replies": _turn_texts(script, outcome["turns"]),
+                "replies": _turn_texts(script, scored["turns"]),
                 "messages": trajectory.messages,
-                "reward": outcome["reward"],
-                "correct": outcome["correct"],
-                "parse_status": outcome["parse_status"],
-                "turns": outcome["turns"],
+                "reward": scored["reward"],
+                "correct": scored["correct"],
+                "parse_status": scored["parse_status"],
+                "turns": scored["turns"],
                 "metrics": trajectory.metrics,
             }
         )
@@ -256,92 +244,43 @@ def _key(record: dict[str, Any]) -> tuple[str, str, int]:
     return record["model"], record["renderer"], record["group"]
 
 
-def _same(name: str, old: Any, new: Any) -> bool:
-    if name in ("reward", "correct") and old is not None and new is not None:
-        if math.isnan(old) or math.isnan(new):
-            return math.isnan(old) and math.isnan(new)
-        return abs(float(old) - float(new)) <= TOLERANCE
-    return old == new
-
-
-async def _group(target: Any, records: list[dict[str, Any]]) -> GroupBuilder:
-    """The recorded group, rebuilt from the target and its first record's problem."""
-    first = records[0]
-    common = {
-        "problems": [first["problem"]],
-        "batch_size": 1,
-        "group_size": len(records),
-        "model_name": first["model"],
-        "renderer_name": first["renderer"],
-        "shuffle": False,
-    }
-    if isinstance(target, DatasetBuilder):
-        builder = attrs.evolve(
-            target, **common, fields=None, test_problems=None, test_fraction=0.0, n_epochs=1
-        )
-    else:
-        builder = DatasetBuilder(env=target, **common)
-    train, _ = await builder()
-    return attrs.evolve(train.get_batch(0)[0], index=first["group"])
-
-
-def _label(problem: dict[str, Any]) -> str:
-    for key in ("question", "id", "prompt"):
-        if problem.get(key) is not None:
-            text = str(problem[key])
-            break
-    else:
-        text = json.dumps(problem, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= 40 else text[:39] + "…"
-
-
-def _show(name: str, value: Any) -> str:
-    if value is None:
-        return "none"
-    if name == "reward":
-        return repr(float(value))
-    if name == "correct":
-        return f"{float(value):g}"
-    return str(value)
-
-
 Change = tuple[int, str, str, str]
-"""(transcript index, field, recorded value, replayed value)."""
+"""(transcript index, field, recorded value, replayed value), the values as shown."""
 
 
 async def _replay_group(target: Any, indexed: list[tuple[int, dict[str, Any]]]) -> list[Change]:
     """Every change in one recorded group, replayed with its recorded replies."""
-    records = [r for _, r in indexed]
-    try:
-        group = await _group(target, records)
-        policy = ScriptedPolicy([r["replies"] for r in records])
-        rollout: GroupRollout = (await rollout_groups([group], policy))[0]
-        error = rollout.error
-    except Exception as err:  # the user's env or problem: a change to report, not a crash
-        error = f"{type(err).__name__}: {err}"
-    if error:
-        return [(index, "error", "none", " ".join(error.split())) for index, _ in indexed]
-    changes = []
-    for (index, record), trajectory in zip(indexed, rollout.trajectories, strict=True):
-        now = _outcome(trajectory)
-        for name in COMPARED:
-            old = record.get(name, len(record["replies"]) if name == "turns" else None)
-            if not _same(name, old, now[name]):
-                changes.append((index, name, _show(name, old), _show(name, now[name])))
-    return changes
+    first = indexed[0][1]
+    episodes = [
+        RecordedEpisode(
+            replies=record["replies"],
+            scored={
+                name: record.get(name, len(record["replies"]) if name == "turns" else None)
+                for name in COMPARED
+            },
+        )
+        for _, record in indexed
+    ]
+    group = RecordedGroup(
+        problem=first["problem"],
+        index=first["group"],
+        model_name=first["model"],
+        renderer_name=first["renderer"],
+        episodes=episodes,
+    )
+    return [
+        (indexed[position][0], name, show(name, old), new if name == "error" else show(name, new))
+        for position, name, old, new in await replay_group(target, group)
+    ]
 
 
 def _print_changes(lines: list[tuple[int, dict[str, Any]]], changes: list[Change]) -> None:
     head = ("transcript", "line", "problem", "field", "recorded", "replayed")
     rows = [
-        (str(i), str(lines[i][0]), _label(lines[i][1]["problem"]), field, old, new)
+        (str(i), str(lines[i][0]), problem_label(lines[i][1]["problem"]), field, old, new)
         for i, field, old, new in changes
     ]
-    widths = [max(len(row[c]) for row in [head, *rows]) for c in range(len(head) - 1)]
-    for row in [head, *rows]:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        print("  " + "  ".join([*cells, row[-1]]).rstrip())
+    print_table(head, rows)
 
 
 async def replay_golden(path: str | Path, *, target: str | None = None) -> int:
