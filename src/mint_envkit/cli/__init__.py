@@ -17,6 +17,9 @@ Subcommands (each module has ``configure(parser)``, which adds its options, and
   (:mod:`.audit`); exit 1 when it finds one.
 - ``interpolate ENV_SPEC --checkpoint A --checkpoint B``: checkpoints mixed on a grid of
   coefficients, each mix evaluated; resumable (:mod:`.interpolate`).
+- ``rescore RUN_DIR ENV_SPEC``: a run's recorded replies scored by the env as it is
+  now; which rewards, ``correct`` values and parse statuses changed (:mod:`.rescore`);
+  exit 1 when one did.
 - ``conformance``: one row per Tinker / MinT call a training loop relies on, ok /
   unsupported / failed / skipped, against MinT, ``--base-url`` or an embedded server;
   exit 1 when a call the server claims fails (:mod:`.conformance`).
@@ -33,6 +36,7 @@ Example (shell)::
     mint-envkit check examples/arithmetic_env.py:ArithmeticEnv \\
         --problem '{"question": "What is 2 + 3?", "answer": "5"}'
     mint-envkit check --replay golden.jsonl
+    mint-envkit rescore runs/arithmetic examples/arithmetic_env.py:ArithmeticEnv
     mint-envkit serve --port 8765
     mint-envkit summary runs/arithmetic-sweep
     mint-envkit view runs/arithmetic-sweep --open
@@ -58,6 +62,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("audit", "probe an env's reward for exploits and collapse (see --help)"),
     "interpolate": ("interpolate", "mix checkpoints on a grid and evaluate each mix (see --help)"),
     "check": ("check", "run an env or DatasetBuilder through ScriptedPolicy; golden transcripts"),
+    "rescore": ("rescore", "score a run's recorded replies with the env as it is now (see --help)"),
     "conformance": ("conformance", "which Tinker / MinT calls a backend serves, each checked"),
     "init": ("init", "scaffold a pip-installable env package (see --help)"),
     "list": ("list_envs", "list the installed env packages: name, package, version, entry point"),
