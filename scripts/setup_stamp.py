@@ -4,7 +4,7 @@ scripts/setup.sh installs torch and the project only when the stamp it wrote las
 (``.venv/.mint-envkit-setup``) does not cover the request: the stamp holds a hash of
 pyproject.toml and scripts/setup.sh, the torch build (``cpu`` or ``cuda``) and the
 extras installed; it covers a request with the same hash and torch build and extras
-that include the requested ones (so ``test.sh``'s ``local,plot,gguf,math,datasets,mcp,dev``
+that include the requested ones (so ``test.sh``'s ``local,plot,gguf,math,datasets,mcp,...``
 covers ``sweep.sh``'s ``local,plot``). So after the first run both commands start without a
 package index (offline). Standard library only; runs on the system ``python3``.
 

@@ -33,6 +33,7 @@ RUN = (
     "rollouts.md",
     "sweep.md",
     "tools.md",
+    "tracking.md",
     "viewer.md",
     "writing-envs.md",
 )
