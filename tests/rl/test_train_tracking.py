@@ -99,3 +99,14 @@ async def test_a_run_logs_its_reward_to_every_tracker_offline_and_resumes_them(
     assert first.run_id == second.run_id
     assert mlflow_history(run, REWARD) == rewards
     assert mlflow_run(run).info.status == "FINISHED"
+
+
+@pytest.mark.integration
+async def test_a_distillation_run_logs_its_rows_too(tmp_path, server):
+    from mint_envkit.rl import run_distillation
+
+    config = _config(tmp_path, server, max_steps=1, loggers=("tensorboard",))
+    await run_distillation(config, teacher=MODEL)
+    (row,) = RunFiles(tmp_path / "run").metrics()
+    found = tensorboard_scalars(tmp_path / "run", "distill/reverse_kl")
+    assert found == [(0, pytest.approx(row["distill/reverse_kl"], rel=1e-6))]

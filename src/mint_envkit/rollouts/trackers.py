@@ -33,10 +33,9 @@ What is promised:
 
 Example::
 
-    # not run: writes TensorBoard event files (needs the tensorboard extra)
     trackers = open_trackers(("tensorboard",), "runs/demo", {"learning_rate": 1e-4})
     trackers.log({"step": 0, "env/all/reward/total": 0.5}, step=0)
-    trackers.close()
+    trackers.close()   # runs/demo/tensorboard holds the event file
 """
 
 from __future__ import annotations
@@ -83,7 +82,9 @@ STATE_FILE = "trackers.json"
 
 Example::
 
-    json.loads((Path("runs/demo") / STATE_FILE).read_text())["wandb"]["id"]
+    trackers = open_trackers(("tensorboard",), "runs/demo", {})
+    trackers.log({"step": 0, "env/all/reward/total": 0.5}, step=0)
+    assert json.loads((Path("runs/demo") / STATE_FILE).read_text())["tensorboard"]["last_step"] == 0
 """
 
 
@@ -210,7 +211,6 @@ class Trackers:
 
     Example::
 
-        # not run: writes TensorBoard event files (needs the tensorboard extra)
         trackers = open_trackers(("tensorboard",), "runs/demo", {})
         trackers.log({"env/all/reward/total": 0.5}, step=0)
         trackers.names   # ('tensorboard',): the ones still on
