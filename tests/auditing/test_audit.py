@@ -126,3 +126,13 @@ async def test_bad_options_are_refused():
         await audit(envs.AddEnv, problems=envs.ADD_PROBLEMS)
     with pytest.raises(ConfigError, match="learn_steps needs a DatasetBuilder"):
         await audit(envs.add_builder, learn_steps=1)
+
+
+async def test_the_audit_logs_its_figures_to_a_tracker(tmp_path):
+    from tracker_records import tensorboard_scalars
+
+    report = await audit(envs.add_builder, out_dir=tmp_path, loggers=("tensorboard",))
+    assert tensorboard_scalars(tmp_path / "tracking", "audit/ok") == [(0, float(report.ok))]
+    assert tensorboard_scalars(tmp_path / "tracking", "audit/probe/correct")[0][1] == 1.0
+    with pytest.raises(ConfigError, match="pass out_dir"):
+        await audit(envs.add_builder, loggers=("tensorboard",))

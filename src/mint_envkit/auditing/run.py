@@ -46,6 +46,7 @@ from mint_envkit.evaluation.spec import eval_problems, load_target
 from mint_envkit.rollouts.answers import AnswerGroup
 from mint_envkit.rollouts.baselines import best_baseline
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
+from mint_envkit.rollouts.trackers import open_trackers, tracker_names
 
 
 def _model_of(target: Any, given: str | None) -> str:
@@ -181,6 +182,7 @@ async def audit(
     base_url: str | None = None,
     backend: str | None = None,
     out_dir: str | Path | None = None,
+    loggers: Sequence[str] = (),
     quiet: bool = False,
 ) -> AuditReport:
     """Audit an env's reward before training on it: probes, samples, learning, cost.
@@ -206,6 +208,10 @@ async def audit(
         base_url, backend: the backend for samples and learning (default: embedded).
         out_dir: write ``audit.json``, ``samples.jsonl`` (and the learning run under
             ``learn/``) here.
+        loggers: experiment trackers (``"tensorboard"``, ``"wandb"``, ``"mlflow"``) that
+            get the audit's figures as one row (each probe's mean reward, the baseline,
+            the samples' figures, the verdict) under ``out_dir``; the learning check's
+            run logs its steps to them too.
         quiet: no progress lines.
 
     Raises:
@@ -226,6 +232,12 @@ async def audit(
         label = getattr(target, "__name__", type(target).__name__)
     check_integer(limit, "limit")
     check_integer(learn_steps, "learn_steps", least=0)
+    trackers = tracker_names(loggers, field="audit(loggers=...)")
+    if trackers and out_dir is None:
+        raise ConfigError(
+            f"audit(loggers={trackers!r}) writes the trackers' files in the audit's folder; "
+            "pass out_dir=... too"
+        )
     extra = _probes_of(probes)
     model = _model_of(target, model_name)
     chosen = await eval_problems(
@@ -267,6 +279,8 @@ async def audit(
         where = home or Path(tempfile.mkdtemp(prefix="mint-envkit-audit-"))
         options = {k: v for k, v in given.items() if v is not None}
         options = {"max_tokens": max_tokens, **options, **(learn_options or {})}
+        if trackers:
+            options.setdefault("loggers", trackers)
         learned = await learning_check(
             target, sample_model, learn_steps, str(where / "learn"), options
         )
@@ -285,7 +299,30 @@ async def audit(
     if home is not None:
         home.mkdir(parents=True, exist_ok=True)
         (home / "audit.json").write_text(report.to_json())
+        if trackers:
+            _track(report, trackers, home)
     return report
+
+
+def _track(report: AuditReport, loggers: Sequence[str], home: Path) -> None:
+    """The audit as one tracker row: each probe's mean reward, the baseline, the samples'
+    figures and the verdict (``audit/...``)."""
+    row: dict[str, Any] = {
+        "audit/ok": float(report.ok),
+        "audit/exploits": len(report.exploits),
+        "audit/verdict": report.verdict.line,
+        "audit/baseline_correct": report.baseline_correct,
+        "audit/baseline_name": report.baseline_name,
+    }
+    row.update({f"audit/probe/{p.name}": p.mean_reward for p in report.probes})
+    for key, value in (report.samples or {}).items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            row[f"audit/samples/{key}"] = value
+    tracked = open_trackers(loggers, home / "tracking", {"target": report.target}, name="audit")
+    try:
+        tracked.log({k: v for k, v in row.items() if v is not None}, step=0)
+    finally:
+        tracked.close()
 
 
 def audit_sync(target: Any, **kwargs: Any) -> AuditReport:

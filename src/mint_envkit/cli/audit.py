@@ -74,6 +74,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", default=None, help="a running backend")
     parser.add_argument("--backend", choices=("auto", "local", "mint"), default=None)
     parser.add_argument("--out", default=None, help="write audit.json (and learn/) here")
+    parser.add_argument(
+        "--logger",
+        action="append",
+        default=[],
+        choices=("tensorboard", "wandb", "mlflow"),
+        help="an experiment tracker for the audit's figures (under --out; repeat it)",
+    )
     parser.add_argument("--json", action="store_true", help="print the JSON report")
 
 
@@ -104,6 +111,7 @@ async def _run(args: argparse.Namespace) -> int:
         base_url=args.base_url,
         backend=args.backend,
         out_dir=args.out,
+        loggers=tuple(args.logger),
     )
     print(report.to_json() if args.json else report.table())
     if args.out and report.learn and not args.json:
