@@ -6,9 +6,15 @@ Two backends with one interface (``prefill``, ``expand``, ``select``, ``step``):
   (one ``(rows, kv_heads, length, head_dim)`` tensor per layer and a ``(rows, length)``
   mask of filled columns), written in place, attention over the model's own modules.
   Nothing is allocated per token, so with ``static_shapes`` the step can be captured by
-  ``torch.compile(mode="reduce-overhead")`` (CUDA graphs). It does not depend on the
-  ``transformers`` cache classes, whose API changed between 4.51 and 5.x.
-- :class:`CacheBackend`, for any other causal LM: the ``transformers`` cache, grown per token.
+  ``torch.compile(mode="reduce-overhead")`` (CUDA graphs).
+- :class:`CacheBackend`, for any other causal LM: ``transformers``' own cache
+  (``DynamicCache``) and attention, the same mask of filled columns, the prompt's
+  logprobs and states from the prefill too.
+
+``StaticBackend`` is kept because it is the faster of the two on the bodies it runs
+(``benchmarks/kv_cache_paths.py``, docs/engine.md: ``transformers``' cache costs about
+10% more CPU time on the tiny model at batch 1 and 8, 0-4% on SmolLM2-135M, within the
+spread), for the same tokens and logprobs bit for bit on CPU.
 
 Both compute the final projection and log-softmax inputs in float32 (:mod:`.numerics`).
 
@@ -261,41 +267,73 @@ class StaticBackend:
             self.filled = saved
 
 
+FULL_ATTENTION_MODEL_TYPES = frozenset({"qwen3", "qwen2", "llama"})
+"""``config.model_type`` values whose every layer attends over the whole cache (without a
+sliding window): :class:`CacheBackend` hands them its own 4D mask."""
+
+
+def _full_attention(body: Any) -> bool:
+    config = getattr(body, "config", None)
+    return (
+        getattr(config, "model_type", None) in FULL_ATTENTION_MODEL_TYPES
+        and not getattr(config, "use_sliding_window", False)
+        and not getattr(body, "has_sliding_layers", False)
+    )
+
+
 class CacheBackend:
-    """Any causal LM through its own ``transformers`` cache (grows by one column per token).
+    """Any causal LM through ``transformers``' own KV cache: a ``DynamicCache`` (one
+    column more per token), or with ``static_shapes`` a ``StaticCache`` preallocated
+    for the whole decode and attended over whole. The engine runs the first on the
+    layouts :class:`StaticBackend` does not; ``static_shapes`` is the other candidate
+    that ``benchmarks/kv_cache_paths.py`` times against it.
+
+    A row's filled columns are a ``(rows, length)`` mask. A full-attention body
+    (:data:`FULL_ATTENTION_MODEL_TYPES`) gets it as a 4D boolean mask built here, so
+    attention runs the same kernel whatever the padding (``transformers`` drops an
+    all-ones mask and then runs another kernel, which rounds otherwise); any other
+    model gets the 2D mask and builds its own (sliding windows, ...).
 
     Example::
 
-        be = CacheBackend(model)  # transformers' own cache, for any causal LM
+        be = CacheBackend(model)
+        assert be.prefill(ids, mask, positions, length=40).shape == (2, 2048)
     """
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, *, static_shapes: bool = False) -> None:
         self.model = model
         self.body = decoder_of(model)
-        self.runner = self.body if self.body is not None else model
+        self.head = None if self.body is None else causal_lm(model).get_output_embeddings()
+        self.own_mask = self.body is not None and _full_attention(self.body)
+        self.static_shapes = static_shapes
         self.cache: Any = None
-        self.mask = torch.zeros(0)
-        self.padded = False
+        self.filled = torch.zeros(0, dtype=torch.bool)
+        self.columns = torch.zeros(0, dtype=torch.long)
         self.prompt_logprobs: torch.Tensor | None = None
         self.prompt_hidden: torch.Tensor | None = None
 
-    def _run(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        kwargs = {
-            "input_ids": ids,
-            "attention_mask": self.mask if self.padded else None,
-            "position_ids": positions,
-            "cache": self.cache,
-            "use_cache": True,
-        }
+    def _run(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor) -> Any:
         if self.body is None:
-            out = self.model(**kwargs, logits_to_keep=1)
-            logits = out.logits[:, -1].float()
-        else:
-            out = self.body(**kwargs)
-            head = causal_lm(self.model).get_output_embeddings()
-            logits = head_logits(head, out.last_hidden_state[:, -1])
-        self.cache = out.cache
-        return logits
+            return self.model(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=positions,
+                cache=self.cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        return self.body(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            cache=self.cache,
+            use_cache=True,
+        )
+
+    def _last_logits(self, out: Any) -> torch.Tensor:
+        if self.body is None:
+            return out.logits[:, -1].float()
+        return head_logits(self.head, out.last_hidden_state[:, -1])
 
     def prefill(
         self,
@@ -306,46 +344,73 @@ class CacheBackend:
         prompt_logprobs: bool = False,
         prompt_hidden: bool = False,
     ) -> torch.Tensor:
-        """Run the left-padded prompts; their last logits (``length`` is not needed here).
+        """Start a cache of ``length`` columns, run the left-padded prompts; last logits.
 
-        ``prompt_logprobs`` and ``prompt_hidden`` are ignored: this backend leaves
-        ``self.prompt_logprobs`` and ``self.prompt_hidden`` None.
+        With ``prompt_logprobs`` it also leaves in ``self.prompt_logprobs`` the (rows,
+        width - 1) fp32 logprob of each prompt token after the first (left padding:
+        a row's own tokens are its last ones), from the same pass. With ``prompt_hidden``
+        (and not ``prompt_logprobs``) it leaves in ``self.prompt_hidden`` the (rows,
+        width - 1, hidden) final normed states those logprobs would come from. A model
+        without a plain body and head (:func:`.numerics.decoder_of` is None) leaves both
+        None.
 
         Example::
 
-            be = CacheBackend(model)
-            assert be.prefill(ids, mask, positions, length=40).shape == (2, 2048)
+            assert be.prefill(ids, mask, positions, length=40).shape == (2, 2048)  # (prompts, vocab)
         """
-        self.cache, self.mask = None, mask
-        self.padded = bool((mask == 0).any())
-        return self._run(ids, positions)
+        from transformers import DynamicCache, StaticCache
+
+        config = causal_lm(self.model).config
+        rows, width = ids.shape
+        if self.static_shapes:
+            self.cache = StaticCache(config=config, max_cache_len=length)
+        else:
+            self.cache = DynamicCache(config=config)
+        self.filled = torch.zeros((rows, length), dtype=torch.bool, device=ids.device)
+        self.filled[:, :width] = mask.bool()
+        self.columns = torch.arange(length, device=ids.device)
+        upto = length if self.static_shapes else width
+        attend: torch.Tensor = self.filled[:, :upto]
+        if self.own_mask:
+            cols = self.columns[:upto]
+            causal = cols[None, :] <= cols[:width, None]
+            itself = cols[None, :] == cols[:width, None]  # a padding query sees itself only
+            attend = ((causal[None] & attend[:, None]) | itself)[:, None]
+        out = self._run(ids, positions, attend)
+        self.prompt_logprobs = self.prompt_hidden = None
+        if self.body is not None and prompt_logprobs:
+            hidden = out.last_hidden_state
+            self.prompt_logprobs = next_token_logprobs(self.head, hidden[:, :-1], ids[:, 1:])
+        elif self.body is not None and prompt_hidden:
+            self.prompt_hidden = out.last_hidden_state[:, :-1]
+        return self._last_logits(out)
 
     def expand(self, index: torch.Tensor) -> None:
         """Keep rows ``index`` of the cache, in that order (repeats allowed).
 
         Example::
 
-            be = CacheBackend(model)
             be.prefill(ids, mask, positions, length=40)
-            be.expand(torch.tensor([0, 0, 1]))
-            assert be.mask.shape == (3, 3)
+            be.expand(torch.tensor([0, 0, 1]))  # two samples of prompt 0, one of prompt 1
+            assert be.filled.shape == (3, 40)
         """
-        self.cache.batch_select_indices(index)
-        self.mask = self.mask.index_select(0, index)
+        self.cache.reorder_cache(index)
+        self.filled = self.filled.index_select(0, index)
 
     select = expand
 
     def step(self, tokens: torch.Tensor, positions: torch.Tensor, column: int) -> torch.Tensor:
-        """Feed one token per row; the next logits (float32).
+        """Feed one token per row at cache column ``column``; the next logits (float32).
 
         Example::
 
-            be = CacheBackend(model)
             be.prefill(ids, mask, positions, length=40)
             assert be.step(torch.tensor([5, 6]), torch.tensor([2, 3]), column=3).shape == (2, 2048)
         """
-        self.mask = torch.cat([self.mask, torch.ones_like(self.mask[:, :1])], dim=-1)
-        return self._run(tokens[:, None], positions[:, None])
+        self.filled[:, column] = True
+        upto = self.filled.shape[1] if self.static_shapes else column + 1  # the keys kept
+        attend = self.filled[:, None, None, :upto] if self.own_mask else self.filled[:, :upto]
+        return self._last_logits(self._run(tokens[:, None], positions[:, None], attend))
 
 
 def backend_for(model: Any, *, static_shapes: bool, compile_step: bool) -> Any:
