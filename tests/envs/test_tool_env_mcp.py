@@ -83,7 +83,7 @@ async def test_listed_tools_have_the_schemas_of_tool_functions_and_reach_the_pro
     assert env.tool_specs() == []  # listed when the episode starts
     await env.initial_observation()
     specs = {s["function"]["name"]: s for s in env.tool_specs()}
-    assert set(specs) == {"add", "count", "pid", "fail", "nap", "picture", "die"}
+    assert set(specs) == {"add", "count", "pid", "fail", "nap", "picture", "die", "spawn", "huge"}
     assert specs["add"] == add.schema
     result = await tool_turn(env, call("add", {"a": 2, "b": 3}))
     assert result.next_messages[-1] == {
@@ -208,6 +208,32 @@ async def test_no_server_is_left_after_an_abort_an_error_or_a_cancellation(endin
         with pytest.raises(asyncio.CancelledError):
             await task
     assert not running(pid)
+
+
+@pytest.mark.parametrize("make", [stdio, http], ids=["stdio", "http"])
+async def test_a_50_mb_result_is_cut_and_arrives_before_the_timeout(make):
+    env = await started(env_class(make(), tool_timeout_s=30.0))
+    result = await tool_turn(env, call("huge", {"chars": 50_000_000}))
+    content = result.next_messages[-1]["content"]
+    assert not content.startswith("Error"), content[:300]  # it arrived, within its 30 s
+    assert content.startswith("x" * 65_536 + "\n[the rest cut: the answer was ")
+    assert content.endswith(
+        " bytes, over the 4194304-byte bound the kit reads of one MCP message; a tool "
+        "result is capped at 65536 chars]"
+    )
+    assert env.counts["tool_errors"] == 0
+    again = await tool_turn(env, call("add", {"a": 1, "b": 2}))  # the connection goes on
+    assert again.next_messages[-1]["content"] == "3"
+    await env.abort()
+
+
+async def test_a_result_under_the_bound_is_read_whole_and_capped_like_a_tool_result():
+    env = await started(env_class(stdio()))
+    result = await tool_turn(env, call("huge", {"chars": 1_000_000}))
+    assert result.next_messages[-1]["content"] == "x" * 65_536 + (
+        "\n[934464 of 1000000 chars cut: a tool result is capped at 65536 chars]"
+    )
+    await env.abort()
 
 
 async def test_a_name_clash_or_a_server_that_cannot_start_is_a_clear_error():

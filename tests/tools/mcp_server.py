@@ -3,7 +3,8 @@
 Run: ``python mcp_server.py`` (stdio) or ``python mcp_server.py --port 8123`` (streamable HTTP).
 Tools: ``add`` (stateless), ``count`` (a counter kept in the process), ``pid``,
 ``fail`` (raises), ``nap`` (sleeps), ``picture`` (text and an image), ``die`` (the
-process exits).
+process exits), ``spawn`` (starts two children, one of them with ``setsid``), ``huge``
+(a text of any length).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import subprocess
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -61,6 +63,20 @@ async def nap(seconds: float) -> str:
 def picture():  # no return type: mixed content blocks, no output schema
     """A caption and a tiny PNG."""
     return ["a red dot", Image(data=b"\x89PNG\r\n", format="png")]
+
+
+@server.tool()
+def spawn() -> str:
+    """Start two sleeping children: one in this server's process group, one with setsid."""
+    in_group = subprocess.Popen(["sleep", "300"])
+    own_session = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    return f"{in_group.pid} {own_session.pid}"
+
+
+@server.tool()
+def huge(chars: int) -> str:
+    """A text of that many x."""
+    return "x" * chars
 
 
 @server.tool()

@@ -35,7 +35,10 @@ Tools may also come from MCP servers: :class:`McpServer` in ``ToolEnv.mcp_server
 
 How a call runs (threads, limits, timeouts, result caps) is told in
 ``docs/tools.md``: :mod:`~mint_envkit.tools.threads` runs calls,
-:mod:`~mint_envkit.tools.arguments` reads and checks their arguments.
+:mod:`~mint_envkit.tools.arguments` reads and checks their arguments,
+:mod:`~mint_envkit.tools.results` makes a result the text of its message (cut to the
+cap), :mod:`~mint_envkit.tools.keeper` ends every process a server the kit started
+left behind.
 """
 
 from __future__ import annotations

@@ -16,7 +16,11 @@ started on first use, restarted if it died, and stopped at exit (or by
 :meth:`McpServer.aclose`). Whatever happens to a call (an ``isError`` result, a
 protocol error, a timeout, a server that exited) comes back to the model as a
 tool message and is counted like a failing ``@tool``; ``docs/tools.md`` has the
-details. Connections live on the kit's own MCP event loop
+details. Every server the kit starts runs under a keeper
+(:mod:`~mint_envkit.tools.keeper`), so the processes it starts, ``setsid`` ones
+included, end with it, with the episode and with the interpreter; an answer over
+:data:`~mint_envkit.tools.mcp_cut.MAX_MCP_MESSAGE_BYTES` is read within that bound
+and cut (:mod:`~mint_envkit.tools.mcp_cut`). Connections live on the kit's own MCP event loop
 (:mod:`~mint_envkit.tools.mcp_connection`), so MCP I/O never blocks an episode's loop;
 :mod:`~mint_envkit.tools.mcp_tool` turns a listed tool into a schema and a result into text.
 
@@ -153,7 +157,7 @@ class McpServer:
 
         With ``command`` the kit starts it (``{port}`` in ``url`` and ``command`` is
         filled with a free localhost port), waits until it listens, and stops it
-        (SIGTERM, then SIGKILL, to its process group). Without, it connects to a
+        (through a keeper: it and every process it started). Without, it connects to a
         server already running at ``url`` (shared only).
 
         Example::

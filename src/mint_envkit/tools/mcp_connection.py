@@ -8,6 +8,9 @@ an episode's loop only awaits futures of it, so MCP I/O never blocks that loop, 
 shared server outlives an ``asyncio.run`` that used it, and a cancelled episode
 cannot leave a connection half closed. At interpreter exit every connection still
 open is closed (``atexit``). ``mcp`` is imported only here, when a connection opens.
+The server processes are started and ended by :mod:`~mint_envkit.tools.mcp_stdio`
+(through a keeper), stdio spoken by its transport, HTTP bodies read within a bound by
+:mod:`~mint_envkit.tools.mcp_http`.
 
 Example::
 
@@ -25,7 +28,6 @@ import asyncio
 import atexit
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -36,13 +38,14 @@ from contextlib import AsyncExitStack
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from mint_envkit.errors import EnvError, MissingExtraError
+from mint_envkit.tools.mcp_http import bounded_http_client
+from mint_envkit.tools.mcp_stdio import end_process, start_process, stdio_transport
 
 if TYPE_CHECKING:
     from mint_envkit.tools.mcp import McpServer
 
 _T = TypeVar("_T")
 _EXIT_WAIT_S = 10.0
-_KILL_WAIT_S = 3.0
 _LOOP: list[asyncio.AbstractEventLoop] = []
 _LOOP_LOCK = threading.Lock()
 _STOP_WAIT_S = 10.0
@@ -193,20 +196,6 @@ def _errlog(server: McpServer, stack: AsyncExitStack) -> IO[str]:
     return stack.enter_context(open(os.devnull, "w", encoding="utf-8"))
 
 
-async def _end_process(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the process group, then SIGKILL after a grace period; reap it."""
-    if process.returncode is None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, sig)
-            try:
-                await asyncio.wait_for(process.wait(), _KILL_WAIT_S)
-                break
-            except TimeoutError:
-                continue
-    await process.wait()
-
-
 class McpConnection:
     """One open connection to one MCP server, owned by a task on the MCP loop.
 
@@ -227,7 +216,7 @@ class McpConnection:
         self.server = server
         self.client: Any = None
         self.pid: int | None = None
-        """The process id of the HTTP server the kit started (None otherwise)."""
+        """The process id of the keeper of the HTTP server the kit started (None otherwise)."""
         self.closed = False
         self._serving = False
         self._stop: asyncio.Event | None = None
@@ -292,13 +281,8 @@ class McpConnection:
         errlog = _errlog(server, stack)
         env = {**os.environ, **server.env} if server.env else None
         if server.transport == "stdio":
-            from mcp.client.stdio import stdio_client
-
             command = list(server.command or [])
-            params = mcp.StdioServerParameters(
-                command=command[0], args=command[1:], env=env, cwd=server.cwd
-            )
-            transport: Any = stdio_client(params, errlog=errlog)
+            transport: Any = stdio_transport(command, env=env, cwd=server.cwd, errlog=errlog)
         else:
             from mcp.client.streamable_http import streamable_http_client
 
@@ -307,20 +291,20 @@ class McpConnection:
                 stack.callback(_PORTS.discard, port)
             url = _filled([server.url_template], port)[0]
             if server.command:
-                process = await asyncio.create_subprocess_exec(
-                    *_filled(list(server.command), port),
+                process = await start_process(
+                    _filled(list(server.command), port),
                     stdin=subprocess.DEVNULL,
                     stdout=errlog,
                     stderr=errlog,
                     env=env,
                     cwd=server.cwd,
-                    start_new_session=True,
                 )
                 self.pid = process.pid
-                stack.push_async_callback(_end_process, process)
+                stack.push_async_callback(end_process, process)
                 deadline = asyncio.get_running_loop().time() + server.startup_timeout_s
                 await _wait_listening(url, process, deadline)
-            transport = streamable_http_client(url)
+            client = await stack.enter_async_context(bounded_http_client())
+            transport = streamable_http_client(url, http_client=client)
         client = await stack.enter_async_context(mcp.Client(transport, cache=None))
         if server.transport == "http" and server.command and process.returncode is not None:
             raise EnvError(  # its port was taken: what answered is another server

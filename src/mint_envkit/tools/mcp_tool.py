@@ -20,6 +20,8 @@ from typing import Any
 
 from mint_envkit.errors import EnvError
 from mint_envkit.tools.mcp_connection import McpConnection, import_mcp, on_mcp_loop
+from mint_envkit.tools.mcp_cut import CUT_META
+from mint_envkit.tools.results import CutResult
 from mint_envkit.tools.schema import _parse_docstring
 from mint_envkit.tools.threads import ToolThreads
 
@@ -120,8 +122,12 @@ class McpTool:
         *,
         timeout_s: float | None,
         threads: ToolThreads | None = None,
-    ) -> str:
+    ) -> str | CutResult:
         """Call the tool on its server; its result as text (``threads`` is unused).
+
+        An answer over the bound on one MCP message comes back as the
+        :class:`~mint_envkit.tools.results.CutResult` of its start
+        (:mod:`~mint_envkit.tools.mcp_cut`).
 
         Raises:
             TimeoutError: no answer within ``timeout_s``.
@@ -138,8 +144,14 @@ class McpTool:
         except Exception as err:
             raise self._error(err) from err
         text = _content_text(result)
-        if getattr(result, "is_error", False):
+        meta = getattr(result, "meta", None)
+        cut = meta.get(CUT_META) if isinstance(meta, dict) else None
+        failed = cut.get("failed") if isinstance(cut, dict) else getattr(result, "is_error", False)
+        if failed:
             raise EnvError(f"{self.name} failed: {text or 'the server gave no reason'}")
+        if isinstance(cut, dict):  # the answer was over the bound on one message
+            why = f"the {cut.get('limit')}-byte bound the kit reads of one MCP message"
+            return CutResult(text, total_bytes=int(cut.get("bytes", 0)), why=why)
         return text
 
     def _error(self, err: Exception) -> Exception:
