@@ -29,6 +29,7 @@ RUN = (
     "interpolation.md",
     "local-backend.md",
     "parsers.md",
+    "reasoning-gym.md",
     "rewards-math-judge.md",
     "rollouts.md",
     "sweep.md",

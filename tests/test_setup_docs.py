@@ -48,7 +48,7 @@ def doc_table() -> dict[str, str]:
 
 def doc_extras() -> dict[str, str]:
     """Each extra's line of the doc's list: ``{"local": "the embedded backend (...)"}``."""
-    return dict(re.findall(r"^- `(\w+)`: (.+)$", setup_section(), flags=re.M))
+    return dict(re.findall(r"^- `([\w-]+)`: (.+)$", setup_section(), flags=re.M))
 
 
 def requirement_name(requirement: str) -> str:

@@ -10,6 +10,7 @@ Example::
 
 from mint_envkit.envs.base import AuditProbe, Message, MessageEnv, MessageStepResult, Metrics
 from mint_envkit.envs.multi_turn import Feedback, MultiTurnEnv
+from mint_envkit.envs.reasoning_gym import ReasoningGymEnv, reasoning_gym_problems
 from mint_envkit.envs.scoring import AnswerScore, with_thinking
 from mint_envkit.envs.single_turn import SingleTurnEnv
 from mint_envkit.envs.tool_env import ToolEnv
@@ -23,7 +24,9 @@ __all__ = [
     "MessageStepResult",
     "Metrics",
     "MultiTurnEnv",
+    "ReasoningGymEnv",
     "SingleTurnEnv",
     "ToolEnv",
+    "reasoning_gym_problems",
     "with_thinking",
 ]
