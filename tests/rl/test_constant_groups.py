@@ -1,9 +1,11 @@
 """Steps where every group has a constant reward, through the real mint SDK and the embedded backend.
 
-Such a step trains nothing, yet it still logs ``optim/entropy`` and
-``optim/kl_sample_train_v1|v2`` (from a forward pass without gradient, which
-leaves the weights alone); ``Config.remove_constant_reward_groups=False``
-keeps the constant groups in the update instead.
+``Config.remove_constant_reward_groups=False`` (the default, as tinker-cookbook's)
+keeps the constant groups in the update with advantages of 0: their datums get a
+forward instead of a backward pass, and the optimizer step still runs on a gradient
+of exactly 0. With ``True`` such a step trains nothing, yet it still logs
+``optim/entropy`` and ``optim/kl_sample_train_v1|v2`` (from a forward pass without
+gradient, which leaves the weights alone).
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ async def test_a_step_where_every_group_is_constant_logs_entropy_and_kl_and_keep
     tmp_path, server
 ):
     server.reset_counts()
-    result = await main(_config(tmp_path, server))
+    result = await main(_config(tmp_path, server, remove_constant_reward_groups=True))
     metrics = result.final_metrics
     assert metrics["train/datums"] == 0  # every group dropped: nothing trains
     assert metrics["env/all/by_group/dropped_all_correct"] == 2
@@ -115,8 +117,11 @@ async def test_constant_groups_kept_in_the_update_train_and_log_the_same_diagnos
     assert set(DIAGNOSTICS) <= set(metrics)
     assert metrics["optim/entropy"] > 0
     assert abs(metrics["optim/kl_sample_train_v1"]) < 1e-3
+    assert metrics["train/zero_advantage_datums"] == 8
     counts = server.request_counts()
-    assert (counts["forward"], counts["forward_backward"], counts["optim_step"]) == (0, 1, 1)
+    # the zero-advantage datums: one forward measures seven of them, the shortest gets the
+    # backward pass so that the optimizer step sees its gradient of exactly 0
+    assert (counts["forward"], counts["forward_backward"], counts["optim_step"]) == (1, 1, 1)
     # every advantage is 0: the policy gradient is 0, so the weights do not move either
     ours, base = await _logprobs_of_final_and_base(server, result)
     assert ours == pytest.approx(base, abs=1e-6)
@@ -124,10 +129,10 @@ async def test_constant_groups_kept_in_the_update_train_and_log_the_same_diagnos
 
 async def test_both_settings_measure_the_same_entropy_and_kl(tmp_path, server):
     """The same seed samples the same replies: dropped or kept, the diagnostics agree."""
-    dropped = (await main(_config(tmp_path / "dropped", server))).final_metrics
-    kept = (
-        await main(_config(tmp_path / "kept", server, remove_constant_reward_groups=False))
+    dropped = (
+        await main(_config(tmp_path / "dropped", server, remove_constant_reward_groups=True))
     ).final_metrics
+    kept = (await main(_config(tmp_path / "kept", server))).final_metrics
     assert dropped["train/datums"] == 0 and kept["train/datums"] > 0
     for key in DIAGNOSTICS:
         assert dropped[key] == pytest.approx(kept[key], rel=1e-4, abs=1e-6), key
@@ -164,7 +169,9 @@ def test_config_refuses_a_remove_constant_reward_groups_that_is_not_a_bool(tmp_p
         _config(tmp_path, server=None, remove_constant_reward_groups=value)
 
 
-def test_remove_constant_reward_groups_defaults_to_the_cookbooks_true(tmp_path):
+def test_remove_constant_reward_groups_defaults_to_the_cookbooks_false(tmp_path):
+    """tinker-cookbook 0.3.0: ``remove_constant_reward_groups: bool = False``
+    (tinker_cookbook/rl/train.py, line 484 of the wheel)."""
     config = _config(tmp_path, server=None)
-    assert config.remove_constant_reward_groups is True
-    assert config.public_dict()["remove_constant_reward_groups"] is True
+    assert config.remove_constant_reward_groups is False
+    assert config.public_dict()["remove_constant_reward_groups"] is False

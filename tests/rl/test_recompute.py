@@ -125,7 +125,7 @@ class ConstantEnv(SingleTurnEnv):
 
 @pytest.mark.integration
 async def test_a_step_that_trains_nothing_logs_both_entropies_of_every_reply(tmp_path, server):
-    config = _config(tmp_path, server, top_k=5)
+    config = _config(tmp_path, server, top_k=5, remove_constant_reward_groups=True)
     builder = attrs.evolve(config.dataset_builder, env=ConstantEnv)
     metrics = (await main(attrs.evolve(config, dataset_builder=builder))).final_metrics
     assert metrics["train/datums"] == 0

@@ -317,7 +317,8 @@ class NeverParsedEnv(SingleTurnEnv):
     ("env", "reason"), [(AlwaysRightEnv, "all_correct"), (NeverParsedEnv, "all_unparsed")]
 )
 async def test_constant_groups_are_dropped_and_counted_by_reason(tmp_path, server, env, reason):
-    result = await main(_config(tmp_path, server, env=env, score_truncated=True))
+    config = _config(tmp_path, server, env=env, score_truncated=True)
+    result = await main(attrs.evolve(config, remove_constant_reward_groups=True))
     metrics = result.final_metrics
     assert metrics[f"env/all/by_group/dropped_{reason}"] == 2
     assert metrics["env/all/by_group/dropped"] == 2
@@ -461,7 +462,7 @@ async def test_a_step_that_trains_nothing_still_logs_kl_and_says_why(tmp_path, s
         kl_penalty_coef=0.05,
         kl_reference_config=KLReferenceConfig(MODEL),
     )
-    metrics = (await main(config)).final_metrics
+    metrics = (await main(attrs.evolve(config, remove_constant_reward_groups=True))).final_metrics
     assert metrics["train/datums"] == 0
     assert abs(metrics["kl_policy_base"]) < 1e-3  # over every sampled token
     assert metrics["env/all/reward/total"] is not None

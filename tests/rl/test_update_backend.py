@@ -132,7 +132,9 @@ async def test_an_off_policy_run_with_substeps_post_kl_and_masking(tmp_path, ser
     trained = [m["train/datums"] > 0 for m in metrics]
     assert all(trained)  # hashed rewards: no group is constant
     assert (counts["forward_backward"], counts["optim_step"]) == (4, 4)  # 2 steps x 2 substeps
-    assert counts["forward"] == 2  # one post-KL pass per step
+    # one post-KL pass per step, and a forward measuring the masked replies (advantages
+    # all 0: no backward pass, rl/update.py) of each substep that has any
+    assert 2 < counts["forward"] <= 2 + 4
     assert [m["off_policy/staleness_max"] for m in metrics] == [0.0, 1.0]
     for step, m in enumerate(metrics):
         assert m["optim/substeps"] == 2
@@ -143,4 +145,5 @@ async def test_an_off_policy_run_with_substeps_post_kl_and_masking(tmp_path, ser
             if r["step"] == step and r["advantage"] is not None and r["parse_status"] != "ok"
         ]
         assert m["train/masked_parse_failures"] == len(unparsed)
+        assert m.get("train/zero_advantage_datums", 0) == len(unparsed)
     assert sum(m["train/masked_parse_failures"] for m in metrics) > 0

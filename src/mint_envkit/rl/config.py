@@ -222,15 +222,15 @@ class Config:
             sampling distribution is not the policy's (``temperature != 1``,
             ``top_k != -1`` or ``top_p < 1``; see
             :func:`~mint_envkit.rl.diagnostics.recomputes_behavior_logprobs`).
-        remove_constant_reward_groups: drop the groups whose rewards are all
-            equal from the update (tinker-cookbook's name and default, True);
-            they are counted in ``env/all/by_group/dropped_<reason>``. False
-            keeps them: their advantages are all 0, so they add no policy
-            gradient, but they enter the datums (so the KL penalty applies to
-            them and ``optim/entropy``, ``optim/kl_sample_train_*`` cover
-            them), counted in ``env/all/by_group/kept_constant``. Either way a
-            step that trains nothing still logs those diagnostics, from a
-            ``forward`` pass with no gradient.
+        remove_constant_reward_groups: tinker-cookbook's name and default (False in
+            0.3.0): keep the groups whose rewards are all equal, with advantages of 0
+            (counted in ``env/all/by_group/kept_constant``): they add no reward
+            gradient, but the KL penalty shapes them, and the diagnostics cover
+            them. A datum whose advantages are then all exactly 0 gets no backward
+            pass (a ``forward`` measures it: exactly the same update and metrics,
+            :mod:`mint_envkit.rl.update`). True drops them from the update, counted
+            in ``env/all/by_group/dropped_<reason>``; a step that trains nothing
+            then logs the diagnostics from a ``forward`` pass with no gradient.
         backend_lost_after_s: a backend whose health check has failed for
             this long (15 s; with the probe's own timeout and interval a
             loss is noticed within 25 s) during a run is lost: the run stops with a
@@ -376,14 +376,14 @@ class Config:
         default=0, validator=integer(least=0, why="0 turns it off", owner="Config")
     )
     recompute_behavior_logprobs: bool | None = attrs.field(default=None)
-    remove_constant_reward_groups: bool = attrs.field(default=True)
+    remove_constant_reward_groups: bool = attrs.field(default=False)
 
     @remove_constant_reward_groups.validator
     def _check_remove_constant(self, _attribute: Any, value: Any) -> None:
         check_flag(
             value,
             "Config.remove_constant_reward_groups",
-            why="True drops groups whose rewards are all equal",
+            why="False (the default) keeps groups whose rewards are all equal, True drops them",
         )
 
     @recompute_behavior_logprobs.validator

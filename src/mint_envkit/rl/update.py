@@ -11,6 +11,25 @@ weight snapshot there, so it holds the weights after the last substep. With
 submitted after that and gives ``kl_pre_post_v1|v2``
 (:func:`~mint_envkit.rl.diagnostics.post_kl_metrics`).
 
+**Datums with zero advantages get no backward pass.** A datum whose advantages
+are all exactly 0 (a constant-reward group kept with
+``Config.remove_constant_reward_groups=False``, a reply masked by
+``Config.mask_parse_failures``) adds exactly nothing to the gradient: both losses
+weight each token's term by its advantage (importance sampling ``-ratio * A``,
+PPO ``-min(ratio * A, clip(ratio) * A)``), so with ``A = 0`` the term is 0 and
+its derivative ``-A * d ratio`` is 0 for any finite ratio, and the KL penalty,
+which this loop folds into the advantages
+(:func:`~mint_envkit.rl.advantages.kl_adjusted_advantages`), is part of what is
+checked. Such a datum is measured with a ``forward`` (no gradient) submitted
+right after its substep's ``forward_backward``, before the ``optim_step``, so its
+learner logprobs are those of the same weights and the diagnostics cover it as before; its loss (0) is left out
+of ``train/loss:sum``, which it did not change. A substep whose datums all have
+zero advantages still sends its shortest datum through ``forward_backward``, so
+its ``optim_step`` sees a gradient of exactly 0 on every parameter (Adam's
+moments and step count advance as they would; with no gradient at all the
+optimizer would skip the parameters). :func:`backward_split` says which datums go
+where; ``train/zero_advantage_datums`` counts them.
+
 Example::
 
     # not run: needs a training client
@@ -42,6 +61,47 @@ def substep_slices(count: int, num_substeps: int) -> list[slice]:
     n = min(num_substeps, count)
     edges = [i * count // n for i in range(n + 1)] if n else []
     return [slice(edges[i], edges[i + 1]) for i in range(n)]
+
+
+def zero_advantage_datums(
+    plan: Sequence[Sequence[int]], token_advantages: Sequence[Sequence[float]]
+) -> set[int]:
+    """The datums (positions in ``plan``) whose every token advantage is exactly 0.
+
+    A datum's advantages are its samples' (:func:`~mint_envkit.rl.datums.plan_datums`;
+    the env's tokens between turns carry 0 anyway).
+
+    Example::
+
+        zero_advantage_datums([[0], [1, 2], [3]], [[0.0], [0.0, 0.0], [0.0, 0.1], [-0.0]])
+        # {0, 3}
+    """
+    return {
+        index
+        for index, group in enumerate(plan)
+        if all(value == 0.0 for position in group for value in token_advantages[position])
+    }
+
+
+def backward_split(
+    part: range, zero: set[int], lengths: Sequence[int]
+) -> tuple[list[int], list[int]]:
+    """One substep's datums: those that need ``forward_backward``, those a ``forward`` measures.
+
+    The datums of ``part`` not in ``zero`` get the backward pass; the ones in ``zero``
+    only a forward, unless every datum of ``part`` is in ``zero``: then the shortest
+    (by ``lengths``, the datums' token counts; the first of equals) still gets it, so
+    the substep's ``optim_step`` has its gradient of exactly 0.
+
+    Example::
+
+        backward_split(range(0, 4), {1, 2}, [5, 3, 4, 6])   # ([0, 3], [1, 2])
+        backward_split(range(0, 3), {0, 1, 2}, [5, 3, 3])   # ([1], [0, 2])
+    """
+    backward = [i for i in part if i not in zero]
+    if not backward and len(part):
+        backward = [min(part, key=lambda i: (lengths[i], i))]
+    return backward, [i for i in part if i not in backward]
 
 
 def merge_substep_metrics(per_step: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -85,16 +145,21 @@ async def run_update(
     *,
     after_submit: Callable[[], None] | None = None,
     sampled: Sequence[Sequence[float]] | None = None,
+    skip_zero_advantages: bool = True,
 ) -> dict[str, Any]:
     """Train on ``samples`` (not empty) with ``config.num_substeps`` optimizer steps.
 
     Returns ``train/<key>`` (the ``forward_backward`` metrics) and
     ``optim/<key>`` (the ``optim_step`` metrics), each merged over the
-    substeps (:func:`merge_substep_metrics`); the sampler-vs-learner
-    diagnostics over every datum (substep ``i``'s learner logprobs are those
-    of the weights after ``i`` updates); ``optim/substeps`` when
+    substeps (:func:`merge_substep_metrics`); ``train/zero_advantage_datums`` (when
+    any datum's advantages are all 0);
+    the sampler-vs-learner diagnostics over every datum (substep ``i``'s learner
+    logprobs are those of the weights after ``i`` updates); ``optim/substeps`` when
     ``num_substeps > 1``; and with ``config.compute_post_kl`` the
     ``kl_pre_post_*`` of the behaviour logprobs against the updated weights.
+    ``skip_zero_advantages=False`` sends every datum through ``forward_backward``
+    (the same update and metrics, at the cost of their backward passes; see the
+    module docstring).
 
     Example::
 
@@ -103,7 +168,10 @@ async def run_update(
     """
     import tinker
 
+    plan = plan_datums(samples)
     data = to_datums(samples, token_advantages)
+    zero = zero_advantage_datums(plan, token_advantages)
+    lengths = [datum.model_input.length for datum in data]
     adam = tinker.AdamParams(
         learning_rate=config.learning_rate,
         beta1=config.beta1,
@@ -112,22 +180,34 @@ async def run_update(
         weight_decay=config.weight_decay,
         grad_clip_norm=config.grad_clip_norm,
     )
+    loss = (config.loss_fn, config.loss_fn_config)
     submitted = []
     for part in substep_slices(len(data), config.num_substeps):
-        fb = await training.forward_backward_async(
-            data[part], config.loss_fn, config.loss_fn_config
+        positions = range(part.start, part.stop)
+        backward, measured = backward_split(
+            positions, zero if skip_zero_advantages else set(), lengths
         )
-        submitted.append((fb, await training.optim_step_async(adam)))
+        fb = await training.forward_backward_async([data[i] for i in backward], *loss)
+        forward = None
+        if measured:  # the same weights as the forward_backward: before the optim_step
+            forward = await training.forward_async([data[i] for i in measured], *loss)
+        opt = await training.optim_step_async(adam)
+        submitted.append((backward, fb, measured, forward, opt))
     if after_submit is not None:
         after_submit()  # the next snapshot is queued behind the last substep's optim_step
     post = None
     if config.compute_post_kl:
-        post = await training.forward_async(data, config.loss_fn, config.loss_fn_config)
+        post = await training.forward_async(data, *loss)
     fbs, opts = [], []
-    for fb_future, opt_future in submitted:
-        fbs.append(await fb_future)
+    outputs: list[Any] = [None] * len(data)
+    for backward, fb_future, measured, forward_future, opt_future in submitted:
+        fb = await fb_future
+        _place(outputs, backward, fb)
+        fbs.append(fb)
+        if forward_future is not None:
+            _place(outputs, measured, await forward_future)
         opts.append(await opt_future)
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, Any] = {"train/zero_advantage_datums": len(zero)} if zero else {}
     for key, value in merge_substep_metrics([fb.metrics or {} for fb in fbs]).items():
         metrics[f"train/{key}"] = value
     opt_metrics = [(opt.metrics if opt else None) or {} for opt in opts]
@@ -135,11 +215,18 @@ async def run_update(
         metrics[f"optim/{key}"] = value
     if config.num_substeps > 1:
         metrics["optim/substeps"] = len(submitted)
-    outputs = [o for fb in fbs for o in (getattr(fb, "loss_fn_outputs", None) or [])]
-    if len(outputs) == len(data):
+    if all(output is not None for output in outputs):
         joined = types.SimpleNamespace(loss_fn_outputs=outputs)
         metrics.update(learner_metrics(joined, samples, sampled))
     if post is not None:
-        updated = learner_logprobs((await post).loss_fn_outputs, samples, plan_datums(samples))
+        updated = learner_logprobs((await post).loss_fn_outputs, samples, plan)
         metrics.update(post_kl_metrics([s.logprobs for s in samples], updated))
     return metrics
+
+
+def _place(outputs: list[Any], positions: Sequence[int], result: Any) -> None:
+    """Put a call's per-datum outputs at the datums' positions (nothing when it has none)."""
+    returned = getattr(result, "loss_fn_outputs", None) or []
+    if len(returned) == len(positions):
+        for position, output in zip(positions, returned, strict=True):
+            outputs[position] = output
