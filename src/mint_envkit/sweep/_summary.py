@@ -212,6 +212,29 @@ class SweepSummary:
         ]
         return f"{HELD_OUT_TITLE}\n{text_grid([['Config', *HELD_OUT_HEADERS], *body])}"
 
+    def trained(self, width: int = 96) -> str:
+        """What each config trained, in words: one paragraph per config.
+
+        Steps, datums and reply tokens trained (and how many datums had every advantage
+        0, so no backward pass), the KL penalty and its reference model, held-out
+        correct before and after beside the best trivial baseline (where the config
+        evaluates), and its last checkpoint; read from each run's ``metrics.jsonl``,
+        ``config.json`` and ``checkpoints.jsonl``.
+
+        Example::
+
+            await sweep.run()  # the module example's sweep
+            print(load_summary("runs/sweep").trained())
+            # What each config trained
+            # t0p7: 2 steps, 0 datums trained; no KL penalty; held-out correct - -> -;
+            #   no checkpoint recorded
+            # t1p0: ...
+            assert load_summary("runs/sweep").trained().splitlines()[1].startswith("t0p7: 2 steps")
+        """
+        from mint_envkit.sweep._trained import trained_section
+
+        return trained_section(self.rows, width)
+
     def metric_keys(self) -> list[str]:
         """Every final-step metric key of any config, sorted.
 
