@@ -11,10 +11,11 @@ Two backends with one interface (``prefill``, ``expand``, ``select``, ``step``):
   (``DynamicCache``) and attention, the same mask of filled columns, the prompt's
   logprobs and states from the prefill too.
 
-``StaticBackend`` is kept because it is the faster of the two on the bodies it runs
-(``benchmarks/kv_cache_paths.py``, docs/engine.md: ``transformers``' cache costs about
-10% more CPU time on the tiny model at batch 1 and 8, 0-4% on SmolLM2-135M, within the
-spread), for the same tokens and logprobs bit for bit on CPU.
+``StaticBackend`` is kept because it was the faster on the bodies it runs in most of
+what ``benchmarks/kv_cache_paths.py`` measured (docs/benchmarks.md, section 13): with
+``transformers``' ``DynamicCache`` sampling took 9-14% more CPU time on the tiny model
+and 2-6% more on SmolLM2-135M at batch 1 and 8, 2-10% less on SmolLM2 at batch 32,
+for the same tokens and logprobs bit for bit on CPU; and it has the compiled CUDA step.
 
 Both compute the final projection and log-softmax inputs in float32 (:mod:`.numerics`).
 
