@@ -66,6 +66,11 @@ def test_compare_puts_base_and_checkpoint_side_by_side(tmp_path, tiny_local_serv
     assert "correct): cli-eval better on 0, worse on 0, tied on 2" in out
     assert "reward): cli-eval better on 0, worse on 0, tied on 2" in out
     assert "not a significance test" in out
+    # the before/after claim: the base is cut off at this limit (the random model), so the
+    # line says so, and that no limit up to 8x was found where it is not
+    claim = next(line for line in out.splitlines() if line.startswith("cli-eval vs base: "))
+    assert "BASE TRUNCATED" in claim and "compares reply lengths, not the task" in claim
+    assert "best baseline" in out  # the baseline's name row
     summary = json.loads((tmp_path / "cmp" / "summary.json").read_text())
     assert [run["label"] for run in summary["runs"]] == ["base", "cli-eval"]
 

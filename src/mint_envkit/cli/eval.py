@@ -13,6 +13,9 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
+
+import attrs
 
 from mint_envkit.cli.command import run_command
 from mint_envkit.cli.problems import (
@@ -21,6 +24,7 @@ from mint_envkit.cli.problems import (
     problems_from_args,
     sampling_from_args,
 )
+from mint_envkit.evaluation.claims import TRUNCATION_OK, learning_claim, uncut_budget
 from mint_envkit.evaluation.compare import comparison_table
 from mint_envkit.evaluation.run import evaluate_many
 
@@ -35,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Sample K completions per problem with a base model or tinker:// "
         "checkpoints (on MinT with MINT_API_KEY, else the embedded local backend); report "
-        "mean reward, pass@k, correctness beside the constant-answer baseline, answer diversity "
+        "mean reward, pass@k, correctness beside the best trivial baseline (named), answer diversity "
         "and the parse-failure rate; write results.jsonl, summary.json and a viewer page."
     )
     parser.add_argument(
@@ -59,6 +63,45 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="default: runs/eval-<name>-<time>")
     parser.add_argument("--concurrency", type=int, default=16, help="problems at once")
     parser.add_argument("--no-report", action="store_true", help="skip the viewer page")
+
+
+async def _claims(args: argparse.Namespace, results: list[Any]) -> list[str]:
+    """Each checkpoint against the base model (the first), measured where the base is not
+    cut off: when it is at this reply limit, the base and the checkpoints are evaluated
+    again at a limit where it is not (the same ladder as the training loop's)."""
+    base = results[0].summary
+    uncut: list[Any] = []
+    if (base.get("truncated_rate") or 0.0) > TRUNCATION_OK:
+        settings = sampling_from_args(args)
+        common = {
+            "model_name": args.model,
+            "samples": args.samples,
+            "backend": backend_from_args(args),
+            "split": args.split,
+            "problems": problems_from_args(args),
+            "renderer_name": args.renderer,
+            "limit": args.limit,
+        }
+
+        async def at(max_tokens: int, checkpoints: list[str | None]) -> list[Any]:
+            sampling = attrs.evolve(settings, max_tokens=max_tokens)
+            return await evaluate_many(
+                args.target, checkpoints=checkpoints, sampling=sampling, **common
+            )
+
+        async def measure(max_tokens: int) -> dict[str, Any]:
+            return (await at(max_tokens, [None]))[0].summary
+
+        found = await uncut_budget(measure, int(base["max_tokens"]), ceiling=2048)
+        if found is not None:
+            others = [r.summary["checkpoint"] for r in results[1:]]
+            uncut = [found[1], *(r.summary for r in await at(found[0], others))]
+    lines = []
+    for position, result in enumerate(results[1:], start=1):
+        pair = (uncut[0], uncut[position]) if uncut else None
+        claim = learning_claim(base, result.summary, pair)
+        lines.append(f"{result.summary.get('label')} vs base: {claim.line()}")
+    return lines
 
 
 def _checkpoints(args: argparse.Namespace) -> list[str | None]:
@@ -97,6 +140,9 @@ async def _run(args: argparse.Namespace) -> int:
         f"{first['max_tokens']} tokens)"
     )
     print(comparison_table(results))
+    if results[0].summary.get("checkpoint") is None and len(results) > 1:
+        for line in await _claims(args, results):
+            print(line)
     print(f"per problem: {Path(out) / 'results.jsonl'}  summary: {Path(out) / 'summary.json'}")
     if not args.no_report:
         from mint_envkit.view import write_report

@@ -36,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Write the linear combination of two or more checkpoints at each grid point "
         "(MinT's interpolate_checkpoints; on the embedded backend without MINT_API_KEY) and "
-        "evaluate each: mean reward, correctness beside the constant-answer baseline, pass@k. "
+        "evaluate each: mean reward, correctness beside the best trivial baseline, pass@k. "
         "Re-running with the same --out skips the finished points."
     )
     parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")

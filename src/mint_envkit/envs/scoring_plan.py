@@ -178,7 +178,7 @@ def decide_scoring(cls: type, stop: type) -> Scoring:
             "earn at most a wrong answer's; give bounds: component(fn, bounds=(lo, hi)), or "
             "run `mint-envkit audit` to probe it"
         )
-        warnings.warn(f"{owner}: {ordering}", RewardOrderWarning, stacklevel=4)
+        warnings.warn(f"{owner}: {ordering}", RewardOrderWarning, stacklevel=_user_level())
     elif turns is not None:
         check_reward_order(owner, (label, wrong), {"max_turns_reward": turns})
     return Scoring(
@@ -194,6 +194,22 @@ def decide_scoring(cls: type, stop: type) -> Scoring:
         checks_answer=reward is None or reward.checks_answer,
         ordering=ordering,
     )
+
+
+def _user_level() -> int:
+    """The stack level of the first frame outside the kit and ``abc``: the class statement
+    (or the line that set an attribute), so a warning points at the user's code."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (os.path.abspath(name).startswith(here) or name.startswith("<frozen")):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 1
 
 
 def is_verdict(value: Any) -> bool:

@@ -57,6 +57,7 @@ def per_problem(base: EvalResult, other: EvalResult, by: str = "correct") -> dic
 # "flag" (yes/no), "text" (quoted, shortened; None is unparsed), "unknown" (n/a)
 _ANSWER_ROWS = (
     ("baseline correct", "answers/baseline_correct", "rate"),
+    ("best baseline", "answers/baseline_name", "text"),
     ("beats baseline", "answers/beats_baseline", "flag"),
     ("distinct answers", "answers/distinct", "count"),
     ("answer entropy", "answers/entropy", "rate"),
@@ -74,9 +75,15 @@ def _rows(result: EvalResult) -> list[tuple[str, Any, str]]:
         # the top answer is None for unparsed replies, and when it was not computed
         known = kind != "text" or summary.get("answers/top_share") is not None
         rows.append((label, summary.get(key), kind if known else "unknown"))
+    rows.append(("answer position", summary.get("answers/position"), "text"))
+    rows.append(("position share", summary.get("answers/position_share"), "rate"))
     rows.append(("parse failures", summary["parse_failure_rate"], "rate"))
     rows.append(("truncated", summary.get("truncated_rate"), "rate"))
     rows.append(("collapse", summary.get("answers/collapse"), "flag"))
+    if summary.get("counterfactual/pairs"):
+        rows.append(("permuted: correct", summary.get("counterfactual/correct"), "rate"))
+        rows.append(("permuted: content", summary.get("counterfactual/same_content"), "rate"))
+        rows.append(("permuted: position", summary.get("counterfactual/same_position"), "rate"))
     return rows
 
 

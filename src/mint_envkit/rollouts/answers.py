@@ -308,7 +308,10 @@ def collapse_note(figures: Mapping[str, Any], correct: float | None) -> str | No
     parts = []
     if figures.get("answers/concentrated") == 1.0:
         share, top = figures["answers/top_share"], figures.get("answers/top")
+        # a figure read back from the loop's metrics has no top answer (text stays out)
         what = "unparsed" if top is None else f"{_short(top)!r}"
+        if "answers/top" not in figures:
+            what = "one answer"
         parts.append(f"{share:.0%} of replies are {what}")
     if figures.get("answers/position_concentrated") == 1.0:
         parts.append(

@@ -147,7 +147,7 @@ def audit_section(record: Any, samples: Sequence[Any] = ()) -> str:
     kind = "ok" if record.get("ok") is True else "collapse"
     return (
         f'<section class="banner audit {kind}" id="audit"><b>Reward audit</b> '
-        f"{html.escape(str(record.get('target', '')))}: {verdict}; constant-answer baseline "
+        f"{html.escape(str(record.get('target', '')))}: {verdict}; best trivial baseline "
         f"{_cell(record.get('baseline_correct'), True)} correct"
         f"<ul>{items}</ul><table><tr><th>probe</th><th>kind</th><th>reward</th>"
         f"<th>correct</th><th>flag</th></tr>{rows}</table>{_samples_part(samples)}</section>"

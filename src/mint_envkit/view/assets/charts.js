@@ -197,7 +197,7 @@ function mevCharts(deps) {
     const withBase = runs.filter((c) => c.base.length);
     if (withBase.length) {
       const names = [...new Set(withBase.flatMap((c) => c.base.map((b) => b[2]).filter(Boolean)))];
-      const what = names.length ? `baseline: ${names.join(" / ")}` : "constant-answer baseline";
+      const what = names.length ? `baseline: ${names.join(" / ")}` : "best trivial baseline";
       items.push(el("span", { class: "kbase" }, dashIcon(), " ", what));
     }
     if (runs.some((c) => c.fin.length)) {
