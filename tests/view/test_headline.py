@@ -121,7 +121,7 @@ def test_a_baseline_logged_once_spans_the_run(browser, tmp_path, run_maker):
     [final] = [cx(m) for m in markers(svg, class_="final")]
     assert (min(base), max(base)) == (pytest.approx(own), pytest.approx(final))
     assert max(base) - min(base) > 100  # visible: the chart is 286 units wide
-    assert "constant-answer baseline" in text_of(chart.split("</svg>", 1)[1])
+    assert "best trivial baseline" in text_of(chart.split("</svg>", 1)[1])
 
 
 def test_a_run_of_one_step_draws_its_baseline_across(browser, tmp_path, run_maker):
