@@ -1,8 +1,9 @@
 """Progress of long work: a live Rich display on a terminal, timestamped lines elsewhere.
 
-Every long operation of the kit (training steps, evaluations, the audit's stages,
-sweeps, model conversion) reports through :func:`track`: one task with a count, a
-total, a rate and an ETA. Where it goes depends on where stderr goes:
+Every long operation of the kit (training steps, evaluations, the audit's probe stage,
+model conversion) reports through :func:`track`: one task with a count, a total, a rate
+and an ETA (a sweep prints its own line per config, with how many are done and an ETA).
+Where it goes depends on where stderr goes:
 
 - a terminal, with ``rich`` installed: one live display, each running task a bar
   (nested work, such as the evaluations inside a sweep's runs, shows as more bars);
