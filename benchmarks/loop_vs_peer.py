@@ -1,8 +1,12 @@
 """Item 1: mint_envkit's RL loop vs tinker-cookbook's, on one embedded server.
 
-The arithmetic sweep's workload (the problems of examples/arithmetic_env.py,
-batch 2 x group 4, 3 steps, max 32 tokens, LoRA rank 8, lr 3e-3, temperature
-1.0, no KL, the tiny model) is run by
+A like-for-like workload: the arithmetic problems of examples/arithmetic_env.py
+(batch 2 x group 4, 3 steps, max 32 tokens, LoRA rank 8, lr 3e-3, temperature
+1.0, no KL, the tiny model) under ONE reward function on both sides
+(benchmarks/_bench_reward.py: 1.0 for a right first number, else minus the reply's
+length in characters over 100), which differs within a group even for the random
+tiny model, so both loops train (call ``forward_backward``) on every step; the
+report counts the calls on both sides. It is run by
 
   A. ``mint_envkit.rl.train.main`` (in this venv), once per
      ``--off-policy`` value k (``Config.max_steps_off_policy``: 0 is the
@@ -14,7 +18,7 @@ batch 2 x group 4, 3 steps, max 32 tokens, LoRA rank 8, lr 3e-3, temperature
 
 each as its own child process against ONE ``LocalServer`` that this script
 starts (per latency). Runs alternate ours-k0, ours-k1, peer, ours-k0, ...
-after one untimed warm-up run of each. Each child marks the start of its loop (its first weight
+after one untimed warm-up run of each, so load from other work hits every side alike. Each child marks the start of its loop (its first weight
 snapshot) and the end of every step (when the step's metrics line is written)
 and reads the server's request counts at each mark
 (``GET /api/v1/mint_envkit/stats``), so requests by endpoint are counted at
@@ -23,7 +27,7 @@ the server, per step.
 Run::
 
     python benchmarks/loop_vs_peer.py                       # latency 0 and 100 ms, k 0 and 1
-    python benchmarks/loop_vs_peer.py --latency-ms 100,1000 --off-policy 0,1 --runs 2
+    python benchmarks/loop_vs_peer.py --latency-ms 1000 --off-policy 0,1 --runs 2 --steps 10 --lr 1e-6
 
 Prints tables and writes benchmarks/results/loop_vs_peer.json.
 """
@@ -50,7 +54,10 @@ from typing import Any  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
+from _bench_reward import SYSTEM_PROMPT, length_graded_reward  # noqa: E402
 from _marks import Marks, on_first_snapshot  # noqa: E402
+
+from mint_envkit import DatasetBuilder, MessageStepResult, SingleTurnEnv  # noqa: E402
 
 # each loop's own per-step timings of its sampling and training phases
 SAMPLE_TRAIN_KEYS = {
@@ -69,13 +76,25 @@ ENDPOINTS = [
 ]
 
 
-def make_builder(args: argparse.Namespace):
-    from mint_envkit import DatasetBuilder
+class LengthGradedEnv(SingleTurnEnv):
+    """The peer's env on our side: the same prompt and reward (benchmarks/_bench_reward.py)."""
 
-    ArithmeticEnv, arithmetic_problems = C.arithmetic()
-    # exactly the example's builder (examples/rl_hyperparameters.py), group/batch from args
+    system_prompt = SYSTEM_PROMPT
+
+    def score(self, message):
+        reward, correct, parsed = length_graded_reward(message["content"], self.answer)
+        return MessageStepResult(
+            reward=reward,
+            episode_done=True,
+            metrics={"correct": float(correct), "parsed": float(parsed)},
+        )
+
+
+def make_builder(args: argparse.Namespace):
+    _, arithmetic_problems = C.arithmetic()
+    # the example's problems and renderer (examples/rl_hyperparameters.py), group/batch from args
     return DatasetBuilder(
-        env=ArithmeticEnv,
+        env=LengthGradedEnv,
         problems=arithmetic_problems(64, seed=0),
         batch_size=args.batch,
         group_size=args.group,
@@ -330,6 +349,19 @@ def summarise(runs: list[dict]) -> dict[str, Any]:
         "sample_per_step": C.median(
             [sum(s["counts"].get("asample", 0) for s in r["steps"]) / len(r["steps"]) for r in runs]
         ),
+        # like for like: how many steps called forward_backward (both sides should: all)
+        "steps_training": C.median(
+            [sum(s["counts"].get("forward_backward", 0) > 0 for s in r["steps"]) for r in runs]
+        ),
+        "steps": n_steps,
+        "forward_backward": C.median([r["total_counts"].get("forward_backward", 0) for r in runs]),
+        # our loop's datums, and those with every advantage 0 (a forward, no backward pass)
+        "datums": C.median(
+            [sum(m.get("train/datums", 0) for m in r["loop_metrics"]) for r in runs]
+        ),
+        "zero_advantage_datums": C.median(
+            [sum(m.get("train/zero_advantage_datums", 0) for m in r["loop_metrics"]) for r in runs]
+        ),
     }
 
 
@@ -497,6 +529,21 @@ def report(results: dict[str, Any]) -> str:
                     "requests, whole run",
                 ],
                 rows,
+            )
+        )
+        lines.append("")
+        lines.append(
+            "forward_backward (medians per run): "
+            + "; ".join(
+                f"{side} {fmt_count(s[side]['forward_backward'])} calls, "
+                f"{fmt_count(s[side]['steps_training'])} of {s[side]['steps']} steps training"
+                + (
+                    f", {fmt_count(s[side]['zero_advantage_datums'])} of "
+                    f"{fmt_count(s[side]['datums'])} datums with every advantage 0"
+                    if side != "peer"
+                    else ""
+                )
+                for side in s
             )
         )
         lines.append("")

@@ -33,7 +33,6 @@ import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
-import re  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
@@ -43,6 +42,7 @@ import chz  # noqa: E402
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
 import tinker  # noqa: E402
+from _bench_reward import SYSTEM_PROMPT, length_graded_reward  # noqa: E402
 from _marks import Marks, on_first_snapshot  # noqa: E402
 from tinker_cookbook import renderers, tokenizer_utils  # noqa: E402
 from tinker_cookbook.completers import StopCondition, TokenCompleter, TokensWithLogprobs  # noqa: E402
@@ -58,28 +58,16 @@ from tinker_cookbook.rl.types import (  # noqa: E402
     RLDatasetBuilder,
 )
 
-SYSTEM_PROMPT = "You are a precise calculator. Reply with only the final number."
-# The same reward function as examples/arithmetic_env.py run by our loop (so both loops get
-# the same learning signal): 1.0 correct, -0.25 a wrong number, 0.0 no number
-# (SingleTurnEnv.reward_unparsed); a reply cut at max_tokens -0.1 and one without the stop
-# token -1.0 (EnvFromMessageEnv's defaults, the same in the cookbook and in mint_envkit).
-REWARD_CORRECT = 1.0
-REWARD_INCORRECT = -0.25
-REWARD_UNPARSED = 0.0
-_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
-
-
-def first_number(text: str) -> str | None:
-    match = _NUMBER.search(text)
-    return match.group(0) if match else None
+# The same prompt and reward function as our side of benchmarks/loop_vs_peer.py
+# (benchmarks/_bench_reward.py: 1.0 for a right first number, else minus the reply's
+# length in characters over 100), so both loops get the same learning signal and train
+# on every step; a reply cut at max_tokens -0.1 and one without the stop token -1.0
+# (EnvFromMessageEnv's defaults, the same in the cookbook and in mint_envkit).
 
 
 class ArithmeticMessageEnv(MessageEnv):
-    """The MinT recipe's shape: system prompt, question; the first number is the answer.
-
-    Rewards as our example's ``ArithmeticEnv``: 1.0 correct, -0.25 a wrong number, 0.0 when
-    the reply holds no number.
-    """
+    """The MinT recipe's shape: system prompt, question, one reply scored by
+    ``length_graded_reward`` (the same function our side uses)."""
 
     def __init__(self, question: str, answer: str) -> None:
         self.question = question
@@ -92,15 +80,13 @@ class ArithmeticMessageEnv(MessageEnv):
         ]
 
     async def step(self, message: renderers.Message) -> MessageStepResult:
-        parsed = first_number(renderers.get_text_content(message))
-        correct = parsed is not None and float(parsed) == float(self.answer)
+        text = renderers.get_text_content(message)
+        reward, correct, parsed = length_graded_reward(text, self.answer)
         return MessageStepResult(
-            reward=REWARD_UNPARSED
-            if parsed is None
-            else (REWARD_CORRECT if correct else REWARD_INCORRECT),
+            reward=reward,
             episode_done=True,
             next_messages=[],
-            metrics={"correct": float(correct), "parsed": float(parsed is not None)},
+            metrics={"correct": float(correct), "parsed": float(parsed)},
         )
 
 
