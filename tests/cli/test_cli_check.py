@@ -24,8 +24,7 @@ def test_a_wrong_reply_shows_correct_0(capsys):
 def _module(tmp_path, body: str) -> Path:
     path = tmp_path / "envs_under_check.py"
     path.write_text(
-        "from mint_envkit import DatasetBuilder, ScriptedPolicy, SingleTurnEnv, component\n"
-        + body
+        "from mint_envkit import DatasetBuilder, ScriptedPolicy, SingleTurnEnv, component\n" + body
     )
     return path
 
