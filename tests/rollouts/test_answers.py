@@ -1,4 +1,4 @@
-"""The answer figures: the constant-answer baseline, answer diversity and the collapse flag.
+"""The answer figures: the best trivial baseline, answer diversity and the collapse flag.
 
 Envs beyond arithmetic (yes/no with a majority class, multiple choice A-D, free text),
 driven end to end by ScriptedPolicy (no model): the figures are read from the rollouts

@@ -1,4 +1,4 @@
-"""The sweep's summary sets held-out correctness beside the constant-answer baseline.
+"""The sweep's summary sets held-out correctness beside the best trivial baseline.
 
 A yes/no env trained 10 steps went from 47.5% to 57.5% held-out correct while the
 model answered "no" to every problem: 57.5% was the always-"no" baseline. The
@@ -48,6 +48,7 @@ COLLAPSED = run_lines(
     **answers(
         "test_final",
         baseline_correct=0.575,
+        baseline_name="constant 'no'",
         distinct=1,
         entropy=0.0,
         top_share=1.0,
@@ -110,7 +111,8 @@ def held_out_rows(table: str) -> dict[str, list[str]]:
         "Distinct",
         "Flag",
     ]
-    return {cells[0]: cells[1:] for cells in (re.split(r"\s{2,}", line) for line in lines[2:])}
+    rows = [line for line in lines[2:] if not line.startswith("Best trivial baseline:")]
+    return {cells[0]: cells[1:] for cells in (re.split(r"\s{2,}", line) for line in rows)}
 
 
 def test_a_collapsed_run_is_flagged_and_a_healthy_one_is_not(tmp_path):
@@ -121,6 +123,10 @@ def test_a_collapsed_run_is_flagged_and_a_healthy_one_is_not(tmp_path):
         "collapsed": ["0.475", "0.575", "0.575", "0.00", "1", "COLLAPSE"],
         "healthy": ["0.475", "0.800", "0.575", "0.03", "2"],  # no flag
     }
+    note = held_out_answers(COLLAPSED).collapse_note()
+    assert "does not beat the best trivial baseline 0.575 (constant 'no')" in note
+    # The last line names the best trivial policy the runs logged (one run did: COLLAPSED).
+    assert table.splitlines()[-1] == "Best trivial baseline: constant 'no'"
     # Every line fits a 100-column terminal.
     held_out = table.split("\n\n", 1)[1]
     assert max(len(line) for line in held_out.splitlines()) <= 100
@@ -144,6 +150,8 @@ def test_the_csv_has_the_held_out_columns(tmp_path):
     header = next(csv.reader(path.open()))
     assert header.index("Corr before") == header.index("Log path") + 1
     assert header[header.index("Corr before") : header.index("Seconds")] == list(held_out)
+    assert header[header.index("Error") + 1] == "Baseline name"
+    assert (collapsed["Baseline name"], healthy["Baseline name"]) == ("constant 'no'", "")
 
 
 def test_an_old_run_shows_dashes_and_an_old_sweep_no_held_out_table(tmp_path):

@@ -218,7 +218,7 @@ def test_a_collapsed_run_gets_a_banner_and_its_answers(run_dir, evals, embedded)
     page = write_report(evals(run_dir, "collapsed")).read_text()
     assert banners(page) == [
         "Answer collapse run, the final evaluation: 100% of its replies give one answer, "
-        "1 distinct; held-out correct 0.475 -> 0.575 does not beat the constant-answer "
+        "1 distinct; held-out correct 0.475 -> 0.575 does not beat the best trivial "
         "baseline 0.575 (always giving the most common answer), so the rise is no evidence "
         "of learning."
     ]
@@ -274,7 +274,7 @@ def test_many_collapsed_runs_share_one_banner(tmp_path, run_maker, evals):
     )
     assert banners(write_report(one).read_text()) == [
         "Answer collapse one, the final evaluation: none of its replies parse to an answer; "
-        "held-out correct 0.000 -> 0.000 does not beat the constant-answer baseline 0.575 "
+        "held-out correct 0.000 -> 0.000 does not beat the best trivial baseline 0.575 "
         "(always giving the most common answer)."
     ]
 

@@ -3,7 +3,7 @@
 :func:`audit` runs scripted adversarial replies through the env (an empty reply, the
 question restated, a reply cut off at the token limit, the format with nothing in it,
 the most common answer, ...), compares what each earns with a correct and a wrong
-answer and with the best constant-answer baseline, samples a real model for
+answer and with the best trivial baseline, samples a real model for
 parse-status and truncation rates, optionally trains a few steps to check that
 held-out correctness beats the baseline without collapsing, and previews the MinT
 cost. ``mint-envkit audit MODULE:BUILDER`` is the same from the shell; its exit status

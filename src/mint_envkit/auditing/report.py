@@ -191,7 +191,7 @@ def findings(probes: Sequence[ProbeResult], baseline_correct: float | None) -> l
                     "warning",
                     probe.name,
                     f"'{probe.name}' is scored correct on {_pct(rate)} of problems, above the "
-                    f"best constant answer ({_pct(baseline_correct)}): a shortcut may explain "
+                    f"best trivial baseline ({_pct(baseline_correct)}): a shortcut may explain "
                     "gains; check the problems",
                 )
             )

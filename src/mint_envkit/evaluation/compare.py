@@ -112,7 +112,7 @@ def _difference(value: Any, first: Any, kind: str) -> str:
 def comparison_table(results: Sequence[EvalResult]) -> str:
     """The figures of ``results`` side by side; with two or more, each one minus the first.
 
-    Rows: mean reward, pass@k, correct beside the constant-answer baseline and the
+    Rows: mean reward, pass@k, correct beside the best trivial baseline and the
     answer diversity (see :mod:`mint_envkit.rollouts.answers`), parse failures,
     truncation, the collapse flag. Below the table, per problem: how many the later
     ones win, lose and tie against the first (see :func:`per_problem`), then a line

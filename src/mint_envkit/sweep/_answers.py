@@ -4,7 +4,8 @@ Correctness alone cannot tell learning from majority-class collapse: on a yes/no
 whose test answers are 57.5% "no", a model that answers "no" to everything is 57.5%
 correct. Each evaluation therefore logs, beside ``test/env/all/correct`` (and
 ``test_final/env/all/correct`` after the last update), the ``answers/*`` metrics:
-``baseline_correct`` (the best constant answer's correctness), ``distinct``,
+``baseline_correct`` and ``baseline_name`` (the best trivial policy's correctness and
+name: a constant answer, the prompt's candidate at a position, a uniform pick), ``distinct``,
 ``entropy``, ``top_share``, ``truncated``, ``concentrated``, ``beats_baseline`` and
 ``collapse``. :func:`held_out_answers` reads them from a run's metrics, one
 evaluation's worth; runs written before these metrics existed give None for each.
@@ -97,7 +98,7 @@ def _has_eval(line: Mapping[str, Any], split: str) -> bool:
 
 @attrs.frozen
 class HeldOutAnswers:
-    """Held-out correctness before and after training, beside what a constant answer gets.
+    """Held-out correctness before and after training, beside the best trivial baseline.
 
     Every figure is None when the run did not log it (an env without ``correct``,
     no evaluation, or a run older than the ``answers/*`` metrics) or logged an odd
@@ -110,7 +111,11 @@ class HeldOutAnswers:
         step: the step whose metrics line holds that evaluation.
         correct_before: ``test/env/all/correct`` of the first step (before any update).
         correct_after: ``correct`` of that evaluation.
-        baseline: ``answers/baseline_correct``: the best constant answer's correctness.
+        baseline: ``answers/baseline_correct``: the best trivial policy's correctness
+            (of those that do not read the question's meaning: a constant answer, the
+            candidate the prompt offers at a position, a uniform pick among them).
+        baseline_name: ``answers/baseline_name``: that policy, in words
+            (``constant '28'``, ``second quoted``).
         distinct: ``answers/distinct``: how many distinct parsed answers.
         entropy: ``answers/entropy``, in nats.
         top_share: ``answers/top_share``: the share of replies giving the most common answer.
@@ -132,6 +137,7 @@ class HeldOutAnswers:
     correct_before: float | None = None
     correct_after: float | None = None
     baseline: float | None = None
+    baseline_name: str | None = None
     distinct: int | None = None
     entropy: float | None = None
     top_share: float | None = None
@@ -143,7 +149,7 @@ class HeldOutAnswers:
 
     @property
     def at_or_below_baseline(self) -> bool:
-        """Whether correctness does not beat the constant-answer baseline.
+        """Whether correctness does not beat the best trivial baseline.
 
         ``answers/beats_baseline`` decides when it was logged; else
         ``correct_after <= baseline``. False when either is unknown.
@@ -194,7 +200,7 @@ class HeldOutAnswers:
 
             print(held_out_answers(history).collapse_note())  # the module example's run
             # the final evaluation: 100% of its replies give one answer, 1 distinct; held-out
-            # correct 0.475 -> 0.575 does not beat the constant-answer baseline 0.575 (always
+            # correct 0.475 -> 0.575 does not beat the best trivial baseline 0.575 (always
             # giving the most common answer), so the rise is no evidence of learning
             assert held_out_answers(history[:1]).collapse_note() is None
         """
@@ -211,10 +217,11 @@ class HeldOutAnswers:
         if self.correct_after is not None and self.at_or_below_baseline:
             before = "" if self.correct_before is None else f"{self.correct_before:.3f} -> "
             rise = self.correct_before is not None and self.correct_after > self.correct_before
+            policy = self.baseline_name or "always giving the most common answer"
             parts.append(
                 f"held-out correct {before}{self.correct_after:.3f} does not beat the "
-                f"constant-answer baseline {_fixed(self.baseline)} (always giving the most "
-                "common answer)" + (", so the rise is no evidence of learning" if rise else "")
+                f"best trivial baseline {_fixed(self.baseline)} ({policy})"
+                + (", so the rise is no evidence of learning" if rise else "")
             )
         return f"the {where}: " + ("; ".join(parts) or "answers/collapse is 1")
 
@@ -267,12 +274,14 @@ def held_out_answers(
     truncated = _rate(answer("truncated"))
     step = line.get("step")
     top = answer("top")
+    name = answer("baseline_name")
     return HeldOutAnswers(
         split=split,
         step=step if is_integer(step) else None,
         correct_before=before,
         correct_after=_rate(line.get(f"{base}correct")),
         baseline=_rate(answer("baseline_correct")),
+        baseline_name=name if isinstance(name, str) and name else None,
         distinct=_count(answer("distinct")),
         entropy=_non_negative(answer("entropy")),
         top_share=_rate(answer("top_share")),

@@ -56,7 +56,36 @@ Example::
     assert HELD_OUT_HEADERS[2] == "Baseline"
 """
 
-HELD_OUT_TITLE = "Held-out correct: before the first update, after the last, vs a constant answer"
+HELD_OUT_TITLE = (
+    "Held-out correct: before the first update, after the last, vs the best trivial baseline"
+)
+
+
+def baseline_names(answers: Sequence[HeldOutAnswers]) -> str:
+    """The runs' best trivial baselines by name, each once, joined with `` / ``; "" if none.
+
+    Example::
+
+        from mint_envkit.sweep import HeldOutAnswers
+
+        runs = [HeldOutAnswers(baseline_name="constant '28'")] * 2 + [HeldOutAnswers()]
+        assert baseline_names(runs) == "constant '28'"
+    """
+    return " / ".join(dict.fromkeys(a.baseline_name for a in answers if a.baseline_name))
+
+
+def baseline_footnote(answers: Sequence[HeldOutAnswers]) -> str:
+    """The line under the held-out table naming the baseline policy; "" when no run logged it.
+
+    Example::
+
+        from mint_envkit.sweep import HeldOutAnswers
+
+        line = baseline_footnote([HeldOutAnswers(baseline_name="second quoted")])
+        assert line == "Best trivial baseline: second quoted"
+    """
+    names = baseline_names(answers)
+    return f"Best trivial baseline: {names}" if names else ""
 
 
 def held_out_cells(answers: HeldOutAnswers) -> list[tuple[Any, int]]:

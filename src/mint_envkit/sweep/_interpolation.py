@@ -3,7 +3,7 @@
 For every grid point the backend writes the linear combination of the
 checkpoints' weights (MinT's ``interpolate_checkpoints``; the embedded backend's
 definition is in docs/local-backend.md) as a sampler checkpoint, and the kit's
-evaluation scores it (mean reward, correctness beside the constant-answer
+evaluation scores it (mean reward, correctness beside the best trivial
 baseline, pass@k). Each finished point is recorded in ``ROOT/results.jsonl``, so
 running the sweep again skips it; the table is ``ROOT/interpolation.csv`` and
 the figure ``ROOT/interpolation.png``.

@@ -3,7 +3,7 @@
 With two checkpoints the x axis is the second checkpoint's coefficient ``a`` (the
 point ``(1 - a, a)``); with more, the points in grid order, labelled by their
 coefficients. One line per figure (mean reward, correct, pass@1, pass@K), the
-constant-answer baseline dashed.
+best trivial baseline dashed.
 
 Example::
 
@@ -34,7 +34,7 @@ def _series(result: InterpolationSweep) -> list[tuple[str, str, str]]:
     ks = [c for c in result.columns() if c.startswith("pass@")]
     lines = [("mean_reward", "mean reward", "-"), ("correct", "correct", "-")]
     lines += [(k, k, ":") for k in dict.fromkeys(ks[:1] + ks[-1:])]
-    lines.append(("answers/baseline_correct", "constant-answer baseline", "--"))
+    lines.append(("answers/baseline_correct", "best trivial baseline", "--"))
     return lines
 
 

@@ -1,7 +1,7 @@
 """The sweep's figure (``summary.png``): reward before and after each config's updates, per-step curves.
 
 When the runs logged held-out correctness, a second row draws it the same way, with
-the constant-answer baseline (``answers/baseline_correct``) as a dashed line on each
+the best trivial baseline (``answers/baseline_correct``, named in the key) dashed on each
 config's bars and curve, and collapsed configs hatched and labelled in red.
 
 Example::
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mint_envkit.checks import is_integer
+from mint_envkit.sweep._format import baseline_names
 
 if TYPE_CHECKING:
     from mint_envkit.sweep._answers import HeldOutAnswers
@@ -42,7 +43,7 @@ def plot_rewards(summary: SweepSummary, path: Path) -> Path | None:
     when the runs logged no eval. Right, when a run has more than one step: the
     training reward per step, one line per config. A second row, when any run
     logged held-out correctness: the same for ``correct``, with each config's
-    constant-answer baseline dashed and a collapsed config (``answers/collapse``)
+    best trivial baseline dashed and a collapsed config (``answers/collapse``)
     hatched and labelled ``collapse``. None when matplotlib is missing.
 
     Example::
@@ -202,7 +203,7 @@ def _correct_bars(axes: Any, summary: SweepSummary, answers: Sequence[HeldOutAns
     handles = [Patch(color=color, label=label) for label, _, _, color in series]
     if any(a.baseline is not None for a in answers):
         handles.append(
-            Line2D([], [], color="black", linestyle="--", label="constant-answer baseline")
+            Line2D([], [], color="black", linestyle="--", label=_baseline_label(answers))
         )
     if any(a.collapse for a in answers):
         handles.append(
@@ -221,6 +222,12 @@ def _correct_bars(axes: Any, summary: SweepSummary, answers: Sequence[HeldOutAns
         ncol=2,
         frameon=False,
     )
+
+
+def _baseline_label(answers: Sequence[HeldOutAnswers]) -> str:
+    """The dashed line's key: the best trivial baseline, by name when the runs logged it."""
+    names = baseline_names(answers)
+    return f"best trivial baseline ({names})" if names else "best trivial baseline"
 
 
 def _eval_points(history: Sequence[Any], name: str) -> list[tuple[int, float]]:
@@ -277,6 +284,6 @@ def _correct_curves(
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_ylim(-0.02, 1.05)
     axes.set_xlabel("updates before the evaluation")
-    axes.set_ylabel("held-out correct (dashed: constant-answer baseline)")
+    axes.set_ylabel("held-out correct (dashed: best trivial baseline)")
     axes.set_title("held-out correct per evaluation")
     axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))

@@ -207,7 +207,7 @@ class SummaryRow:
 
     @property
     def answers(self) -> HeldOutAnswers:
-        """Held-out correctness before and after, beside the constant-answer baseline.
+        """Held-out correctness before and after, beside the best trivial baseline.
 
         The final evaluation's ``answers/*`` metrics (see
         :func:`~mint_envkit.sweep.held_out_answers`); every figure is None for a

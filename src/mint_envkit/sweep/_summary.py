@@ -49,6 +49,7 @@ from mint_envkit.sweep._answers import _number
 from mint_envkit.sweep._format import (
     HELD_OUT_HEADERS,
     HELD_OUT_TITLE,
+    baseline_footnote,
     fmt_fixed,
     fmt_kl,
     fmt_value,
@@ -168,7 +169,7 @@ class SweepSummary:
         return f"{main}\n\n{held_out}" if held_out else main
 
     def held_out_table(self) -> str:
-        """Held-out correctness per config beside what a constant answer gets; "" when no run has it.
+        """Held-out correctness per config beside the best trivial baseline; "" when no run has it.
 
         One row per config: ``Corr before`` (``test/env/all/correct`` of step 0),
         ``Corr after`` (``test_final/env/all/correct``), ``Baseline`` (the final
@@ -190,7 +191,7 @@ class SweepSummary:
 
             summary = SweepSummary(root=".", rows=(row("lr1em04", 0.575, 1, 1.0), row("lr3em05", 0.8, 2, 0.0)))
             print(summary.held_out_table())
-            # Held-out correct: before the first update, after the last, vs a constant answer
+            # Held-out correct: before the first update, after the last, vs the best trivial baseline
             # Config   Corr before  Corr after  Baseline  Trunc  Distinct  Flag
             # lr1em04  0.475        0.575       0.575     -      1         COLLAPSE
             # lr3em05  0.475        0.800       0.575     -      2
@@ -210,7 +211,9 @@ class SweepSummary:
             ]
             for row, a in zip(self.rows, answers, strict=True)
         ]
-        return f"{HELD_OUT_TITLE}\n{text_grid([['Config', *HELD_OUT_HEADERS], *body])}"
+        grid = text_grid([["Config", *HELD_OUT_HEADERS], *body])
+        footnote = baseline_footnote(answers)
+        return f"{HELD_OUT_TITLE}\n{grid}" + (f"\n{footnote}" if footnote else "")
 
     def trained(self, width: int = 96) -> str:
         """What each config trained, in words: one paragraph per config.
@@ -251,7 +254,7 @@ class SweepSummary:
 
         Columns: ``Name``, the table's columns, the held-out table's columns
         (``Corr before`` ... ``Flag``, raw values; empty for a run that did not log them),
-        ``Seconds``, ``Error``, then one column per final-step metric key.
+        ``Seconds``, ``Error``, ``Baseline name`` (``answers/baseline_name``), then one column per final-step metric key.
         Default path: ``ROOT/summary.csv``.
 
         Example::
@@ -261,7 +264,15 @@ class SweepSummary:
         """
         path = Path(self.root) / SUMMARY_CSV if path is None else Path(path)
         keys = self.metric_keys()
-        header = ["Name", *self._headers(), *HELD_OUT_HEADERS, "Seconds", "Error", *keys]
+        header = [
+            "Name",
+            *self._headers(),
+            *HELD_OUT_HEADERS,
+            "Seconds",
+            "Error",
+            "Baseline name",
+            *keys,
+        ]
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(tmp, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
@@ -280,6 +291,7 @@ class SweepSummary:
                         answers.flag,
                         "" if row.seconds is None else row.seconds,
                         row.error or "",
+                        answers.baseline_name or "",
                         *(row.metrics.final.get(key, "") for key in keys),
                     ]
                 )
