@@ -6,7 +6,7 @@ Two short GRPO runs on the embedded backend give two checkpoints, A and B; then
 ``interpolation_sweep`` writes the mix ``(1 - a) * A + a * B`` of their weights
 (MinT's ``interpolate_checkpoints``: the LoRA deltas combined exactly, see
 docs/local-backend.md) for every ``a`` of ``--grid`` and evaluates each on held-out
-problems: mean reward, correctness beside the constant-answer baseline, pass@k. The
+problems: mean reward, correctness beside the best trivial baseline, pass@k. The
 table is printed and written to ``OUT/sweep/interpolation.csv``, the figure to
 ``OUT/sweep/interpolation.png``; running the command again skips finished points.
 

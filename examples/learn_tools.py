@@ -15,7 +15,7 @@ a right final number, 0 otherwise, plus 0.2 when every call of the episode ran
 Before the first step and after the last, the model is evaluated greedily on
 held-out problems (another seed, no factor pair shared with training): the lines
 show correctness, the tool-call rate (episodes with at least one call), the rate
-of episodes whose calls all ran, and the constant-answer baseline (see
+of episodes whose calls all ran, and the best trivial baseline (see
 ``mint_envkit.rollouts.answers``). ``benchmarks/learn_tools_seeds.sh`` runs three seeds
 and tabulates them (docs/benchmarks.md, "Tool use on the real local model").
 

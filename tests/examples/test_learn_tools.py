@@ -106,4 +106,4 @@ def test_the_demo_trains_evaluates_and_reports_the_tool_figures(tmp_path, capsys
             figures
         )
     printed = capsys.readouterr().out
-    assert "tool-call rate" in printed and "constant baseline" in printed
+    assert "tool-call rate" in printed and "best trivial baseline" in printed

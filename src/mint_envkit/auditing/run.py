@@ -39,7 +39,7 @@ from mint_envkit.auditing.probes import run_probes
 from mint_envkit.auditing.replies import last_user
 from mint_envkit.auditing.report import AuditReport, Finding, findings
 from mint_envkit.builders.dataset import DatasetBuilder
-from mint_envkit.checks import check_integer
+from mint_envkit.checks import check_integer, is_number
 from mint_envkit.envs.base import AuditProbe
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.spec import eval_problems, load_target
@@ -316,7 +316,7 @@ def _track(report: AuditReport, loggers: Sequence[str], home: Path) -> None:
     }
     row.update({f"audit/probe/{p.name}": p.mean_reward for p in report.probes})
     for key, value in (report.samples or {}).items():
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if is_number(value):
             row[f"audit/samples/{key}"] = value
     tracked = open_trackers(loggers, home / "tracking", {"target": report.target}, name="audit")
     try:

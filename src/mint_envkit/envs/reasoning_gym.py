@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from mint_envkit.checks import is_number
+from mint_envkit.checks import is_integer, is_number
 from mint_envkit.envs.single_turn import SingleTurnEnv
 from mint_envkit.errors import ConfigError, MissingExtraError, ProblemError
 from mint_envkit.parsers import Parser, xml_tag
@@ -169,9 +169,9 @@ def reasoning_gym_problems(task: str, n: int, seed: int, **task_config: Any) -> 
         sorted(problems[0])   # ['answer', 'index', 'question', 'task', 'task_config']
         problems[0]["task_config"]   # {'max_terms': 2, 'seed': 1, 'size': 2}
     """
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+    if not is_integer(n) or n < 1:
         raise ConfigError(f"reasoning_gym_problems(n={n!r}) needs a whole number >= 1")
-    if not isinstance(seed, int) or isinstance(seed, bool):
+    if not is_integer(seed):
         raise ConfigError(f"reasoning_gym_problems(seed={seed!r}) needs a whole number")
     task = _known_task(task)
     for name in ("seed", "size"):
@@ -206,7 +206,7 @@ def _rebuilt(problem: Mapping[str, Any]) -> dict[str, Any]:
             "problems with reasoning_gym_problems(task, n, seed, ...)"
         )
     size = config.get("size")
-    if not isinstance(index, int) or isinstance(index, bool) or not isinstance(size, int):
+    if not is_integer(index) or not is_integer(size):
         raise ProblemError(
             f"a reasoning-gym problem needs an integer index and a task_config with its "
             f"size; got index {index!r}, size {size!r}: make the problems with "
