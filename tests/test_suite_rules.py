@@ -53,6 +53,16 @@ def test_a_skip_that_is_not_allowed_fails_the_session(tmp_path: Path):
     assert "ALLOWED_SKIPS" in done.stdout
 
 
+def test_a_skip_that_is_not_allowed_fails_a_parallel_session_too(tmp_path: Path):
+    # scripts/test.sh runs pytest-xdist workers: the rule holds in the controller
+    body = "import pytest\n\ndef test_browser():\n    pytest.skip('no Chromium here')\n"
+    done = run_scratch(tmp_path, body, "-n", "2")
+    assert done.returncode == 1, done.stdout
+    assert "test_scratch.py::test_browser: Skipped: no Chromium here" in done.stdout
+    allowed = run_scratch(tmp_path / "ok", "def test_ok():\n    assert 1\n", "-n", "2")
+    assert allowed.returncode == 0, allowed.stdout
+
+
 def test_the_scratch_sees_mkl_pinned(tmp_path: Path):
     body = "import os\n\ndef test_pin():\n    assert os.environ['MKL_CBWR'] == 'AVX2,STRICT'\n"
     assert run_scratch(tmp_path, body).returncode == 0
