@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -189,10 +190,12 @@ def _number_range(answers: Sequence[str]) -> list[str]:
     if not numbers or any(n is None for n in numbers):
         return []
     values = [float(n) for n in numbers if n is not None]
-    if any(v != int(v) for v in values):
+    if any(not math.isfinite(v) or v != int(v) for v in values):
         return []
     low, high = int(min(values)) - _RANGE_MARGIN, int(max(values)) + _RANGE_MARGIN
-    return [str(v) for v in range(low, high + 1)][: 2 * _MAX_LISTED]
+    # the first 2 * _MAX_LISTED numbers from the lowest: never the whole span (answers of
+    # 12 digits would make it billions of strings)
+    return [str(v) for v in range(low, min(high, low + 2 * _MAX_LISTED - 1) + 1)]
 
 
 def _long_filler(reply_limit: int, count_tokens: Callable[[str], int]) -> str:
