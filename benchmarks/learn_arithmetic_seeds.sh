@@ -9,8 +9,8 @@
 # printed) gives per seed the held-out greedy correctness before and after where the base
 # model is not cut off (the run's claim: the loop re-measures at a larger reply limit
 # when the first eval cuts off more than 5%), split into format (parse rate) and content
-# (correct among parsed), beside the best trivial baseline, the same at the training
-# reply limit with the base model's truncation, and the wall time and peak RSS.
+# (correct among parsed), beside the best trivial baseline, with the base model's
+# truncation, and the wall time and peak RSS.
 # Run it on a quiet machine: the wall times are what it measures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,9 +59,9 @@ print("|---|---|---|---|---|---|---|---|---|---|---|")
 gains, walls = [], []
 for c in curves:
     claim = c["held_out"]["claim"]
-    rows = [("trained limit", claim["before"], claim["after"])]
+    rows = [("eval limit", claim["before"], claim["after"])]
     if claim["uncut_before"] is not None:
-        rows.append(("uncut", claim["uncut_before"], claim["uncut_after"]))
+        rows.append(("re-measured", claim["uncut_before"], claim["uncut_after"]))
     for where, b, a in rows:
         gain = None if b["correct"] is None or a["correct"] is None else a["correct"] - b["correct"]
         fmt = f"{pct(b['parsed'])} -> {pct(a['parsed'])}"

@@ -108,6 +108,25 @@ def test_rules_on_hand_made_probes():
     assert [(f.kind, f.probe) for f in no_reference] == [("warning", "correct")]
 
 
+def test_an_exploit_by_a_hair_is_printed_with_the_digits_that_show_it():
+    # reasoning-gym's basic_arithmetic: listing a range of numbers earned 0.0002 on
+    # average (substring credit on one problem of 20), a wrong answer 0; printed at 3
+    # decimals both read +0.000, "more than" a reader could not see
+    from mint_envkit.auditing import AuditReport, ProbeResult
+
+    probes = [
+        ProbeResult("correct", "reference", [1.0], [1.0], ["ok"], "5"),
+        ProbeResult("wrong", "answer_shaped", [0.0], [0.0], ["ok"], "6"),
+        ProbeResult("enumerate_range", "non_answer", [0.0004, 0.0], [0.0, 0.0], ["ok"] * 2, "1 2"),
+    ]
+    found = findings(probes, baseline_correct=None)
+    [exploit] = [f for f in found if f.kind == "exploit"]
+    assert "earns +0.0002, more than a wrong answer (+0.0000)" in exploit.message
+    report = AuditReport("t", 2, probes, None, found)
+    row = next(line for line in report.table().splitlines() if line.startswith("enumerate_range"))
+    assert "+0.0002" in row and row.endswith("EXPLOIT")
+
+
 async def test_the_json_report_is_written(tmp_path):
     report = await audit(envs.judge_builder, out_dir=tmp_path)
     record = json.loads((tmp_path / "audit.json").read_text())

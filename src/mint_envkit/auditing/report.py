@@ -106,6 +106,24 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
 
 
+def _apart(value: float, other: float) -> tuple[str, str]:
+    """Both rewards with the fewest decimals (3 to 9) that tell them apart.
+
+    A probe that earns 0.0002 more than a wrong answer is an exploit, and a line saying
+    "+0.000, more than a wrong answer (+0.000)" would read as a contradiction.
+
+    Example::
+
+        assert _apart(0.0002, 0.0) == ("+0.0002", "+0.0000")
+        assert _apart(0.5, 0.25) == ("+0.500", "+0.250")
+    """
+    for digits in range(3, 10):
+        a, b = f"{value:+.{digits}f}", f"{other:+.{digits}f}"
+        if a != b:
+            break
+    return a, b
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
@@ -172,8 +190,8 @@ def findings(probes: Sequence[ProbeResult], baseline_correct: float | None) -> l
                 Finding(
                     "exploit",
                     probe.name,
-                    f"'{probe.name}' gives no answer but earns {mean:+.3f}, more than a wrong "
-                    f"answer ({wrong:+.3f}): a policy learns to do this instead of trying; "
+                    f"'{probe.name}' gives no answer but earns {_apart(mean, wrong)[0]}, more "
+                    f"than a wrong answer ({_apart(mean, wrong)[1]}): a policy learns to do this instead of trying; "
                     f"lower its reward to at most the wrong answer's. Its reply: "
                     f"{_shown(probe.example)}",
                 )
@@ -286,11 +304,15 @@ class AuditReport:
 
     def _probe_lines(self) -> list[str]:
         flagged = {f.probe: f.kind for f in self.findings}
+        wrong = next((p.mean_reward for p in self.probes if p.name == "wrong"), None)
         lines = [f"{'probe':<24} {'kind':<14} {'reward':>8} {'correct':>8}  flag"]
         for probe in self.probes:
             flag = flagged.get(probe.name, "").upper()
+            reward = _fmt(probe.mean_reward)
+            if flag and probe.mean_reward is not None and wrong is not None:
+                reward = _apart(probe.mean_reward, wrong)[0]  # shown apart from the wrong one
             lines.append(
-                f"{probe.name:<24} {probe.kind:<14} {_fmt(probe.mean_reward):>8} "
+                f"{probe.name:<24} {probe.kind:<14} {reward:>8} "
                 f"{_pct(probe.correct_rate):>8}  {flag}"
             )
         return lines

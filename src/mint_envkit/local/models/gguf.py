@@ -144,6 +144,19 @@ def gguf_model_dir(path: str | Path) -> Path:
             _read_and_save(tmp, task)
 
     def _read_and_save(tmp: Path, task: Task) -> None:
+        from transformers.utils import logging as hf_logging
+
+        # our progress line stands for transformers' own bar (a carriage-return bar
+        # that fills a log file when stderr is not a terminal)
+        shown = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()
+        try:
+            _convert(tmp, task)
+        finally:
+            if shown:
+                hf_logging.enable_progress_bar()
+
+    def _convert(tmp: Path, task: Task) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         try:
