@@ -68,11 +68,34 @@ def problems(task: str, seed: int, n_train: int, n_eval: int) -> tuple[list, lis
     return train, held
 
 
+def worked_example(task: str, seed: int, avoid: set[str]) -> type[ReasoningGymEnv]:
+    """``ReasoningGymEnv`` with one solved problem of the task before the question.
+
+    The problem is drawn with seed 20,000 + ``seed`` and asks none of ``avoid`` (the
+    training and held-out questions); its reply is the answer in the tags.
+    """
+    drawn = reasoning_gym_problems(task, 50, seed=20_000 + seed)
+    example = next(p for p in drawn if p["question"] not in avoid)
+    shot = [
+        {"role": "user", "content": example["question"]},
+        {"role": "assistant", "content": f"<answer>{example['answer']}</answer>"},
+    ]
+    return type("ReasoningGymWithExample", (ReasoningGymEnv,), {"few_shot": shot})
+
+
+def run_dir(args: argparse.Namespace) -> Path:
+    """``OUT/<task>/seed<N>``, or ``OUT/<task>+example/seed<N>`` with a worked example."""
+    return args.out / (args.task + ("+example" if args.worked_example else "")) / f"seed{args.seed}"
+
+
 def config(args: argparse.Namespace, out: Path) -> Config:
     train_tokens, eval_tokens = TASKS[args.task]
     train, held = problems(args.task, args.seed, args.batch * args.steps, args.eval_n)
+    env = ReasoningGymEnv
+    if args.worked_example:
+        env = worked_example(args.task, args.seed, {p["question"] for p in train + held})
     builder = DatasetBuilder(
-        env=ReasoningGymEnv,
+        env=env,
         problems=train,
         test_problems=held,
         batch_size=args.batch,
@@ -101,7 +124,7 @@ def config(args: argparse.Namespace, out: Path) -> Config:
 
 
 async def run_one(args: argparse.Namespace) -> dict[str, Any]:
-    out = args.out / args.task / f"seed{args.seed}"
+    out = run_dir(args)
     out.mkdir(parents=True, exist_ok=True)
     load_start, t0 = _load(), time.monotonic()
     cfg = config(args, out)
@@ -127,6 +150,7 @@ async def run_one(args: argparse.Namespace) -> dict[str, Any]:
     ]
     record = {
         "task": args.task,
+        "worked_example": args.worked_example,
         "seed": args.seed,
         "model": SMOLLM2,
         "steps": args.steps,
@@ -151,7 +175,13 @@ def summary(root: Path) -> str:
     """The markdown table of every result.json under ``root``."""
     results = [json.loads(p.read_text()) for p in sorted(root.glob("*/seed*/result.json"))]
     order = list(TASKS)
-    results.sort(key=lambda r: (order.index(r["task"]) if r["task"] in order else 99, r["seed"]))
+    results.sort(
+        key=lambda r: (
+            bool(r.get("worked_example")),
+            order.index(r["task"]) if r["task"] in order else 99,
+            r["seed"],
+        )
+    )
     lines = [
         "| task | seed | measured at | base truncated | before | after | gain (points) "
         "| parsed before -> after | best trivial baseline (after) | beats it "
@@ -161,9 +191,10 @@ def summary(root: Path) -> str:
     by_task: dict[str, list[dict]] = {}
     for r in results:
         claim = r["claim"]
-        by_task.setdefault(r["task"], []).append(r)
+        task = r["task"] + (" + example" if r.get("worked_example") else "")
+        by_task.setdefault(task, []).append(r)
         if claim is None:
-            lines.append(f"| {r['task']} | {r['seed']} | no claim | | | | | | | | | | |")
+            lines.append(f"| {task} | {r['seed']} | no claim | | | | | | | | | | |")
             continue
         uncut = claim["uncut_before"] is not None
         before = claim["uncut_before"] if uncut else claim["before"]
@@ -174,7 +205,7 @@ def summary(root: Path) -> str:
             where += ", base CUT OFF"
         beats = {True: "yes", False: "no", None: "n/a"}[claim["beats_baseline"]]
         lines.append(
-            f"| {r['task']} | {r['seed']} | {where} | {_pct(before['truncated_rate'])} | "
+            f"| {task} | {r['seed']} | {where} | {_pct(before['truncated_rate'])} | "
             f"{_pct(before['correct'])} | {_pct(after['correct'])} | "
             f"{'n/a' if gain is None else f'{100 * gain:+.1f}'} | "
             f"{_pct(before['parsed'])} -> {_pct(after['parsed'])} | "
@@ -207,6 +238,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--eval-n", type=int, default=40)
     p.add_argument("--out", type=Path, default=Path("runs/rg_tasks"))
+    p.add_argument(
+        "--worked-example",
+        action="store_true",
+        help="one solved problem of the task (answer in the tags) before each question",
+    )
     p.add_argument("--summary", type=Path, default=None, help="print the table of a folder")
     return p.parse_args(argv)
 

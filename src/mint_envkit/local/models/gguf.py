@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from pathlib import Path
@@ -144,17 +145,19 @@ def gguf_model_dir(path: str | Path) -> Path:
             _read_and_save(tmp, task)
 
     def _read_and_save(tmp: Path, task: Task) -> None:
-        from transformers.utils import logging as hf_logging
+        # Our progress line stands for transformers' own bar: its GGUF reader wraps the
+        # tensors in a bare tqdm (a carriage-return bar that fills a log file when stderr
+        # is not a terminal), which its progress-bar switch does not reach.
+        from transformers import modeling_gguf_pytorch_utils as reader
 
-        # our progress line stands for transformers' own bar (a carriage-return bar
-        # that fills a log file when stderr is not a terminal)
-        shown = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()
+        bar = getattr(reader, "tqdm", None)
+        if bar is not None:
+            reader.tqdm = functools.partial(bar, disable=True)
         try:
             _convert(tmp, task)
         finally:
-            if shown:
-                hf_logging.enable_progress_bar()
+            if bar is not None:
+                reader.tqdm = bar
 
     def _convert(tmp: Path, task: Task) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
