@@ -92,7 +92,9 @@ async def _claims(args: argparse.Namespace, results: list[Any]) -> list[str]:
         async def measure(max_tokens: int) -> dict[str, Any]:
             return (await at(max_tokens, [None]))[0].summary
 
-        found = await uncut_budget(measure, int(base["max_tokens"]), ceiling=2048)
+        found = await uncut_budget(
+            measure, int(base["max_tokens"]), ceiling=2048, first_rate=base.get("truncated_rate")
+        )
         if found is not None:
             others = [r.summary["checkpoint"] for r in results[1:]]
             uncut = [found[1], *(r.summary for r in await at(found[0], others))]

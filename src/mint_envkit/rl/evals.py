@@ -127,12 +127,13 @@ async def evaluate_split(
         return at
 
     measured: dict[str, Any] = {}
-    found = await uncut_budget(measure, limit, UNCUT_CEILING)
+    found = await uncut_budget(measure, limit, UNCUT_CEILING, summary.get("truncated_rate"))
     if found is None:
         _say(
             f"the first held-out eval cuts off {summary['truncated_rate']:.0%} of the replies at "
             f"{limit} tokens, and still more than 5% at "
-            f"{measured.get('test_uncut/max_tokens')} tokens: the run's before/after figures "
+            f"{measured.get('test_uncut/max_tokens')} tokens (the larger limits tried stop "
+            "once more room ends no more replies): the run's before/after figures "
             "compare reply lengths, not the task"
         )
         return metrics
