@@ -222,7 +222,7 @@ def summary(root: Path) -> str:
         mean = f"{100 * statistics.mean(gains):+.1f}" if gains else "n/a"
         lines.append(
             f"- {task}: {len(runs)} seed(s), mean gain {mean} points; "
-            f"{'learned' if learned else 'did not learn'} (every seed above 0 and beating "
+            f"{'learned' if learned else 'did not learn'} (learned: every seed's gain above 0 and its after model beating "
             f"the baseline); wall {statistics.mean(r['wall_s'] for r in runs):.0f} s a run"
         )
     return "\n".join(lines)
