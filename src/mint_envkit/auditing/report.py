@@ -186,12 +186,13 @@ def findings(probes: Sequence[ProbeResult], baseline_correct: float | None) -> l
                 )
             )
         elif probe.kind == "non_answer" and wrong is not None and mean > wrong + _TIE:
+            earns, wrong_earns = _apart(mean, wrong)
             out.append(
                 Finding(
                     "exploit",
                     probe.name,
-                    f"'{probe.name}' gives no answer but earns {_apart(mean, wrong)[0]}, more "
-                    f"than a wrong answer ({_apart(mean, wrong)[1]}): a policy learns to do this instead of trying; "
+                    f"'{probe.name}' gives no answer but earns {earns}, more than a wrong "
+                    f"answer ({wrong_earns}): a policy learns to do this instead of trying; "
                     f"lower its reward to at most the wrong answer's. Its reply: "
                     f"{_shown(probe.example)}",
                 )

@@ -129,9 +129,8 @@ def _held_out(row: SummaryRow) -> str | None:
     )
     if answers.baseline is not None:
         words += f", best trivial baseline {answers.baseline:.3f}"
-        name = row.metrics.final.get(f"{answers.split}/env/all/answers/baseline_name")
-        if isinstance(name, str) and name:
-            words += f" ({name})"
+        if answers.baseline_name:
+            words += f" ({answers.baseline_name})"
     return words
 
 
