@@ -73,3 +73,23 @@ def test_a_test_that_hangs_fails_at_its_timeout(tmp_path: Path):
     body = "import time, pytest\n\n@pytest.mark.timeout(1)\ndef test_hang():\n    time.sleep(30)\n"
     done = run_scratch(tmp_path, body, "-o", "timeout=1")
     assert done.returncode == 1 and "Timeout" in done.stdout, done.stdout
+
+
+@pytest.mark.timeout(180)
+def test_every_process_collects_the_same_test_ids(request: pytest.FixtureRequest):
+    # pytest-xdist refuses to run when its workers collect different ids, and an id built
+    # from a set's repr differs per process (str hashing is seeded per process)
+    mine = {item.nodeid for item in request.session.items}
+    files = sorted({str(item.path) for item in request.session.items})
+    seed = "1" if os.environ.get("PYTHONHASHSEED") != "1" else "2"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files],
+        cwd=request.config.rootpath,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": seed},
+        timeout=170,
+    )
+    assert done.returncode == 0, done.stdout[-2000:]
+    theirs = {line.strip() for line in done.stdout.splitlines() if "::" in line}
+    assert not mine - theirs, f"ids that depend on the process: {sorted(mine - theirs)[:5]}"
