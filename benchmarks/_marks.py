@@ -24,6 +24,8 @@ SNAPSHOT_METHODS = (
     "save_weights_for_sampler",
     "save_state_async",
     "save_state",
+    # what the public saves call first; mint_envkit's begin_snapshot calls it directly
+    "_save_weights_for_sampler_impl",
 )
 
 

@@ -40,8 +40,7 @@ async def save_checkpoint(
     """Save state and sampler weights after ``done`` steps when due; return the record.
 
     Due every ``config.save_every`` steps and after the last step (named
-    ``final``); None when not due. Both saves are submitted before either is
-    awaited: one round trip.
+    ``final``); None when not due. :func:`start_checkpoint`, then awaited.
 
     Example::
 
@@ -49,12 +48,36 @@ async def save_checkpoint(
         record = await save_checkpoint(training_client, config, done=3, total=3)
         record["name"], record["state_path"]  # ('final', 'tinker://.../final-s0-3')
     """
+    pending = await start_checkpoint(training, config, done, total)
+    return None if pending is None else await pending
+
+
+async def start_checkpoint(
+    training: Any, config: Config, done: int, total: int
+) -> asyncio.Task[dict[str, Any]] | None:
+    """Submit the saves of the checkpoint after ``done`` steps when due; a task for its record.
+
+    Both saves (``save_state``, ``save_weights_for_sampler``) are submitted before
+    either is awaited: one round trip. The loop submits them right behind the
+    step's update, before the next step's calls, so they hold exactly the weights
+    after ``done`` steps. None when no checkpoint is due.
+
+    Example::
+
+        # not run: needs a training client
+        pending = await start_checkpoint(training_client, config, done=3, total=3)
+        record = await pending if pending is not None else None
+    """
     if not _checkpoint_due(config, done, total):
         return None
     name = "final" if done == total else f"step{done:06d}"
     label = f"{name}-s{config.sampling_seed}-{done}"
     state_future = await training.save_state_async(label)
     sampler_future = await training.save_weights_for_sampler_async(f"{label}-sampler")
+    return asyncio.ensure_future(_record(name, done, state_future, sampler_future))
+
+
+async def _record(name: str, done: int, state_future: Any, sampler_future: Any) -> dict[str, Any]:
     state, sampler_ckpt = await state_future, await sampler_future
     return {
         "name": name,

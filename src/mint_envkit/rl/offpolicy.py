@@ -60,7 +60,7 @@ from mint_envkit.rl.datums import Sample, training_samples
 from mint_envkit.rl.diagnostics import mean_kl, recomputes_behavior_logprobs, reply_logprobs
 from mint_envkit.rl.sampling import SampledBatch, sample_batch
 from mint_envkit.rollouts.records import rollout_records
-from mint_envkit.rollouts.sampler import sampler_snapshot
+from mint_envkit.rollouts.sampler import begin_snapshot
 
 
 def sampler_version(step: int, *, start: int, max_steps_off_policy: int) -> int:
@@ -329,6 +329,8 @@ class BatchPipeline:
         self.total = total
         self.tasks: dict[int, asyncio.Task[PreparedBatch]] = {}
         self.snapshots: dict[int, asyncio.Task[Any]] = {}
+        self.placed: dict[int, bool] = {}
+        self.launched: set[int] = set()
 
     def due(self, version: int) -> list[int]:
         """The steps whose batch the weights of ``version`` sample.
@@ -346,7 +348,10 @@ class BatchPipeline:
         ]
 
     def launch(self, version: int, client: Any) -> None:
-        """Start sampling every batch due with ``client`` (the weights of ``version``)."""
+        """Start sampling every batch due with ``client`` (the weights of ``version``); once."""
+        if version in self.launched:
+            return
+        self.launched.add(version)
         for step in self.due(version):
             groups = self.train_data.get_batch(step % len(self.train_data))
             self.tasks[step] = asyncio.ensure_future(
@@ -360,20 +365,44 @@ class BatchPipeline:
                 )
             )
 
-    def request_snapshot(self, version: int, training: Any) -> None:
+    def request_snapshot(self, version: int, training: Any, *, sample: bool = True) -> None:
         """Ask for an unnamed sampler snapshot of weight ``version`` now (none past the last step).
 
         Call it right after the update that makes ``version`` was submitted:
         the service runs a client's requests in order, so the snapshot holds
-        exactly that version. The SDK call waits on a future, so it runs in a
-        worker thread.
+        exactly that version (:func:`~mint_envkit.rollouts.sampler.begin_snapshot`).
+        With ``sample`` the batches that version samples are launched the moment
+        the snapshot is ready, whatever the loop is waiting for then (pass False
+        when the step evaluates first: :meth:`launch` comes after its eval).
         """
-        if version < self.total and version not in self.snapshots:
-            self.snapshots[version] = asyncio.ensure_future(sampler_snapshot(training))
+        if version >= self.total or version in self.snapshots:
+            return
+        task, self.placed[version] = begin_snapshot(training)
+        if sample:
+            task = asyncio.ensure_future(self._launch_when_ready(version, task))
+        self.snapshots[version] = task
+
+    async def _launch_when_ready(self, version: int, snapshot: asyncio.Task[Any]) -> Any:
+        client = await snapshot
+        self.launch(version, client)
+        return client
+
+    def sampled_ahead(self, step: int) -> bool:
+        """Whether the batch of ``step`` is already on its way and the snapshot of weight
+        ``step`` already has its place among the client's calls: then the step may submit
+        its update before it awaits that snapshot (which samples the later batches).
+
+        Example::
+
+            # not run: needs a Config and a dataset built elsewhere
+            pipeline.sampled_ahead(3)  # True at max_steps_off_policy >= 1, after the first step
+        """
+        return step in self.tasks and self.placed.get(step, False)
 
     async def snapshot(self, version: int, training: Any) -> Any:
         """The sampling client of weight ``version`` (requested now if it was not yet)."""
-        self.request_snapshot(version, training)
+        self.request_snapshot(version, training, sample=False)
+        self.placed.pop(version, None)
         return await self.snapshots.pop(version)
 
     async def take(self, step: int) -> PreparedBatch:
@@ -385,6 +414,7 @@ class BatchPipeline:
         tasks = [*self.tasks.values(), *self.snapshots.values()]
         self.tasks.clear()
         self.snapshots.clear()
+        self.placed.clear()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -9,6 +9,15 @@ datums (:mod:`mint_envkit.rl.datums`), :func:`train_on_batch` and
 :func:`save_checkpoint`. ``main`` is the same function as
 :func:`run_training`, under the name tinker-cookbook's loop uses.
 
+Steps overlap by their waiting, not by their work: a step submits its update (and
+its checkpoint's saves, when due) and the next step samples, scores and submits
+its own before the first one's results are awaited. The service runs a
+client's calls in order, so every call sees the same weights as it would one
+step at a time (the same run, bit for bit); only the round trip of the results
+is no longer on the path from one update to the next. Metrics rows and
+checkpoints are written in step order as the results arrive, so a step's
+``time/step`` and ``time/train`` overlap the next step's.
+
 Example::
 
     # not run: needs a running backend (it trains)
@@ -23,10 +32,10 @@ Example::
 
 from __future__ import annotations
 
-import logging
+import asyncio
+import contextlib
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -34,22 +43,15 @@ import attrs
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.claims import LearningClaim
 from mint_envkit.progress import Task, track
-from mint_envkit.rl.advantages import batch_advantages, kl_adjusted_advantages
-from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
+from mint_envkit.rl.advantages import kl_adjusted_advantages
+from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint, start_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
-from mint_envkit.rl.datums import (
-    Sample,
-    datum_metrics,
-    mask_parse_failures,
-    plan_datums,
-    to_datums,
-)
-from mint_envkit.rl.diagnostics import learner_metrics, no_update_note
+from mint_envkit.rl.diagnostics import no_update_note
 from mint_envkit.rl.evals import evaluate_split, run_claim
 from mint_envkit.rl.health import train_watched
 from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
+from mint_envkit.rl.phases import ScoredBatch, score_batch, start_training, train_on_batch
 from mint_envkit.rl.sampling import sample_batch
-from mint_envkit.rl.update import run_update
 from mint_envkit.rollouts.backend import (
     Connection,
     connect,
@@ -57,9 +59,8 @@ from mint_envkit.rollouts.backend import (
     service_client,
 )
 from mint_envkit.rollouts.files import RunFiles
-from mint_envkit.rollouts.records import progress_line, rollout_metrics
+from mint_envkit.rollouts.records import progress_line
 from mint_envkit.rollouts.sampler import sampler_snapshot
-from mint_envkit.rollouts.types import GroupRollout
 
 __all__ = [
     "RunResult",
@@ -71,8 +72,6 @@ __all__ = [
     "score_batch",
     "train_on_batch",
 ]
-
-logger = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -106,133 +105,8 @@ class RunResult:
     claim: LearningClaim | None = None
 
 
-@attrs.frozen
-class ScoredBatch:
-    """A batch's advantages and reward metrics.
-
-    Attributes:
-        advantages: a group's position in the batch -> one advantage per
-            episode; groups that do not train (failed; constant reward unless
-            ``Config.remove_constant_reward_groups`` is False) are absent.
-        metrics: ``env/...`` reward, env and ``by_group`` metrics of the step.
-
-    Example::
-
-        # not run: needs rollouts built elsewhere
-        scored = score_batch(step, rollouts)
-        scored.metrics["env/all/reward/total"]  # 0.25
-    """
-
-    advantages: Mapping[int, list[float]]
-    metrics: Mapping[str, Any]
-
-
-def score_batch(
-    step: int, rollouts: Sequence[GroupRollout], *, remove_constant_reward_groups: bool = True
-) -> ScoredBatch:
-    """Score one batch: reward metrics, and advantages within each group that trains.
-
-    Groups whose rewards are all equal do not train unless
-    ``remove_constant_reward_groups`` is False (``Config``'s field): then they
-    train with advantages of 0 (see
-    :func:`~mint_envkit.rl.advantages.batch_advantages`).
-
-    Raises:
-        MintEnvkitError: every group of the step failed (the first error is
-            in the message).
-
-    Example::
-
-        # not run: needs rollouts built elsewhere
-        score_batch(0, rollouts).advantages  # {0: [0.5, -0.5], 2: [1.0, -1.0]}
-    """
-    failed = [r for r in rollouts if r.error is not None]
-    if rollouts and len(failed) == len(rollouts):
-        raise MintEnvkitError(f"every group of step {step} failed; first error: {failed[0].error}")
-    for rollout in failed:
-        logger.warning("group %s failed: %s", rollout.index, rollout.error)
-    metrics = rollout_metrics(rollouts, "env")
-    advantages, by_group = batch_advantages(
-        [
-            None if r.error is not None else (r.rewards, [t.metrics for t in r.trajectories])
-            for r in rollouts
-        ],
-        remove_constant=remove_constant_reward_groups,
-    )
-    return ScoredBatch(advantages=advantages, metrics={**metrics, **by_group})
-
-
 def _fields(config: Config, *names: str) -> dict[str, Any]:
     return {name: getattr(config, name) for name in names}
-
-
-async def train_on_batch(
-    training: Any,
-    config: Config,
-    samples: Sequence[Sample],
-    token_advantages: Sequence[list[float]],
-    *,
-    after_submit: Callable[[], None] | None = None,
-    measure: Sequence[Sample] = (),
-    sampled: Sequence[Sequence[float]] | None = None,
-) -> dict[str, Any]:
-    """``Config.num_substeps`` ``forward_backward`` + ``optim_step`` pairs on the samples.
-
-    The datums are split into ``num_substeps`` minibatches (one pair each, 1
-    by default; see :mod:`mint_envkit.rl.update`). Every call is submitted
-    before any is awaited; ``after_submit`` is called right after they are
-    (the loop requests the next weight snapshot there, so the service queues
-    it behind the whole update). With ``Config.mask_parse_failures`` the
-    replies that failed to parse get advantages of 0 first
-    (:func:`~mint_envkit.rl.datums.mask_parse_failures`); with
-    ``Config.compute_post_kl`` ``kl_pre_post_v1|v2`` are measured after the
-    update. Besides the
-    service's metrics it reports ``optim/kl_sample_train_v1|v2`` from the
-    samples' behaviour logprobs and the learner's, and ``optim/entropy`` (the
-    sampling entropy) from the sampled logprobs: ``sampled`` (the sampler's
-    own logprobs of the replies measured, given when the samples carry
-    recomputed behaviour logprobs; then ``optim/cross_entropy_policy`` is
-    reported too), else the samples' own (see
-    :func:`~mint_envkit.rl.diagnostics.sample_train_metrics`).
-
-    With no samples (every group dropped) nothing trains: the replies in
-    ``measure`` (the loop passes every reply of the step) go through one
-    ``forward`` instead, with no backward and no optimizer step, so the
-    weights stay as they are and the three diagnostics are still reported;
-    with nothing to measure nothing is sent. ``after_submit`` is called right
-    after the ``forward`` is submitted.
-
-    Example::
-
-        # not run: needs a training client
-        metrics = await train_on_batch(training_client, config, samples, token_advantages)
-        metrics["train/datums"]  # 8
-    """
-    plan = plan_datums(samples)  # a multi-turn episode trains as one datum
-    metrics: dict[str, Any] = {
-        "optim/lr": config.learning_rate,
-        "train/tokens": sum(len(s.reply) for s in samples),
-        **datum_metrics(samples, plan),
-    }
-    if not samples:  # nothing trains: measure the replies with a forward pass (no gradient)
-        future = None
-        if measure:
-            zeros = [[0.0] * len(s.reply) for s in measure]
-            future = await training.forward_async(
-                to_datums(measure, zeros), config.loss_fn, config.loss_fn_config
-            )
-        if after_submit is not None:
-            after_submit()
-        if future is not None:
-            metrics.update(learner_metrics(await future, measure, sampled))
-        return metrics
-    if config.mask_parse_failures:
-        token_advantages, masked = mask_parse_failures(samples, token_advantages)
-        metrics.update(masked)
-    update = await run_update(
-        training, config, samples, token_advantages, after_submit=after_submit, sampled=sampled
-    )
-    return {**metrics, **update}
 
 
 def _say(message: str) -> None:
@@ -305,21 +179,56 @@ async def _final_evaluation(run: _Run, step: int, current: dict[str, Any]) -> di
     return {**metrics, "time/eval_final": time.monotonic() - t0}
 
 
-async def _step(run: _Run, step: int, pipeline: BatchPipeline, task: Task) -> dict[str, Any] | None:
-    """One training step; appends its metrics (and checkpoint) and returns the checkpoint."""
-    config, files = run.config, run.files
-    step_start = time.monotonic()
-    metrics: dict[str, Any] = {"step": step}
+def _eval_due(run: _Run, step: int) -> bool:
+    """Whether the held-out eval runs with the weights of ``step`` (before its batches)."""
+    every = run.config.eval_every
+    return bool(every and run.test_data is not None and step % every == 0)
+
+
+async def _sample_with_this_version(
+    run: _Run, step: int, pipeline: BatchPipeline, metrics: dict[str, Any]
+) -> None:
+    """The step's snapshot: the held-out eval when due, then the batches it samples."""
     # An unnamed (ephemeral) snapshot of weight version ``step``, requested
     # right after the previous update was submitted: nothing is written to storage.
-    sampling_client = await pipeline.snapshot(step, run.training)
     t0 = time.monotonic()
-    if config.eval_every and run.test_data is not None and step % config.eval_every == 0:
+    sampling_client = await pipeline.snapshot(step, run.training)
+    if _eval_due(run, step):
         # before this version's training batches start: the engine never mixes the two
         metrics.update(await _evaluate(run, sampling_client, step))
         metrics["time/eval"] = time.monotonic() - t0
-        t0 = time.monotonic()
     pipeline.launch(step, sampling_client)
+
+
+@attrs.frozen
+class _Submitted:
+    """A step whose calls are all submitted: what finishing it needs."""
+
+    step: int
+    started: float
+    metrics: dict[str, Any]
+    update: asyncio.Task[dict[str, Any]]
+    checkpoint: asyncio.Task[dict[str, Any]] | None
+    submitted_at: float
+    episodes: int
+
+    def cancel(self) -> None:
+        for pending in (self.update, self.checkpoint):
+            if pending is not None:
+                pending.cancel()
+
+
+async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitted:
+    """One step up to its update (and checkpoint saves, when due) submitted."""
+    config, files = run.config, run.files
+    step_start = time.monotonic()
+    metrics: dict[str, Any] = {"step": step}
+    # Sampled ahead (max_steps_off_policy >= 1, after the first step): the update goes
+    # first, and the snapshot of this step's weights samples the later batches after it.
+    ahead = pipeline.sampled_ahead(step)
+    if not ahead:
+        await _sample_with_this_version(run, step, pipeline, metrics)
+    t0 = time.monotonic()
     prepared = await pipeline.take(step)
     metrics["time/sample"] = time.monotonic() - t0
     metrics["time/logprobs"] = prepared.logprobs_s
@@ -345,33 +254,79 @@ async def _step(run: _Run, step: int, pipeline: BatchPipeline, task: Task) -> di
         )
     files.append_rollouts(versioned_records(prepared, scored.advantages))
 
-    t2 = time.monotonic()
-    metrics.update(
-        await train_on_batch(
-            run.training,
-            config,
-            samples,
-            token_advantages,
-            after_submit=lambda: pipeline.request_snapshot(step + 1, run.training),
-            measure=() if samples else prepared.every_reply(),
-            sampled=prepared.sampled(scored.advantages if samples else prepared.replies),
-        )
+    submitted_at = time.monotonic()
+    update = await start_training(
+        run.training,
+        config,
+        samples,
+        token_advantages,
+        after_submit=lambda: pipeline.request_snapshot(
+            step + 1, run.training, sample=not _eval_due(run, step + 1)
+        ),
+        measure=() if samples else prepared.every_reply(),
+        sampled=prepared.sampled(scored.advantages if samples else prepared.replies),
     )
-    metrics["time/train"] = time.monotonic() - t2
-    metrics.update(await _final_evaluation(run, step, metrics))
+    # right behind the update: the saves hold exactly the weights after this step
+    checkpoint = await start_checkpoint(run.training, config, step + 1, run.total)
+    if ahead:
+        await _sample_with_this_version(run, step, pipeline, metrics)
+    return _Submitted(step, step_start, metrics, update, checkpoint, submitted_at, len(rollouts))
 
-    t3 = time.monotonic()
-    checkpoint = await save_checkpoint(run.training, config, step + 1, run.total)
-    if checkpoint is not None:
+
+async def finish_step(run: _Run, submitted: _Submitted, task: Task) -> dict[str, Any] | None:
+    """Await a submitted step's results; append its metrics (and checkpoint); return that."""
+    config, files, step = run.config, run.files, submitted.step
+    metrics = {**submitted.metrics, **(await submitted.update)}
+    metrics["time/train"] = time.monotonic() - submitted.submitted_at
+    metrics.update(await _final_evaluation(run, step, metrics))
+    checkpoint = None
+    if submitted.checkpoint is not None:
+        t3 = time.monotonic()
+        checkpoint = await submitted.checkpoint
         metrics["time/save"] = time.monotonic() - t3
-    metrics["time/step"] = time.monotonic() - step_start
+    metrics["time/step"] = time.monotonic() - submitted.started
     files.append_metrics(metrics)
     if checkpoint is not None:
         files.append_checkpoint(checkpoint)
         await prune_checkpoints(run.rest, config, files)
     line = progress_line(step, metrics)
-    note = no_update_note(metrics, len(rollouts))
+    note = no_update_note(metrics, submitted.episodes)
     task.advance(detail=line + (f"  {note}" if note else ""))
+    return checkpoint
+
+
+async def run_steps(run: _Run, steps: range, pipeline: BatchPipeline, task: Task) -> Any:
+    """Run ``steps``, each submitted before the step before it is finished; the last checkpoint.
+
+    Step ``s + 1`` samples, scores and submits its update while step ``s``'s results are
+    still on their way (the service runs the calls in order, so nothing changes but
+    the waiting): one step's results are awaited at a time, in order, and the metrics
+    rows and checkpoints are written in step order. Should a step fail, the step
+    before it is still finished (its metrics and checkpoint written) before the error
+    is raised.
+    """
+    checkpoint, before = None, None
+    try:
+        for step in steps:
+            current = await submit_step(run, step, pipeline)
+            if before is not None:
+                done, before = before, None
+                try:
+                    checkpoint = await finish_step(run, done, task) or checkpoint
+                except BaseException:
+                    current.cancel()
+                    raise
+            before = current
+        if before is not None:
+            done, before = before, None
+            checkpoint = await finish_step(run, done, task) or checkpoint
+    except Exception:
+        if before is not None:  # keep what the step before the failure trained
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(
+                    finish_step(run, before, task), run.config.backend_lost_after_s
+                )
+        raise
     return checkpoint
 
 
@@ -445,8 +400,7 @@ async def _train(
         pipeline = BatchPipeline(config, train_data, reference, start=start, total=total)
         try:
             with track(f"train {config.log_path}", total, "steps", done=start) as task:
-                for step in range(start, total):
-                    checkpoint = await _step(run, step, pipeline, task) or checkpoint
+                checkpoint = await run_steps(run, range(start, total), pipeline, task) or checkpoint
         finally:
             await pipeline.close()
     return checkpoint

@@ -6,7 +6,9 @@ differ by at most one (:func:`substep_slices`); each gets one
 ``forward_backward`` and one ``optim_step`` with the same Adam parameters.
 Every call is submitted before any is awaited (the service runs a client's
 requests in order), then ``after_submit`` runs: the loop asks for the next
-weight snapshot there, so it holds the weights after the last substep. With
+weight snapshot there, so it holds the weights after the last substep.
+:func:`start_update` returns then, with a task for the metrics, so the loop
+submits what comes next before the results arrive; :func:`run_update` awaits it. With
 ``Config.compute_post_kl`` one ``forward`` (no gradient) of every datum is
 submitted after that and gives ``kl_pre_post_v1|v2``
 (:func:`~mint_envkit.rl.diagnostics.post_kl_metrics`).
@@ -39,6 +41,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -149,6 +152,42 @@ async def run_update(
 ) -> dict[str, Any]:
     """Train on ``samples`` (not empty) with ``config.num_substeps`` optimizer steps.
 
+    :func:`start_update`, then its results awaited: the same calls, the same metrics.
+
+    Example::
+
+        # not run: needs a training client
+        metrics = await run_update(training_client, config, samples, token_advantages)
+    """
+    pending = await start_update(
+        training,
+        config,
+        samples,
+        token_advantages,
+        after_submit=after_submit,
+        sampled=sampled,
+        skip_zero_advantages=skip_zero_advantages,
+    )
+    return await pending
+
+
+async def start_update(
+    training: Any,
+    config: Config,
+    samples: Sequence[Sample],
+    token_advantages: Sequence[list[float]],
+    *,
+    after_submit: Callable[[], None] | None = None,
+    sampled: Sequence[Sequence[float]] | None = None,
+    skip_zero_advantages: bool = True,
+) -> asyncio.Task[dict[str, Any]]:
+    """Submit the update of ``samples`` (not empty); a task that gathers its metrics.
+
+    Returns once every call is submitted (and ``after_submit`` has run), so the
+    caller may submit more before the results arrive: the service runs a client's
+    requests in order, so what it submits next sees the updated weights. The task's
+    result is the update's metrics:
+
     Returns ``train/<key>`` (the ``forward_backward`` metrics) and
     ``optim/<key>`` (the ``optim_step`` metrics), each merged over the
     substeps (:func:`merge_substep_metrics`); ``train/zero_advantage_datums`` (when
@@ -164,7 +203,9 @@ async def run_update(
     Example::
 
         # not run: needs a training client
-        metrics = await run_update(training_client, config, samples, token_advantages)
+        pending = await start_update(training_client, config, samples, token_advantages)
+        # ... submit the next calls here ...
+        metrics = await pending
     """
     import tinker
 
@@ -198,6 +239,22 @@ async def run_update(
     post = None
     if config.compute_post_kl:
         post = await training.forward_async(data, *loss)
+    return asyncio.ensure_future(
+        _gather(config, samples, sampled, plan, data, zero, submitted, post)
+    )
+
+
+async def _gather(
+    config: Config,
+    samples: Sequence[Sample],
+    sampled: Sequence[Sequence[float]] | None,
+    plan: Sequence[Sequence[int]],
+    data: Sequence[Any],
+    zero: set[int],
+    submitted: Sequence[tuple[Any, ...]],
+    post: Any,
+) -> dict[str, Any]:
+    """The metrics of a submitted update, as its results arrive."""
     fbs, opts = [], []
     outputs: list[Any] = [None] * len(data)
     for backward, fb_future, measured, forward_future, opt_future in submitted:

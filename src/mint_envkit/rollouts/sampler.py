@@ -172,16 +172,66 @@ class ClientSampler:
 async def sampler_snapshot(training: Any) -> Any:
     """A sampling client of ``training``'s current weights (an unnamed snapshot).
 
-    The SDK's ``save_weights_and_get_sampling_client`` waits on a future, so it runs
-    in a daemon thread of its own, not in the event loop's default executor: when the
-    backend dies mid-call the run fails on time (the health watchdog) and the process
-    can exit, instead of ``asyncio.run`` waiting for that thread while the SDK retries.
+    :func:`begin_snapshot`, awaited.
 
     Example::
 
         # not run: needs a training client
         client = await sampler_snapshot(training_client)
     """
+    task, _ = begin_snapshot(training)
+    return await task
+
+
+def begin_snapshot(training: Any) -> tuple[asyncio.Task[Any], bool]:
+    """Ask for an unnamed snapshot of ``training``'s weights now: a task for its sampling
+    client, and whether the snapshot's place among the client's calls is already taken.
+
+    The service runs a training client's calls in the order the SDK numbers them, and
+    the SDK numbers a call when it is made. The SDK's
+    ``save_weights_and_get_sampling_client`` numbers its save and then blocks until the
+    snapshot is ready; here the two halves are split (the SDK's own two calls, as that
+    method makes them: the save, then the sampling client of its session): the save is
+    numbered before this returns, so whatever the caller submits next (the next update)
+    is sequenced after it and the snapshot holds exactly the weights of now, while the
+    task awaits the result without blocking the event loop (and without a thread: a
+    run whose backend dies can stop at once). ``True`` says so.
+
+    A training client without those halves (an SDK other than the pinned one, a
+    stand-in) gets the SDK's public call, run in a daemon thread of its own (it blocks
+    on a future); its save is numbered when the thread runs, so the caller must await
+    the task before submitting anything that changes the weights: ``False`` says so.
+
+    Example::
+
+        # not run: needs a training client
+        task, placed = begin_snapshot(training_client)
+        # placed: the next update may be submitted now, before the snapshot is ready
+        client = await task
+    """
+    save = getattr(training, "_save_weights_for_sampler_impl", None)
+    holder = getattr(training, "holder", None)
+    if callable(save) and holder is not None:
+        saved = save(None, None)  # numbered now: before anything the caller submits next
+        return asyncio.ensure_future(_session_client(holder, saved)), True
+    return asyncio.ensure_future(_threaded_snapshot(training)), False
+
+
+async def _session_client(holder: Any, saved: Any) -> Any:
+    """The sampling client of an unnamed save's session, as the SDK's own method makes it."""
+    from tinker.lib.public_interfaces.sampling_client import SamplingClient
+
+    session_id = await saved
+    if not isinstance(session_id, str):
+        raise TypeError(f"an unnamed save returned {session_id!r}, not a sampling session id")
+    return await SamplingClient.create(holder, sampling_session_id=session_id)
+
+
+async def _threaded_snapshot(training: Any) -> Any:
+    """The SDK's ``save_weights_and_get_sampling_client`` in a daemon thread of its own (it
+    waits on a future): when the backend dies mid-call the run fails on time (the health
+    watchdog) and the process can exit, instead of ``asyncio.run`` waiting for that
+    thread while the SDK retries."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[Any] = loop.create_future()
 
