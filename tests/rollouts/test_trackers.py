@@ -248,3 +248,19 @@ def test_a_fresh_open_starts_new_runs_and_tensorboard_drops_the_old_one(tmp_path
         trackers.close()
     assert tensorboard_scalars(run, REWARD) == [(0, 0.75)]
     assert len(tensorboard_tensors(run, "config")) == 1
+
+
+def test_a_run_reopened_within_the_second_is_read_after_the_old_one(tmp_path, monkeypatch):
+    """Event files of one second sort by their counter as text: file 10 before file 9.
+    Readers would then see the reopened run's purge first and keep the old value."""
+    from tensorboard.summary.writer import event_file_writer
+
+    monkeypatch.setattr(event_file_writer, "_global_uid", event_file_writer.AtomicCounter(9))
+    run = tmp_path / "eval"
+    for reward in (0.25, 0.75):
+        trackers = open_trackers(("tensorboard",), run, {}, fresh=True)
+        trackers.log({"step": 0, REWARD: reward}, step=0)
+        trackers.close()
+    files = sorted(p.name for p in (run / "tensorboard").iterdir())
+    assert [name.rsplit(".", 1)[1] for name in files] == ["9", "10"]  # in the order written
+    assert tensorboard_scalars(run, REWARD) == [(0, 0.75)]

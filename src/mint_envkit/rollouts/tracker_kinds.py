@@ -122,6 +122,7 @@ class TensorBoardTracker:
         self.directory = place.log_path / "tensorboard"
         self.where = str(self.directory)
         self._config = dict(config)
+        _after_existing_event_files(self.directory)
         self._writer = EventFileWriter(str(self.directory))
         if not state.get("config_logged"):  # a new TensorBoard run
             # The first session start: readers take a later one as a restart (purge).
@@ -170,6 +171,26 @@ class TensorBoardTracker:
     def close(self, *, failed: bool) -> None:
         """Flush and close the event file."""
         self._writer.close()
+
+
+def _after_existing_event_files(directory: Path) -> None:
+    """Wait until a new event file's name sorts after every one already in ``directory``.
+
+    Readers load a directory's event files in name order, and a name is
+    ``events.out.tfevents.<whole second>.<host>.<pid>.<counter>``: two files of the same
+    second sort by pid and counter as text, so a run reopened within the second it was
+    last written (a resume, an evaluation written again) could be read before the old
+    file, and its purge marker would then come first and drop nothing. A file of an
+    earlier second always sorts first, so waiting for the next second is enough (at most
+    one second, only when a file of this second exists).
+    """
+    newest = -1
+    for path in directory.glob("events.out.tfevents.*"):
+        second = path.name.split(".")[3]
+        if second.isdigit():
+            newest = max(newest, int(second))
+    while int(time.time()) <= newest:
+        time.sleep(max(0.01, newest + 1 - time.time()))
 
 
 class WandbTracker:
