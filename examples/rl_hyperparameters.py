@@ -36,7 +36,7 @@ from arithmetic_env import ArithmeticEnv, arithmetic_problems
 from mint_envkit import Config, DatasetBuilder, MintEnvkitError
 from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rl import default_model
-from mint_envkit.rollouts import pretrained_local_model, resolve_connection
+from mint_envkit.rollouts import idle_machine_threads, pretrained_local_model, resolve_connection
 from mint_envkit.sweep import Sweep, log_root_from_env
 
 EVAL_TEMPERATURE = 1e-3
@@ -123,6 +123,7 @@ def base_config(backend: str, model: str) -> Config:
         eval_temperature=EVAL_TEMPERATURE,
         eval_max_tokens=16,  # room to finish a greedy reply the training limit cuts off
         uncut_evals=False,  # no re-measure at larger limits: 16 configs x 2 evals is enough
+        local_threads=idle_machine_threads(model),  # the embedded server's torch threads
     )
 
 

@@ -38,6 +38,21 @@ def test_the_speak_up_task_scores_any_non_empty_reply():
     assert env.score({"role": "assistant", "content": ""}).reward == 0.0
 
 
+def test_the_server_uses_the_cores_for_a_real_model_and_one_thread_for_the_tiny_one(
+    monkeypatch,
+):
+    import os
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+
+    def threads(model: str, *argv: str) -> int | None:
+        return demo.build_config(demo.parse_args(["--out", "/tmp/x", *argv]), model).local_threads
+
+    assert threads(demo.SMOLLM2) == 2
+    assert threads(demo.TINY) == 1
+    assert threads(demo.SMOLLM2, "--threads", "1") == 1
+
+
 # Starts the embedded server, 2 steps + 2 evals on the small tiny model: measured 14 s alone
 # on 2 busy cores, 2.5 s after other tests of the session (the tiny tokenizer and model are
 # built on first use).

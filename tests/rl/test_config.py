@@ -100,6 +100,8 @@ def test_kl_reference_needs_a_model(base_model):
         ("local_latency_ms", -1.0),
         ("local_batch_invariant", 1),
         ("local_batch_invariant", "yes"),
+        ("local_threads", 0),
+        ("local_threads", 1.5),
         ("preflight_timeout_s", 0),
         ("rollout_timeout_s", 0),
         ("rollout_timeout_s", "10"),
@@ -248,6 +250,8 @@ def test_the_backend_settings_preload_each_model_and_kl_reference_once(phase_con
     assert phase_config.backend_settings.models == (phase_config.model_name,)
     assert with_kl.backend_settings.models == ("a", "b")
     assert on("b", with_kl).backend_settings.models == ("b",)
+    assert phase_config.backend_settings.local_threads is None
+    assert attrs.evolve(phase_config, local_threads=2).backend_settings.local_threads == 2
 
 
 async def test_a_run_whose_log_dir_cannot_be_written_fails_before_any_work(phase_config, tmp_path):

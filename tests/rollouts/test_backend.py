@@ -64,16 +64,45 @@ async def test_local_runs_inside_a_shared_block_use_its_server(clean_env, monkey
     started = []
 
     @contextlib.asynccontextmanager
-    async def fake_server(models, *, latency_ms=0.0, batch_invariant=False):
-        started.append((list(models), latency_ms, batch_invariant))
+    async def fake_server(models, *, latency_ms=0.0, batch_invariant=False, threads=None):
+        started.append((list(models), latency_ms, batch_invariant, threads))
         yield "http://127.0.0.1:7"
 
     monkeypatch.setattr(backend, "local_backend", fake_server)
-    async with shared_local_backend(["m"], latency_ms=2.0, batch_invariant=True) as url:
+    async with shared_local_backend(["m"], latency_ms=2.0, batch_invariant=True, threads=2) as url:
         assert resolve_connection("local").base_url == url
         assert resolve_connection("local", "http://x:1").base_url == "http://x:1"
     assert resolve_connection("local").base_url is None
-    assert started == [(["m"], 2.0, True)]
+    assert started == [(["m"], 2.0, True, 2)]
+
+
+async def test_the_embedded_server_gets_the_runs_torch_threads(clean_env, tmp_path, monkeypatch):
+    from mint_envkit.local import server as local_server
+
+    made = []
+
+    class FakeServer:
+        base_url = "http://127.0.0.1:7"
+
+        def __init__(self, **kwargs):
+            made.append(kwargs)
+
+        def start(self):
+            pass
+
+        def close(self):
+            pass
+
+    clean_env.setenv("MINT_ENVKIT_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(local_server, "LocalServer", FakeServer)
+    async with backend.local_backend(["m"], threads=3):
+        pass
+    async with backend.local_backend(["m"]):
+        pass
+    assert [m["num_threads"] for m in made] == [3, None]  # None: the engine's default
+    assert BackendSettings(local_threads=2).local_threads == 2
+    with pytest.raises(ConfigError, match="local_threads"):
+        BackendSettings(local_threads=0)
 
 
 async def test_a_read_only_state_dir_fails_before_the_server_starts(clean_env, tmp_path):
@@ -141,3 +170,17 @@ async def test_service_client_closes_its_session_also_after_an_error(clean_env, 
             assert service.holder.closed == 0
             raise RuntimeError("boom")
     assert [s.holder.closed for s in made] == [1]
+
+
+def test_an_idle_machine_gives_a_real_model_its_cores_and_a_tiny_one_a_thread(monkeypatch):
+    import os
+
+    from mint_envkit.rollouts import idle_machine_threads
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert idle_machine_threads("mint-envkit/smollm2-135m-instruct") == 4  # at most 4
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    assert idle_machine_threads("/models/my-model") == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert idle_machine_threads("Qwen/Qwen3-0.6B") == 2
+    assert idle_machine_threads("mint-envkit/tiny-qwen3") == 1

@@ -180,7 +180,7 @@ def fake_train_module(monkeypatch) -> types.SimpleNamespace:
         write_metrics(config)
 
     @contextlib.asynccontextmanager
-    async def local_backend(models, *, latency_ms=0.0, batch_invariant=False):
+    async def local_backend(models, *, latency_ms=0.0, batch_invariant=False, threads=None):
         seen.shared.append((list(models), latency_ms))
         seen.invariant.append(batch_invariant)
         yield url

@@ -203,6 +203,10 @@ class Config:
             padded batches, which is faster but makes logprobs and metrics differ
             at about 1e-7 from run to run. A server you start yourself takes
             ``--batch-invariant``; MinT makes no such promise.
+        local_threads: torch threads of the embedded backend started for this run
+            (None: ``MINT_ENVKIT_NUM_THREADS``, else 1, the safe choice on a busy
+            machine). On an idle one, raise it for a real model: the learning demo on
+            SmolLM2 took 171 s with 1 and 104 s with 2 on 2 cores (docs/benchmarks.md).
         preflight_timeout_s: how long the backend may take to answer at start.
         max_steps_off_policy: bounded staleness (tinker-cookbook's name). 0:
             on-policy, each step samples with its own weights, then trains.
@@ -364,6 +368,9 @@ class Config:
     rollout_timeout_s: float | None = attrs.field(default=None)
     local_latency_ms: float = attrs.field(default=0.0, validator=number(low=0, owner="Config"))
     local_batch_invariant: bool = attrs.field(default=False)
+    local_threads: int | None = attrs.field(
+        default=None, validator=integer(none_ok=True, owner="Config")
+    )
 
     @local_batch_invariant.validator
     def _check_batch_invariant(self, _attribute: Any, value: Any) -> None:
@@ -518,6 +525,7 @@ class Config:
             models=models,
             local_latency_ms=self.local_latency_ms,
             local_batch_invariant=self.local_batch_invariant,
+            local_threads=self.local_threads,
             preflight_timeout_s=self.preflight_timeout_s,
         )
 

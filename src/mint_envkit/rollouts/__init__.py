@@ -23,6 +23,7 @@ Example::
 from mint_envkit.rollouts.backend import (
     Connection,
     connect,
+    idle_machine_threads,
     local_api_key,
     local_backend,
     pretrained_local_model,
@@ -53,6 +54,7 @@ __all__ = [
     "Trajectory",
     "Transition",
     "connect",
+    "idle_machine_threads",
     "local_api_key",
     "local_backend",
     "pretrained_local_model",

@@ -153,10 +153,17 @@ def resolve_connection(backend: str, base_url: str | None = None) -> Connection:
 class _EmbeddedServer:
     """An embedded server the loop starts, stops and may start again."""
 
-    def __init__(self, models: Sequence[str], latency_ms: float, batch_invariant: bool) -> None:
+    def __init__(
+        self,
+        models: Sequence[str],
+        latency_ms: float,
+        batch_invariant: bool,
+        threads: int | None = None,
+    ) -> None:
         self.models = list(models)
         self.latency_ms = latency_ms
         self.batch_invariant = batch_invariant
+        self.threads = threads
         self.server: Any = None
 
     async def start(self) -> str:
@@ -172,6 +179,7 @@ class _EmbeddedServer:
             latency_ms=self.latency_ms,
             api_key=local_api_key(),
             batch_invariant=self.batch_invariant,
+            num_threads=self.threads,
         )
         await asyncio.to_thread(self.server.start)
         return str(self.server.base_url)
@@ -187,11 +195,16 @@ class _EmbeddedServer:
 
 @contextlib.asynccontextmanager
 async def local_backend(
-    models: Sequence[str], *, latency_ms: float = 0.0, batch_invariant: bool = False
+    models: Sequence[str],
+    *,
+    latency_ms: float = 0.0,
+    batch_invariant: bool = False,
+    threads: int | None = None,
 ) -> AsyncIterator[str]:
     """Start the embedded backend with ``models`` loaded; yield its URL; stop it after.
 
-    ``batch_invariant``: see ``Config.local_batch_invariant``.
+    ``batch_invariant``, ``threads``: see ``Config.local_batch_invariant`` and
+    ``Config.local_threads``.
 
     The server starts and stops in a worker thread, so the event loop stays
     free. Its state dir is checked first (writable, some free space), so a
@@ -206,7 +219,7 @@ async def local_backend(
         async with local_backend(["mint-envkit/tiny-qwen3"]) as url:
             service = mint.ServiceClient(base_url=url, api_key=local_api_key())
     """
-    embedded = _EmbeddedServer(models, latency_ms, batch_invariant)
+    embedded = _EmbeddedServer(models, latency_ms, batch_invariant, threads)
     try:
         yield await embedded.start()
     finally:
@@ -215,7 +228,11 @@ async def local_backend(
 
 @contextlib.asynccontextmanager
 async def shared_local_backend(
-    models: Sequence[str], *, latency_ms: float = 0.0, batch_invariant: bool = False
+    models: Sequence[str],
+    *,
+    latency_ms: float = 0.0,
+    batch_invariant: bool = False,
+    threads: int | None = None,
 ) -> AsyncIterator[str]:
     """Start one embedded backend that every local run inside the block shares.
 
@@ -229,7 +246,9 @@ async def shared_local_backend(
             await run_training(config_a)
             await run_training(config_b)   # same server as config_a
     """
-    async with local_backend(models, latency_ms=latency_ms, batch_invariant=batch_invariant) as url:
+    async with local_backend(
+        models, latency_ms=latency_ms, batch_invariant=batch_invariant, threads=threads
+    ) as url:
         token = _SHARED_LOCAL_URL.set(url)
         try:
             yield url
@@ -267,7 +286,10 @@ async def connect(settings: BackendSettings) -> AsyncIterator[Connection]:
         yield connection
         return
     embedded = _EmbeddedServer(
-        settings.models, settings.local_latency_ms, settings.local_batch_invariant
+        settings.models,
+        settings.local_latency_ms,
+        settings.local_batch_invariant,
+        settings.local_threads,
     )
 
     async def restart() -> Connection:
@@ -448,6 +470,29 @@ def pretrained_local_model(*, say: bool = True) -> str:
             flush=True,
         )
     return TINY_MODEL_NAME
+
+
+def idle_machine_threads(model: str) -> int:
+    """Torch threads for an embedded server on a machine that runs nothing else: the cores
+    this process may use (at most 4) for a real model, 1 for the built-in tiny models.
+
+    The engine's own default is one thread (``MINT_ENVKIT_NUM_THREADS``), the safe choice
+    on a busy machine; pass this as ``Config(local_threads=...)`` when the machine is
+    yours. On 2 quiet cores the learning demo on SmolLM2 took 171 s with 1 thread and 104 s
+    with 2, with the same figures (docs/benchmarks.md).
+
+    Example::
+
+        idle_machine_threads("mint-envkit/tiny-qwen3")   # 1
+        idle_machine_threads("mint-envkit/smollm2-135m-instruct")   # 2 on a 2-core machine
+    """
+    if model.startswith("mint-envkit/tiny-"):
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
 
 
 MINT_DEFAULT_MODEL = "Qwen/Qwen3-0.6B"

@@ -120,6 +120,8 @@ class BackendSettings:
         models: the models an embedded server preloads (a name or several).
         local_latency_ms: delay an embedded server adds to each operation.
         local_batch_invariant: an embedded server samples batch-invariantly.
+        local_threads: an embedded server's torch threads (None:
+            ``MINT_ENVKIT_NUM_THREADS``, else 1).
         preflight_timeout_s: how long the backend may take to answer at start.
 
     Example::
@@ -132,4 +134,5 @@ class BackendSettings:
     models: tuple[str, ...] = attrs.field(default=(), converter=_models)
     local_latency_ms: float = attrs.field(default=0.0, validator=number(low=0))
     local_batch_invariant: bool = attrs.field(default=False, validator=flag())
+    local_threads: int | None = attrs.field(default=None, validator=integer(none_ok=True))
     preflight_timeout_s: float = attrs.field(default=15.0, validator=number(low=0, low_open=True))

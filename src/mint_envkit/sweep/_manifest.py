@@ -59,6 +59,7 @@ OPERATIONAL_FIELDS = (
     "preflight_timeout_s",
     "local_latency_ms",
     "local_batch_invariant",
+    "local_threads",
     "loggers",
 )
 """Config fields that do not change what a run computes (beyond float rounding); a

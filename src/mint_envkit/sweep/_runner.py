@@ -349,12 +349,14 @@ class Sweep:
             connection = resolve_connection(point.config.backend, point.config.base_url)
             if connection.backend == "local" and connection.base_url is None:
                 local.append(point.config)
-        servers = {(c.local_latency_ms, c.local_batch_invariant) for c in local}
+        servers = {(c.local_latency_ms, c.local_batch_invariant, c.local_threads) for c in local}
         if not local or len(servers) != 1:
             return contextlib.nullcontext()
-        latency, batch_invariant = servers.pop()
+        latency, batch_invariant, threads = servers.pop()
         models = sorted({m for c in local for m in c.backend_settings.models})
-        return shared_local_backend(models, latency_ms=latency, batch_invariant=batch_invariant)
+        return shared_local_backend(
+            models, latency_ms=latency, batch_invariant=batch_invariant, threads=threads
+        )
 
     async def _run_one(
         self, point: GridPoint, runner: Runner, position: str, pace: _Pace
