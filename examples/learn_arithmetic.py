@@ -165,7 +165,7 @@ def build_config(args: argparse.Namespace, model: str) -> Config:
         max_steps=args.steps,
         save_every=0,
         backend="local",
-        local_threads=args.threads or idle_machine_threads(model),
+        local_threads=idle_machine_threads(model) if args.threads is None else args.threads,
         sampling_seed=args.seed,
     )
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from mint_envkit import ConfigError
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 import learn_arithmetic as demo
@@ -51,6 +53,8 @@ def test_the_server_uses_the_cores_for_a_real_model_and_one_thread_for_the_tiny_
     assert threads(demo.SMOLLM2) == 2
     assert threads(demo.TINY) == 1
     assert threads(demo.SMOLLM2, "--threads", "1") == 1
+    with pytest.raises(ConfigError, match="local_threads"):
+        threads(demo.SMOLLM2, "--threads", "0")
 
 
 # Starts the embedded server, 2 steps + 2 evals on the small tiny model: measured 14 s alone
