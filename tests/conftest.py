@@ -12,6 +12,9 @@
   in the tests"). It must be set before MKL initialises, so before torch is imported:
   this module is imported before any test module, and it refuses to run when torch is
   already loaded.
+- An SDK session a test opened ends with the test: the SDK keeps a heartbeat for each
+  ``ServiceClient`` until it is closed, and one left open warns every 10 s for the rest
+  of the worker's life that its (stopped) server does not answer.
 - A skip is a decision: the session fails when a test skipped for a reason that is not
   on :data:`ALLOWED_SKIPS` (a missing Chromium or extra would otherwise pass as green).
 
@@ -24,11 +27,14 @@ holds this conftest and has no ``__init__.py``.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import os
 import shutil
 import sys
 import tempfile
+import weakref
 
 import pytest
 
@@ -110,6 +116,41 @@ def pytest_terminal_summary(terminalreporter):
             "the session fails: install what these tests need (bash scripts/test.sh; "
             "apt-get install chromium), or add the skip to ALLOWED_SKIPS with its reason"
         )
+
+
+_SDK_HOLDERS: weakref.WeakSet = weakref.WeakSet()
+"""The SDK's client holders (one per ``ServiceClient``) made since the SDK was imported."""
+
+
+def _watch_sdk_holders() -> None:
+    """Once the SDK is imported: record every client holder it makes in :data:`_SDK_HOLDERS`."""
+    module = sys.modules.get("tinker.lib.internal_client_holder")
+    holder = getattr(module, "InternalClientHolder", None)
+    if holder is None or getattr(holder, "_watched_by_the_suite", False):
+        return
+    init = holder.__init__
+
+    @functools.wraps(init)
+    def watched(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        _SDK_HOLDERS.add(self)
+
+    holder.__init__ = watched
+    holder._watched_by_the_suite = True
+
+
+@pytest.fixture(autouse=True)
+def _sdk_sessions_end_with_their_test():
+    """Close the SDK sessions the test opened and left open (fixtures of a wider scope
+    are set up before this one, so theirs stay open for the tests that share them)."""
+    _watch_sdk_holders()
+    before = set(_SDK_HOLDERS)
+    yield
+    _watch_sdk_holders()
+    for holder in [h for h in _SDK_HOLDERS if h not in before]:
+        _SDK_HOLDERS.discard(holder)
+        with contextlib.suppress(Exception):
+            holder.close()
 
 
 # --- tokenizers with other chat templates, built from the tiny tokenizer (no download) ---
