@@ -18,7 +18,8 @@ if sys.argv[1] == "ignore-term":
 kids = [subprocess.Popen(["sleep", "300"]),
         subprocess.Popen(["sleep", "300"], start_new_session=True)]
 print(os.getpid(), *(kid.pid for kid in kids), flush=True)
-if sys.argv[1] == "exit":
+if sys.argv[1] == "exit":  # once told (a line on stdin): the tree is checked by then
+    sys.stdin.readline()
     sys.exit(7)
 time.sleep(300)
 """
@@ -44,6 +45,7 @@ def gone(pids: list[int], within_s: float = 20.0) -> bool:
 def keep(mode: str) -> tuple[subprocess.Popen, list[int]]:
     process = subprocess.Popen(
         guarded([sys.executable, "-c", TREE, mode]),
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
@@ -67,6 +69,8 @@ def test_the_keeper_runs_here():
 
 def test_when_the_command_exits_its_tree_ends_and_its_status_comes_back():
     process, pids = keep("exit")
+    process.stdin.write("exit now\n")
+    process.stdin.flush()
     assert process.wait(timeout=30) == 7
     assert gone(pids)
 
