@@ -122,12 +122,21 @@ _SDK_HOLDERS: weakref.WeakSet = weakref.WeakSet()
 """The SDK's client holders (one per ``ServiceClient``) made since the SDK was imported."""
 
 
-def _watch_sdk_holders() -> None:
-    """Once the SDK is imported: record every client holder it makes in :data:`_SDK_HOLDERS`."""
+def _watch_sdk_holders() -> bool:
+    """Once the SDK is imported: record every client holder it makes in :data:`_SDK_HOLDERS`.
+
+    True when the SDK was imported already. The first time it is, the holders made
+    before (in the test that imported it) are found once among the live objects.
+    """
     module = sys.modules.get("tinker.lib.internal_client_holder")
     holder = getattr(module, "InternalClientHolder", None)
-    if holder is None or getattr(holder, "_watched_by_the_suite", False):
-        return
+    if holder is None:
+        return False
+    if getattr(holder, "_watched_by_the_suite", False):
+        return True
+    import gc
+
+    _SDK_HOLDERS.update(obj for obj in gc.get_objects() if isinstance(obj, holder))
     init = holder.__init__
 
     @functools.wraps(init)
@@ -137,14 +146,14 @@ def _watch_sdk_holders() -> None:
 
     holder.__init__ = watched
     holder._watched_by_the_suite = True
+    return True
 
 
 @pytest.fixture(autouse=True)
 def _sdk_sessions_end_with_their_test():
     """Close the SDK sessions the test opened and left open (fixtures of a wider scope
     are set up before this one, so theirs stay open for the tests that share them)."""
-    _watch_sdk_holders()
-    before = set(_SDK_HOLDERS)
+    before = set(_SDK_HOLDERS) if _watch_sdk_holders() else set()
     yield
     _watch_sdk_holders()
     for holder in [h for h in _SDK_HOLDERS if h not in before]:
