@@ -136,7 +136,9 @@ def _watch_sdk_holders() -> bool:
         return True
     import gc
 
-    _SDK_HOLDERS.update(obj for obj in gc.get_objects() if isinstance(obj, holder))
+    # type(), not isinstance(): an ABC's isinstance reads every object's __class__,
+    # which warns on torch's deprecated module attributes
+    _SDK_HOLDERS.update(obj for obj in gc.get_objects() if issubclass(type(obj), holder))
     init = holder.__init__
 
     @functools.wraps(init)
