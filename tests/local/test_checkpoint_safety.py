@@ -55,6 +55,12 @@ def server(state_dir: Path) -> Iterator[LocalServer]:
         yield running
 
 
+def _beside(path: str, name: str) -> str:
+    """``path`` with its last part (the checkpoint's name) replaced by ``name``: a run id
+    is random hex, so a plain replace of "/a" also hit a run id that starts with "a"."""
+    return f"{path.rsplit('/', 1)[0]}/{name}"
+
+
 @pytest.fixture(scope="module")
 def client(server: LocalServer) -> Iterator[Any]:
     service = mint.ServiceClient(base_url=server.base_url, api_key="sk-test")
@@ -134,7 +140,7 @@ def test_output_path_never_names_another_run(client, trained, state_dir):
     assert _logprobs(client, victim) == expected
     assert not _folder(state_dir, victim.replace("/other", "/fresh-name")).exists()
     # a full path in the first source's own run is fine
-    own = trained["a"].replace("/a", "/mix-own")
+    own = _beside(trained["a"], "mix-own")
     got = interpolate_checkpoints(
         client, source_paths=[trained["a"], trained["b"]], coefficients=[0.5, 0.5], output_path=own
     )
@@ -164,7 +170,7 @@ def test_output_path_never_replaces_a_checkpoint_of_another_base_model(client, t
             coefficients=coefs,
             output_path="same",
         )
-    assert again.path == trained["a"].replace("/a", "/same")
+    assert again.path == _beside(trained["a"], "same")
     assert _logprobs(client, again.path) == pytest.approx(_logprobs(client, trained["b"]), abs=1e-5)
 
 
@@ -190,7 +196,7 @@ def test_weights_that_overflow_fail_with_the_cause_not_a_json_error(client, trai
     tensors = load_file(str(folder / "adapter_model.safetensors"))
     scaled = {k: v * 1e30 if "lora_B" in k else v for k, v in tensors.items()}
     save_file(scaled, str(folder / "adapter_model.safetensors"))
-    path = trained["a"].replace("/a", "/overflows")
+    path = _beside(trained["a"], "overflows")
     sampler = client.create_sampling_client(model_path=path)
     with pytest.raises(tinker.RequestFailedError, match="are not finite") as info:
         sampler.sample(PROMPT, 1, types.SamplingParams(max_tokens=4)).result()
