@@ -329,7 +329,7 @@ class BatchPipeline:
         self.total = total
         self.tasks: dict[int, asyncio.Task[PreparedBatch]] = {}
         self.snapshots: dict[int, asyncio.Task[Any]] = {}
-        self.placed: dict[int, bool] = {}
+        self.placed: set[int] = set()  # versions whose snapshot's save is numbered already
         self.launched: set[int] = set()
 
     def due(self, version: int) -> list[int]:
@@ -377,7 +377,9 @@ class BatchPipeline:
         """
         if version >= self.total or version in self.snapshots:
             return
-        task, self.placed[version] = begin_snapshot(training)
+        task, placed = begin_snapshot(training)
+        if placed:
+            self.placed.add(version)
         if sample:
             task = asyncio.ensure_future(self._launch_when_ready(version, task))
         self.snapshots[version] = task
@@ -397,12 +399,12 @@ class BatchPipeline:
             # not run: needs a Config and a dataset built elsewhere
             pipeline.sampled_ahead(3)  # True at max_steps_off_policy >= 1, after the first step
         """
-        return step in self.tasks and self.placed.get(step, False)
+        return step in self.tasks and step in self.placed
 
     async def snapshot(self, version: int, training: Any) -> Any:
         """The sampling client of weight ``version`` (requested now if it was not yet)."""
         self.request_snapshot(version, training, sample=False)
-        self.placed.pop(version, None)
+        self.placed.discard(version)
         return await self.snapshots.pop(version)
 
     async def take(self, step: int) -> PreparedBatch:

@@ -116,8 +116,9 @@ def _one_gguf_read() -> Iterator[None]:
 
     transformers reads the file three times (the tokenizer, the config, the weights; a
     GGUFReader parses every metadata field, SmolLM2's 49,152 tokens and merges among
-    them, about 10 s each here) and builds the tensor name map once per module of the
-    model (397 times, 13 s): 37 s of a 37 s conversion, 15 s with these. The reader is
+    them: about 10 s each under a profiler) and builds the tensor name map once per
+    module of the model (397 times, 13 s under a profiler): SmolLM2's conversion took
+    37.2 s, and 18.1 s with these (docs/local-backend.md). The reader is
     read-only (a memory map) and the map a pure function of its arguments, so what is
     converted is the same, byte for byte (``tests/local/test_model_sources.py``).
     """
@@ -127,9 +128,9 @@ def _one_gguf_read() -> Iterator[None]:
     readers: dict[str, Any] = {}
 
     def one_reader(path: Any, *args: Any, **kwargs: Any) -> Any:
-        key = str(Path(path).resolve()) if not args and not kwargs else None
-        if key is None:
+        if args or kwargs:  # another mode: not shared
             return reader_class(path, *args, **kwargs)
+        key = str(Path(path).resolve())
         if key not in readers:
             readers[key] = reader_class(path)
         return readers[key]
