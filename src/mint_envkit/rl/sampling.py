@@ -8,6 +8,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,8 @@ from mint_envkit.rl.config import Config
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.sampler import ClientSampler
 from mint_envkit.rollouts.types import GroupRollout
+
+logger = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -56,3 +59,42 @@ async def sample_batch(
         timeout_s=settings.rollout_timeout_s,
     )
     return SampledBatch(rollouts=rollouts, requests=sampler.calls)
+
+
+def preload_renderers(*datasets: Any) -> int:
+    """Build the renderers the first batch of each dataset renders with; the number built.
+
+    A renderer loads its tokenizer (and ``transformers``) the first time a
+    group asks for it, about a second in a fresh process. The loop calls this
+    in a thread while it waits for the service to open its training client, so
+    that second is not spent inside the first step. ``None`` or empty datasets
+    and groups without a ``renderer()`` (a cookbook-style group builder) are
+    skipped; an error is logged and left to the first rollout, which reports it
+    as it always has.
+
+    Example::
+
+        from mint_envkit import DatasetBuilder, SingleTurnEnv
+
+        class Echo(SingleTurnEnv):
+            def score(self, message):
+                return 0.0
+
+        builder = DatasetBuilder(env=Echo, problems=[{"question": "hi", "answer": "hi"}],
+                                 batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
+        import asyncio
+        train, test = asyncio.run(builder())
+        preload_renderers(train, test)  # 1
+    """
+    built = set()
+    for data in datasets:
+        try:
+            if data is None or len(data) == 0:
+                continue
+            for group in data.get_batch(0):
+                renderer = getattr(group, "renderer", None)
+                if callable(renderer):
+                    built.add(id(renderer()))
+        except Exception as err:  # the first rollout reports it, with its group
+            logger.debug("preloading a renderer failed (%s: %s)", type(err).__name__, err)
+    return len(built)

@@ -51,7 +51,7 @@ from mint_envkit.rl.evals import evaluate_split, run_claim
 from mint_envkit.rl.health import train_watched
 from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
 from mint_envkit.rl.phases import ScoredBatch, score_batch, start_training, train_on_batch
-from mint_envkit.rl.sampling import sample_batch
+from mint_envkit.rl.sampling import preload_renderers, sample_batch
 from mint_envkit.rollouts.backend import (
     Connection,
     connect,
@@ -395,7 +395,11 @@ async def _train(
     checkpoint = files.last_checkpoint()
     start = int(checkpoint["step"]) if checkpoint else 0
     async with service_client(connection) as service:
-        training, reference, rest = await _open(config, service, files, checkpoint)
+        # the renderers' tokenizers load while the service opens the clients, not in step 0
+        (training, reference, rest), _ = await asyncio.gather(
+            _open(config, service, files, checkpoint),
+            asyncio.to_thread(preload_renderers, train_data, test_data),
+        )
         run = _Run(config, files, train_data, test_data, total, training, reference, rest)
         pipeline = BatchPipeline(config, train_data, reference, start=start, total=total)
         try:
