@@ -7,7 +7,7 @@ import asyncio
 import attrs
 
 from mint_envkit import DatasetBuilder, SingleTurnEnv
-from mint_envkit.rendering import renderer as renderer_module
+from mint_envkit.rendering.renderer import get_renderer
 from mint_envkit.rl.sampling import preload_renderers
 
 MODEL = "mint-envkit/tiny-qwen3-small"
@@ -32,14 +32,13 @@ def _datasets(renderer_name: str = "qwen3_disable_thinking"):
     return asyncio.run(builder())
 
 
-def test_preload_builds_the_shared_renderer_the_groups_then_use(monkeypatch):
-    monkeypatch.setattr(renderer_module, "_SHARED", {})
+def test_preload_builds_the_shared_renderer_the_groups_then_use():
     train, test = _datasets()
-    assert preload_renderers(train, test) == 1  # one renderer for every group of both splits
-    assert list(renderer_module._SHARED) == [("qwen3_disable_thinking", MODEL)]
-    built = renderer_module._SHARED[("qwen3_disable_thinking", MODEL)]
-    assert train.get_batch(0)[0].renderer() is built
-    assert test.get_batch(0)[0].renderer() is built
+    built = preload_renderers(train, test)  # one renderer for every group of both splits
+    assert len(built) == 1 and built[0].name == "qwen3_disable_thinking"
+    assert built[0] is get_renderer("qwen3_disable_thinking", MODEL)
+    assert train.get_batch(len(train) - 1)[-1].renderer() is built[0]
+    assert test.get_batch(0)[0].renderer() is built[0]
 
 
 def test_preload_skips_missing_empty_and_renderer_less_data():
@@ -61,11 +60,10 @@ def test_preload_skips_missing_empty_and_renderer_less_data():
         def get_batch(self, index):
             raise AssertionError("an empty dataset has no batch to read")
 
-    assert preload_renderers(None, Empty(), Data()) == 0
+    assert preload_renderers(None, Empty(), Data()) == []
 
 
-def test_a_failing_renderer_is_left_to_the_first_rollout(monkeypatch, caplog):
-    monkeypatch.setattr(renderer_module, "_SHARED", {})
+def test_a_failing_renderer_is_left_to_the_first_rollout(caplog):
     train, _ = _datasets()
 
     class Broken:  # a group whose tokenizer cannot be loaded
@@ -80,5 +78,6 @@ def test_a_failing_renderer_is_left_to_the_first_rollout(monkeypatch, caplog):
             return [Broken()]
 
     with caplog.at_level("DEBUG", logger="mint_envkit.rl.sampling"):
-        assert preload_renderers(Data(), train) == 1  # the good dataset is still preloaded
+        built = preload_renderers(Data(), train)
+    assert [r.name for r in built] == ["qwen3_disable_thinking"]  # the good one still is
     assert "/models/missing holds no tokenizer" in caplog.text

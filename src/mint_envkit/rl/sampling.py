@@ -61,8 +61,8 @@ async def sample_batch(
     return SampledBatch(rollouts=rollouts, requests=sampler.calls)
 
 
-def preload_renderers(*datasets: Any) -> int:
-    """Build the renderers the first batch of each dataset renders with; the number built.
+def preload_renderers(*datasets: Any) -> list[Any]:
+    """Build the renderers the first batch of each dataset renders with; those renderers.
 
     A renderer loads its tokenizer (and ``transformers``) the first time a
     group asks for it, about a second in a fresh process. The loop calls this
@@ -84,9 +84,9 @@ def preload_renderers(*datasets: Any) -> int:
                                  batch_size=1, group_size=2, model_name="mint-envkit/tiny-qwen3")
         import asyncio
         train, test = asyncio.run(builder())
-        preload_renderers(train, test)  # 1
+        preload_renderers(train, test)  # [Renderer(name='qwen3', ...)]: one for both
     """
-    built = set()
+    built: dict[int, Any] = {}
     for data in datasets:
         try:
             if data is None or len(data) == 0:
@@ -94,7 +94,8 @@ def preload_renderers(*datasets: Any) -> int:
             for group in data.get_batch(0):
                 renderer = getattr(group, "renderer", None)
                 if callable(renderer):
-                    built.add(id(renderer()))
+                    made = renderer()
+                    built.setdefault(id(made), made)
         except Exception as err:  # the first rollout reports it, with its group
             logger.debug("preloading a renderer failed (%s: %s)", type(err).__name__, err)
-    return len(built)
+    return list(built.values())
