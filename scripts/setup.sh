@@ -68,7 +68,7 @@ fi
 echo "setup: installed $("${about[@]}" torch-build)"
 extras="$("${stamp[@]}" extras .venv "$extras")" # keep the extras installed before
 # The project and its extras (about 140 packages) go in with uv, itself from PyPI into
-# .venv: it resolves and installs in parallel (measured on 2 cores: 39 s, pip 90 s), with
+# .venv: it resolves and installs in parallel (measured on 2 cores: 39-53 s, pip 90 s), with
 # the indexes, links and constraints pip is configured with (setup_stamp.py uv-env) and
 # bytecode compiled as pip does. When uv cannot be installed or fails, pip installs them.
 # install_project: echo the installer that worked (uv or pip); fail with pip's status
