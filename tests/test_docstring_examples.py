@@ -7,7 +7,8 @@ namespace, a fresh temporary directory and a time bound), unless the block's fir
 is ``# not run: REASON``. A module docstring's example runs first and is the given of the
 module's other examples: what it builds (a config, a builder, a run folder's path) is in
 their namespace, so each example shows only its own point. A subpackage's docstring
-example is likewise the given of its modules' examples (it runs before theirs). The conventions are in ``tests/example_blocks.py`` and
+example is likewise the given of its modules' examples (it runs before theirs when they read
+a name it binds). The conventions are in ``tests/example_blocks.py`` and
 docs/architecture.md ("The rules of the test suite").
 """
 
@@ -231,7 +232,19 @@ def _package_given(module: str, given: dict[str, Block]) -> list[Block]:
     return [given[package]]
 
 
-@pytest.mark.parametrize("block", FACE_BLOCKS, ids=lambda block: block.id)
+def _grouped(values: list, module_of: Callable) -> list:
+    """``values`` as parameters marked with their part's ``xdist_group``: with
+    ``--dist loadgroup`` (scripts/test.sh) one worker runs a part's items, so each part's
+    subprocess runs once, not once in every worker its items were spread over."""
+    return [
+        pytest.param(v, marks=pytest.mark.xdist_group(f"examples-{_part(module_of(v))}"))
+        for v in values
+    ]
+
+
+@pytest.mark.parametrize(
+    "block", _grouped(FACE_BLOCKS, lambda block: block.module), ids=lambda block: block.id
+)
 def test_a_face_example_compiles_names_real_things_and_runs(
     block: Block, run_results: Callable[[Block], str]
 ):
@@ -240,7 +253,7 @@ def test_a_face_example_compiles_names_real_things_and_runs(
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("module", INTERNAL_MODULES)
+@pytest.mark.parametrize("module", _grouped(INTERNAL_MODULES, lambda module: module))
 def test_an_internal_modules_examples_compile_name_real_things_and_run(
     module: str, run_results: Callable[[Block], str]
 ):
