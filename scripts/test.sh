@@ -2,7 +2,7 @@
 # Set up (scripts/setup.sh with the dev extra) and run the whole test suite.
 # The tests run in parallel (pytest-xdist), one worker per CPU up to 4;
 # MINT_ENVKIT_TEST_WORKERS=N sets the number (0: in this process, one after another).
-# --dist loadgroup: the items of one xdist_group (the docstring examples' parts) go to
+#: the items of one xdist_group (the docstring examples' parts) go to
 # one worker, so a part's subprocess runs once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,4 +11,4 @@ bash scripts/setup.sh local,plot,gguf,math,datasets,mcp,tensorboard,wandb,mlflow
 .venv/bin/python -m ruff format --check src tests examples benchmarks scripts
 cpus=$(nproc 2>/dev/null || echo 2)
 workers=${MINT_ENVKIT_TEST_WORKERS:-$((cpus < 4 ? cpus : 4))}
-.venv/bin/python -m pytest -q -n "$workers" --dist loadgroup --durations=15 "$@"
+.venv/bin/python -m pytest -q -n "$workers" --durations=15 "$@"

@@ -15,7 +15,11 @@ docs/architecture.md ("The rules of the test suite").
 from __future__ import annotations
 
 import collections
+import fcntl
+import json
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -207,15 +211,41 @@ def _jobs(part: str) -> list[dict]:
     ]
 
 
+def _run_part_once(part: str, shared: Path | None) -> dict[str, str]:
+    """The results of one part's runner subprocess, run once per test session.
+
+    Under pytest-xdist a part's items can be spread over several workers, and each ran
+    the part's subprocess itself (the same examples twice at once, one of them leasing
+    a sandbox uid the other held). ``shared`` is the folder all workers of this session
+    share: the first worker to need a part runs it under a lock and writes its results
+    there; the others wait for the lock and read them."""
+    if shared is None:
+        return run_blocks(_jobs(part))
+    path = shared / f"{part}.json"
+    with open(shared / f"{part}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.is_file():
+            return json.loads(path.read_text())
+        results = run_blocks(_jobs(part))
+        path.with_suffix(".tmp").write_text(json.dumps(results))
+        path.with_suffix(".tmp").replace(path)
+        return results
+
+
 @pytest.fixture(scope="module")
-def run_results() -> Callable[[Block], str]:
+def run_results(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Block], str]:
     """``block -> error text`` (empty when it passed); each part runs when first asked."""
     done: dict[str, dict[str, str]] = {}
+    # a worker's base temp is <session's>/popen-gwN: its parent is the whole session's
+    shared = None
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "docstring-examples"
+        shared.mkdir(exist_ok=True)
 
     def result(block: Block) -> str:
         part = _part(block.module)
         if part not in done:
-            done[part] = run_blocks(_jobs(part))
+            done[part] = _run_part_once(part, shared)
         return done[part][block.id]
 
     return result
@@ -232,19 +262,7 @@ def _package_given(module: str, given: dict[str, Block]) -> list[Block]:
     return [given[package]]
 
 
-def _grouped(values: list, module_of: Callable) -> list:
-    """``values`` as parameters marked with their part's ``xdist_group``: with
-    ``--dist loadgroup`` (scripts/test.sh) one worker runs a part's items, so each part's
-    subprocess runs once, not once in every worker its items were spread over."""
-    return [
-        pytest.param(v, marks=pytest.mark.xdist_group(f"examples-{_part(module_of(v))}"))
-        for v in values
-    ]
-
-
-@pytest.mark.parametrize(
-    "block", _grouped(FACE_BLOCKS, lambda block: block.module), ids=lambda block: block.id
-)
+@pytest.mark.parametrize("block", FACE_BLOCKS, ids=lambda block: block.id)
 def test_a_face_example_compiles_names_real_things_and_runs(
     block: Block, run_results: Callable[[Block], str]
 ):
@@ -253,7 +271,7 @@ def test_a_face_example_compiles_names_real_things_and_runs(
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("module", _grouped(INTERNAL_MODULES, lambda module: module))
+@pytest.mark.parametrize("module", INTERNAL_MODULES)
 def test_an_internal_modules_examples_compile_name_real_things_and_run(
     module: str, run_results: Callable[[Block], str]
 ):

@@ -7,6 +7,7 @@ docs/code.md has a measurement of the host's MemAvailable around these runs."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -118,14 +119,16 @@ async def test_each_run_is_in_a_memory_cgroup_limited_to_its_whole_budget():
     deadline = time.monotonic() + 60
     limits: list[int] = []
     while not limits and time.monotonic() < deadline:
-        for path in parent.glob("mint-envkit-*"):
+        # this process's run cgroups only (mint-envkit-<pid>-<n>): another worker's
+        # sandbox runs have their own under the same parent
+        for path in parent.glob(f"mint-envkit-{os.getpid()}-*"):
             if (path / "cgroup.procs").read_text().split():
                 limits.append(int((path / "memory.limit_in_bytes").read_text()))
         await asyncio.sleep(0.02)
     run = await task
     assert run.outcome == "pass", run
     assert limits == [run_memory_bytes(LIMITS)]
-    assert not list(parent.glob("mint-envkit-*"))  # removed after the run
+    assert not list(parent.glob(f"mint-envkit-{os.getpid()}-*"))  # removed after the run
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=list(ATTACKS))
