@@ -2,8 +2,6 @@
 # Set up (scripts/setup.sh with the dev extra) and run the whole test suite.
 # The tests run in parallel (pytest-xdist), one worker per CPU up to 4;
 # MINT_ENVKIT_TEST_WORKERS=N sets the number (0: in this process, one after another).
-#: the items of one xdist_group (the docstring examples' parts) go to
-# one worker, so a part's subprocess runs once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh local,plot,gguf,math,datasets,mcp,tensorboard,wandb,mlflow,reasoning-gym,dev
