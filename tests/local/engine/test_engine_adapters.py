@@ -19,6 +19,30 @@ def test_base_sampler_equals_fresh_lora(engine):
     assert max(abs(x - y) for x, y in zip(a[1:], b[1:], strict=True)) < 1e-5
 
 
+def test_a_fresh_adapter_samples_on_the_base_model_with_no_adapter_in_the_way(engine):
+    """B = 0 adds exact zeros: a fresh snapshot samples as the base (no slot, no merge)."""
+    model_id = engine.create_lora(SMALL, rank=4, seed=3)
+    fresh, _ = engine.save_for_sampler(model_id, None)
+    base, snap = engine.registry.sampler(fresh)
+    assert snap.adds_nothing
+    kept, base.merged = base.merged, None  # the peft path, as SmolLM2-135M samples
+    try:
+        slots = dict(base.slots)
+        got = engine.sample(fresh, PROMPT, num_samples=2, max_tokens=5, seed=1)
+        assert base.slots == slots  # no scratch adapter filled for it
+        ref = engine.create_sampler(base_model=SMALL)
+        want = engine.sample(ref, PROMPT, num_samples=2, max_tokens=5, seed=1)
+        assert [s.tokens for s in got] == [s.tokens for s in want]
+        assert [s.logprobs for s in got] == [s.logprobs for s in want]
+    finally:
+        base.merged = kept
+    engine.forward(model_id, ce_data(), "cross_entropy", None, backward=True)
+    engine.optim_step(model_id, learning_rate=1e-2)
+    trained, _ = engine.save_for_sampler(model_id, None)
+    assert not engine.registry.sampler(trained)[1].adds_nothing
+    engine.unload(model_id)
+
+
 def test_lora_flags_choose_target_modules(engine):
     only_unembed = engine.create_lora(
         SMALL, rank=2, seed=0, train_mlp=False, train_attn=False, train_unembed=True

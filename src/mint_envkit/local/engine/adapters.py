@@ -155,7 +155,7 @@ def _base_weight(base: BaseModelState, path: str) -> torch.nn.Parameter:
 def _merge_into_copy(base: BaseModelState, snap: Snapshot) -> None:
     modules = dict(base.merged.named_modules())
     deltas: dict[str, tuple[torch.Tensor, torch.Tensor, float]] = {}
-    if snap.tensors is not None and snap.spec is not None:
+    if snap.tensors is not None and snap.spec is not None and not snap.adds_nothing:
         scale = LORA_ALPHA / snap.spec.rank
         for key, a in snap.tensors.items():
             if ".lora_A." not in key and not key.endswith(".lora_A.weight"):
@@ -241,7 +241,7 @@ def use_snapshot(base: BaseModelState, snap: Snapshot) -> Iterator[Any]:
             model(input_ids=ids)
     """
     model = base.loaded.model
-    if snap.spec is None or snap.tensors is None:
+    if snap.spec is None or snap.tensors is None or snap.adds_nothing:
         if base.peft is None:
             yield model
         else:
@@ -282,7 +282,7 @@ def use_sampler(base: BaseModelState, snap: Snapshot) -> Iterator[Any]:
         with use_snapshot(base, snap) as model:
             yield model
         return
-    want = "base" if snap.tensors is None else snap.key
+    want = "base" if snap.tensors is None or snap.adds_nothing else snap.key
     if base.merged_content != want:
         _merge_into_copy(base, snap)
         base.merged_content = want
