@@ -241,7 +241,7 @@ def use_snapshot(base: BaseModelState, snap: Snapshot) -> Iterator[Any]:
             model(input_ids=ids)
     """
     model = base.loaded.model
-    if snap.spec is None or snap.tensors is None or snap.adds_nothing:
+    if snap.spec is None or snap.adds_nothing:  # adds_nothing: also the base itself
         if base.peft is None:
             yield model
         else:
@@ -282,7 +282,7 @@ def use_sampler(base: BaseModelState, snap: Snapshot) -> Iterator[Any]:
         with use_snapshot(base, snap) as model:
             yield model
         return
-    want = "base" if snap.tensors is None or snap.adds_nothing else snap.key
+    want = "base" if snap.adds_nothing else snap.key
     if base.merged_content != want:
         _merge_into_copy(base, snap)
         base.merged_content = want
