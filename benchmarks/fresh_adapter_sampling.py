@@ -22,8 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,25 +33,26 @@ import attrs
 from mint_envkit.local.engine.core import Engine
 from mint_envkit.rendering import get_tokenizer
 
-MODEL = "mint-envkit/smollm2-135m-instruct"
-SYSTEM = "You are a precise calculator. Reply with only the final number."
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from learn_arithmetic import SMOLLM2 as MODEL
+from learn_arithmetic import AdditionEnv, addition_problems
 
 
 def _prompts(tokenizer, n: int) -> list[list[int]]:
-    rng = random.Random(10_000)
-    out = []
-    for _ in range(n):
-        a, b = rng.randint(0, 30), rng.randint(0, 30)
-        messages = [
-            {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"What is {a} + {b}?"},
-        ]
-        out.append(
-            tokenizer.apply_chat_template(
-                messages, add_generation_prompt=True, tokenize=True, return_dict=False
-            )
+    """Problems drawn as the demo draws seed 0's held-out ones (its training pairs not
+    excluded), under the demo's system prompt."""
+    return [
+        tokenizer.apply_chat_template(
+            [
+                {"role": "system", "content": AdditionEnv.system_prompt},
+                {"role": "user", "content": problem["question"]},
+            ],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
         )
-    return out
+        for problem in addition_problems(n, seed=10_000)
+    ]
 
 
 def main() -> None:
