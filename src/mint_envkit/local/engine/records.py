@@ -256,7 +256,7 @@ class Snapshot:
     LoRA tensors whose every ``lora_B`` is zero (a fresh adapter, before its first step).
     Such a snapshot samples on the base model with no adapter in the way: the same figures
     (the adapter would add exact zeros), without peft's per-layer cost (the demo's first
-    eval on SmolLM2-135M: 23.4 s through peft, 19.7 s so; docs/engine.md)."""
+    eval on SmolLM2-135M: 23.4 s through peft, 19.7 s without it; docs/engine.md)."""
 
     @adds_nothing.default
     def _adds_nothing(self) -> bool:
