@@ -42,6 +42,45 @@ Example::
 """
 
 
+SOURCE_GROUP = "mint_envkit.env_sources"
+"""The entry-point group of env sources: other libraries' envs, named ``SCHEME:ID``.
+
+A source is ``SCHEME = "module:function"``, a function that takes an env's id in that
+library and returns a :class:`~mint_envkit.DatasetBuilder`; an ENV_SPEC ``SCHEME:ID``
+(``verifiers:vf-math``, ``textarena:TicTacToe-v0``) loads ``function(ID)``. mint-envkit
+declares ``verifiers`` and ``textarena`` (docs/adapters.md).
+
+Example::
+
+    SOURCE_GROUP   # 'mint_envkit.env_sources'
+"""
+
+
+def env_source(scheme: str) -> Callable[[str], Any] | None:
+    """The function an installed env source ``scheme`` names (:data:`SOURCE_GROUP`), or None.
+
+    Reads the installed packages' metadata; imports the source's module only when
+    ``scheme`` is one.
+
+    Raises:
+        ConfigError: the source's module cannot be imported (the cause is chained).
+
+    Example::
+
+        env_source("no-such-scheme") is None   # True
+    """
+    points = [p for p in importlib.metadata.entry_points(group=SOURCE_GROUP) if p.name == scheme]
+    if not points:
+        return None
+    try:
+        return points[0].load()
+    except Exception as err:
+        raise ConfigError(
+            f"env source {scheme!r} ({points[0].value}) cannot be loaded: "
+            f"{type(err).__name__}: {err}"
+        ) from err
+
+
 @attrs.frozen
 class EnvPackage:
     """One installed env: its name, the package that declares it, and its entry point.

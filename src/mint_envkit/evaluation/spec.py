@@ -31,7 +31,12 @@ import attrs
 
 from mint_envkit.builders.dataset import DatasetBuilder, ProblemDataset
 from mint_envkit.builders.group import GroupBuilder
-from mint_envkit.builders.packages import installed_environments, load_environment, not_installed
+from mint_envkit.builders.packages import (
+    env_source,
+    installed_environments,
+    load_environment,
+    not_installed,
+)
 from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError, MintEnvkitError
 
@@ -46,9 +51,12 @@ Example::
 
 
 def load_target(spec: str) -> Any:
-    """The object an ENV_SPEC names: ``MODULE:NAME``, ``path/to/file.py:NAME``, or the
+    """The object an ENV_SPEC names: ``MODULE:NAME``, ``path/to/file.py:NAME``, the
     name of an installed env package (no ``:``), whose DatasetBuilder it returns
-    (:func:`~mint_envkit.load_environment` with no arguments; docs/env-packages.md).
+    (:func:`~mint_envkit.load_environment` with no arguments; docs/env-packages.md), or
+    ``SCHEME:ID``, an env of another library through an installed env source
+    (``verifiers:vf-math``, ``textarena:TicTacToe-v0``; the scheme wins over a module of
+    that name; :data:`~mint_envkit.builders.packages.SOURCE_GROUP`).
 
     A file is imported under a private module name with its folder last on
     ``sys.path`` (its siblings import; a file called ``math.py`` cannot
@@ -66,6 +74,11 @@ def load_target(spec: str) -> Any:
 
         load_target("examples/arithmetic_env.py:ArithmeticEnv")   # the env class
     """
+    scheme, _, ident = spec.partition(":")
+    if ident and scheme.isidentifier():
+        source = env_source(scheme)  # verifiers:ID, textarena:ID (builders.packages.SOURCE_GROUP)
+        if source is not None:
+            return source(ident)
     if ":" not in spec:
         if spec not in {env.name for env in installed_environments()}:
             raise ConfigError(
