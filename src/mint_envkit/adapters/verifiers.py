@@ -46,8 +46,8 @@ Example::
         rubric=vf.Rubric(funcs=[correct_answer, parser.get_format_reward_func()],
                          weights=[1.0, 0.2], parser=parser),
     )
-    builder = from_verifiers(vf_env, bounds={"correct_answer": (0, 1),
-                                             "format_reward_func": (0, 1)})
+    builder = from_verifiers(vf_env, group_size=3, bounds={"correct_answer": (0, 1),
+                                                           "format_reward_func": (0, 1)})
     group = ScriptedPolicy(["<answer>5</answer>", "<answer>7</answer>", "5"]).run_sync(
         builder).groups[0]
     assert [round(r, 6) for r in group.rewards] == [1.2, 0.2, 0.04]  # "5": partial format
