@@ -37,6 +37,7 @@ LAYERS = (
     "rollouts",
     "evaluation",
     "rl",
+    "adapters",
     "auditing",
     "sweep",
     "view",
