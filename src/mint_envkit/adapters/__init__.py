@@ -15,10 +15,12 @@ Example::
 import importlib
 from typing import Any
 
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "to_cookbook": "mint_envkit.adapters.cookbook",
+}
 """Public name -> the module that defines it (imported on first access)."""
 
-__all__: list[str] = []
+__all__ = ["to_cookbook"]
 
 
 def __getattr__(name: str) -> Any:
