@@ -17,10 +17,11 @@ from typing import Any
 
 _LAZY: dict[str, str] = {
     "from_verifiers": "mint_envkit.adapters.verifiers",
+    "to_cookbook": "mint_envkit.adapters.cookbook",
 }
 """Public name -> the module that defines it (imported on first access)."""
 
-__all__: list[str] = ["from_verifiers"]
+__all__ = ["from_verifiers", "to_cookbook"]
 
 
 def __getattr__(name: str) -> Any:
