@@ -16,12 +16,13 @@ import importlib
 from typing import Any
 
 _LAZY: dict[str, str] = {
+    "from_textarena": "mint_envkit.adapters.textarena",
     "from_verifiers": "mint_envkit.adapters.verifiers",
     "to_cookbook": "mint_envkit.adapters.cookbook",
 }
 """Public name -> the module that defines it (imported on first access)."""
 
-__all__ = ["from_verifiers", "to_cookbook"]
+__all__ = ["from_textarena", "from_verifiers", "to_cookbook"]
 
 
 def __getattr__(name: str) -> Any:

@@ -36,6 +36,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mint_envkit.adapters.extras import require
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError, EnvError, MissingExtraError
 from mint_envkit.parsers import ParseResult
@@ -67,12 +68,7 @@ def import_verifiers() -> Any:
 
         import_verifiers().Rubric   # <class 'verifiers.legacy.rubrics.rubric.Rubric'>
     """
-    try:
-        import verifiers
-    except ImportError as err:
-        raise MissingExtraError(
-            f"verifiers envs need the verifiers package ({err}); run {INSTALL}"
-        ) from None
+    verifiers = require("verifiers", extra="verifiers", purpose="verifiers envs (from_verifiers)")
     if not hasattr(verifiers, "Environment"):
         version = getattr(verifiers, "__version__", "?")
         raise MissingExtraError(
