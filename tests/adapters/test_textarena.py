@@ -113,3 +113,61 @@ def test_a_word_game_that_would_download_is_refused(monkeypatch) -> None:
     monkeypatch.setattr(nltk.data, "path", [])  # no nltk data on this machine
     with pytest.raises(ConfigError, match=r"needs the nltk data words.*downloads nothing"):
         from_textarena("Hangman-v0")
+
+
+def _direct(game_id, seed, policy, opponent=None):
+    """The game played by TextArena alone (``ta.make``, its own wrappers): player 0's reward."""
+    import textarena as ta
+
+    game = ta.make(game_id)
+    game.reset(num_players=1 if opponent is None else 2, seed=seed)
+    done, turn = False, 0
+    while not done:
+        player, observation = game.get_observation()
+        if player == 0:
+            action, turn = policy(observation, turn), turn + 1
+        else:
+            action = opponent(observation)
+        done, _ = game.step(action)
+    rewards, _ = game.close()
+    return float(rewards[0])
+
+
+def _ours(builder, policy):
+    def reply(messages):
+        return policy(messages[-1]["content"], sum(m["role"] == "assistant" for m in messages))
+
+    groups = ScriptedPolicy(reply).run_sync(builder).groups
+    return {group.index: group.rewards[0] for group in groups}
+
+
+def _last_listed(observation, turn=0):
+    return listed_moves(observation)[-1 - turn % 2]
+
+
+def _guesses(observation, turn):
+    return f"[{(7 * turn) % 20 + 1}]"
+
+
+@pytest.mark.parametrize("tamper", [False, True])
+def test_rewards_equal_the_games_own_played_alone(monkeypatch, tamper) -> None:
+    import textarena as ta
+
+    seeds = list(range(12))
+    ours = _ours(
+        from_textarena("TicTacToe-v0", opponent=_last_listed, seeds=seeds, group_size=1), _last_listed
+    )
+    ours_single = _ours(from_textarena("GuessTheNumber-v0", seeds=seeds, group_size=1), _guesses)
+    if tamper:  # a reward changed on TextArena's side only
+        real = ta.TwoPlayerState.set_winner
+
+        def doubled(self, player_id, reason):
+            real(self, player_id, reason)
+            self.rewards = {pid: 2 * r for pid, r in self.rewards.items()}
+
+        monkeypatch.setattr(ta.TwoPlayerState, "set_winner", doubled)
+    theirs = {s: _direct("TicTacToe-v0", s, _last_listed, _last_listed) for s in seeds}
+    theirs_single = {s: _direct("GuessTheNumber-v0", s, _guesses) for s in seeds}
+    same = all(ours[s] == theirs[s] for s in seeds) and ours_single == theirs_single
+    assert same != tamper
+    assert len(set(ours_single.values())) > 2  # secrets differ by seed: partial credit varies

@@ -35,8 +35,9 @@ def solved(parser, completion, answer) -> float:
 
 
 def fewer_guesses(state) -> float:
-    """0.1 per guess left unused of five."""
-    return 0.1 * max(0, 5 - len(state.get("guesses", [])))
+    """0.1 per turn left unused of five (turns, not parsed guesses: a reply that never
+    guesses must not keep the bonus; the audit caught that in a first version)."""
+    return 0.1 * max(0, 5 - len(state["trajectory"]))
 
 
 def load_environment(n: int = 12, max_turns: int = 4) -> vf.Environment:
