@@ -16,6 +16,7 @@ from mint_envkit.adapters import from_textarena, from_verifiers
 from mint_envkit.cli import main
 from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rl import run_training
+from mint_envkit.rollouts import ScriptedPolicy
 
 vf = pytest.importorskip("verifiers")  # the verifiers and textarena extras (scripts/test.sh)
 pytest.importorskip("textarena")
@@ -128,3 +129,36 @@ async def test_a_verifiers_env_and_a_game_train_for_a_step(tiny_local_server, tm
     metrics = result.final_metrics  # the game's
     for key in ("won", "draw", "lost", "invalid_moves", "turns"):
         assert f"env/all/{key}" in metrics, key
+
+
+@pytest.mark.integration
+async def test_a_model_can_be_the_opponent(tiny_local_server) -> None:
+    """The opponent as a model: the base model here (a checkpoint is one more argument)."""
+    import tinker
+
+    from mint_envkit import get_renderer
+    from mint_envkit.rendering import get_tokenizer
+    from mint_envkit.rollouts import resolve_connection, sampling_client, service_client
+
+    renderer = get_renderer("qwen3", get_tokenizer(TINY_MODEL_NAME))
+    async with service_client(resolve_connection("local", tiny_local_server.base_url)) as service:
+        model = await sampling_client(service, TINY_MODEL_NAME)  # or (..., "tinker://...")
+        replies = []
+
+        async def opponent(observation: str) -> str:
+            prompt = renderer.build_generation_prompt([{"role": "user", "content": observation}])
+            params = tinker.SamplingParams(
+                max_tokens=4, temperature=1.0, seed=len(replies), stop=renderer.get_stop_sequences()
+            )
+            result = await model.sample_async(prompt=prompt, num_samples=1, sampling_params=params)
+            reply, _ = renderer.parse_response(result.sequences[0].tokens)
+            replies.append(reply["content"])
+            return reply["content"]
+
+        builder = from_textarena(
+            "TicTacToe-v0", opponent=opponent, seeds=2, batch_size=2, group_size=1
+        )
+        report = await ScriptedPolicy(["[4]", "[0]", "[8]", "[2]", "[6]"]).run(builder)
+    assert replies and all(isinstance(text, str) for text in replies)
+    for group in report.groups:  # the random tiny model's moves are rarely legal: it forfeits
+        assert group.rewards[0] in (-1.0, 0.0, 1.0)

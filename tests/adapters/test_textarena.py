@@ -155,7 +155,8 @@ def test_rewards_equal_the_games_own_played_alone(monkeypatch, tamper) -> None:
 
     seeds = list(range(12))
     ours = _ours(
-        from_textarena("TicTacToe-v0", opponent=_last_listed, seeds=seeds, group_size=1), _last_listed
+        from_textarena("TicTacToe-v0", opponent=_last_listed, seeds=seeds, group_size=1),
+        _last_listed,
     )
     ours_single = _ours(from_textarena("GuessTheNumber-v0", seeds=seeds, group_size=1), _guesses)
     if tamper:  # a reward changed on TextArena's side only
