@@ -144,6 +144,8 @@ class VerifiersSingleTurnEnv(_Verifiers, SingleTurnEnv):
         episode = self._episode()
         if episode.state is None:
             raise EnvError(f"{type(self).__name__}.step was called before initial_observation")
+        if self._done:  # stepped twice: SingleTurnEnv.step says so, before the state moves
+            return await super().step(message)
         try:
             follow = await episode.reply(message)
             if follow is not None:
