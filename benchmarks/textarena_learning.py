@@ -1,6 +1,6 @@
 """Does GRPO teach SmolLM2-135M a TextArena game on a laptop? (issue 47, item 4)
 
-    python benchmarks/textarena_learning.py --seeds 0 1 2 --steps 8 --out runs/ta_learning
+    python benchmarks/textarena_learning.py --seeds 0 1 2 --out runs/ta_learning
     python benchmarks/textarena_learning.py --summary runs/ta_learning
 
 The game: TextArena's ``TicTacToe-v0`` through :func:`mint_envkit.adapters.from_textarena`,
@@ -298,13 +298,13 @@ def summary(out: Path) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
-    p.add_argument("--steps", type=int, default=8)
-    p.add_argument("--batch", type=int, default=8, help="training seeds per step")
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--batch", type=int, default=4, help="training seeds per step")
     p.add_argument("--group", type=int, default=4, help="games per training seed")
     p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--max-tokens", type=int, default=16, help="training reply limit")
+    p.add_argument("--max-tokens", type=int, default=8, help="training reply limit")
     p.add_argument("--eval-max-tokens", type=int, default=32, help="held-out reply limit")
-    p.add_argument("--eval-n", type=int, default=32, help="held-out seeds")
+    p.add_argument("--eval-n", type=int, default=16, help="held-out seeds")
     p.add_argument("--model", default=SMOLLM2)
     p.add_argument("--example", type=int, default=1, help="1: one worked move (few_shot)")
     p.add_argument("--out", type=Path, default=Path("runs/ta_learning"))
