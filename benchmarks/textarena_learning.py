@@ -12,7 +12,9 @@ start at 1,000,000 (never trained on).
 
 Per sampling seed: the held-out games are played greedily (T=1e-3) by the base model,
 then ``--steps`` GRPO steps train it (LoRA rank 16, ``--batch`` seeds x ``--group``
-games per step at T=1.0), then the held-out games are played again by the trained model.
+games per step at T=1.0; a training reply cut off at ``--max-tokens`` is still played,
+``score_truncated``: the game reads its first bracketed move), then the held-out games
+are played again by the trained model.
 Each held-out evaluation is one :func:`mint_envkit.evaluate` at a reply limit where the
 base model is not cut off (``--eval-max-tokens``; the cut-off share is reported, and a
 claim is only made where it is at most 5%). Beside them, two trivial policies play the
@@ -80,6 +82,7 @@ def builder(args: argparse.Namespace, model: str) -> Any:
         batch_size=args.batch,
         group_size=args.group,
         max_generation_tokens=args.max_tokens,
+        score_truncated=True,  # a reply cut off still moves: the game reads its first [cell]
         seed=args.seed,
     )
     held_out = from_textarena(
@@ -298,13 +301,13 @@ def summary(out: Path) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
-    p.add_argument("--steps", type=int, default=6)
-    p.add_argument("--batch", type=int, default=4, help="training seeds per step")
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--batch", type=int, default=2, help="training seeds per step")
     p.add_argument("--group", type=int, default=4, help="games per training seed")
     p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--max-tokens", type=int, default=8, help="training reply limit")
+    p.add_argument("--max-tokens", type=int, default=16, help="training reply limit")
     p.add_argument("--eval-max-tokens", type=int, default=32, help="held-out reply limit")
-    p.add_argument("--eval-n", type=int, default=16, help="held-out seeds")
+    p.add_argument("--eval-n", type=int, default=12, help="held-out seeds")
     p.add_argument("--model", default=SMOLLM2)
     p.add_argument("--example", type=int, default=1, help="1: one worked move (few_shot)")
     p.add_argument("--out", type=Path, default=Path("runs/ta_learning"))
