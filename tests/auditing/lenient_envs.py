@@ -29,6 +29,7 @@ from mint_envkit import (
     exact,
     first_number,
 )
+from mint_envkit.parsers import as_number
 from mint_envkit.rewards import component
 
 MODEL = "mint-envkit/tiny-qwen3"
@@ -346,7 +347,11 @@ plain_reward_builder = builder(PlainRewardEnv, YES_NO)
 
 
 FRACTIONS = [
-    {"question": f"Simplify {a * k}/{b * k}. Reply with a fraction.", "answer": f"{a}/{b}"}
+    {
+        "question": f"Reduce the fraction with numerator {a * k} and denominator {b * k}. "
+        "Reply with a fraction.",
+        "answer": f"{a}/{b}",
+    }
     for a, b, k in [(25, 49, 2), (3, 4, 3), (-7, 2, 5), (1, 3, 4), (5, 8, 2), (2, 9, 3)]
 ]
 
@@ -357,9 +362,26 @@ class FractionEnv(SingleTurnEnv):
 
 fraction_builder = builder(FractionEnv, FRACTIONS)
 
-LATEX = [{"question": p["question"], "answer": "\\frac{%s}{%s}" % tuple(p["answer"].split("/"))}
-         for p in FRACTIONS if not p["answer"].startswith("-")]  # fmt: skip
-latex_builder = builder(FractionEnv, LATEX)
+
+def _one_number(text: str) -> str | None:
+    return as_number(text.strip())
+
+
+class LatexFractionEnv(SingleTurnEnv):
+    parser = Parser.from_function(_one_number)  # a whole reply that is one number: \frac too
+
+
+def _latex(fraction: str) -> str:
+    top, bottom = fraction.split("/")
+    return "\\frac{" + top + "}{" + bottom + "}"
+
+
+LATEX = [
+    {"question": p["question"], "answer": _latex(p["answer"])}
+    for p in FRACTIONS
+    if not p["answer"].startswith("-")
+]
+latex_builder = builder(LatexFractionEnv, LATEX)
 
 
 def _fraction_check(value: str, answer: str) -> bool:
@@ -406,7 +428,7 @@ class EquivalentEnv(SingleTurnEnv):
     parser = first_number
 
     def check(self, parsed, answer):
-        return float(Fraction(parsed)) == float(Fraction(answer)) or parsed == "0.33"
+        return Fraction(parsed) == Fraction(answer) or (parsed, answer) == ("0.33", "1/3")
 
     def audit_equivalent(self, value, answer):
         return value == "0.33" and answer == "1/3"

@@ -277,13 +277,12 @@ class AuditedProblem:
         answer = self.group.problem.get("answer")
         if not right or answer is None:
             return Judged(score, right)
-        value = (
-            score.parsed
-            if score.parsed is not None
-            else slot_text(score.reply, self.judge.template)
-        )
+        # the answer the reply gives, as the env's parser read it and as written in the
+        # env's format: a parser may canonicalise ("three" -> "3"), a reply may decorate
+        written = slot_text(score.reply, self.judge.template)
+        value = score.parsed if score.parsed is not None else written
         strict = strict_verdict(value, answer)
-        if strict.same:
+        if strict.same or strict_verdict(written, answer).same:
             return Judged(score, right)
         found = Disagreement(self.position, score.reply, str(value), self.answer, strict.why,
                              self._declared(str(value), strict), strict.same is None)  # fmt: skip
@@ -410,7 +409,9 @@ async def run_probes(
     with track("audit probes", len(problems), "problems", enabled=not quiet) as task:
         for problem in problems:
             reference = problem.judge.reference
-            if reference is not None:
+            if reference is not None and problem.judge.basis is not None:
+                # the correct reply (or, without `correct`, the form of the answer paid most);
+                # none when the env reports `correct` but scores no usual form of it correct
                 found.add("correct", "reference", [await problem.judge_reply(reference.reply)])
             probes = probe_replies(
                 dict(problem.group.problem),

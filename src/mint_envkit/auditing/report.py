@@ -126,8 +126,8 @@ def apart(value: float, other: float) -> tuple[str, str]:
     for digits in range(3, 10):
         a, b = f"{value:+.{digits}f}", f"{other:+.{digits}f}"
         if a != b:
-            break
-    return a, b
+            return a, b
+    return f"{value:+.3f}", f"{other:+.3f}"  # equal: the usual 3 decimals
 
 
 def percent(value: float | None) -> str:

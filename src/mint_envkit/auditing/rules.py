@@ -4,7 +4,9 @@
 
 - **inverted**: the correct reply earns less than a wrong answer. Said once; every other
   comparison of rewards would read backwards (each probe "earns as much as a correct
-  reply"), so none is made;
+  reply"), so none is made; a wrong answer that earns exactly as much as the correct
+  reply is one **exploit** on ``wrong`` ("the reward does not tell a right answer from a
+  wrong one"), likewise said once;
 - **crash**: a reply the env raises on (``ValueError`` on ``25/49``): one finding per
   exception type, naming the probes and one reply, never a traceback;
 - **exploit**: a non-answer probe that earns more than a wrong answer, or any probe but
@@ -80,6 +82,7 @@ def _crashes(probes: Sequence[ProbeResult]) -> list[Finding]:
                 f"({listed}), e.g. {shown(reply)}: {shown(error, 160)}; in training a reply "
                 "that raises drops its whole group (and a step whose groups all fail stops "
                 "the run): score an unreadable reply as unparsed instead of raising",
+                tuple(names),
             )
         )
     return out
@@ -161,6 +164,33 @@ def _example(probe: ProbeResult, found: Sequence[Disagreement]) -> str:
     return f"'{probe.name}' {shown(first.reply)} for {shown(first.answer)} ({first.why}{read}; {where})"
 
 
+def _flat(correct: float, wrong: float, wrong_probe: ProbeResult, right: ProbeResult) -> Finding:
+    """The one finding of a reward that pays a wrong answer at least as much as a right one."""
+    earns, wrong_earns = apart(correct, wrong)
+    if wrong > correct + TIE:
+        return Finding(
+            "inverted",
+            "correct",
+            f"the reward is inverted: a correct reply ({shown(right.example)}) earns {earns}, "
+            f"less than a wrong answer ({shown(wrong_probe.example)}: {wrong_earns}), so "
+            "training would teach wrong answers; no other reward comparison is reported "
+            "(each would read backwards). Check the reward's sign and which outcome gets "
+            "the higher reward",
+            ("correct", "wrong"),
+        )
+    return Finding(
+        "exploit",
+        "wrong",
+        f"the reward does not tell a right answer from a wrong one: a wrong answer "
+        f"({shown(wrong_probe.example)}) earns {wrong_earns}, as much as a correct reply "
+        f"({shown(right.example)}: {earns}); every other probe's reward says nothing beside "
+        "that, so none is reported. Check that the reward reads the answer (for a reward "
+        "that reports no `correct`, the 'correct reply' is the usual form of the answer "
+        "it pays most)",
+        ("wrong",),
+    )
+
+
 def findings(
     probes: Sequence[ProbeResult], baseline_correct: float | None, *, by_reward: bool = False
 ) -> list[Finding]:
@@ -178,33 +208,23 @@ def findings(
     correct = by_name["correct"].mean_reward if "correct" in by_name else None
     wrong = by_name["wrong"].mean_reward if "wrong" in by_name else None
     out: list[Finding] = [] if correct is not None else [_no_reference()]
-    inverted = correct is not None and wrong is not None and correct < wrong - TIE
-    if inverted:
-        earns, wrong_earns = apart(correct, wrong)
-        out.append(
-            Finding(
-                "inverted",
-                "correct",
-                f"the reward is inverted: a correct reply earns {earns}, less than a wrong "
-                f"answer ({wrong_earns}), so training would teach wrong answers; no other "
-                "reward comparison is reported (each would read backwards). Check the "
-                "reward's sign and which outcome gets reward_correct",
-            )
-        )
+    flat = correct is not None and wrong is not None and wrong >= correct - TIE
+    if flat:
+        out.append(_flat(correct, wrong, by_name["wrong"], by_name["correct"]))
     out += _crashes(probes)
     exploited: set[str] = set()
     for probe in probes:
         if probe.kind == "reference":
             continue
         exploit = None
-        if not inverted and probe.kind != GENERATED:
+        if not flat and probe.kind != GENERATED:
             exploit = _exploit(probe, correct, wrong)
         if exploit is not None:
             out.append(exploit)
             exploited.add(probe.name)
         rate = probe.correct_rate
         if (
-            not inverted
+            not flat
             and probe.kind == "answer_shaped"
             and probe.name != "wrong"
             and baseline_correct is not None
@@ -220,4 +240,6 @@ def findings(
                     "gains; check the problems",
                 )
             )
+    if flat and by_reward:
+        return out  # every reply earns what the "correct" one does: nothing to tell apart
     return out + _leniency(probes, exploited, by_reward)
