@@ -16,7 +16,7 @@ from mint_envkit.auditing import audit
 from mint_envkit.cli import main
 
 ENVS = str(Path(__file__).parent / "lenient_envs.py")
-OFFLINE = ["--sample-model", "none", "--search", "0"]
+OFFLINE = ["--sample-model", "none"]
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ OFFLINE = ["--sample-model", "none", "--search", "0"]
 )
 async def test_options_in_any_list_are_candidates_of_the_probes_and_baselines(style, name):
     # the case: the animal is the third of four numbered lines on 70% of problems
-    report = await audit(envs.options_builder(style), search=0)
+    report = await audit(envs.options_builder(style))
     assert (report.baseline_correct, report.baseline_name) == (0.7, name)
     options = next(p for p in report.probes if p.name == "enumerate_options")
     assert "horse" in options.example and options.mean_reward == 0.0  # every option listed
@@ -45,7 +45,7 @@ async def test_options_in_any_list_are_candidates_of_the_probes_and_baselines(st
     ids=["lower-case", "words-to-digits"],
 )
 async def test_a_baseline_guess_goes_through_the_env_parser(builder, constant):
-    report = await audit(builder, search=0)
+    report = await audit(builder)
     # half the answers are the constant: right on 50%, not 0% (check on the raw guess)
     assert (report.baseline_correct, report.baseline_name) == (0.5, f"constant {constant!r}")
     # so the most common answer is no "shortcut" above the baseline
@@ -54,7 +54,7 @@ async def test_a_baseline_guess_goes_through_the_env_parser(builder, constant):
 
 
 async def test_a_plain_function_reward_keeps_its_baseline_and_says_what_it_used():
-    report = await audit(envs.plain_reward_builder, search=0)
+    report = await audit(envs.plain_reward_builder)
     assert report.basis == "reward" and report.baseline_correct == 0.6
     table = report.table()
     assert "best trivial baseline: 60.0% earn the correct reply's reward (constant 'no')" in table
@@ -67,7 +67,6 @@ def test_exit_codes_pass_findings_usage_and_the_audit_failing(capsys, tmp_path, 
     assert main(["audit", f"{ENVS}:raising_builder", *OFFLINE]) == 1
     out = capsys.readouterr()
     assert "CRASH: the env raises ValueError" in out.out and "Traceback" not in out.err
-    assert main(["audit", f"{ENVS}:strict_city_builder", *OFFLINE[:2], "--search", "-1"]) == 2
     broken = tmp_path / "broken_env.py"
     broken.write_text("from mint_envkit import no_such_name\n")
     assert main(["audit", f"{broken}:builder", *OFFLINE]) == 2
@@ -80,3 +79,8 @@ def test_exit_codes_pass_findings_usage_and_the_audit_failing(capsys, tmp_path, 
     assert main(["audit", f"{ENVS}:strict_city_builder", *OFFLINE]) == 3
     err = capsys.readouterr().err
     assert "the audit itself failed (ZeroDivisionError: a bug in the audit)" in err
+
+
+def test_a_negative_search_is_a_usage_error(capsys):
+    assert main(["audit", f"{ENVS}:strict_city_builder", *OFFLINE, "--search", "-1"]) == 2
+    assert "--search must be >= 0" in capsys.readouterr().err

@@ -15,7 +15,6 @@ sys.path.insert(0, str(Path(__file__).parent))  # lenient_envs
 import lenient_envs as envs
 
 from mint_envkit.auditing import AuditReport, audit
-from mint_envkit.auditing.strict import answer_kind, strict_verdict
 
 
 def _failing(report: AuditReport) -> dict[str, list[str]]:
@@ -156,6 +155,8 @@ async def test_a_reward_that_pays_wrong_answers_at_least_as_much_is_said_once(bu
 
 
 def test_the_strict_comparison_reads_each_kind():
+    from mint_envkit.auditing.strict import answer_kind, strict_verdict
+
     assert answer_kind("25/49") == "number" and answer_kind('{"a": 1}') == "structure"
     assert strict_verdict("0.50", "1/2").same and strict_verdict("nan", "0.5").same is None
     assert strict_verdict("1e999", "3").same is False  # a finite literal, another number
