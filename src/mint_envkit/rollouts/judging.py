@@ -99,14 +99,19 @@ class ReplyScore:
         return cls(reply, None, None, None, f"error: {text}", text)
 
     @classmethod
-    def of_step(cls, reply: str, reward: float, metrics: Any, logs: Any) -> ReplyScore:
-        """From a scored step's reward, metrics and logs.
+    def of_step(
+        cls, reply: str, reward: float, metrics: Any, logs: Any, *, success: str = "correct"
+    ) -> ReplyScore:
+        """From a scored step's (or a whole episode's) reward, metrics and logs;
+        ``success`` names the metric that says it succeeded (a game's ``solved``, see
+        :attr:`~mint_envkit.MessageEnv.success_metric`).
 
         Example::
 
             ReplyScore.of_step("5", 1.0, {"correct": 1.0}, {"parse_status": "ok", "parsed": "5"})
+            ReplyScore.of_step("red", 1.0, {"solved": 1.0}, {}, success="solved").correct   # True
         """
-        correct = metrics.get("correct")
+        correct = metrics.get(success)
         status = logs.get("parse_status") or logs.get("end")
         parsed = logs.get("parsed")
         if parsed is not None and status not in (None, "ok"):
