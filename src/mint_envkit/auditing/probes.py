@@ -45,7 +45,7 @@ from mint_envkit.auditing.replies import (
 )
 from mint_envkit.auditing.strict import Strict, strict_verdict
 from mint_envkit.builders.group import GroupBuilder
-from mint_envkit.envs.base import AuditProbe, Message, MessageEnv
+from mint_envkit.envs.base import AuditProbe, Message, MessageEnv, success_name
 from mint_envkit.progress import track
 from mint_envkit.rollouts.judging import ProblemJudge, ReplyScore, answer_text
 from mint_envkit.rollouts.run import rollout_groups
@@ -108,6 +108,7 @@ class ProbeResult:
         tried: a generated probe's number of replies tried (None for the others).
         smallest: a generated row that is the smallest reply found, sent on every
             problem (else its entries are the replies the search tried).
+        does: what a game probe does in an episode, in words (empty for the others).
 
     Example::
 
@@ -125,6 +126,7 @@ class ProbeResult:
     disagreements: list[Disagreement] = attrs.field(factory=list)
     tried: int | None = None
     smallest: bool = False
+    does: str = ""
 
     @property
     def mean_reward(self) -> float | None:
@@ -159,6 +161,8 @@ class ProbeResult:
         }
         if self.tried is not None:
             out["tried"] = self.tried
+        if self.does:
+            out["does"] = self.does
         return out
 
 
@@ -195,7 +199,10 @@ async def episode(
     sent = report.replies[0] if report.replies else (reply if isinstance(reply, str) else "")
     if report.error or not report.rewards:
         return ReplyScore.failed(sent, report.error or "no episode ran")
-    return ReplyScore.of_step(sent, report.rewards[0], report.metrics[0], report.logs[0])
+    success = success_name(group.make_message_env())  # a game's `solved`, else `correct`
+    return ReplyScore.of_step(
+        sent, report.rewards[0], report.metrics[0], report.logs[0], success=success
+    )
 
 
 def slot_text(reply: str, template: str) -> str:

@@ -38,12 +38,13 @@ from typing import Any
 import attrs
 
 from mint_envkit.auditing.cost import cost_preview
+from mint_envkit.auditing.game_probes import run_game_probes
 from mint_envkit.auditing.generated import DEFAULT_EXAMPLES, generated_probes
 from mint_envkit.auditing.learn import learning_check, learning_findings
 from mint_envkit.auditing.probes import AuditedProblem, ProbeResult, audited_problems, run_probes
 from mint_envkit.auditing.replies import last_user
 from mint_envkit.auditing.report import AuditReport, Finding
-from mint_envkit.auditing.rules import findings
+from mint_envkit.auditing.rules import GAME, findings
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.checks import check_integer, is_number
 from mint_envkit.envs.base import AuditProbe
@@ -51,6 +52,8 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.spec import eval_problems, load_target
 from mint_envkit.rollouts.answers import AnswerGroup
 from mint_envkit.rollouts.baselines import best_baseline
+from mint_envkit.rollouts.game_moves import is_game
+from mint_envkit.rollouts.game_policies import best_game_baseline, game_baselines
 from mint_envkit.rollouts.judging import BY_CORRECT, BY_REWARD, judge_guesses
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.trackers import open_trackers, tracker_names
@@ -106,6 +109,7 @@ class Probed:
     baseline_name: str | None
     basis: str | None
     findings: list[Finding]
+    game: bool = False
 
 
 async def probe_part(
@@ -125,6 +129,14 @@ async def probe_part(
         probed = await probe_part(groups, [], examples=30, seed=0, quiet=True)
     """
     problems = await audited_problems(groups)
+    if is_game(groups[0].make_message_env()):  # a game: episodes, not one reply
+        rows = await run_game_probes(problems, extra, quiet=quiet)
+        rows += await generated_probes(problems, examples=examples, seed=seed)
+        best = best_game_baseline(await game_baselines(groups, seed=seed))
+        baseline, baseline_name = (None, None) if best is None else (best.success, best.name)
+        basis = _basis(problems) or (BY_CORRECT if best is not None else None)
+        found = findings(rows, baseline, by_reward=basis == BY_REWARD, yard=GAME)
+        return Probed(rows, baseline, baseline_name, basis, found, game=True)
     rows = await run_probes(problems, extra, quiet=quiet)
     rows += await generated_probes(problems, examples=examples, seed=seed)
     baseline, baseline_name = await _baseline(problems)
@@ -355,6 +367,7 @@ async def audit(
         baseline_correct=probed.baseline_correct,
         baseline_name=probed.baseline_name,
         basis=probed.basis,
+        game=probed.game,
         findings=found,
         samples=report_samples,
         learn=learned,

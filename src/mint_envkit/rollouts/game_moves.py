@@ -97,14 +97,20 @@ def offered_options(messages: Sequence[Message]) -> list[str]:
     return []
 
 
+_THINKING = re.compile(r"<think>.*?(?:</think>|$)", re.S)
+
+
 def names_one_option(reply: str, options: Sequence[str]) -> bool:
-    """Whether ``reply`` names exactly one of ``options`` (a legal move, not a list).
+    """Whether ``reply`` names exactly one of ``options`` outside its thinking (a legal
+    move, not a list).
 
     Example::
 
-        names_one_option("I say red.", ["red", "green"])        # True
-        names_one_option("red or green", ["red", "green"])      # False
+        names_one_option("I say red.", ["red", "green"])           # True
+        names_one_option("red or green", ["red", "green"])         # False
+        names_one_option("<think>red</think>", ["red", "green"])   # False
     """
+    reply = _THINKING.sub("", reply)
     named = 0
     for option in options:
         if re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", reply, re.I):
@@ -172,6 +178,22 @@ def wrong_moves(view: Turn) -> str:
 
 def wrong_moves_reversed(view: Turn) -> str:
     return _wrong_moves(view.options[::-1], view)
+
+
+def replaying(moves: Sequence[str]) -> Policy:
+    """A policy that says ``moves`` in turn (an honest losing episode's, so that an
+    ending played after them cannot win by chance), then valid wrong moves.
+
+    Example::
+
+        replaying(["red", "blue"])(Turn([], ("red", "blue"), (), 1, None, random.Random(0)))
+        # 'blue'
+    """
+
+    def policy(view: Turn) -> str:
+        return moves[view.turn] if view.turn < len(moves) else wrong_moves(view)
+
+    return policy
 
 
 TRIVIAL_GAME_POLICIES: dict[str, Policy] = {
@@ -250,9 +272,14 @@ class Episode:
     @property
     def legal(self) -> bool:
         """Every reply named exactly one of the moves offered at its turn."""
-        return bool(self.replies) and all(
-            names_one_option(r, o) for r, o in zip(self.replies, self.options, strict=True)
-        )
+        return bool(self.replies) and self.legal_share == 1.0
+
+    @property
+    def legal_share(self) -> float:
+        """The share of its replies that named exactly one of the moves offered at their
+        turn (0.0 without replies)."""
+        pairs = list(zip(self.replies, self.options, strict=True))
+        return sum(names_one_option(r, o) for r, o in pairs) / len(pairs) if pairs else 0.0
 
 
 class _Player:

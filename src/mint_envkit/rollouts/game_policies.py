@@ -47,6 +47,7 @@ from mint_envkit.rollouts.game_moves import (
     Episode,
     Play,
     play_episodes,
+    replaying,
     wrong_moves,
     wrong_moves_reversed,
 )
@@ -149,18 +150,35 @@ async def honest_loss(group: Any, *, seed: int = 0) -> Episode | None:
 
 
 ENDINGS = (
-    Play("cut off at the reply limit on turn 1", wrong_moves, "cut_off", 0),
-    Play("cut off at the reply limit on the last turn", wrong_moves, "cut_off", -1),
-    Play("no stop token on turn 1", wrong_moves, "no_stop", 0),
-    Play("no valid move until out of turns", lambda view: ""),
+    "cut off at the reply limit on turn 1",
+    "cut off at the reply limit on the last turn",
+    "no stop token on turn 1",
+    "no valid move until out of turns",
 )
-"""The endings held to an honest losing episode (each a :class:`Play`): before the one
-that ends it, an ending plays valid wrong moves.
+"""The endings held to an honest losing episode; before the turn that ends it, an ending
+plays the honest losing episode's moves (:func:`endings`).
 
 Example::
 
-    [p.name for p in ENDINGS][0]   # 'cut off at the reply limit on turn 1'
+    ENDINGS[0]   # 'cut off at the reply limit on turn 1'
 """
+
+
+def endings(moves: Sequence[str] = ()) -> tuple[Play, ...]:
+    """The :data:`ENDINGS` as plays, after ``moves`` (an honest losing episode's).
+
+    Example::
+
+        [p.ending for p in endings(["red"])]   # ['cut_off', 'cut_off', 'no_stop', None]
+    """
+    policy = replaying(moves) if moves else wrong_moves
+    first, last, no_stop, silent = ENDINGS
+    return (
+        Play(first, policy, "cut_off", 0),
+        Play(last, policy, "cut_off", -1),
+        Play(no_stop, policy, "no_stop", 0),
+        Play(silent, lambda view: ""),
+    )
 
 
 @attrs.frozen
@@ -239,10 +257,10 @@ async def game_ordering(group: Any, *, seed: int = 0) -> GameOrdering:
         ordering.held, ordering.above   # (False, {'cut off at the reply limit on turn 1': -0.1})
     """
     losing = await honest_loss(group, seed=seed)
-    endings: dict[str, float | None] = {}
-    for play in ENDINGS:
+    rewards: dict[str, float | None] = {}
+    for play in endings(() if losing is None else losing.replies):
         episode = (await play_episodes(group, play, seed=seed))[0]
-        endings[play.name] = episode.reward
-    known = {k: v for k, v in endings.items() if v is not None}
+        rewards[play.name] = episode.reward
+    known = {k: v for k, v in rewards.items() if v is not None}
     above = {} if losing is None else above_yardstick(losing.reward or 0.0, known, tolerance=TIE)
-    return GameOrdering(losing, endings, above)
+    return GameOrdering(losing, rewards, above)
