@@ -10,7 +10,10 @@ from mint_envkit.cli import main
 
 TESTS = Path(__file__).resolve().parents[1]
 PROBLEM = json.dumps(
-    {"question": "Which colour? Options: red, orange, yellow, green, blue, purple.", "answer": "orange"}
+    {
+        "question": "Which colour? Options: red, orange, yellow, green, blue, purple.",
+        "answer": "orange",
+    }
 )
 
 
@@ -28,7 +31,10 @@ def test_check_finds_the_winning_reply_and_prints_the_game_s_scoring(tmp_path, c
     out = capsys.readouterr().out
     assert "reference reply (the env scores it correct): 'orange'" in out
     assert "ColourGameEnv plays a game turn by turn (respond); success metric 'solved'" in out
-    assert "out of turns -0.5 (max_turns_reward, after 4 turns), cut off at the reply limit -0.5" in out
+    assert (
+        "out of turns -0.5 (max_turns_reward, after 4 turns), cut off at the reply limit -0.5"
+        in out
+    )
     assert "an honest losing episode (valid wrong moves: 'red', 'yellow', 'green', 'blue')" in out
     assert "ordering rule: held" in out
 

@@ -180,17 +180,18 @@ async def run_game_probes(
         for problem in problems:
             judge = problem.judge
             right = judge.right_reward if judge.basis == BY_REWARD else None
+            wins = judge.right_reward if judge.basis is not None else None
             losing = await honest_loss(problem.group)
             probes = game_probes(problem, extra, () if losing is None else losing.replies)
             for probe in probes[:1] if probes and probes[0].kind == "reference" else []:
-                await _add(found, probe, problem, right, legal)
+                await _add(found, probe, problem, (right, wins), legal)
             if losing is not None:
-                found.add("loses_honestly", "answer_shaped", [_judged(losing)])
+                found.add("loses_honestly", "answer_shaped", [_judged(losing)], wins)
             for probe in probes:
                 does.setdefault(probe.name, probe.does)
                 order += [probe.name] if probe.name not in order else []
                 if probe.kind != "reference":
-                    await _add(found, probe, problem, right, legal)
+                    await _add(found, probe, problem, (right, wins), legal)
             task.advance()
     for name, shares in legal.items():
         if shares and sum(shares) / len(shares) > PLAYS_SHARE:
@@ -215,12 +216,15 @@ async def _add(
     found: Found,
     probe: GameProbe,
     problem: AuditedProblem,
-    right: float | None,
+    rewards: tuple[float | None, float | None],
     legal: dict[str, list[float]],
 ) -> None:
+    """Play ``probe`` on ``problem``; ``rewards``: what a win earns when success is judged
+    by reward (else None), and what a winning episode earns (for the shares)."""
+    right, wins = rewards
     episodes = [
         (await play_episodes(problem.group, play, right_reward=right))[0] for play in probe.plays
     ]
-    found.add(probe.name, probe.kind, [_judged(e) for e in episodes])
+    found.add(probe.name, probe.kind, [_judged(e) for e in episodes], wins)
     if probe.kind == "non_answer" and all(play.ending is None for play in probe.plays):
         legal.setdefault(probe.name, []).extend(e.legal_share for e in episodes)

@@ -43,9 +43,9 @@ class Finding:
     """One thing the audit found.
 
     Attributes:
-        kind: ``exploit``, ``lenient``, ``crash``, ``inverted``, ``collapse``,
-            ``no_gain``, ``position`` (each fails the audit), ``warning`` or ``declared``
-            (they do not).
+        kind: ``exploit``, ``lenient``, ``crash``, ``inverted``, ``partial_credit``,
+            ``collapse``, ``no_gain``, ``position`` (each fails the audit), ``warning`` or
+            ``declared`` (they do not).
         probe: the probe (or check) it is about (the first, when it covers several).
         message: what was found and what to do.
         covers: every probe it is about, when more than one shares the cause.

@@ -19,6 +19,10 @@
 - **declared**: the same, accepted by the env's own declaration
   (:meth:`~mint_envkit.MessageEnv.audit_equivalent`,
   :attr:`~mint_envkit.MessageEnv.audit_lenient`): shown, never a failure;
+- **partial_credit**: a probe (or a trivial policy, :func:`policy_findings`) that is not
+  right but earns at least half the correct reply's reward
+  (:data:`~mint_envkit.rollouts.judging.PARTIAL_SHARE`) on most problems, with one such
+  reply shown; not for a probe already found an exploit;
 - **warning**: an answer-shaped probe right more often than the best trivial baseline,
   or no usual form of the answer scored correct.
 
@@ -39,7 +43,7 @@ import attrs
 
 from mint_envkit.auditing.probes import GENERATED, Disagreement, ProbeResult
 from mint_envkit.auditing.report import Finding, apart, percent, shown
-from mint_envkit.rollouts.judging import TIE
+from mint_envkit.rollouts.judging import PARTIAL_SHARE, TIE, PartialCredit
 
 
 @attrs.frozen
@@ -272,18 +276,70 @@ def _flat(
     )
 
 
+def _partial_message(name: str, share: float, hits: int, of: int, reply: str, right: str) -> str:
+    return (
+        f"{_named(name)} is not right but earns {100 * share:.0f}% of {right}'s reward on {hits} of "
+        f"{of} problems, e.g. {shown(reply)}: a trivial reply paid half or more is what a "
+        "policy learns instead of the answer; pay the parts a reply without the answer can "
+        "earn less, or only with the answer (gated(...))"
+    )
+
+
+def _named(name: str) -> str:
+    """A probe as ``'wrong'``, a trivial policy (whose name quotes) as it is named."""
+    return f"the trivial policy {name}" if "'" in name or " " in name else f"'{name}'"
+
+
+def _partial_probe(probe: ProbeResult) -> PartialCredit | None:
+    """A probe that, not right, earns at least half the correct reply's reward on most of
+    the problems it ran on."""
+    judged = len(probe.rewards)
+    if probe.kind in ("reference", GENERATED) or not judged or 2 * len(probe.partial) <= judged:
+        return None
+    shares = [s for s in probe.shares if s is not None and s >= PARTIAL_SHARE]
+    return PartialCredit(
+        probe.name, len(probe.partial), judged, sum(shares) / len(shares), probe.partial[0]
+    )
+
+
+def partial_finding(found: Sequence[PartialCredit], yard: Yardsticks = ANSWER) -> Finding | None:
+    """One ``partial_credit`` finding for the probes and trivial policies that, not right,
+    earn at least half the correct reply's reward on most problems (one reply shown, the
+    others named); None when none does.
+
+    Example::
+
+        partial_finding([PartialCredit("constant 'x'", 5, 6, 0.5, "x")]).kind
+        # 'partial_credit'
+    """
+    found = [p for p in found if p.most]
+    if not found:
+        return None
+    first = found[0]
+    message = _partial_message(
+        first.name, first.share, first.problems, first.of, first.reply, yard.correct_words
+    )
+    if len(found) > 1:
+        message += "; the same for " + ", ".join(_named(p.name) for p in found[1:6])
+        message += f" and {len(found) - 6} more" if len(found) > 6 else ""
+    return Finding("partial_credit", first.name, message, tuple(p.name for p in found))
+
+
 def findings(
     probes: Sequence[ProbeResult],
     baseline_correct: float | None,
     *,
     by_reward: bool = False,
     yard: Yardsticks = ANSWER,
+    policies: Sequence[PartialCredit] = (),
 ) -> list[Finding]:
     """The findings of ``probes`` (the rules in the module docstring), one per cause.
 
     ``by_reward``: the env reports no ``correct``; right means earning the correct
     reply's reward (the messages say so). ``yard``: the rows compared with (:data:`ANSWER`,
-    or a game's :data:`GAME`).
+    or a game's :data:`GAME`). ``policies``: the trivial policies judged by reward
+    (:func:`~mint_envkit.rollouts.judging.partial_policies`), in the one
+    ``partial_credit`` finding with the probes.
 
     Example::
 
@@ -299,6 +355,7 @@ def findings(
         out.append(_flat(correct, wrong, by_name[yard.wrong], by_name[yard.correct], yard))
     out += _crashes(probes)
     exploited: set[str] = set()
+    partials: list[PartialCredit] = [] if flat else list(policies)
     for probe in probes:
         if probe.kind == "reference":
             continue
@@ -308,6 +365,9 @@ def findings(
         if exploit is not None:
             out.append(exploit)
             exploited.add(probe.name)
+        partial = None if flat or exploit is not None else _partial_probe(probe)
+        if partial is not None:
+            partials.append(partial)
         rate = probe.correct_rate
         if (
             not flat
@@ -326,6 +386,8 @@ def findings(
                     "gains; check the problems",
                 )
             )
+    partial = partial_finding(partials, yard)
+    out += [] if partial is None else [partial]
     if flat and by_reward:
         return out  # every reply earns what the "correct" one does: nothing to tell apart
     return out + _leniency(probes, exploited, by_reward)

@@ -54,7 +54,13 @@ from mint_envkit.rollouts.answers import AnswerGroup
 from mint_envkit.rollouts.baselines import best_baseline
 from mint_envkit.rollouts.game_moves import is_game
 from mint_envkit.rollouts.game_policies import best_game_baseline, game_baselines
-from mint_envkit.rollouts.judging import BY_CORRECT, BY_REWARD, judge_guesses
+from mint_envkit.rollouts.judging import (
+    BY_CORRECT,
+    BY_REWARD,
+    PartialCredit,
+    judge_guesses,
+    partial_policies,
+)
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.trackers import open_trackers, tracker_names
 
@@ -70,9 +76,12 @@ def _model_of(target: Any, given: str | None) -> str:
     )
 
 
-async def _baseline(problems: Sequence[AuditedProblem]) -> tuple[float | None, str | None]:
+async def _baseline(
+    problems: Sequence[AuditedProblem],
+) -> tuple[float | None, str | None, list[PartialCredit]]:
     """The best trivial policy on the probed problems, each guess judged through the
-    env's whole scoring path (the env's check where nothing can be judged so)."""
+    env's whole scoring path (the env's check where nothing can be judged so), and the
+    policies that earn partial credit on most problems."""
     answers = [
         AnswerGroup(
             reference=p.group.problem.get("answer"),
@@ -82,9 +91,11 @@ async def _baseline(problems: Sequence[AuditedProblem]) -> tuple[float | None, s
         )
         for p in problems
     ]
-    judged = await judge_guesses([(a, p.judge) for a, p in zip(answers, problems, strict=True)])
+    pairs = [(a, p.judge) for a, p in zip(answers, problems, strict=True)]
+    judged = await judge_guesses(pairs)
     best = best_baseline(judged)
-    return (None, None) if best is None else (best.correct, best.name)
+    partial = await partial_policies(pairs)
+    return (None, None, partial) if best is None else (best.correct, best.name, partial)
 
 
 def _basis(problems: Sequence[AuditedProblem]) -> str | None:
@@ -139,9 +150,9 @@ async def probe_part(
         return Probed(rows, baseline, baseline_name, basis, found, game=True)
     rows = await run_probes(problems, extra, quiet=quiet)
     rows += await generated_probes(problems, examples=examples, seed=seed)
-    baseline, baseline_name = await _baseline(problems)
+    baseline, baseline_name, partial = await _baseline(problems)
     basis = _basis(problems)
-    found = findings(rows, baseline, by_reward=basis == BY_REWARD)
+    found = findings(rows, baseline, by_reward=basis == BY_REWARD, policies=partial)
     return Probed(rows, baseline, baseline_name, basis, [*found, *_ordering_finding(groups)])
 
 

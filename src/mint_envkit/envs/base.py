@@ -444,8 +444,10 @@ def reference_answer(env: Any) -> Any:
         reference_answer(SingleTurnEnv(question="2 + 3?", answer="5"))   # '5'
         reference_answer(object())   # None
     """
+    if not isinstance(env, MessageEnv):
+        return None
     try:
-        return getattr(env, "answer", None)
+        return env.answer
     except MintEnvkitError:
         return None
 
@@ -460,8 +462,9 @@ def success_name(env: Any) -> str:
 
         success_name(SingleTurnEnv)   # 'correct'
     """
-    metric = getattr(env, "success_metric", None)
-    return metric if isinstance(metric, str) and metric else "correct"
+    cls = env if isinstance(env, type) else type(env)
+    metric = cls.success_metric if issubclass(cls, MessageEnv) else None
+    return metric or "correct"
 
 
 def require_message_env(value: object, source: str) -> MessageEnv:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from mint_envkit.parsers.candidates import Candidate, prompt_candidates
+from mint_envkit.rollouts.judging import answer_text
 
 if TYPE_CHECKING:
     from mint_envkit.rollouts.answers import AnswerGroup
@@ -104,10 +105,20 @@ def _constants(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> lis
         spelled.setdefault(key, group.reference)
     out = []
     for key, _count in counts.most_common(_CONSTANTS):
-        guess = str(spelled[key]).strip()
+        guess = answer_text(spelled[key])  # a structure as JSON, as a reply writes it
         per = tuple(float(judge(g, guess)) for g in groups)
-        out.append(Baseline(f"constant {_short(guess)!r}", _weighted(groups, per), per))
+        out.append(Baseline(constant_name(guess), _weighted(groups, per), per))
     return out
+
+
+def constant_name(guess: str) -> str:
+    """The name of the trivial policy that always answers ``guess``.
+
+    Example::
+
+        constant_name("no")   # "constant 'no'"
+    """
+    return f"constant {_short(guess)!r}"
 
 
 def _positional(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> list[Baseline]:
