@@ -45,6 +45,7 @@ from mint_envkit.envs.base import AuditProbe, Message
 from mint_envkit.progress import track
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.scripted import GroupReport, ScriptedPolicy
+from mint_envkit.sandbox.env import CodeEnv
 
 
 @attrs.frozen
@@ -145,7 +146,11 @@ async def _best_form(group: GroupBuilder) -> tuple[str | None, bool]:
     its format by what it pays; ``(None, False)`` without an answer.
     """
     answer = group.problem.get("answer")
-    if answer is None:
+    if answer is None:  # a code env: its reference solution, when the env scores it correct
+        env = group.make_message_env()
+        solution = env.reference_reply() if isinstance(env, CodeEnv) else None
+        if solution is not None and _outcome(await _one(group, solution))[1] == 1.0:
+            return solution, True
         return None, False
     best: tuple[float, str] | None = None
     for text in answer_forms(answer):

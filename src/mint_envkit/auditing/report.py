@@ -35,11 +35,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from mint_envkit.auditing.probes import ProbeResult
+
+if TYPE_CHECKING:
+    from mint_envkit.auditing.code import CodeAudit
 
 _TIE = 1e-9
 
@@ -240,6 +243,8 @@ class AuditReport:
             off), ``counterfactual`` figures, ``log_path``; None when not run.
         cost: the MinT cost preview (tokens per step, planned steps, totals, money when
             prices were given); None without samples.
+        code: a code env's audit (reference solutions, trivial programs, mutation
+            scores: :class:`~mint_envkit.auditing.code.CodeAudit`); None for other envs.
 
     Example::
 
@@ -256,6 +261,7 @@ class AuditReport:
     learn: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None
     baseline_name: str | None = None
+    code: CodeAudit | None = None
 
     @property
     def exploits(self) -> list[Finding]:
@@ -297,6 +303,7 @@ class AuditReport:
             "samples": self.samples,
             "learn": self.learn,
             "cost": self.cost,
+            "code": None if self.code is None else self.code.record(),
         }
 
     def to_json(self) -> str:
@@ -356,6 +363,7 @@ class AuditReport:
         lines.append("")
         name = f" ({self.baseline_name})" if self.baseline_name else ""
         lines.append(f"best trivial baseline: {_pct(self.baseline_correct)} correct{name}")
+        lines += self.code.lines() if self.code is not None else []
         lines += self._sample_lines()
         lines += self._learn_lines()
         if self.cost:

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mint_envkit.auditing.code import audit_code
 from mint_envkit.auditing.cost import cost_preview
 from mint_envkit.auditing.learn import learning_check, learning_findings
 from mint_envkit.auditing.probes import run_probes
@@ -47,6 +48,7 @@ from mint_envkit.rollouts.answers import AnswerGroup
 from mint_envkit.rollouts.baselines import best_baseline
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.trackers import open_trackers, tracker_names
+from mint_envkit.sandbox.mutants import MAX_MUTANTS
 
 
 def _model_of(target: Any, given: str | None) -> str:
@@ -184,6 +186,7 @@ async def audit(
     out_dir: str | Path | None = None,
     loggers: Sequence[str] = (),
     quiet: bool = False,
+    mutants: int = MAX_MUTANTS,
 ) -> AuditReport:
     """Audit an env's reward before training on it: probes, samples, learning, cost.
 
@@ -213,6 +216,9 @@ async def audit(
             the samples' figures, the verdict) under ``out_dir``; the learning check's
             run logs its steps to them too.
         quiet: no progress lines.
+        mutants: a code env (:class:`~mint_envkit.sandbox.CodeEnv`): mutate each
+            problem's reference solution at most this many times to measure its tests'
+            strength (0: skip); see :mod:`mint_envkit.auditing.code`.
 
     Raises:
         ConfigError: a bad option (the message names it); BackendError when the
@@ -232,6 +238,7 @@ async def audit(
         label = getattr(target, "__name__", type(target).__name__)
     check_integer(limit, "limit")
     check_integer(learn_steps, "learn_steps", least=0)
+    check_integer(mutants, "mutants", least=0)
     trackers = tracker_names(loggers, field="audit(loggers=...)")
     if trackers and out_dir is None:
         raise ConfigError(
@@ -247,8 +254,11 @@ async def audit(
     if not groups:
         raise ConfigError(f"the {split} split of {label} has no problems to audit")
     found_probes = await run_probes(groups, extra, quiet=quiet)
-    baseline, baseline_name = await _baseline(groups)
+    code = await audit_code(groups, mutants=mutants, quiet=quiet)  # None: no code env
+    baseline, baseline_name = code.baseline if code else await _baseline(groups)
     found = [*findings(found_probes, baseline), *_ordering_finding(groups)]
+    if code is not None:
+        found = code.findings(found)
     report_samples = cost = learned = None
     given = {"base_url": base_url, "backend": backend}
     connection = BackendSettings(**{k: v for k, v in given.items() if v is not None})
@@ -295,6 +305,7 @@ async def audit(
         samples=report_samples,
         learn=learned,
         cost=cost,
+        code=code,
     )
     if home is not None:
         home.mkdir(parents=True, exist_ok=True)
