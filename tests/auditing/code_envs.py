@@ -16,7 +16,8 @@ TINY = "mint-envkit/tiny-qwen3"
 
 
 def problem(function: str, tests: list, solution: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"question": f"Write a Python function `{function}`.", "tests": tests}
+    question = f"Write a Python function `{function}`." if "(" in function else f"Write {function}."
+    out: dict[str, Any] = {"question": question, "tests": tests}
     return out if solution is None else {**out, "solution": solution}
 
 
@@ -138,3 +139,5 @@ mostly_true_builder = _builder(MOSTLY_TRUE)
 no_solution_builder = _builder(
     [{k: v for k, v in p.items() if k != "solution"} for p in STRONG[:2]]
 )
+weak_builder = _builder([*MOSTLY_TRUE, *OTHER_WEAK, CLAMP_WEAK, BROKEN[0]])
+"""Every kind above in one env (docs/audit.md shows its audit)."""

@@ -89,8 +89,8 @@ def _why_not(result: Any) -> str:
 async def _scored(group: GroupBuilder, reply: str) -> tuple[bool, str]:
     """Whether the env scores ``reply`` correct (its whole step), and why not."""
     env = group.make_message_env()
-    await env.initial_observation()
     try:
+        await env.initial_observation()
         result = await env.step({"role": "assistant", "content": reply})
     except SandboxError:
         raise
@@ -168,8 +168,8 @@ async def _first_phase(plans: list[_Plan], task: Any) -> None:
     await asyncio.gather(*jobs)
 
 
-def _mutation_note(plan: _Plan) -> str:
-    """Why ``plan``'s solution is not mutated ("" when it is)."""
+def _prepare_mutants(plan: _Plan) -> str:
+    """Make ``plan``'s mutants; why its solution is not mutated ("" when it is)."""
     if plan.solution is None:
         return "no reference solution"
     if not plan.solution_passes:
@@ -229,7 +229,7 @@ async def audit_code(
     seconds, started = round(time.monotonic() - started, 2), time.monotonic()
     note = "" if mutants else "off (mutants=0)"
     for plan in plans if mutants else ():
-        plan.note = _mutation_note(plan)
+        plan.note = _prepare_mutants(plan)
     ready = [plan for plan in plans if mutants and not plan.note]
     if ready:
         try:
