@@ -10,7 +10,7 @@ Example::
     from mint_envkit.auditing.code_report import CodeAudit, ProblemCode
 
     weak = ProblemCode(0, "is_even", 2, True, True, "", ("returning True",),
-                       "def is_even(*args, **kwargs):\n    return True", 0, (), "")
+                       "def is_even(*args, **kwargs):\\n    return True", 0, (), "")
     code = CodeAudit((weak,), max_mutants=0, seconds=0.5)
     assert code.baseline == (1.0, "program returning True")
     assert [f.kind for f in code.findings([])] == ["weak_tests"]
