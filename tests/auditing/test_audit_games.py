@@ -15,7 +15,7 @@ from shared_envs import ColourGameEnv, colour_problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
-from guess_the_number import GuessTheNumberEnv  # noqa: E402
+from guess_the_number import GuessTheNumberEnv
 
 
 class PenalisedColourEnv(ColourGameEnv):

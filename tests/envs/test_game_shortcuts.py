@@ -79,7 +79,7 @@ def test_the_shortcuts_work_on_every_env_class_or_name_the_fix():
     assert reference_answer(Plain()) is None
 
     class Tools(ToolEnv):
-        tools = []
+        tools = ()
 
     assert Tools(question="q", answer="a").answer == "a"
 

@@ -46,8 +46,10 @@ from mint_envkit.auditing.replies import (
 from mint_envkit.auditing.strict import Strict, strict_verdict
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.envs.base import AuditProbe, Message, MessageEnv, success_name
+from mint_envkit.errors import ConfigError
 from mint_envkit.progress import track
 from mint_envkit.rollouts.judging import (
+    BY_CORRECT,
     PARTIAL_SHARE,
     ProblemJudge,
     ReplyScore,
@@ -56,6 +58,7 @@ from mint_envkit.rollouts.judging import (
 )
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.scripted import GroupReport, ScriptedPolicy
+from mint_envkit.sandbox.env import CodeEnv
 
 GENERATED = "generated"
 """The kind of a generated probe's row (:mod:`mint_envkit.auditing.generated`).
@@ -254,7 +257,8 @@ def slot_text(reply: str, template: str) -> str:
 @attrs.define
 class AuditedProblem:
     """One audited problem: its group, its judge (token-level episodes), its env (for
-    its declarations), its opening and its own probes.
+    its declarations), its opening and its own probes (``failed``: why the env could not
+    be built or opened for it, None when it could).
 
     Make it with :func:`audited_problems`.
 
@@ -272,6 +276,7 @@ class AuditedProblem:
     messages: list[Message]
     tools: list[Any]
     own: list[AuditProbe]
+    failed: str | None = None
 
     @property
     def answer(self) -> str:
@@ -331,9 +336,24 @@ class AuditedProblem:
         return Judged(score, right, found)
 
 
+async def _code_reference(judge: ProblemJudge, group: GroupBuilder) -> None:
+    """A code env's problem has no answer to write: its reference ``solution`` (as the env
+    reads a reply) is the correct reply, where the env scores it correct."""
+    if judge.answer is not None:
+        return
+    env = group.make_message_env()
+    reply = env.reference_reply() if isinstance(env, CodeEnv) else None
+    if reply is not None and (scored := await judge.score(reply)).correct:
+        judge.reference, judge.basis = scored, BY_CORRECT
+
+
 async def audited_problems(groups: Sequence[GroupBuilder]) -> list[AuditedProblem]:
     """Each group's :class:`AuditedProblem`: its judge finds the form the env scores as
     correct through token-level episodes.
+
+    Raises:
+        ConfigError: the env cannot be built or opened for any problem (a setup error,
+            not a finding).
 
     Example::
 
@@ -347,10 +367,12 @@ async def audited_problems(groups: Sequence[GroupBuilder]) -> list[AuditedProble
             return await episode(group, reply)
 
         judge = await ProblemJudge.prepare(group, scorer)
+        await _code_reference(judge, group)
         messages: list[Message] = []
         tools: list[Any] = []
         own: list[AuditProbe] = []
         env: MessageEnv | None = None
+        failed: str | None = None
         try:
             envs = await group.make_envs()
             messages = await envs[0].initial_messages_async()
@@ -359,9 +381,15 @@ async def audited_problems(groups: Sequence[GroupBuilder]) -> list[AuditedProble
             own = list(env.audit_probes(dict(group.problem)))
             for made in envs:
                 await made.message_env.abort()
-        except Exception:  # an env that cannot open: its episodes say why, row by row
-            pass
-        out.append(AuditedProblem(position, group, judge, env, messages, tools, own))
+        except Exception as err:  # an env that cannot open: its episodes say why, row by row
+            failed = f"{type(err).__name__}: {err}"
+        out.append(AuditedProblem(position, group, judge, env, messages, tools, own, failed))
+    if out and all(p.failed for p in out):
+        raise ConfigError(
+            f"the env cannot be built or opened for any of the {len(out)} audited problems "
+            f"(problem 0: {out[0].failed}); fix the env (or its problems' fields), then "
+            "audit again"
+        )
     return out
 
 

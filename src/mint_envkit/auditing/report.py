@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from mint_envkit.auditing.probes import ProbeResult
+
+if TYPE_CHECKING:
+    from mint_envkit.auditing.code_report import CodeAudit
 
 PASSING = ("warning", "declared")
 """The kinds of finding that do not fail an audit.
@@ -181,6 +184,8 @@ class AuditReport:
             off), ``counterfactual`` figures, ``log_path``; None when not run.
         cost: the MinT cost preview (tokens per step, planned steps, totals, money when
             prices were given); None without samples.
+        code: a code env's audit (reference solutions, trivial programs, mutation
+            scores: :class:`~mint_envkit.auditing.code_report.CodeAudit`); None for other envs.
 
     Example::
 
@@ -198,6 +203,7 @@ class AuditReport:
     cost: dict[str, Any] | None = None
     baseline_name: str | None = None
     basis: str | None = None
+    code: CodeAudit | None = None
     game: bool = False
 
     @property
@@ -242,6 +248,7 @@ class AuditReport:
             "samples": self.samples,
             "learn": self.learn,
             "cost": self.cost,
+            "code": None if self.code is None else self.code.record(),
         }
 
     def to_json(self) -> str:
@@ -318,6 +325,7 @@ class AuditReport:
                 "the yardsticks are 'wins' and 'loses_honestly', valid wrong moves)"
             )
         lines.append(f"best trivial baseline: {percent(self.baseline_correct)} {right}{name}")
+        lines += self.code.lines() if self.code is not None else []
         lines += self._sample_lines()
         lines += self._learn_lines()
         if self.cost:

@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from mint_envkit.parsers.candidates import Candidate, prompt_candidates
-from mint_envkit.rollouts.judging import answer_text
 
 if TYPE_CHECKING:
     from mint_envkit.rollouts.answers import AnswerGroup
@@ -96,6 +95,7 @@ def _weighted(groups: Sequence[AnswerGroup], per_problem: Sequence[float]) -> fl
 
 def _constants(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> list[Baseline]:
     from mint_envkit.rollouts.answers import answer_key
+    from mint_envkit.rollouts.judging import answer_text
 
     counts: Counter[str] = Counter()
     spelled: dict[str, Any] = {}
