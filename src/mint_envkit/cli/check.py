@@ -29,7 +29,7 @@ import attrs
 
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.group import GroupBuilder
-from mint_envkit.cli.golden import episode_records, replay_golden, write_golden
+from mint_envkit.cli.golden import episode_records, fingerprint, replay_golden, write_golden
 from mint_envkit.envs.base import success_name
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import load_target
@@ -264,7 +264,8 @@ async def _check(args: argparse.Namespace) -> int:
     if records is not None and not records:
         print(f"nothing recorded to {args.record}: no group ran to the end")
     elif records is not None:
-        write_golden(args.record, target=args.target, records=records)
+        produced_by = await fingerprint(target)
+        write_golden(args.record, target=args.target, records=records, produced_by=produced_by)
         print(
             f"recorded {len(records)} transcript(s) to {args.record} "
             f"(re-score them with: mint-envkit check --replay {args.record})"
