@@ -17,10 +17,11 @@ from typing import Any
 
 _LAZY: dict[str, str] = {
     "to_cookbook": "mint_envkit.adapters.cookbook",
+    "to_trl": "mint_envkit.adapters.trl",
 }
 """Public name -> the module that defines it (imported on first access)."""
 
-__all__ = ["to_cookbook"]
+__all__ = ["to_cookbook", "to_trl"]
 
 
 def __getattr__(name: str) -> Any:
