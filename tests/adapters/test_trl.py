@@ -113,7 +113,7 @@ def test_multi_turn_envs_and_other_targets_are_refused():
     with pytest.raises(ConfigError, match="takes a mint_envkit DatasetBuilder"):
         to_trl(ArithmeticEnv)
     env = to_trl(_builder()).environment_factory()
-    with pytest.raises(ConfigError, match="pass reward_funcs=spec.reward_funcs"):
+    with pytest.raises(ConfigError, match=r"pass reward_funcs=spec\.reward_funcs"):
         env.get_reward()
 
 
