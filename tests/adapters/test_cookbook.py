@@ -155,6 +155,7 @@ async def test_the_cookbooks_own_loop_trains_our_env_for_two_steps(tiny_local_se
     assert "test/env/all/reward/total" in steps[0]  # the cookbook's own held-out eval
     assert done["sampler_path"].startswith("tinker://")
     assert lines[-1]["loop"] == "tinker-cookbook" and "test_final/env/all/correct" in lines[-1]
+    assert lines[-1]["progress/batch"] == 1  # added to the final step's line, as our loop does
 
 
 def test_what_the_cookbook_cannot_honour_is_refused(tmp_path):

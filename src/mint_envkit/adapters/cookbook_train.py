@@ -8,9 +8,10 @@ steps, checkpoint and eval cadence, and the backend our config names (an embedde
 is started, or shared, as for our loop). Sampling, advantages, datums, the update and the
 logs are the cookbook's. After its last step, the final sampler checkpoint is evaluated
 on the builder's test split with our one evaluation (``evaluate``, at the config's eval
-sampling) and the figures are added to the run's ``metrics.jsonl`` as
-``test_final/env/all/...``, as our loop writes them, so a sweep's table reads both loops
-alike.
+sampling) and the figures are added to the last line of the run's ``metrics.jsonl`` as
+``test_final/env/all/...`` (with ``"loop": "tinker-cookbook"``), where our loop writes
+them, so a sweep's table reads both loops alike. The cookbook logs no ``train/datums``:
+a sweep's "What each config trained" counts none for its runs.
 
 Example::
 
@@ -98,9 +99,16 @@ def _final_sampler(log_path: Path) -> str | None:
     return found
 
 
-def _last_step(metrics: Path) -> int:
-    steps = [json.loads(line).get("step", 0) for line in metrics.read_text().splitlines() if line]
-    return max([0, *(int(s) for s in steps if isinstance(s, int | float))])
+def _add_to_last_step(metrics: Path, figures: dict[str, Any]) -> None:
+    """Add ``figures`` to the last line of ``metrics.jsonl`` (the final step's, where our
+    loop writes its ``test_final`` figures), rewriting the file atomically."""
+    lines = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    if not lines:
+        lines = [{"step": 0}]
+    lines[-1] = {**lines[-1], **figures, "loop": "tinker-cookbook"}
+    scratch = metrics.with_suffix(".jsonl.tmp")
+    scratch.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    scratch.replace(metrics)
 
 
 async def _final_eval(config: Any, connection: Any, sampler: str | None) -> dict[str, Any]:
@@ -120,10 +128,7 @@ async def _final_eval(config: Any, connection: Any, sampler: str | None) -> dict
         quiet=True,
     )
     figures = result.metrics("test_final/env")
-    metrics = Path(config.log_path) / "metrics.jsonl"
-    line = {"step": _last_step(metrics), "loop": "tinker-cookbook", **figures}
-    with metrics.open("a") as fh:
-        fh.write(json.dumps(line) + "\n")
+    _add_to_last_step(Path(config.log_path) / "metrics.jsonl", figures)
     return figures
 
 
