@@ -38,6 +38,7 @@ LAYERS = (
     "evaluation",
     "rl",
     "adapters",
+    "conformance",
     "auditing",
     "sweep",
     "view",
