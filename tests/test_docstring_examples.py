@@ -35,9 +35,11 @@ from example_blocks import (
 
 RUN = (
     "mint_envkit",
+    "mint_envkit.adapters",
     "mint_envkit.auditing",
     "mint_envkit.builders",
     "mint_envkit.checks",
+    "mint_envkit.conformance",
     "mint_envkit.envs",
     "mint_envkit.errors",
     "mint_envkit.evaluation",

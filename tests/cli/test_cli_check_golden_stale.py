@@ -13,7 +13,7 @@ import pytest
 
 from mint_envkit.cli import main
 
-MODULE = '''
+MODULE = """
 from mint_envkit import DatasetBuilder, SingleTurnEnv, first_number, last_number
 
 
@@ -30,7 +30,7 @@ builder = DatasetBuilder(
     model_name="MODEL",
     shuffle=False,
 )
-'''
+"""
 DEFAULTS = {
     "PROMPT": "Reply with the sum.",
     "PARSER": "first_number",

@@ -72,8 +72,8 @@ async def _run_episode(
             )
         )
         if result.episode_done:
-            _fill_defaults(env, transitions)
-            return Trajectory(transitions=transitions, messages=_conversation(env, result.message))
+            fill_metric_defaults(env, transitions)
+            return Trajectory(transitions=transitions, messages=conversation(env, result.message))
         ob = result.next_observation.to_ints()
         request = SampleRequest(
             prompt=ob,
@@ -87,9 +87,11 @@ async def _run_episode(
         reply = (await _sample(sampler, request))[0]
 
 
-def _fill_defaults(env: EnvFromMessageEnv, transitions: list[Transition]) -> None:
-    """The env's ``metric_defaults`` for the metrics no step of the episode logged (its
-    ``success_metric`` among them: 0.0, an episode that never logged it did not succeed)."""
+def fill_metric_defaults(env: EnvFromMessageEnv, transitions: list[Transition]) -> None:
+    """Add the env's ``metric_defaults`` for the metrics no step of the episode logged to its
+    last transition (every loop that runs our envs ends an episode with it: this one and
+    tinker-cookbook's, through :mod:`mint_envkit.adapters.cookbook`); its
+    ``success_metric`` among them: 0.0, an episode that never logged it did not succeed."""
     message_env = env.message_env
     defaults = dict(message_env.metric_defaults)
     if message_env.success_metric is not None:
@@ -100,7 +102,7 @@ def _fill_defaults(env: EnvFromMessageEnv, transitions: list[Transition]) -> Non
         transitions[-1].metrics.update(missing)
 
 
-def _conversation(env: EnvFromMessageEnv, last: Message | None) -> list[Message]:
+def conversation(env: EnvFromMessageEnv, last: Message | None) -> list[Message]:
     """The episode's whole conversation: what the env showed last, then the final reply."""
     history = [dict(m) for m in env.messages]
     return [*history, dict(last)] if last is not None else history
