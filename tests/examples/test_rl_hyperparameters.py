@@ -63,8 +63,12 @@ def _check_run_dir(sweep: Path) -> dict:
     metrics = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
     assert metrics["train/datums"] == 4  # 2 groups of 2, constant ones kept (advantages 0)
     assert "kl_policy_base" in metrics  # the KL config measured the KL to the reference
-    reference = json.loads((run / "config.json").read_text())["kl_reference_config"]
-    assert reference == {"base_model": json.loads((run / "config.json").read_text())["model_name"]}
+    config = json.loads((run / "config.json").read_text())
+    assert config["kl_reference_config"] == {
+        "base_model": config["model_name"],
+        "load_checkpoint_path": None,
+    }
+    assert "kl_post_reference_v2" in metrics  # the KL of the updated policy to the reference
     assert (sweep / "results.jsonl").is_file() and (sweep / "summary.csv").is_file()
     return metrics
 
@@ -82,8 +86,14 @@ def test_the_tiny_smoke_run_trains_saves_and_skips_a_rerun_until_fresh(tmp_path)
     assert words.startswith("kl0p02-t1p0-g2: 1 step, 4 datums trained")
     assert f"{metrics['train/tokens']} reply tokens" in words
     assert f"KL penalty 0.02 against {TINY_MODEL_NAME} (the base model)" in words
-    assert "held-out correct " in words and "best trivial baseline" in words
+    assert "after the step, the updated policy's KL to it" in words
     assert "checkpoint final at step 1: tinker://" in words
+    # what one step from a fresh adapter is, and where learning is shown
+    assert (
+        "a smoke test of the path (sampling, training, the KL reference, the checkpoint)" in words
+    )
+    assert "not a measure of quality" in words
+    assert "python examples/learn_arithmetic.py" in done.stdout
     assert "Nothing was trained" not in done.stdout
 
     again = _run(tmp_path, "--tiny")
@@ -139,17 +149,24 @@ def test_the_main_job_trains_smollm2_or_says_it_falls_back(monkeypatch):
     assert main_job.choose_model("local") == (SMALL, "")
 
 
-def test_the_main_jobs_groups_differ_when_a_reply_is_no_number():
-    """An unparsed or cut-off reply earns less than a wrong number (the ordering rule
-    allows lower), so a group of a wrong number and a sentence trains."""
-    env = main_job.MainJobEnv
-    assert env.reward_correct > env.reward_incorrect > env.reward_unparsed
+def test_the_main_job_is_the_seeds_recipe():
+    """The MinT quickstart's rl_hyperparameters.py: its env, reward and training values."""
+    env = main_job.SeedArithmeticEnv
+    assert env.system_prompt == "You are a precise calculator. Reply with only the final number."
+    assert (env.reward_correct, env.reward_incorrect, env.reward_unparsed) == (1.0, -0.25, -0.25)
+    assert env.parser.name == "first_number"
+    assert not getattr(env, "few_shot", None)  # no worked example
     builder = main_job.dataset_builder(gguf_files.SMOLLM2_MODEL_NAME)
-    assert builder.context_overflow_reward == env.reward_unparsed
+    assert builder.max_generation_tokens == 64 and builder.max_trajectory_tokens == 512
+    assert all(p["question"].endswith(" Answer with only the number.") for p in builder.problems)
     assert builder.renderer_name != "qwen3_disable_thinking"  # SmolLM2's own template
     assert main_job.dataset_builder(TINY_MODEL_NAME).renderer_name == "qwen3_disable_thinking"
-    config = main_job.base_config("local", gguf_files.SMOLLM2_MODEL_NAME)
-    assert config.remove_constant_reward_groups is False and config.eval_every == 1
+    for backend in ("local", "mint"):
+        config = main_job.base_config(backend, gguf_files.SMOLLM2_MODEL_NAME)
+        assert (config.learning_rate, config.lora_rank, config.max_tokens) == (1e-5, 16, 64)
+        assert config.loss_fn == "importance_sampling" and config.eval_every == 0
+        assert config.remove_constant_reward_groups is False and config.compute_post_kl
+        assert config.kl_reference_config is None  # the sweep adds one to each KL config
 
 
 def test_fresh_deletes_only_a_sweep_directory(tmp_path):

@@ -43,12 +43,12 @@ import attrs
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.claims import LearningClaim
 from mint_envkit.progress import Task, track
-from mint_envkit.rl.advantages import kl_adjusted_advantages
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint, start_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
 from mint_envkit.rl.diagnostics import no_update_note
 from mint_envkit.rl.evals import evaluate_split, run_claim
 from mint_envkit.rl.health import train_watched
+from mint_envkit.rl.kl import kl_shaped_advantages, open_reference
 from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
 from mint_envkit.rl.phases import ScoredBatch, score_batch, start_training, train_on_batch
 from mint_envkit.rl.sampling import preload_renderers, sample_batch
@@ -157,9 +157,7 @@ async def _open(
     training = await open_training_client(config, service, files, checkpoint)
     reference = None
     if uses_kl_reference(config.kl_penalty_coef) and config.kl_reference_config is not None:
-        reference = await service.create_sampling_client_async(
-            base_model=config.kl_reference_config.base_model
-        )
+        reference = await open_reference(service, config.kl_reference_config)
     return training, reference, service.create_rest_client()
 
 
@@ -249,8 +247,13 @@ async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitt
     samples, reference, behaviour = prepared.trained(scored.advantages)
     token_advantages = [s.token_advantages() for s in samples]
     if run.reference is not None and samples:
-        token_advantages, _ = kl_adjusted_advantages(
-            token_advantages, behaviour, reference, config.kl_penalty_coef
+        token_advantages, _ = kl_shaped_advantages(
+            samples,
+            token_advantages,
+            behaviour,
+            reference,
+            coef=config.kl_penalty_coef,
+            discount=config.kl_discount_factor,
         )
     files.append_rollouts(versioned_records(prepared, scored.advantages))
 
@@ -265,6 +268,7 @@ async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitt
         ),
         measure=() if samples else prepared.every_reply(),
         sampled=prepared.sampled(scored.advantages if samples else prepared.replies),
+        reference=reference if run.reference is not None else None,
     )
     # right behind the update: the saves hold exactly the weights after this step
     checkpoint = await start_checkpoint(run.training, config, step + 1, run.total)

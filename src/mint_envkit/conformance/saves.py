@@ -1,4 +1,4 @@
-"""The checks of ``mint-envkit conformance`` that save, load, list and delete weights.
+"""The rows of a conformance run that save, load, list and delete weights.
 
 :data:`SAMPLER_CHECKS` (sampler weights and the sampling clients made from them) run
 before the sampler-vs-learner row, :data:`STATE_CHECKS` (training state with and
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mint_envkit.cli.conformance_probe import (
+from mint_envkit.conformance.probe import (
     Probe,
     check_logprobs,
     done,
@@ -25,7 +25,7 @@ from mint_envkit.cli.conformance_probe import (
     same_logprobs,
     train_step,
 )
-from mint_envkit.cli.conformance_rows import Check
+from mint_envkit.conformance.rows import Check
 from mint_envkit.errors import BackendError
 from mint_envkit.rollouts.sampler import sampler_snapshot
 
@@ -78,6 +78,9 @@ async def _save_and_sample(probe: Probe) -> str:
 
 
 async def _save_state(probe: Probe) -> str:
+    # one step first, so the saved optimizer holds moments a fresh one does not (whatever
+    # rows ran before): restoring it must then give another next step than a fresh one
+    await train_step(probe)
     response = await done(probe.training.save_state_async(probe.tinker_name("w")))
     probe.state_path = _tinker_path(response.path, "save_state")
     probe.created.append(probe.state_path)
@@ -91,6 +94,12 @@ async def _load_state(probe: Probe) -> str:
     await done(probe.training.load_state_async(probe.state_path))
     diff = same_logprobs(await reply_logprobs(probe), probe.at_state, probe, "load_state")
     step = largest_difference(await train_step(probe), probe.step_from_state)
+    if step == 0.0:
+        raise BackendError(
+            "load_state: the next step equals the step with the saved optimizer: the "
+            "optimizer was restored too (load_state gives a fresh one; "
+            "load_state_with_optimizer restores it)"
+        )
     return (
         f"the saved weights (max |diff| {diff:.3g}); a fresh optimizer: the next step differs "
         f"by up to {step:.3g} from the step with the saved optimizer"
@@ -270,12 +279,22 @@ STATE_CHECKS: tuple[Check, ...] = (
         _snapshot_frozen,
         needs=("create_sampling_client(model_path)",),
     ),
-    Check("get_weights_info_by_tinker_path", _weights_info, needs=_STATE),
+    Check("get_weights_info_by_tinker_path", _weights_info, needs=_STATE, required=False),
     Check("list_checkpoints", _list_checkpoints, needs=_STATE),
-    Check("list_user_checkpoints", _list_user_checkpoints, needs=_STATE),
-    Check("get_checkpoint_archive_url", _archive_url, needs=_STATE),
-    Check("mint.forward_backward_reverse_kl", _reverse_kl, needs=("save_weights_for_sampler",)),
-    Check("mint.interpolate_checkpoints", _interpolate, needs=("save_weights_for_sampler",)),
+    Check("list_user_checkpoints", _list_user_checkpoints, needs=_STATE, required=False),
+    Check("get_checkpoint_archive_url", _archive_url, needs=_STATE, required=False),
+    Check(
+        "mint.forward_backward_reverse_kl",
+        _reverse_kl,
+        needs=("save_weights_for_sampler",),
+        required=False,
+    ),
+    Check(
+        "mint.interpolate_checkpoints",
+        _interpolate,
+        needs=("save_weights_for_sampler",),
+        required=False,
+    ),
     Check("delete_checkpoint", _delete_checkpoints),
 )
 """Training state, the REST routes, MinT's own calls, and deleting what was saved."""

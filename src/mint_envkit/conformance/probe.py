@@ -1,4 +1,4 @@
-"""What the checks of ``mint-envkit conformance`` share: the probe, its data, the bounds.
+"""What the checks of a conformance run share: the probe, its data, the bounds.
 
 :class:`Probe` carries the clients and what earlier rows found (a checkpoint's path, the
 logprobs at a saved state) to later rows. The training data is one prompt and one
@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import BackendError
-from mint_envkit.rl.datums import Sample, to_datums
+from mint_envkit.rl.datums import Sample, to_datum, to_datums
 from mint_envkit.rl.sft import SupervisedExample, supervised_datum
 
 AGREEMENT_BOUNDS: dict[str, tuple[float, float]] = {
@@ -113,6 +113,38 @@ class Probe:
         logprobs = self.behaviour or [-1.0] * len(self.reply)
         sample = Sample(prompt=self.prompt, reply=self.reply, logprobs=logprobs, advantage=1.0)
         return to_datums([sample], [[1.0] * len(self.reply)])[0]
+
+    def weighted_datum(self, weight: float) -> Any:
+        """The prompt and the reply as a ``cross_entropy`` datum, weight ``weight`` on the reply.
+
+        Example::
+
+            datum = Probe(service=None, model="m", dtype="float32").weighted_datum(-1.0)
+            datum.loss_fn_inputs["weights"].data[-1]   # -1.0
+        """
+        import tinker
+
+        tokens = self.prompt + self.reply
+        n = len(tokens) - 1
+        weights = [0.0] * (len(self.prompt) - 1) + [weight] * len(self.reply)
+        return tinker.Datum(
+            model_input=tinker.ModelInput.from_ints(tokens[:-1]),
+            loss_fn_inputs={
+                "target_tokens": tinker.TensorData(data=tokens[1:], dtype="int64", shape=[n]),
+                "weights": tinker.TensorData(data=weights, dtype="float32", shape=[n]),
+            },
+        )
+
+    def policy_datum(self, sampler_logprobs: Sequence[float], advantages: Sequence[float]) -> Any:
+        """The prompt and the reply as a policy-loss datum with these per-reply-token inputs.
+
+        Example::
+
+            probe = Probe(service=None, model="m", dtype="float32")
+            datum = probe.policy_datum([-1.0] * 16, [2.0] * 16)
+            datum.loss_fn_inputs["advantages"].data[-1]   # 2.0
+        """
+        return to_datum(self.prompt, self.reply, list(advantages), list(sampler_logprobs))
 
     def tinker_name(self, what: str) -> str:
         """A checkpoint name of this run: ``conformance-<hex>-<what>``.
@@ -272,6 +304,7 @@ def same_logprobs(got: Sequence[float], want: Sequence[float], probe: Probe, wha
 
     Example::
 
+        probe = Probe(service=None, model="m", dtype="float32")
         same_logprobs([-1.0], [-1.0], probe, "after load_state")   # 0.0
     """
     bound = AGREEMENT_BOUNDS[probe.dtype][0]
@@ -282,3 +315,73 @@ def same_logprobs(got: Sequence[float], want: Sequence[float], probe: Probe, wha
             f"{probe.dtype})"
         )
     return diff
+
+
+PPO_CLIP = (0.8, 1.2)
+"""The PPO ratio clip the rows send ``ppo`` with (no ``loss_fn_config``: Tinker's defaults)."""
+
+LOSS_TOLERANCE: dict[str, float] = {"float32": 1e-4, "bfloat16": 2e-2}
+"""Per dtype: how far (relative to the sum of the terms' sizes) a reported ``loss:sum`` may
+be from the loss computed from the returned logprobs."""
+
+
+def inputs_of(datum: Any, key: str) -> list[float]:
+    """A datum's ``loss_fn_inputs[key]`` as floats.
+
+    Example::
+
+        inputs_of(Probe(service=None, model="m", dtype="float32").weighted_datum(1.0),
+                  "weights")[-1]   # 1.0
+    """
+    values = datum.loss_fn_inputs[key]
+    return [float(v) for v in getattr(values, "data", values)]
+
+
+def loss_terms(datum: Any, loss_fn: str, logprobs: Sequence[float]) -> list[float]:
+    """Each position's term of Tinker's loss, from the learner's ``logprobs`` of the datum.
+
+    ``cross_entropy``: ``-w * lp``; ``importance_sampling``: ``-exp(lp - lp_sampler) * A``;
+    ``ppo``: ``-min(r * A, clip(r, 0.8, 1.2) * A)`` with ``r = exp(lp - lp_sampler)``.
+    The loss is their sum (``loss:sum``).
+
+    Example::
+
+        datum = Probe(service=None, model="m", dtype="float32").weighted_datum(1.0)
+        sum(loss_terms(datum, "cross_entropy", [-0.5] * 31))   # 8.0: 16 reply tokens
+    """
+    if loss_fn == "cross_entropy":
+        return [-w * lp for w, lp in zip(inputs_of(datum, "weights"), logprobs, strict=True)]
+    sampler = inputs_of(datum, "logprobs")
+    advantages = inputs_of(datum, "advantages")
+    terms = []
+    for lp, old, a in zip(logprobs, sampler, advantages, strict=True):
+        ratio = math.exp(lp - old)
+        if loss_fn == "importance_sampling":
+            terms.append(-ratio * a)
+        else:
+            clipped = min(max(ratio, PPO_CLIP[0]), PPO_CLIP[1])
+            terms.append(-min(ratio * a, clipped * a))
+    return terms
+
+
+def check_loss(reported: Any, terms: Sequence[float], dtype: str, where: str) -> float:
+    """Check a reported ``loss:sum`` against the sum of ``terms``; return that sum.
+
+    Raises:
+        BackendError: no finite loss, or one farther from the sum than
+            :data:`LOSS_TOLERANCE` allows.
+
+    Example::
+
+        check_loss(8.0, [4.0, 4.0], "float32", "forward cross_entropy")   # 8.0
+    """
+    if reported is None or not math.isfinite(float(reported)):
+        raise BackendError(f"{where}: metric loss:sum is {reported!r}")
+    want = math.fsum(terms)
+    allowed = LOSS_TOLERANCE[dtype] * math.fsum(abs(t) for t in terms) + 1e-6
+    if abs(float(reported) - want) > allowed:
+        raise BackendError(
+            f"{where}: loss:sum {float(reported):.6g}, but the returned logprobs give "
+            f"{want:.6g} (tolerance {allowed:.2g})"
+        )
+    return want

@@ -1,54 +1,57 @@
-"""The checks of ``mint-envkit conformance``, in the order they run (:data:`CHECKS`).
+"""The session and sampling rows of a conformance run.
 
-Sessions, sampling and training here; saving, loading, the REST routes and MinT's own
-calls in :mod:`.conformance_saves`. Each check makes its calls through the SDK, as a
-training loop would, and verifies the answers; it returns what it verified (the row's
-detail) or raises with what was wrong.
+Each check makes its calls through the SDK, as a training loop would, and verifies the
+answers; it returns what it verified (the row's detail) or raises with what was wrong.
+The training rows are :mod:`.training`, the sampling distribution's (temperature,
+``top_k``, ``top_p``) :mod:`.sampling`, the saves :mod:`.saves`; :mod:`.checks` puts
+them in order.
 
 Example::
 
     # not run: needs a running backend
-    rows = await run_checks(CHECKS, Probe(service=service, model=model, dtype="float32"), 120)
+    rows = await run_checks(SESSION_CHECKS, Probe(service=service, model=model,
+                                                  dtype="float32"), 120)
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from mint_envkit.cli.conformance_probe import (
+from mint_envkit.conformance.probe import (
     AGREEMENT_BOUNDS,
-    LEARNING_RATE,
     Probe,
     check_logprobs,
     done,
     in_thread,
     largest_difference,
-    output_logprobs,
-    reply_logprobs,
 )
-from mint_envkit.cli.conformance_rows import Check
-from mint_envkit.cli.conformance_saves import SAMPLER_CHECKS, STATE_CHECKS
+from mint_envkit.conformance.rows import Check
 from mint_envkit.errors import BackendError
 from mint_envkit.rl.datums import Sample, plan_datums, to_datums
 from mint_envkit.rl.diagnostics import learner_logprobs, sample_train_metrics
 
-LOSSES = ("cross_entropy", "importance_sampling", "ppo", "cispo", "dro")
-"""Every ``loss_fn`` of the SDK (tinker 0.22's ``LossFnType``)."""
-
-LOSS_CONFIGS: dict[str, dict[str, float] | None] = {"dro": {"beta": 0.05}}
-"""The ``loss_fn_config`` each loss is sent with (Tinker's documented ``dro`` example)."""
-
 SEED = 7
 
 
-def _params(**values: Any) -> Any:
+def params(**values: Any) -> Any:
+    """``tinker.SamplingParams``: 8 tokens at temperature 1, seed 7, unless ``values`` say.
+
+    Example::
+
+        params(max_tokens=1).max_tokens   # 1
+    """
     import tinker
 
     return tinker.SamplingParams(**{"max_tokens": 8, "temperature": 1.0, "seed": SEED, **values})
 
 
-def _prompt(probe: Probe) -> Any:
+def prompt_input(probe: Probe) -> Any:
+    """The probe's prompt as a ``tinker.ModelInput``.
+
+    Example::
+
+        prompt_input(Probe(service=None, model="m", dtype="float32")).length   # 16
+    """
     import tinker
 
     return tinker.ModelInput.from_ints(probe.prompt)
@@ -84,7 +87,7 @@ async def _base_sampler(probe: Probe) -> str:
 
 
 async def _sample_logprobs(probe: Probe) -> str:
-    response = await probe.base.sample_async(_prompt(probe), 2, _params())
+    response = await probe.base.sample_async(prompt_input(probe), 2, params())
     sequences = list(response.sequences)
     if len(sequences) != 2:
         raise BackendError(f"asked for 2 samples, got {len(sequences)}")
@@ -106,9 +109,11 @@ def _stop_string(tokenizer: Any, tokens: list[int]) -> str:
 
 
 async def _sample_stop(probe: Probe) -> str:
-    free = (await probe.base.sample_async(_prompt(probe), 1, _params(max_tokens=16))).sequences[0]
+    free = (await probe.base.sample_async(prompt_input(probe), 1, params(max_tokens=16))).sequences[
+        0
+    ]
     stop = _stop_string(probe.tokenizer, list(free.tokens))
-    got = await probe.base.sample_async(_prompt(probe), 1, _params(max_tokens=16, stop=[stop]))
+    got = await probe.base.sample_async(prompt_input(probe), 1, params(max_tokens=16, stop=[stop]))
     seq = got.sequences[0]
     text, before = (probe.tokenizer.decode(t) for t in (seq.tokens, seq.tokens[:-1]))
     if seq.stop_reason == "stop" and stop in text and stop not in before:
@@ -135,9 +140,9 @@ async def _compute_logprobs(probe: Probe) -> str:
 
 async def _topk_prompt_logprobs(probe: Probe) -> str:
     response = await probe.base.sample_async(
-        _prompt(probe),
+        prompt_input(probe),
         1,
-        _params(max_tokens=1),
+        params(max_tokens=1),
         include_prompt_logprobs=True,
         topk_prompt_logprobs=3,
     )
@@ -152,51 +157,9 @@ async def _topk_prompt_logprobs(probe: Probe) -> str:
     return f"top 3 at each of {len(rows)} positions"
 
 
-def _loss(probe: Probe, output: Any, loss_fn: str, backward: bool) -> str:
-    datum = probe.datum(loss_fn)
-    where = f"{'forward_backward' if backward else 'forward'} {loss_fn}"
-    values = output_logprobs(output, datum.model_input.length, where)
-    loss = (output.metrics or {}).get("loss:sum")
-    if loss is None or not math.isfinite(float(loss)):
-        raise BackendError(f"{where}: metric loss:sum is {loss!r} (metrics {output.metrics})")
-    if loss_fn == "cross_entropy" and not backward:
-        probe.behaviour = values[len(probe.prompt) - 1 :]
-    return f"{len(values)} logprobs, loss:sum {float(loss):.4g}"
-
-
-def _forward(loss_fn: str, backward: bool) -> Check:
-    async def check(probe: Probe) -> str:
-        client = probe.training
-        call = client.forward_backward_async if backward else client.forward_async
-        output = await done(call([probe.datum(loss_fn)], loss_fn, LOSS_CONFIGS.get(loss_fn)))
-        return _loss(probe, output, loss_fn, backward)
-
-    name = f"{'forward_backward' if backward else 'forward'}: {loss_fn}"
-    return Check(name, check, needs=("create_lora_training_client",))
-
-
-async def _optim_step(probe: Probe) -> str:
-    import tinker
-
-    before = await reply_logprobs(probe)
-    await done(
-        probe.training.forward_backward_async([probe.datum("cross_entropy")], "cross_entropy")
-    )
-    result = await done(
-        probe.training.optim_step_async(tinker.AdamParams(learning_rate=LEARNING_RATE))
-    )
-    moved = largest_difference(await reply_logprobs(probe), before)
-    if moved == 0.0:
-        raise BackendError("the reply's logprobs are the same after the step: no update")
-    metrics = sorted((getattr(result, "metrics", None) or {}).keys())
-    return (
-        f"learning rate {LEARNING_RATE:g}: logprobs moved by up to {moved:.3g}; metrics {metrics}"
-    )
-
-
 async def _agreement(probe: Probe) -> str:
     """The sampled logprobs of 4 x 16 tokens against the learner's ``forward`` of them."""
-    response = await probe.snapshot.sample_async(_prompt(probe), 4, _params(max_tokens=16))
+    response = await probe.snapshot.sample_async(prompt_input(probe), 4, params(max_tokens=16))
     samples = [
         Sample(
             prompt=probe.prompt,
@@ -224,7 +187,7 @@ async def _agreement(probe: Probe) -> str:
     return figures
 
 
-CHECKS: tuple[Check, ...] = (
+SESSION_CHECKS: tuple[Check, ...] = (
     Check("get_server_capabilities", _capabilities),
     Check("create_lora_training_client", _create_training),
     Check("get_tokenizer", _get_tokenizer, needs=("create_lora_training_client",)),
@@ -240,12 +203,12 @@ CHECKS: tuple[Check, ...] = (
         "sample: topk_prompt_logprobs",
         _topk_prompt_logprobs,
         needs=("create_sampling_client(base_model)",),
+        required=False,
     ),
-    *(_forward(loss, backward=False) for loss in LOSSES),
-    *(_forward(loss, backward=True) for loss in LOSSES),
-    Check("optim_step", _optim_step, needs=("create_lora_training_client",)),
-    *SAMPLER_CHECKS,
-    Check("sampler vs learner logprobs", _agreement, needs=("create_sampling_client(model_path)",)),
-    *STATE_CHECKS,
 )
-"""Every row of the command, in order (a row's ``needs`` are earlier rows)."""
+"""Sessions, the clients, plain sampling and ``compute_logprobs``."""
+
+AGREEMENT = Check(
+    "sampler vs learner logprobs", _agreement, needs=("create_sampling_client(model_path)",)
+)
+"""The sampled logprobs of the trained weights against the learner's."""
