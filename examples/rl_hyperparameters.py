@@ -3,6 +3,7 @@
     bash scripts/sweep.sh              # = python examples/rl_hyperparameters.py
     bash scripts/sweep.sh --fresh      # delete this sweep's earlier results, train again
     bash scripts/sweep.sh --tiny       # the smoke run: the random tiny model (plumbing only)
+    bash scripts/sweep.sh --loop cookbook  # each config trained by tinker-cookbook's rl.train.main
 
 The MinT quickstart's recipe (``recipes/rl_hyperparameters.py``) on our loop: its env (a
 calculator system prompt, "What is a + b? Answer with only the number.", reward 1.0 when
@@ -46,9 +47,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from arithmetic_env import arithmetic_problems
 
 from mint_envkit import Config, DatasetBuilder, MintEnvkitError, SingleTurnEnv, first_number
+from mint_envkit.adapters import to_cookbook
 from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rl import default_model
-from mint_envkit.rollouts import idle_machine_threads, pretrained_local_model, resolve_connection
+from mint_envkit.rollouts import (
+    idle_machine_threads,
+    pretrained_local_model,
+    resolve_connection,
+    shared_local_backend,
+)
 from mint_envkit.sweep import Sweep, log_root_from_env
 
 LEARNING_DEMO = "examples/learn_arithmetic.py"
@@ -177,6 +184,19 @@ def rerun_hint(results: Sequence, root: str) -> str | None:
     return None
 
 
+async def cookbook_runner(config: Config) -> dict:
+    """``--loop cookbook``: train one config with tinker-cookbook's own ``rl.train.main``."""
+    return await to_cookbook(config.dataset_builder).train(config)
+
+
+async def run_sweep(sweep: Sweep, loop: str, backend: str, model: str) -> list:
+    """Run the sweep; the cookbook's loop on the embedded backend shares one server."""
+    if loop == "cookbook" and backend == "local":
+        async with shared_local_backend([model], threads=idle_machine_threads(model)):
+            return await sweep.run()
+    return await sweep.run()
+
+
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The main job: an RL hyperparameter sweep.")
     parser.add_argument(
@@ -187,6 +207,12 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         action="store_true",
         help="the smoke run: the built-in random tiny model instead of SmolLM2 (local only)",
     )
+    parser.add_argument(
+        "--loop",
+        choices=("ours", "cookbook"),
+        default="ours",
+        help="train each config with our loop or tinker-cookbook's rl.train.main (docs/adapters.md)",
+    )
     args = parser.parse_args(argv)
     connection = resolve_connection("auto")
     backend = connection.backend
@@ -195,13 +221,14 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     config = base_config(backend, model)
     # On MinT the configs are independent runs: run them all at once.
     parallel = 8 if backend == "mint" else 1
-    root = f"runs/rl_hyperparameters-{backend}"
+    root = f"runs/rl_hyperparameters-{backend}" + ("-cookbook" if args.loop == "cookbook" else "")
+    runner = cookbook_runner if args.loop == "cookbook" else None
     try:
         root = log_root_from_env(environ, default=root)
-        sweep = Sweep.from_env(config, root=root, environ=environ, parallel=parallel)
+        sweep = Sweep.from_env(config, root=root, environ=environ, parallel=parallel, runner=runner)
         if args.fresh and (said := clear_sweep_root(sweep.root)):
             print(said, flush=True)
-        results = asyncio.run(sweep.run())
+        results = asyncio.run(run_sweep(sweep, args.loop, backend, model))
     except MintEnvkitError as err:
         print(f"error: {err}", file=sys.stderr)
         if not args.fresh and (Path(root) / "sweep.json").is_file():

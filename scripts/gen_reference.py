@@ -55,6 +55,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("mint_envkit.conformance", None),
     ("mint_envkit.evaluation", None),
     ("mint_envkit.auditing", None),
+    ("mint_envkit.adapters", None),
     ("mint_envkit.sweep", None),
     ("mint_envkit.view", None),
     ("mint_envkit.local", None),

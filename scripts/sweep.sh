@@ -3,8 +3,12 @@
 # With no MINT_API_KEY it trains SmolLM2-135M-Instruct on the embedded local backend
 # (offline); with MINT_API_KEY set, Qwen/Qwen3-0.6B on MinT. Arguments go to the example:
 # --fresh deletes the earlier results first (a rerun without it trains nothing and
-# says so), --tiny is the smoke run on the random tiny model.
+# says so), --tiny is the smoke run on the random tiny model, --loop cookbook trains each config
+# with tinker-cookbook's rl.train.main instead of ours.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh local,plot
+# --loop cookbook trains each config with tinker-cookbook's own loop: the cookbook extra too.
+extras=local,plot
+case " $* " in *" --loop cookbook "* | *" --loop=cookbook "*) extras=local,plot,cookbook ;; esac
+bash scripts/setup.sh "$extras"
 .venv/bin/python examples/rl_hyperparameters.py "$@"

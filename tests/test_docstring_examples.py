@@ -35,6 +35,7 @@ from example_blocks import (
 
 RUN = (
     "mint_envkit",
+    "mint_envkit.adapters",
     "mint_envkit.auditing",
     "mint_envkit.builders",
     "mint_envkit.checks",

@@ -6,6 +6,8 @@ Example (shell)::
         --samples 8 --out runs/eval-base
     mint-envkit eval my_envs.py:MathEnv --problems test.jsonl --model Qwen/Qwen3-0.6B \\
         --checkpoint tinker://<run>/sampler_weights/final --compare
+    mint-envkit eval examples/rl_hyperparameters.py:builder --samples 4 \\
+        --openai-base-url http://127.0.0.1:8765/v1 --model mint-envkit/tiny-qwen3
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from mint_envkit.cli.problems import (
     problems_from_args,
     sampling_from_args,
 )
+from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.claims import TRUNCATION_OK, learning_claim, uncut_budget
 from mint_envkit.evaluation.compare import comparison_table
-from mint_envkit.evaluation.run import evaluate_many
+from mint_envkit.evaluation.run import evaluate, evaluate_many, labels
+from mint_envkit.rollouts.openai_endpoint import OpenAIEndpoint
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -63,6 +67,67 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="default: runs/eval-<name>-<time>")
     parser.add_argument("--concurrency", type=int, default=16, help="problems at once")
     parser.add_argument("--no-report", action="store_true", help="skip the viewer page")
+    _openai_options(parser)
+
+
+def _openai_options(parser: argparse.ArgumentParser) -> None:
+    """The options of evaluating through an OpenAI-compatible server."""
+    door = parser.add_argument_group("an OpenAI-compatible server (OpenAI, vLLM, Ollama, serve)")
+    door.add_argument(
+        "--openai-base-url",
+        metavar="URL",
+        default=None,
+        help="sample this server's /chat/completions (e.g. http://127.0.0.1:8765/v1) instead "
+        "of a Tinker backend; --model names its model; the key is OPENAI_API_KEY",
+    )
+    door.add_argument(
+        "--tokenizer",
+        metavar="MODEL",
+        default=None,
+        help="with --openai-base-url: the model whose tokenizer renders the env's prompts and "
+        "turns replies into tokens (default: the builder's; an env class needs it)",
+    )
+    door.add_argument("--openai-concurrency", type=int, default=8, help="requests in flight")
+    door.add_argument(
+        "--openai-retries", type=int, default=3, help="tries again after 429, 5xx or no answer"
+    )
+
+
+async def _openai_results(args: argparse.Namespace, out: str) -> list[Any]:
+    """One evaluation through ``--openai-base-url`` (the one evaluation, another client)."""
+    if not args.model:
+        raise ConfigError("--openai-base-url needs --model: the server's model name")
+    if args.checkpoint or args.compare:
+        raise ConfigError(
+            "--checkpoint and --compare are for Tinker backends; with --openai-base-url, name "
+            "a checkpoint the server serves as --model (mint-envkit serve: tinker://...)"
+        )
+    endpoint = OpenAIEndpoint(
+        base_url=args.openai_base_url,
+        model=args.model,
+        max_concurrent=args.openai_concurrency,
+        max_retries=args.openai_retries,
+    )
+    result = await evaluate(
+        args.target,
+        client=endpoint,
+        model_name=args.tokenizer,
+        samples=args.samples,
+        sampling=sampling_from_args(args),
+        split=args.split,
+        problems=problems_from_args(args),
+        renderer_name=args.renderer,
+        limit=args.limit,
+        out_dir=out,
+        label=labels([args.model])[0],
+    )
+    used = result.summary["usage"]
+    print(
+        f"usage: {used['requests']} requests ({used['retries']} retried, {used['failed']} "
+        f"failed), {used['prompt_tokens']} prompt + {used['completion_tokens']} completion "
+        "tokens (the server's counts)"
+    )
+    return [result]
 
 
 async def _claims(args: argparse.Namespace, results: list[Any]) -> list[str]:
@@ -113,11 +178,8 @@ def _checkpoints(args: argparse.Namespace) -> list[str | None]:
     return chosen
 
 
-async def _run(args: argparse.Namespace) -> int:
-    out = args.out or (
-        f"runs/eval-{args.target.rsplit(':', 1)[-1]}-{time.strftime('%Y%m%d-%H%M%S')}"
-    )
-    results = await evaluate_many(
+async def _tinker_results(args: argparse.Namespace, out: str) -> list[Any]:
+    return await evaluate_many(
         args.target,
         model_name=args.model,
         checkpoints=_checkpoints(args),
@@ -130,6 +192,16 @@ async def _run(args: argparse.Namespace) -> int:
         limit=args.limit,
         out_dir=out,
     )
+
+
+async def _run(args: argparse.Namespace) -> int:
+    out = args.out or (
+        f"runs/eval-{args.target.rsplit(':', 1)[-1]}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    if args.openai_base_url:
+        results = await _openai_results(args, out)
+    else:
+        results = await _tinker_results(args, out)
     first = results[0].summary
     source = (
         f"from {args.problems}"
@@ -165,6 +237,6 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         "mint-envkit eval",
         parser,
         args,
-        positive=("samples", "max_tokens", "concurrency"),
+        positive=("samples", "max_tokens", "concurrency", "openai_concurrency"),
         run=_run,
     )

@@ -45,9 +45,10 @@ from mint_envkit.evaluation.spec import EvalProblems, eval_problems
 from mint_envkit.evaluation.tracking import eval_loggers, log_summary
 from mint_envkit.progress import track
 from mint_envkit.rollouts.backend import connect, sampling_client, service_client
+from mint_envkit.rollouts.openai_endpoint import OpenAIEndpoint
 from mint_envkit.rollouts.records import rollout_metrics
 from mint_envkit.rollouts.run import rollout_group
-from mint_envkit.rollouts.sampler import SeededSampler
+from mint_envkit.rollouts.sampler import seeded_sampler
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.types import GroupRollout
 
@@ -182,7 +183,7 @@ async def _roll(
     with track(f"eval {label}", len(chosen.pairs), "problems", enabled=not quiet) as task:
 
         async def one(split: str, group: Any) -> GroupRollout:
-            sampler = SeededSampler(client, settings, f"{split}:{group.index}")
+            sampler = seeded_sampler(client, settings, f"{split}:{group.index}")
             async with limit:
                 rollout = await rollout_group(
                     group,
@@ -268,6 +269,8 @@ async def evaluate_groups(
     summary.update(
         await _counterfactual(chosen, client, settings, label, quiet, rollouts, counterfactual)
     )
+    if isinstance(client, OpenAIEndpoint):  # what the server was sent, with its token counts
+        summary["usage"] = client.usage()
     summary["seconds"] = round(time.monotonic() - t0, 3)
     if folder is not None:
         write_run_folder(folder, summary, per_problem, rollouts)
@@ -376,8 +379,11 @@ async def evaluate(
             :class:`~mint_envkit.DatasetBuilder`, an env class (with ``problems``), or
             built groups (a :class:`~mint_envkit.ProblemDataset` or a list of
             :class:`~mint_envkit.GroupBuilder`, evaluated as they are).
-        client: a sampling client to evaluate (the loop's snapshot, one you made);
-            None connects to ``backend`` and samples ``model_name`` / ``checkpoint``.
+        client: a sampling client to evaluate (the loop's snapshot, one you made), or an
+            OpenAI-compatible server (:class:`~mint_envkit.rollouts.OpenAIEndpoint`: its
+            replies are tokenized with the builder's model, and the summary's ``usage``
+            holds the requests, retries and the server's token counts); None connects
+            to ``backend`` and samples ``model_name`` / ``checkpoint``.
         checkpoint: a ``tinker://`` path of sampler weights or a training state.
         model_name: the base model; default the builder's.
         samples: completions per problem (K; default 4, or the built groups' size);
@@ -449,6 +455,12 @@ async def evaluate(
     name = label or "base"
     folder = None if out_dir is None else f"{out_dir}/{name}"
     describe = {"env": chosen.describe, "model": chosen.model_name, "checkpoint": None}
+    if isinstance(client, OpenAIEndpoint):
+        describe |= {
+            "model": client.model,
+            "backend": f"openai ({client.base_url})",
+            "tokenizer": chosen.model_name,
+        }
     result = await evaluate_groups(
         chosen,
         client,

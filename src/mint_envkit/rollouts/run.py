@@ -72,8 +72,8 @@ async def _run_episode(
             )
         )
         if result.episode_done:
-            _fill_defaults(env, transitions)
-            return Trajectory(transitions=transitions, messages=_conversation(env, result.message))
+            fill_metric_defaults(env, transitions)
+            return Trajectory(transitions=transitions, messages=conversation(env, result.message))
         ob = result.next_observation.to_ints()
         request = SampleRequest(
             prompt=ob,
@@ -87,8 +87,10 @@ async def _run_episode(
         reply = (await _sample(sampler, request))[0]
 
 
-def _fill_defaults(env: EnvFromMessageEnv, transitions: list[Transition]) -> None:
-    """The env's ``metric_defaults`` for the metrics no step of the episode logged."""
+def fill_metric_defaults(env: EnvFromMessageEnv, transitions: list[Transition]) -> None:
+    """Add the env's ``metric_defaults`` for the metrics no step of the episode logged to its
+    last transition (every loop that runs our envs ends an episode with it: this one and
+    tinker-cookbook's, through :mod:`mint_envkit.adapters.cookbook`)."""
     defaults = env.message_env.metric_defaults
     logged = {key for t in transitions for key in t.metrics}
     missing = {k: float(v) for k, v in defaults.items() if k not in logged}
@@ -96,7 +98,7 @@ def _fill_defaults(env: EnvFromMessageEnv, transitions: list[Transition]) -> Non
         transitions[-1].metrics.update(missing)
 
 
-def _conversation(env: EnvFromMessageEnv, last: Message | None) -> list[Message]:
+def conversation(env: EnvFromMessageEnv, last: Message | None) -> list[Message]:
     """The episode's whole conversation: what the env showed last, then the final reply."""
     history = [dict(m) for m in env.messages]
     return [*history, dict(last)] if last is not None else history

@@ -34,7 +34,7 @@ from starlette.routing import Route
 
 from mint_envkit.local.http.requests import THREAD_PARSE_BYTES, ProtocolError, parse_json_body
 from mint_envkit.local.http.responses import JSONResponse, error_response
-from mint_envkit.local.http.routes import mint, rest, sampling, sessions, training
+from mint_envkit.local.http.routes import mint, openai, rest, sampling, sessions, training
 from mint_envkit.local.http.state import Backend
 
 logger = logging.getLogger("mint_envkit.local.server")
@@ -118,6 +118,10 @@ ROUTES: tuple[RouteSpec, ...] = (
     _get("list_sessions", sessions.list_sessions, "sessions"),
     _get("get_session", sessions.get_session, "sessions/{session_id}"),
     _get("get_sampler", rest.get_sampler, "samplers/{sampler_id}"),
+    # the OpenAI-compatible door (routes/openai.py)
+    RouteSpec("/v1/models", "openai_models", openai.list_models, ("GET",)),
+    RouteSpec("/v1/chat/completions", "openai_chat", openai.chat_completions, ("POST",), True),
+    RouteSpec("/v1/{rest:path}", "openai_unknown", openai.unknown, ("GET", "POST")),
     RouteSpec(
         "/{rest:path}",
         "not_supported",

@@ -11,7 +11,7 @@ cross-site POST) and, through DNS rebinding, read the answers. The
 - a body route whose ``Content-Type`` is not ``application/json`` (a form or
   ``text/plain`` body is what a page may POST without a preflight): 415;
 - with an API key set: a request without it (``X-API-Key``, as the SDK sends
-  it) or without a token that ``POST /auth/token`` issued for it: 401.
+  it, or ``Authorization: Bearer``, as OpenAI clients do) or without a token that ``POST /auth/token`` issued for it: 401.
   Keys and tokens are compared in constant time.
 
 Example::
@@ -66,6 +66,12 @@ def loopback_hosts(port: int) -> frozenset[str]:
 def _raw(text: str) -> bytes:
     """``text`` as bytes for a constant-time compare; any character (a header is latin-1) works."""
     return text.encode("utf-8", "surrogatepass")
+
+
+def _bearer(authorization: str) -> str | None:
+    """The key of an ``Authorization: Bearer KEY`` header (how OpenAI clients send it)."""
+    scheme, _, key = authorization.partition(" ")
+    return key.strip() or None if scheme.lower() == "bearer" else None
 
 
 def _b64(raw: bytes) -> str:
@@ -184,7 +190,7 @@ class Guard:
                 )
         if self.api_key is None or route in OPEN_ROUTES:
             return
-        sent = headers.get("x-api-key")
+        sent = headers.get("x-api-key") or _bearer(headers.get("authorization", ""))
         if route == "auth_token":
             ok = self.key_ok(sent)
         else:
@@ -192,7 +198,8 @@ class Guard:
         if not ok:
             raise ProtocolError(
                 401,
-                "refused: this server requires its API key (X-API-Key header; pass "
-                "api_key=... to mint.ServiceClient, or set MINT_API_KEY). The key is the one "
+                "refused: this server requires its API key (X-API-Key header, or "
+                "Authorization: Bearer KEY as OpenAI clients send it; pass api_key=... to "
+                "mint.ServiceClient or openai.OpenAI, or set MINT_API_KEY). The key is the one "
                 "given to `mint-envkit serve --api-key` or LocalServer(api_key=...)",
             )

@@ -5,7 +5,9 @@
 - :mod:`~mint_envkit.local.http.routes.training`: LoRA training clients, training steps, weights;
 - :mod:`~mint_envkit.local.http.routes.sampling`: sampling sessions and ``asample``;
 - :mod:`~mint_envkit.local.http.routes.rest`: training runs, checkpoints, samplers;
-- :mod:`~mint_envkit.local.http.routes.mint`: MinT's own endpoints (reverse-KL, interpolation).
+- :mod:`~mint_envkit.local.http.routes.mint`: MinT's own endpoints (reverse-KL, interpolation);
+- :mod:`~mint_envkit.local.http.routes.openai`: the OpenAI-compatible door (``/v1/models``,
+  ``/v1/chat/completions``).
 
 Every handler is ``async (backend, request, body) -> body | Response``; the
 route table that binds them to paths is :data:`mint_envkit.local.http.app.ROUTES`.
