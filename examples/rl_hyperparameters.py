@@ -65,7 +65,10 @@ class SeedArithmeticEnv(SingleTurnEnv):
     """The seed's ``ArithmeticMessageEnv``: the reply's first number against the answer.
 
     1.0 when it is the answer, -0.25 otherwise, also when the reply holds no number
-    (the seed logs that as ``invalid_format``; here it is ``parsed`` 0).
+    (the seed logs that as ``invalid_format``; here it is ``parsed`` 0). The seed's
+    reward, flaw included: restating the question ("What is 7 * 1? ...") reads as the
+    answer 7, which ``mint-envkit audit examples/rl_hyperparameters.py:builder`` flags
+    (docs/audit.md); ``ArithmeticEnv`` in ``arithmetic_env.py`` is the fixed env.
     """
 
     system_prompt = "You are a precise calculator. Reply with only the final number."

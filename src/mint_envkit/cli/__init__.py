@@ -20,9 +20,10 @@ Subcommands (each module has ``configure(parser)``, which adds its options, and
 - ``rescore RUN_DIR ENV_SPEC``: a run's recorded replies scored by the env as it is
   now; which rewards, ``correct`` values and parse statuses changed (:mod:`.rescore`);
   exit 1 when one did.
-- ``conformance``: one row per Tinker / MinT call a training loop relies on, ok /
-  unsupported / failed / skipped, against MinT, ``--base-url`` or an embedded server;
-  exit 1 when a call the server claims fails (:mod:`.conformance`).
+- ``conformance``: one measured row per Tinker / MinT call a training loop relies on
+  (losses, gradients, sampling at a temperature, saves), ok / unsupported / failed /
+  skipped, against MinT, ``--base-url`` or an embedded server; exit 1 when a row failed
+  (:mod:`.conformance`).
 - ``init NAME [DIR]``: scaffold a pip-installable env package, its tests and golden
   transcripts (:mod:`.init`).
 - ``list``: the installed env packages, whose names work where an ENV_SPEC goes

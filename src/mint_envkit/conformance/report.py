@@ -164,8 +164,12 @@ async def run_conformance(
         async def health() -> str | None:
             try:
                 await asyncio.wait_for(service.get_server_capabilities_async(), HEALTH_TIMEOUT_S)
+            except TimeoutError:
+                return f"after a row timed out, its health check got no answer in {HEALTH_TIMEOUT_S:g} s"
             except Exception as err:  # the reason the rest is skipped
-                return f"its health check failed after a row timed out: {type(err).__name__}"
+                return (
+                    f"after a row timed out, its health check failed: {type(err).__name__}: {err}"
+                )
             return None
 
         found = await run_checks(

@@ -38,6 +38,7 @@ from mint_envkit.conformance.probe import (
     Probe,
     check_loss,
     done,
+    inputs_of,
     largest_difference,
     loss_terms,
     output_logprobs,
@@ -105,8 +106,6 @@ def _terms_without(datum: Any, values: list[float], loss_fn: str) -> list[float]
     """The terms of the loss a faulty server computes instead (the fault the row catches)."""
     if loss_fn == "ppo":
         return loss_terms(datum, "importance_sampling", values)  # no clip
-    from mint_envkit.conformance.probe import inputs_of
-
     return [-a for a in inputs_of(datum, "advantages")]  # no ratio: every ratio 1
 
 
