@@ -31,6 +31,8 @@ Example::
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import ctypes
 import os
 import tempfile
@@ -91,8 +93,20 @@ def scratch_root() -> Path:
         root.chmod(0o711)  # the run's user id (as root: a leased one) passes through
         for name in NAMES:
             (root / name).mkdir(mode=0o700)
+        if not _ROOT:
+            atexit.register(_remove_root)
         _ROOT[:] = [root]
         return root
+
+
+def _remove_root() -> None:
+    """Remove the empty mount points at exit (the mounts were never in this namespace)."""
+    for root in _ROOT:
+        for name in NAMES:
+            with contextlib.suppress(OSError):
+                (root / name).rmdir()
+        with contextlib.suppress(OSError):
+            root.rmdir()
 
 
 def _libc() -> ctypes.CDLL:
