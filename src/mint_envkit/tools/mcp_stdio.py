@@ -84,13 +84,15 @@ async def _exited(process: asyncio.subprocess.Process, within_s: float) -> bool:
 
 
 async def end_process(process: asyncio.subprocess.Process, *, close_stdin: bool = False) -> None:
-    """End a process :func:`start_process` started, and its tree; bounded, at most ~8 s.
+    """End a process :func:`start_process` started, and its tree; bounded, at most ~13 s.
 
     With ``close_stdin``, its stdin is closed first and it gets :data:`EXIT_WAIT_S`
     to exit (a stdio server ends at end of file). Then SIGTERM to its process group
-    (the keeper passes it on, gives the server its grace, then kills the tree), and
-    SIGKILL after :data:`KILL_WAIT_S`; last, SIGKILL to whatever is left of the
-    group (where no keeper ran).
+    (the keeper passes it on, gives the server its grace, then kills the tree). A
+    keeper that has not exited :data:`KILL_WAIT_S` later (something of the server
+    stopped it with ``SIGSTOP``, or it is stuck) is resumed and its tree ended from
+    here (:func:`~mint_envkit.tools.keeper.kill_tree`), then it is SIGKILLed; last,
+    SIGKILL to whatever is left of the group (where no keeper ran).
 
     Example::
 
@@ -101,11 +103,21 @@ async def end_process(process: asyncio.subprocess.Process, *, close_stdin: bool 
         with contextlib.suppress(OSError, RuntimeError):
             process.stdin.close()
         await _exited(process, EXIT_WAIT_S)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        if process.returncode is not None:
-            break
+    if process.returncode is None and keeper.is_stopped(process.pid):
+        logger.warning(
+            "the keeper of MCP server process %d was stopped (SIGSTOP by a process of the "
+            "server?); the kit ends its tree itself",
+            process.pid,
+        )
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
+            os.kill(process.pid, signal.SIGCONT)
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGTERM)
+        await _exited(process, KILL_WAIT_S)
+    if process.returncode is None:  # the keeper did not end its tree: end it from here
+        if not await asyncio.to_thread(keeper.kill_tree, process.pid):
+            logger.warning("processes below MCP server process %d outlasted SIGKILL", process.pid)
         await _exited(process, KILL_WAIT_S)
     if process.returncode is None:
         logger.warning("MCP server process %d outlived SIGKILL; left behind", process.pid)
