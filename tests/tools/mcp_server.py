@@ -4,7 +4,7 @@ Run: ``python mcp_server.py`` (stdio) or ``python mcp_server.py --port 8123`` (s
 Tools: ``add`` (stateless), ``count`` (a counter kept in the process), ``pid``,
 ``fail`` (raises), ``nap`` (sleeps), ``picture`` (text and an image), ``die`` (the
 process exits), ``spawn`` (starts two children, one of them with ``setsid``), ``huge``
-(a text of any length), ``stop_keeper`` / ``stop_group`` (a child that SIGSTOPs the keeper, or its process group).
+(a text of any length), ``many`` (that many text blocks), ``stop_keeper`` / ``stop_group`` (a child that SIGSTOPs the keeper, or its process group).
 """
 
 from __future__ import annotations
@@ -108,6 +108,18 @@ def stop_group() -> str:
 def huge(chars: int) -> str:
     """A text of that many x."""
     return "x" * chars
+
+
+@server.tool()
+def many(count: int):  # no return type: one text block per item
+    """That many short text blocks."""
+    return [f"item {i}" for i in range(count)]
+
+
+@server.tool()
+def many_values(count: int) -> list[int]:
+    """That many numbers (structured content, and its JSON as text)."""
+    return list(range(count))
 
 
 @server.tool()

@@ -33,7 +33,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from mint_envkit.tools import keeper
-from mint_envkit.tools.mcp_cut import MAX_MCP_MESSAGE_BYTES, Bounded, stand_in
+from mint_envkit.tools.mcp_cut import (
+    MAX_MCP_MESSAGE_BYTES,
+    Bounded,
+    many_items,
+    stand_in,
+    undecodable,
+)
 
 KILL_WAIT_S = 3.0
 """Seconds a server's process (its keeper) has after SIGTERM before SIGKILL."""
@@ -143,9 +149,12 @@ async def _lines(stream: asyncio.StreamReader, limit: int) -> AsyncIterator[Boun
         line.add(view[start:])
 
 
-def _message(line: Bounded, waiting: dict[Any, str]) -> Any:
+def read_message(line: Bounded, waiting: dict[Any, str]) -> Any:
     """The SDK's message for one line: a SessionMessage, an Exception (as the SDK's
-    own transport gives), or None (a blank line, or a cut one no request waits for)."""
+    own transport gives), or None (a blank line, or a cut one no request waits for).
+    A line that does not decode but answers a waiting request becomes a JSON-RPC
+    parse error for it (:func:`~mint_envkit.tools.mcp_cut.undecodable`), so the call
+    fails at once instead of at its timeout."""
     from mcp.shared.message import SessionMessage
     from mcp.types import JSONRPCError, JSONRPCResponse, jsonrpc_message_adapter
     from pydantic import ValidationError
@@ -165,10 +174,18 @@ def _message(line: Bounded, waiting: dict[Any, str]) -> Any:
         data = line.data
         if not data.strip():
             return None
+        many = many_items(line, waiting)
         try:
-            parsed = jsonrpc_message_adapter.validate_json(data, by_name=False)
-        except ValidationError as err:
-            return err
+            if many is not None:
+                parsed = jsonrpc_message_adapter.validate_python(many, by_name=False)
+            else:
+                parsed = jsonrpc_message_adapter.validate_json(data, by_name=False)
+        except ValidationError as err:  # too deep, a number out of range, not JSON
+            why = "; ".join(str(e.get("msg", "")) for e in err.errors()[:2]) or type(err).__name__
+            standing = undecodable(line, waiting, why)
+            if standing is None:
+                return err
+            parsed = jsonrpc_message_adapter.validate_python(standing, by_name=False)
     if isinstance(parsed, JSONRPCResponse | JSONRPCError):
         waiting.pop(parsed.id, None)
     return SessionMessage(parsed)
@@ -218,7 +235,7 @@ async def stdio_transport(
     async def read() -> None:
         async with reader_end:
             async for line in _lines(stdout, limit):
-                item = _message(line, waiting)
+                item = read_message(line, waiting)
                 if item is None:
                     continue
                 try:
