@@ -85,7 +85,7 @@ async def test_listed_tools_have_the_schemas_of_tool_functions_and_reach_the_pro
     specs = {s["function"]["name"]: s for s in env.tool_specs()}
     assert set(specs) == {
         "add", "count", "pid", "fail", "nap", "picture", "die", "spawn", "huge", "many",
-        "many_values", "stop_keeper", "stop_group",
+        "many_values", "stop_keeper", "stop_group", "shout",
     }  # fmt: skip
     assert specs["add"] == add.schema
     result = await tool_turn(env, call("add", {"a": 2, "b": 3}))
@@ -371,3 +371,25 @@ async def test_an_answer_of_many_items_is_read_by_the_kit_into_text(make):
     assert values["content"] == "\n".join(str(i) for i in range(20_000))  # as for 5 values
     assert env.counts["tool_errors"] == 0
     await env.abort()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_servers_log_is_capped(tmp_path: Path, transport: str):
+    """issue 46: a server's stderr file grew without bound; the kit writes on the first
+    MAX_LOG_BYTES of a server process's log, then a line saying the rest was dropped."""
+    from mint_envkit.tools.mcp_log import MAX_LOG_BYTES
+
+    log = tmp_path / "server.log"
+    if transport == "stdio":
+        server = McpServer.stdio([sys.executable, SERVER], per_episode=True, stderr=str(log))
+    else:
+        server = McpServer.http(HTTP_URL, command=HTTP_COMMAND, per_episode=True, stderr=str(log))
+    env = await started(env_class(server, tool_timeout_s=60.0))
+    done = await tool_turn(env, call("shout", {"count": 3 * MAX_LOG_BYTES}))
+    assert done.next_messages[-1]["content"] == "done"
+    again = await tool_turn(env, call("add", {"a": 1, "b": 2}))  # the server goes on
+    assert again.next_messages[-1]["content"] == "3"
+    await env.abort()
+    text = log.read_text()
+    assert len(text.encode()) < MAX_LOG_BYTES + 1000, len(text)
+    assert f"wrote more than {MAX_LOG_BYTES} bytes of log; the rest is dropped" in text

@@ -4,7 +4,7 @@ Run: ``python mcp_server.py`` (stdio) or ``python mcp_server.py --port 8123`` (s
 Tools: ``add`` (stateless), ``count`` (a counter kept in the process), ``pid``,
 ``fail`` (raises), ``nap`` (sleeps), ``picture`` (text and an image), ``die`` (the
 process exits), ``spawn`` (starts two children, one of them with ``setsid``), ``huge``
-(a text of any length), ``many`` (that many text blocks), ``stop_keeper`` / ``stop_group`` (a child that SIGSTOPs the keeper, or its process group).
+(a text of any length), ``many`` (that many text blocks), ``shout`` (bytes of log on stderr), ``stop_keeper`` / ``stop_group`` (a child that SIGSTOPs the keeper, or its process group).
 """
 
 from __future__ import annotations
@@ -120,6 +120,18 @@ def many(count: int):  # no return type: one text block per item
 def many_values(count: int) -> list[int]:
     """That many numbers (structured content, and its JSON as text)."""
     return list(range(count))
+
+
+@server.tool()
+def shout(count: int) -> str:
+    """Write that many bytes of log to stderr."""
+    import sys
+
+    for _ in range(count // 65536):
+        sys.stderr.write("e" * 65536)
+    sys.stderr.write("e" * (count % 65536))
+    sys.stderr.flush()
+    return "done"
 
 
 @server.tool()

@@ -40,6 +40,7 @@ from mint_envkit.tools.mcp_cut import (
     stand_in,
     undecodable,
 )
+from mint_envkit.tools.mcp_log import LogSink, relay
 
 KILL_WAIT_S = 3.0
 """Seconds a server's process (its keeper) has after SIGTERM before SIGKILL."""
@@ -47,6 +48,9 @@ EXIT_WAIT_S = 2.0
 """Seconds a stdio server has to exit once its stdin is closed, before SIGTERM."""
 _CHUNK = 1 << 20
 logger = logging.getLogger("mint_envkit.tools")
+
+
+_RELAYS: set[asyncio.Task[None]] = set()
 
 
 async def start_process(
@@ -60,21 +64,33 @@ async def start_process(
 ) -> asyncio.subprocess.Process:
     """Start ``command`` through a keeper, in a session (and process group) of its own.
 
+    Its stderr goes through a pipe into ``stderr``, capped at
+    :data:`~mint_envkit.tools.mcp_log.MAX_LOG_BYTES` (:mod:`~mint_envkit.tools.mcp_log`);
+    ``stdout`` is a pipe for the kit (``subprocess.PIPE``), or ``None`` to go into the
+    same capped log (an HTTP server's).
+
     Example::
 
         # not run: starts a server
-        process = await start_process(command, stdin=subprocess.DEVNULL, stdout=log,
+        process = await start_process(command, stdin=subprocess.DEVNULL, stdout=None,
                                       stderr=log, env=None, cwd=None)
     """
-    return await asyncio.create_subprocess_exec(
+    process = await asyncio.create_subprocess_exec(
         *keeper.guarded(command),
         stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         env=env,
         cwd=cwd,
         start_new_session=True,
     )
+    sink = LogSink(stderr, f"MCP server process {process.pid} ({' '.join(command)[:80]})")
+    streams = [process.stderr] + ([process.stdout] if stdout is None else [])
+    for stream in streams:
+        task = asyncio.ensure_future(relay(stream, sink))
+        _RELAYS.add(task)
+        task.add_done_callback(_RELAYS.discard)
+    return process
 
 
 async def _exited(process: asyncio.subprocess.Process, within_s: float) -> bool:
