@@ -34,7 +34,9 @@ class LogSink:
 
     Example::
 
-        sink = LogSink(sys.stderr, "MCP server 'x'", limit=4)
+        import io
+
+        sink = LogSink(io.StringIO(), "MCP server 'x'", limit=4)
         sink.write(b"abcdef")  # writes 'abcd', then a line saying the log was cut
         assert sink.dropped == 2
     """
