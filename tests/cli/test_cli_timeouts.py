@@ -47,10 +47,10 @@ def test_check_gives_up_on_a_reward_that_hangs_with_exit_1(tmp_path: Path):
     module = tmp_path / "slow.py"
     module.write_text(HANGS_IN_REWARD)
     done = _cli(
-        "check", f"{module}:SlowEnv", "--problem", PROBLEM, "--reply", "5", "--timeout", "15"
+        "check", f"{module}:SlowEnv", "--problem", PROBLEM, "--reply", "5", "--timeout", "8"
     )
     assert done.returncode == 1, done.stderr
-    assert "gave up after 15 s (--timeout) while checking" in done.stderr
+    assert "gave up after 8 s (--timeout) while checking" in done.stderr
 
 
 def test_rescore_gives_up_on_an_env_that_hangs_at_import(tmp_path: Path):

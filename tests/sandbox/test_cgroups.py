@@ -144,7 +144,7 @@ def test_two_trainers_that_are_both_pid_1_do_not_clash(parent: Path):
     """issue 46: run cgroups were named by pid (mint-envkit-<pid>-<n>), so two trainers
     that are pid 1 of their namespaces (containers) made the same names and 12 of 24
     runs raised SandboxError; the lease's name is random."""
-    pid_1 = ("unshare", "--pid", "--fork", "--kill-child")
+    pid_1 = ("unshare", "--pid", "--fork", "--mount-proc", "--kill-child")  # a container
     trainers = [_trainer(parent, 1.0, 6, *pid_1) for _ in range(2)]
     for trainer in trainers:  # both go at once: their runs overlap
         assert trainer.stdin is not None

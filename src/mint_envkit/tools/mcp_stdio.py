@@ -111,10 +111,10 @@ async def end_process(process: asyncio.subprocess.Process, *, close_stdin: bool 
     With ``close_stdin``, its stdin is closed first and it gets :data:`EXIT_WAIT_S`
     to exit (a stdio server ends at end of file). Then SIGTERM to its process group
     (the keeper passes it on, gives the server its grace, then kills the tree). A
-    keeper that has not exited :data:`KILL_WAIT_S` later (something of the server
-    stopped it with ``SIGSTOP``, or it is stuck) is resumed and its tree ended from
-    here (:func:`~mint_envkit.tools.keeper.kill_tree`), then it is SIGKILLed; last,
-    SIGKILL to whatever is left of the group (where no keeper ran).
+    keeper that is stopped (something of the server sent it ``SIGSTOP``), or has not
+    exited :data:`KILL_WAIT_S` after the SIGTERM, has its tree ended from here
+    (:func:`~mint_envkit.tools.keeper.kill_tree`), then is SIGKILLed; last, SIGKILL to
+    whatever is left of the group (where no keeper ran).
 
     Example::
 
@@ -125,15 +125,14 @@ async def end_process(process: asyncio.subprocess.Process, *, close_stdin: bool 
         with contextlib.suppress(OSError, RuntimeError):
             process.stdin.close()
         await _exited(process, EXIT_WAIT_S)
-    if process.returncode is None and keeper.is_stopped(process.pid):
+    stopped = process.returncode is None and keeper.is_stopped(process.pid)
+    if stopped:  # it cannot be trusted to end its tree: the kit does it at once
         logger.warning(
             "the keeper of MCP server process %d was stopped (SIGSTOP by a process of the "
             "server?); the kit ends its tree itself",
             process.pid,
         )
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(process.pid, signal.SIGCONT)
-    if process.returncode is None:
+    if process.returncode is None and not stopped:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGTERM)
         await _exited(process, KILL_WAIT_S)
