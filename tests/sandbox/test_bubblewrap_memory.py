@@ -7,7 +7,13 @@ docs/code.md has a measurement of the host's MemAvailable around these runs."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +23,7 @@ from mint_envkit.sandbox.bubblewrap import run_memory_bytes
 from mint_envkit.sandbox.cgroups import CgroupLease, memory_parent
 from mint_envkit.sandbox.mounts import inode_limit
 
+ROOT = Path(__file__).resolve().parents[2]
 LIMITS = Limits(wall_s=30, cpu_s=20, memory_mb=128, file_mb=8, processes=8)
 BOUND_MB = run_memory_bytes(LIMITS) >> 20  # 144
 CGROUP = BubblewrapExecutor(max_concurrency=1)
@@ -226,3 +233,50 @@ async def test_without_its_own_mounts_the_sandbox_says_so_and_keeps_refusing_xat
     assert "cannot mount its own /work and /tmp" in caplog.text
     run = await run_tests(XATTRS, ["assert pin_xattrs() == -1"], executor=executor, limits=LIMITS)
     assert "gave 0, expected -1" in run.tests[0].error and "Operation not permitted" in run.stdout
+
+
+AS_USER = """
+import asyncio, json, os
+from mint_envkit import run_tests
+from mint_envkit.sandbox import BubblewrapExecutor, Limits
+from mint_envkit.sandbox.mounts import inode_limit
+
+async def main():
+    executor = BubblewrapExecutor(max_concurrency=1)
+    limits = Limits(wall_s=30, cpu_s=20, memory_mb=128, file_mb=8, processes=8)
+    code = {inodes!r} + {xattrs!r}
+    tests = ["assert fill('/tmp') == -1", "assert pin_xattrs() == -1"]
+    run = await run_tests(code, tests, executor=executor, limits=limits)
+    print(json.dumps([os.getuid(), executor.memory_bound, executor.scratch,
+                      [t.error for t in run.tests], inode_limit(limits.file_mb)]))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None or not Path("/usr/bin/python3").exists(),
+    reason="needs root to run a process as another user (setpriv)",
+)
+def test_a_user_that_is_not_root_gets_the_same_bounds():
+    """Not root: the run's first process maps its own ids in a user namespace of its own
+    to mount /work and /tmp; inodes bounded, xattrs refused (seccomp mode)."""
+    system = subprocess.run(
+        ["/usr/bin/python3", "-c", "import sys; print(sys.version_info[:2])"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    if system.stdout.strip() != str(sys.version_info[:2]):
+        pytest.skip("the system interpreter is another Python than the venv's")
+    site = next(Path(sys.prefix, "lib").glob("python3*/site-packages"))
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT / 'src'}:{site}"}
+    user = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+    script = AS_USER.format(inodes=INODES, xattrs=XATTRS)
+    done = subprocess.run(
+        [*user, "/usr/bin/python3", "-c", script], env=env, cwd="/", capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    uid, bound, scratch, errors, inodes = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (uid, bound, scratch) == (65534, "seccomp", "kit")
+    assert f"gave {inodes - 1}, expected -1" in errors[0]
+    assert "gave 0, expected -1" in errors[1]
