@@ -62,7 +62,9 @@ import asyncio, sys
 from mint_envkit.sandbox import BubblewrapExecutor, Limits, run_tests
 
 async def main():
-    executor = BubblewrapExecutor(max_concurrency=6, memory_cgroup=sys.argv[1])
+    executor = BubblewrapExecutor(  # ids of its own: other tests count the default ones
+        max_concurrency=6, memory_cgroup=sys.argv[1], uid_base=61700, uid_count=32
+    )
     code = "import time\\ntime.sleep(float(%r))\\ndef add(a, b):\\n    return a + b" % sys.argv[2]
     print("ready", flush=True)
     sys.stdin.readline()  # go
