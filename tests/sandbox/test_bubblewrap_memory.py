@@ -121,6 +121,8 @@ async def test_each_run_is_in_a_memory_cgroup_limited_to_its_whole_budget():
     parent = memory_parent()
     assert parent is not None
     code = "import time\ntime.sleep(3)\ndef f():\n    return 1"
+    lease = CgroupLease.take(parent)
+    before = set(lease.path.glob("run-*"))
     task = asyncio.ensure_future(
         run_tests(code, ["assert f() == 1"], executor=CGROUP, limits=LIMITS)
     )
@@ -129,14 +131,17 @@ async def test_each_run_is_in_a_memory_cgroup_limited_to_its_whole_budget():
     while not limits and time.monotonic() < deadline:
         # this process's run cgroups only (<its lease>/run-<n>): another worker's
         # sandbox runs have their own lease under the same parent
-        for path in CgroupLease.take(parent).path.glob("run-*"):
-            if (path / "cgroup.procs").read_text().split():
-                limits.append(int((path / "memory.limit_in_bytes").read_text()))
+        for path in set(lease.path.glob("run-*")) - before:
+            try:
+                if (path / "cgroup.procs").read_text().split():
+                    limits.append(int((path / "memory.limit_in_bytes").read_text()))
+            except FileNotFoundError:  # removed meanwhile
+                continue
         await asyncio.sleep(0.02)
     run = await task
     assert run.outcome == "pass", run
     assert limits == [run_memory_bytes(LIMITS)]
-    assert not list(CgroupLease.take(parent).path.glob("run-*"))  # removed after the run
+    assert set(lease.path.glob("run-*")) <= before  # removed after the run
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=list(ATTACKS))
