@@ -11,7 +11,7 @@ them). So the executor mounts both directories itself, with ``size=file_mb`` and
 run's first process (the child that then starts bubblewrap) enters a mount namespace of
 its own (as root), or a user and mount namespace of its own (not as root, where it
 maps its own user id only), mounts the two ``tmpfs`` over two empty directories of
-this process (:func:`scratch_root`), and bubblewrap binds them to ``/work`` and
+this user (``<tmp>/mint-envkit-mounts-<uid>``, :func:`scratch_root`), and bubblewrap binds them to ``/work`` and
 ``/tmp``. The mounts exist only in that namespace: the host never sees them, and they
 are gone with the run.
 
@@ -35,6 +35,7 @@ import atexit
 import contextlib
 import ctypes
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Callable
@@ -76,10 +77,13 @@ def mount_options(file_mb: float, uid: int, gid: int) -> str:
 
 
 def scratch_root() -> Path:
-    """This process's directory holding the two empty mount points (made once, 0711).
+    """The directory holding the two empty mount points: ``<tmp>/mint-envkit-mounts-<uid>``.
 
     The run's mounts go over ``<root>/work`` and ``<root>/tmp`` in the run's own
-    mount namespace, so every run of the process shares these two empty directories.
+    mount namespace, so every run of every process of this user shares these two empty
+    directories, and a killed process leaves nothing behind. A path that is not this
+    user's own directory (another user made it first) is not used: a fresh one is made
+    instead, and removed at exit.
 
     Example::
 
@@ -89,24 +93,39 @@ def scratch_root() -> Path:
     with _ROOT_LOCK:
         if _ROOT and all((_ROOT[0] / name).is_dir() for name in NAMES):
             return _ROOT[0]
-        root = Path(tempfile.mkdtemp(prefix="mint-envkit-mounts-"))
-        root.chmod(0o711)  # the run's user id (as root: a leased one) passes through
-        for name in NAMES:
-            (root / name).mkdir(mode=0o700)
-        if not _ROOT:
-            atexit.register(_remove_root)
+        root = Path(tempfile.gettempdir()) / f"mint-envkit-mounts-{os.geteuid()}"
+        try:
+            _own_dir(root, 0o711)  # the run's user id (as root: a leased one) passes through
+            for name in NAMES:
+                _own_dir(root / name, 0o700)
+        except OSError:
+            root = Path(tempfile.mkdtemp(prefix="mint-envkit-mounts-"))
+            root.chmod(0o711)
+            for name in NAMES:
+                (root / name).mkdir(mode=0o700)
+            atexit.register(_remove, root)
         _ROOT[:] = [root]
         return root
 
 
-def _remove_root() -> None:
-    """Remove the empty mount points at exit (the mounts were never in this namespace)."""
-    for root in _ROOT:
-        for name in NAMES:
-            with contextlib.suppress(OSError):
-                (root / name).rmdir()
+def _own_dir(path: Path, mode: int) -> None:
+    """Make ``path`` (or take it) as a directory of this user's alone; OSError otherwise."""
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=mode)
+    found = os.lstat(path)
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid():
+        raise OSError(f"{path} is not a directory of uid {os.geteuid()}")
+    if stat.S_IMODE(found.st_mode) != mode:
+        os.chmod(path, mode)
+
+
+def _remove(root: Path) -> None:
+    """Remove a private mount-point directory at exit (the mounts were never in this namespace)."""
+    for name in NAMES:
         with contextlib.suppress(OSError):
-            root.rmdir()
+            (root / name).rmdir()
+    with contextlib.suppress(OSError):
+        root.rmdir()
 
 
 def _libc() -> ctypes.CDLL:
