@@ -29,6 +29,7 @@ import attrs
 
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.group import GroupBuilder
+from mint_envkit.cli.deadline import Deadline, add_timeout, check_timeout, load_env_target
 from mint_envkit.cli.golden import episode_records, replay_golden, write_golden
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import load_target
@@ -391,6 +392,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--local", action="store_true", help="also sample one group locally")
     parser.add_argument("--max-tokens", type=int, default=32)
+    add_timeout(parser)
     golden = parser.add_mutually_exclusive_group()
     golden.add_argument(
         "--record",
@@ -435,12 +437,16 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             )
     elif args.target is None:
         parser.error("give the env or builder to check (MODULE:NAME), or --replay FILE")
-    try:
-        if args.target is not None:
-            load_target(args.target)  # before the loop: the module may start one of its own
-        if args.replay is not None:
-            return asyncio.run(replay_golden(args.replay, target=args.target))
-        return asyncio.run(_check(args))
-    except MintEnvkitError as err:
-        print(f"mint-envkit check: {err}", file=sys.stderr)
-        return 2
+    check_timeout(args.timeout, parser)
+    with Deadline(args.timeout, "check") as deadline:
+        try:
+            if args.target is not None:
+                deadline.phase = f"loading {args.target}"
+                load_env_target(args.target)  # before the loop: it may start one of its own
+            deadline.phase = "checking"
+            if args.replay is not None:
+                return asyncio.run(replay_golden(args.replay, target=args.target))
+            return asyncio.run(_check(args))
+        except MintEnvkitError as err:
+            print(f"mint-envkit check: {err}", file=sys.stderr)
+            return 2

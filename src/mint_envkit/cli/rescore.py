@@ -31,6 +31,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.builders.dataset import DatasetBuilder
+from mint_envkit.cli.deadline import Deadline, add_timeout, check_timeout, load_env_target
 from mint_envkit.cli.replay import COMPARED, print_table, problem_label, replay_group, show
 from mint_envkit.cli.rescore_records import RecordedRun, read_run, run_folders
 from mint_envkit.errors import MintEnvkitError
@@ -282,6 +283,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--show", type=int, default=10, metavar="N", help="list the first N changes (default 10)"
     )
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the report here")
+    add_timeout(parser)
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -295,13 +297,20 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         value = getattr(args, name)
         if value is not None and value < (1 if name == "limit" else 0):
             parser.error(f"--{name} must be {'>= 1' if name == 'limit' else '>= 0'}, got {value}")
-    try:
-        report = asyncio.run(rescore(args.run_dir, args.target, split=args.split, limit=args.limit))
-        if args.json:
-            write_json_atomic(args.json, report.as_json())
-    except MintEnvkitError as err:
-        print(f"mint-envkit rescore: {err}", file=sys.stderr)
-        return 2
+    check_timeout(args.timeout, parser)
+    with Deadline(args.timeout, "rescore") as deadline:
+        try:
+            deadline.phase = f"loading {args.target}"
+            load_env_target(args.target)  # imported once: rescore() gets the same module
+            deadline.phase = f"re-scoring {args.run_dir}"
+            report = asyncio.run(
+                rescore(args.run_dir, args.target, split=args.split, limit=args.limit)
+            )
+            if args.json:
+                write_json_atomic(args.json, report.as_json())
+        except MintEnvkitError as err:
+            print(f"mint-envkit rescore: {err}", file=sys.stderr)
+            return 2
     print_report(report, show_first=args.show)
     if args.json:
         print(f"wrote {args.json}")

@@ -92,6 +92,24 @@ def _optimizer_tensors(trainer: Trainer) -> dict[str, torch.Tensor]:
     return out
 
 
+def meta_gain(meta: dict[str, Any], path: str) -> float:
+    """How many trained deltas a checkpoint's weights may hold (its ``meta.json`` ``gain``;
+    1 for a checkpoint that holds what training made, more after an interpolation that
+    extrapolates: see :mod:`.interpolate`).
+
+    Example::
+
+        assert meta_gain({"lora": {}}, "tinker://run/weights/a") == 1.0
+    """
+    gain = meta.get("gain", 1.0)
+    if isinstance(gain, bool) or not isinstance(gain, int | float) or not 0 <= gain < float("inf"):
+        raise EngineError(
+            f"checkpoint {path!r} is unreadable: its meta.json's gain is {gain!r}, not a "
+            "finite number >= 0; delete it and save it again"
+        )
+    return float(gain)
+
+
 class CheckpointStore:
     """The checkpoints under one state directory, and the snapshots already read from them.
 
@@ -199,6 +217,8 @@ class CheckpointStore:
                 "step": trainer.step,
                 "has_optimizer": with_optimizer,
             }
+            if trainer.gain != 1.0:  # an interpolation, or trained from one (interpolate.py)
+                meta["gain"] = trainer.gain
             if with_optimizer:
                 _save_file(_optimizer_tensors(trainer), str(tmp / "optimizer.safetensors"))
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
@@ -310,6 +330,7 @@ class CheckpointStore:
                 p.copy_(tensors[key])
                 p.grad = None
         trainer.optimizer.state.clear()
+        trainer.gain = meta_gain(meta, path)
         if with_optimizer:
             for key, p in trainer.params.items():
                 if f"exp_avg::{key}" not in opt:
