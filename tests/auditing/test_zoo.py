@@ -1,0 +1,84 @@
+"""The reward zoo (benchmarks/reward_zoo/): every case's bug is real, the audit still
+catches what the recorded table says it catches, and no clean twin raises an alarm.
+
+One test per case (xdist spreads them): the case's demo reply earns more on the buggy
+env than on its twin (or less, for a bug that withholds reward), then the audit runs
+with probes only on both. A bug recorded as caught in benchmarks/reward_zoo/recorded.json
+that is not caught now fails; so does a clean twin the audit fails. A bug recorded as
+missed that is caught now passes (rerun ``python benchmarks/reward_zoo/run.py --record``
+to update the table and docs).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+from reward_zoo.demo import demo_rewards_async, shows_bug  # noqa: E402
+from reward_zoo.measure import classify, measure_case_async  # noqa: E402
+from reward_zoo.run import RECORDED, regressions, summary  # noqa: E402
+from reward_zoo.zoo import FAMILIES, load_all  # noqa: E402
+
+CASES = load_all()
+RECORD = json.loads(RECORDED.read_text())
+RECORDED_ROWS = {row["name"]: row for row in RECORD["cases"]}
+
+
+def test_the_zoo_has_forty_cases_or_more_over_every_family():
+    assert len(CASES) >= 40
+    assert {case.family for case in CASES.values()} == set(FAMILIES)
+    assert all(case.source.strip() and case.bug.strip() for case in CASES.values())
+
+
+def test_the_recorded_table_covers_every_case_and_only_them():
+    assert set(RECORDED_ROWS) == set(CASES), "rerun python benchmarks/reward_zoo/run.py --record"
+    assert RECORD["summary"] == summary(RECORD["cases"])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+async def test_zoo_case(name):
+    case = CASES[name]
+    buggy, clean = await demo_rewards_async(case)
+    assert shows_bug(case, buggy, clean), (
+        f"{name}: the demo reply earns {buggy:+.3f} on the buggy env and {clean:+.3f} on the "
+        f"twin; it should earn {case.demo.direction} on the buggy one"
+    )
+    row = await measure_case_async(case)
+    recorded = RECORDED_ROWS[name]
+    twin = row["clean"]
+    assert twin["verdict"] != "false_alarm", f"{name}: the clean twin fails the audit: {twin}"
+    if recorded["clean"]["verdict"] == "clean":
+        assert twin["verdict"] == "clean", f"{name}: the audit raised on the clean twin: {twin}"
+    if recorded["buggy"]["verdict"] == "caught":
+        assert row["buggy"]["verdict"] == "caught", (
+            f"{name}: the recorded table says the audit catches this bug "
+            f"({recorded['buggy']['failing']}); now: {row['buggy']}"
+        )
+
+
+def _row(name: str, bug: str, twin: str = "clean") -> dict:
+    return {"name": name, "buggy": {"verdict": bug}, "clean": {"verdict": twin}}
+
+
+def test_a_lost_catch_is_a_regression_and_a_new_one_is_not():
+    record = {"cases": [_row("a", "caught"), _row("b", "missed"), _row("c", "caught")]}
+    now = [_row("a", "missed"), _row("b", "caught"), _row("c", "caught")]
+    assert regressions(now, record) == ["a"]
+
+
+def test_the_verdicts_of_a_case():
+    passed = {"ok": True, "error": None, "warnings": []}
+    failed = {"ok": False, "error": None, "warnings": []}
+    crashed = {"ok": None, "error": "ValueError: x", "warnings": []}
+    warned = {"ok": True, "error": None, "warnings": ["warning:last_number"]}
+    assert classify(failed, passed) == ("caught", "clean")
+    assert classify(passed, failed) == ("missed", "false_alarm")
+    assert classify(warned, passed) == ("warned", "clean")
+    assert classify(warned, warned) == ("missed", "clean")  # the twin warns the same
+    assert classify(crashed, crashed) == ("error", "error")
