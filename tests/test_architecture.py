@@ -453,7 +453,8 @@ EVALUATION_PARTS = ("mint_envkit.evaluation", "mint_envkit.rollouts")
 """Where held-out figures are computed: the one evaluation and the figures it reads."""
 
 EVALUATION_INTERNALS = {
-    "mint_envkit.rollouts.answers": {"answer_figures", "rollout_answers"},
+    "mint_envkit.rollouts.answers": {"answer_figures", "rollout_answers", "answer_pairs"},
+    "mint_envkit.rollouts.judging": {"judged_answers"},
     "mint_envkit.rollouts.sampler": {"SeededSampler"},
     "mint_envkit.evaluation.figures": {"evaluation_figures"},
     "mint_envkit.evaluation.run": {"evaluate_groups"},

@@ -255,7 +255,8 @@ def test_metrics_carry_the_loop_prefix_and_only_the_baseline_name_as_text():
     metrics = answer_metrics(answer_figures(groups), "test_final/env")
     # too few replies name a candidate of the (empty) prompts: no position figures
     positions = {k for k in ANSWER_KEYS if "position" in k}
-    expected = {*ANSWER_KEYS, "answers/baseline_name"} - positions
+    # the env's own `correct` judged them: no reward-based correctness
+    expected = {*ANSWER_KEYS, "answers/baseline_name"} - positions - {"answers/reward_correct"}
     assert set(metrics) == {f"test_final/env/all/{key}" for key in expected}
     assert metrics["test_final/env/all/answers/baseline_name"] == "constant 'no'"
     text = {k for k, v in metrics.items() if isinstance(v, str)}

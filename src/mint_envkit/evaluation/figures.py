@@ -28,8 +28,8 @@ from mint_envkit.rollouts.answers import (
     answer_figures,
     answer_metrics,
     collapse_note,
-    rollout_answers,
 )
+from mint_envkit.rollouts.judging import judged_answers
 from mint_envkit.rollouts.types import GroupRollout
 
 NUMERIC = (
@@ -48,23 +48,25 @@ Example::
 """
 
 
-def evaluation_figures(
+async def evaluation_figures(
     results: Sequence[ProblemResult],
     rollouts: Sequence[GroupRollout],
     groups: Sequence[Any],
     samples: int,
 ) -> dict[str, Any]:
     """The figures of one evaluation: :func:`~mint_envkit.evaluation.metrics.summarize`
-    and :func:`~mint_envkit.rollouts.answers.answer_figures`, in one dict.
+    and :func:`~mint_envkit.rollouts.answers.answer_figures` (the baselines' guesses
+    judged through the env, :func:`~mint_envkit.rollouts.judging.judged_answers`), in
+    one dict.
 
     Example::
 
         # not run: needs an evaluation's results and rollouts
-        evaluation_figures(results, rollouts, groups, samples=4)["answers/baseline_name"]
+        (await evaluation_figures(results, rollouts, groups, samples=4))["answers/baseline_name"]
     """
     return {
         **summarize(results, samples),
-        **answer_figures(rollout_answers(rollouts, groups)),
+        **answer_figures(await judged_answers(rollouts, groups)),
     }
 
 
@@ -102,6 +104,9 @@ def headline(summary: Mapping[str, Any]) -> str:
     correct = summary.get("correct")
     baseline = summary.get("answers/baseline_correct")
     text = f"correct {_pct(correct)}"
+    if correct is None and summary.get("answers/reward_correct") is not None:
+        # a plain-function reward reports no `correct`: right is earning its reward
+        text = f"earning the correct reply's reward {_pct(summary['answers/reward_correct'])}"
     if baseline is not None:
         beats = summary.get("answers/beats_baseline")
         verdict = {1.0: "beats it", 0.0: "does not beat it"}.get(beats, "not compared")

@@ -263,7 +263,7 @@ async def evaluate_groups(
         "seed": settings.seed,
         "temperature": settings.temperature,
         "max_tokens": settings.max_tokens,
-        **evaluation_figures(per_problem, rollouts, groups, chosen.samples),
+        **(await evaluation_figures(per_problem, rollouts, groups, chosen.samples)),
     }
     summary.update(
         await _counterfactual(chosen, client, settings, label, quiet, rollouts, counterfactual)

@@ -8,8 +8,15 @@ the time. Beside correctness an evaluation therefore reports, over the same prob
 - ``answers/baseline_correct`` and ``answers/baseline_name``: the best policy of a
   family that does not read the question's meaning (a constant answer, the candidate
   the prompt offers at a position, a uniform pick among them; see
-  :mod:`mint_envkit.rollouts.baselines`), each judged by the env's own ``check`` (where
-  that says nothing, by :func:`answer_key`).
+  :mod:`mint_envkit.rollouts.baselines`), each guess judged the way the env judges a
+  reply: written in the env's format and scored through its parser, check and reward
+  (:func:`~mint_envkit.rollouts.judging.judged_answers`; an env whose reward needs a
+  model or a sandbox: by its ``check``, and where that says nothing, by
+  :func:`answer_key`).
+- ``answers/judged_by``: what "right" means in these figures: ``correct`` (the env's
+  own ``correct``) or ``reward`` (the env reports none, as a plain-function reward:
+  a reply is right when it earns what the correct reply earns), and then
+  ``answers/reward_correct``, the share of replies right by that rule.
 - ``answers/beats_baseline``: 1.0 when correctness beats that baseline beyond noise (a
   one-sided paired test over problems, :func:`~mint_envkit.rollouts.baselines.beats`).
 - ``answers/distinct``, ``answers/entropy`` (nats), ``answers/top_share``: how many
@@ -67,6 +74,7 @@ ANSWER_KEYS = (
     "answers/position_concentrated",
     "answers/beats_baseline",
     "answers/collapse",
+    "answers/reward_correct",
 )
 """The numeric answer figures, in report order (the text ones are :data:`ANSWER_TEXTS`).
 
@@ -75,9 +83,9 @@ Example::
     "answers/collapse" in ANSWER_KEYS   # True
 """
 
-ANSWER_TEXTS = ("answers/baseline_name", "answers/top", "answers/position")
+ANSWER_TEXTS = ("answers/baseline_name", "answers/top", "answers/position", "answers/judged_by")
 """The answer figures that are text: the best baseline's name, the most common answer,
-the most common position.
+the most common position, what "right" means (``correct`` or ``reward``).
 
 Example::
 
@@ -132,13 +140,20 @@ class AnswerGroup:
         parsed: each reply's parsed answer; None for a reply that did not parse.
         correct: each reply's correctness, or empty when the env reports none.
         truncated: whether each reply was cut off at the token limit (empty: none was).
-        check: the env's ``check(parsed, answer) -> bool``, used for the baseline;
-            None (or a check that returns None) compares :func:`answer_key`.
+        check: the env's ``check(parsed, answer) -> bool``, used for the baseline's
+            guesses that ``verdicts`` does not hold; None (or a check that returns
+            None) compares :func:`answer_key`.
         reports_parsed: False when the env logs no parsed answers (then
             ``parsed`` is all None and says nothing about diversity); the
             diversity figures are None unless some group reports them.
         prompt: the problem's question as the model saw it (the last user message),
             where the positional baselines find their candidates.
+        rewards: each reply's total reward (empty: unknown).
+        verdicts: the env's verdict on each guess of the baselines, judged through its
+            whole scoring path (:func:`~mint_envkit.rollouts.judging.judged_answers`);
+            None: not judged so (the baselines then use ``check``).
+        judged_by: what ``correct`` and ``verdicts`` mean: ``correct`` (the env's
+            own) or ``reward`` (earning the correct reply's reward); None: unknown.
 
     Example::
 
@@ -157,19 +172,28 @@ class AnswerGroup:
     check: Callable[[str, Any], Any] | None = attrs.field(default=None, eq=False)
     reports_parsed: bool = True
     prompt: str = ""
+    rewards: list[float] = attrs.field(
+        factory=list, converter=list, validator=_same_length("rewards")
+    )
+    verdicts: Mapping[str, bool | None] | None = attrs.field(default=None, eq=False)
+    judged_by: str | None = None
 
 
 def agrees(group: AnswerGroup, guess: str) -> bool:
-    """Would the answer ``guess`` be right on ``group``, by the env's check?
+    """Would the answer ``guess`` be right on ``group``, as the env judges it?
 
-    The env's ``check(guess, reference)`` when it gives a verdict (a bool or a number);
-    else, or when it raises on a foreign answer, :func:`answer_key` equality.
+    The env's verdict in ``group.verdicts`` (the guess in the env's format, through its
+    parser, check and reward; a guess the env raised on is not right); without one, the
+    env's ``check(guess, reference)`` when it gives a verdict (a bool or a number); else,
+    or when it raises on a foreign answer, :func:`answer_key` equality.
 
     Example::
 
         agrees(AnswerGroup(reference="1,000"), "1000"), agrees(AnswerGroup(reference="no"), "No")
         # (True, False)
     """
+    if group.verdicts is not None and guess in group.verdicts:
+        return bool(group.verdicts[guess])
     if group.check is not None:
         try:
             verdict = group.check(guess, group.reference)
@@ -271,6 +295,10 @@ def answer_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
         reasons.append(out["answers/concentrated"] == 1.0)
         out.update(position_figures(groups))
         reasons.append(out["answers/position_concentrated"] == 1.0)
+    bases = {g.judged_by for g in groups}
+    out["answers/judged_by"] = next((b for b in ("reward", "correct") if b in bases), None)
+    if out["answers/judged_by"] == "reward":
+        out["answers/reward_correct"] = correct
     model = _per_problem_correct(groups)
     if baseline is not None and correct is not None and model is not None:
         out["answers/beats_baseline"] = float(beats(model, baseline.per_problem)[0])
@@ -320,10 +348,13 @@ def collapse_note(figures: Mapping[str, Any], correct: float | None) -> str | No
             f"{figures['answers/position_reference_share']:.0%})"
         )
     baseline = figures.get("answers/baseline_correct")
+    what = "correct"
+    if correct is None and figures.get("answers/reward_correct") is not None:
+        correct, what = figures["answers/reward_correct"], "earning the correct reply's reward"
     if correct is not None and baseline is not None and 0.0 < correct <= baseline:
         name = figures.get("answers/baseline_name") or "a trivial policy"
         parts.append(
-            f"correct {correct:.3f} does not beat the best trivial baseline {baseline:.3f} ({name})"
+            f"{what} {correct:.3f} does not beat the best trivial baseline {baseline:.3f} ({name})"
         )
     return "answers collapse: " + "; ".join(parts)
 
@@ -357,8 +388,9 @@ def _reference(env: MessageEnv | None, group: Any, rollout: GroupRollout) -> Any
     return answer
 
 
-def _reply(trajectory: Trajectory) -> tuple[str | None, bool | None, bool, bool, bool]:
-    """(parsed answer, correct, truncated, the env logged a parsed answer, cut off unscored)."""
+def _reply(trajectory: Trajectory) -> tuple[str | None, bool | None, bool, bool, bool, float]:
+    """(parsed answer, correct, truncated, the env logged a parsed answer, cut off unscored,
+    total reward)."""
     last = trajectory.transitions[-1]
     logs, metrics = last.logs, trajectory.metrics
     value = logs.get("parsed")
@@ -370,7 +402,8 @@ def _reply(trajectory: Trajectory) -> tuple[str | None, bool | None, bool, bool,
     else:
         truncated = last.ac.stop_reason == "length"
     unscored = logs.get("end") == "truncated"
-    return (None if value is None else str(value)), correct, truncated, "parsed" in logs, unscored
+    parsed = None if value is None else str(value)
+    return parsed, correct, truncated, "parsed" in logs, unscored, trajectory.total_reward
 
 
 def _question(rollout: GroupRollout) -> str:
@@ -390,10 +423,13 @@ def rollout_answers(
     ``groups`` are the group builders the rollouts came from, by position. From each
     a message env is made once: its ``answer`` is the reference (else the problem's
     ``answer``, else the ``answer`` the env logged) and its ``check`` judges the
-    baselines' answers; the question is the opening's last user message. Replies: the last step's ``parsed`` log (None unless its
+    baselines' answers (:func:`~mint_envkit.rollouts.judging.judged_answers` judges
+    them through the env's whole scoring path instead); the question is the opening's
+    last user message. Replies: the last step's ``parsed`` log (None unless its
     ``parse_status`` is ``ok``), the ``correct`` and ``truncated`` metrics (else the
-    last reply's stop reason). A group reports parsed answers when one of its replies
-    logged ``parsed``, or when every reply was cut off before scoring (all unparsed).
+    last reply's stop reason), the total reward. A group reports parsed answers when
+    one of its replies logged ``parsed``, or when every reply was cut off before scoring
+    (all unparsed).
 
     Example::
 
@@ -402,7 +438,20 @@ def rollout_answers(
         batch = await sample_batch(config, client, groups, salt=-1)
         answer_figures(rollout_answers(batch.rollouts, groups))
     """
-    out: list[AnswerGroup] = []
+    return [answer for answer, _group in answer_pairs(rollouts, groups)]
+
+
+def answer_pairs(
+    rollouts: Sequence[GroupRollout], groups: Sequence[Any] | None = None
+) -> list[tuple[AnswerGroup, Any]]:
+    """:func:`rollout_answers`, each beside the group it came from (None when unknown).
+
+    Example::
+
+        # not run: needs rollouts and their groups
+        [(answer.reference, group.index) for answer, group in answer_pairs(rollouts, groups)]
+    """
+    out: list[tuple[AnswerGroup, Any]] = []
     for position, rollout in enumerate(rollouts):
         episodes = [t for t in rollout.trajectories if t.transitions]
         if rollout.error is not None or not episodes:
@@ -411,16 +460,17 @@ def rollout_answers(
         env = _message_env(group)
         replies = [_reply(t) for t in episodes]
         correct = [r[1] for r in replies]
-        out.append(
-            AnswerGroup(
-                reference=_reference(env, group, rollout),
-                parsed=[r[0] for r in replies],
-                correct=[] if all(flag is None for flag in correct) else correct,
-                truncated=[r[2] for r in replies],
-                check=None if env is None else env.check,
-                # a reply cut off before scoring is unparsed whatever the env logs
-                reports_parsed=any(r[3] for r in replies) or all(r[4] for r in replies),
-                prompt=_question(rollout),
-            )
+        answer = AnswerGroup(
+            reference=_reference(env, group, rollout),
+            parsed=[r[0] for r in replies],
+            correct=[] if all(flag is None for flag in correct) else correct,
+            truncated=[r[2] for r in replies],
+            check=None if env is None else env.check,
+            # a reply cut off before scoring is unparsed whatever the env logs
+            reports_parsed=any(r[3] for r in replies) or all(r[4] for r in replies),
+            prompt=_question(rollout),
+            rewards=[r[5] for r in replies],
+            judged_by=None if all(flag is None for flag in correct) else "correct",
         )
+        out.append((answer, group))
     return out

@@ -1,13 +1,15 @@
 """The best trivial policy: the baseline every correctness figure is shown beside.
 
 A model "learns" only if it beats what a policy that does not read the question's
-meaning can get on the same problems. The family scored here, each through the env's
-own answer check:
+meaning can get on the same problems. The family scored here, each guess judged the way
+the env judges a reply (written in the env's format and scored through its parser, check
+and reward; :mod:`mint_envkit.rollouts.judging`):
 
 - ``constant 'X'``: always the same answer (each of the most common references);
 - ``<position> <kind>``: the candidate the prompt offers at a position, ``first``,
   ``second`` or ``last`` of each kind of :mod:`~mint_envkit.parsers.candidates`
-  (quoted strings, listed options and their texts, numbers, words);
+  (quoted strings, lettered or numbered options and their texts, bullet items, the
+  members of an "X, Y or Z" phrase, numbers, words);
 - ``uniform <kind>``: a uniform pick among the prompt's candidates of a kind (its
   expected correctness).
 
@@ -55,6 +57,7 @@ Example::
 _INDEX = {name: i for i, name in enumerate(POSITIONS[:-1])}
 
 _CONSTANTS = 3  # the most common references tried as a constant answer
+_NO_UNIFORM = ("word", "number")  # too many to be a choice: no uniform pick among them
 _Z = 1.645  # one-sided 95%
 
 
@@ -123,7 +126,7 @@ def _positional(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> li
                 for g, p in zip(groups, picks, strict=True)
             )
             out.append(Baseline(f"{position} {kind}", _weighted(groups, per), per))
-        if kind in ("word", "number") or sum(len(f[kind]) >= 2 for f in found) * 2 < len(groups):
+        if kind in _NO_UNIFORM or sum(len(f[kind]) >= 2 for f in found) * 2 < len(groups):
             continue
         per = tuple(
             sum(judge(g, c.text) for c in f[kind]) / len(f[kind]) if f[kind] else 0.0
@@ -139,7 +142,8 @@ def trivial_baselines(
     """Every trivial policy of the family scored on ``groups`` (empty without references).
 
     ``judge(group, guess)`` says whether ``guess`` is a right answer to the group's
-    problem (the env's check; see :func:`~mint_envkit.rollouts.answers.answer_figures`).
+    problem (:func:`~mint_envkit.rollouts.answers.agrees`: the env's verdict on it, see
+    :func:`baseline_guesses`).
 
     Example::
 
@@ -153,6 +157,25 @@ def trivial_baselines(
     if not groups or any(answer_key(g.reference) is None for g in groups):
         return []  # a problem without a reference: no honest baseline
     return [*_constants(groups, judge), *_positional(groups, judge)]
+
+
+def baseline_guesses(groups: Sequence[AnswerGroup]) -> list[set[str]]:
+    """The guesses the family asks each group about (its constants and the candidates of
+    its prompt), so that they can be judged through the env before the family is scored.
+
+    Example::
+
+        # groups: the module example's
+        sorted(baseline_guesses(groups)[0])[:2]   # ['Reply', 'Which']: words are candidates too
+    """
+    asked: dict[int, set[str]] = {id(g): set() for g in groups}
+
+    def record(group: AnswerGroup, guess: str) -> bool:
+        asked[id(group)].add(guess)
+        return False
+
+    trivial_baselines(groups, record)
+    return [asked[id(g)] for g in groups]
 
 
 def best_baseline(
@@ -227,7 +250,10 @@ def position_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
     references at the same placement. ``answers/position_concentrated`` is 1.0 when
     that share is at least :data:`POSITION_SHARE` and :data:`POSITION_EXCESS` above the
     references' (with at least 8 replies placed), else 0.0; None when too few
-    replies name a candidate.
+    replies name a candidate. A kind whose candidates are the same on every problem
+    (``yes or no``) is left out: there a position is a constant answer, which the
+    concentration figures already see (option labels ``A``, ``B``... stay: they point
+    at texts that change).
 
     Example::
 
@@ -246,11 +272,14 @@ def position_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
         "answers/position_concentrated": None,
     }
     best: tuple[float, str, float] | None = None
-    for kind in ("quoted", "option", "option_text", "number"):
+    found = [prompt_candidates(group.prompt) for group in groups]
+    for kind in ("quoted", "option", "option_text", "listed", "alternative", "number"):
         replies: Counter[str] = Counter()
         references: Counter[str] = Counter()
-        for group in groups:
-            candidates = prompt_candidates(group.prompt)[kind]
+        if len({tuple(c.text for c in f[kind]) for f in found}) < 2 and kind != "option":
+            continue  # the same candidates everywhere ("yes or no"): a position is a constant
+        for group, offered in zip(groups, found, strict=True):
+            candidates = offered[kind]
             if len(candidates) < 2:
                 continue
             reference = _position_of(candidates, str(group.reference), same)
