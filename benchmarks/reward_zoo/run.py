@@ -43,6 +43,9 @@ from reward_zoo.measure import measure_case  # noqa: E402
 from reward_zoo.zoo import FAMILIES, load_all  # noqa: E402
 
 RECORDED = HERE / "recorded.json"
+BEFORE = HERE / "recorded_before.json"
+DOCS = (ROOT / "docs" / "audit.md", ROOT / "docs" / "benchmarks.md")
+START, END = "<!-- reward-zoo-table: start -->", "<!-- reward-zoo-table: end -->"
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "reward_zoo.json"
 COMMAND = "python benchmarks/reward_zoo/run.py"
 
@@ -115,6 +118,16 @@ def regressions(rows: list[dict[str, Any]], record: dict[str, Any]) -> list[str]
     ]
 
 
+def improvements(rows: list[dict[str, Any]], record: dict[str, Any]) -> list[str]:
+    """Cases caught now that the recorded table does not say are caught."""
+    was = {row["name"]: row["buggy"]["verdict"] for row in record.get("cases", [])}
+    return [
+        r["name"]
+        for r in rows
+        if r["buggy"]["verdict"] == "caught" and was.get(r["name"]) != "caught"
+    ]
+
+
 def _kinds(keys: list[str], limit: int = 4) -> str:
     by_kind: dict[str, list[str]] = {}
     for key in keys:
@@ -148,18 +161,22 @@ def _twin_cell(result: dict[str, Any]) -> str:
     return "clean"
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    """The markdown table: one row per case, by family."""
+def table(rows: list[dict[str, Any]], before: list[dict[str, Any]] | None = None) -> str:
+    """The markdown table: one row per case, by family; with ``before`` (the rows of an
+    earlier run), a column with that run's verdict on each bug."""
+    was = {row["name"]: row["buggy"]["verdict"] for row in before or []}
+    head = "| env | family | the bug |" + (" before |" if before else "") + " audit on the bug |"
     lines = [
-        "| env | family | the bug | audit on the bug | finding kinds | audit on the twin |",
-        "|---|---|---|---|---|---|",
+        head + " finding kinds | audit on the twin |",
+        "|---|---|---|" + ("---|" if before else "") + "---|---|---|",
     ]
     order = {family: i for i, family in enumerate(FAMILIES)}
     for row in sorted(rows, key=lambda r: order[r["family"]]):
         verdict, kinds = _bug_cell(row["buggy"])
         bug = row["bug"].replace("|", "\\|")
+        earlier = f" {was.get(row['name'], '-')} |" if before else ""
         lines.append(
-            f"| `{row['name']}` | {row['family']} | {bug} | {verdict} | {kinds} | "
+            f"| `{row['name']}` | {row['family']} | {bug} |{earlier} {verdict} | {kinds} | "
             f"{_twin_cell(row['clean'])} |"
         )
     return "\n".join(lines)
@@ -174,9 +191,37 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"clean twins {s['clean_twins']}/{s['cases']}; false alarms {s['false_alarms']}, "
         f"twin errors {s['twin_errors']}",
         f"wall time {report['wall_s']:.1f} s with {report['jobs']} process(es) "
-        f"(audits: probes only, no model), commit {report['commit'][:10] or '?'}"
+        f"(audits: probes only, no model), load average {report['machine']['loadavg_start'][0]:.1f} "
+        f"at the start on {report['machine']['nproc']} cores, commit {report['commit'][:10] or '?'}"
         f"{' +changes' if report['dirty'] else ''}",
     ]
+
+
+def docs_block(report: dict[str, Any], before: dict[str, Any] | None) -> str:
+    """What the docs carry between their markers: the command, the summary, the table."""
+    label = f" ({report['label']})" if report["label"] else ""
+    lines = [START, "", f"Measured with `{report['command']}`{label}:", ""]
+    lines += [f"- {line}" for line in summary_lines(report)]
+    if before:
+        lines.append(f"- before: {summary_lines(before)[0]} (label '{before['label']}')")
+        lines.append(f"- before: {summary_lines(before)[2]}")
+    lines += ["", table(report["cases"], before["cases"] if before else None), "", END]
+    return "\n".join(lines)
+
+
+def write_docs(report: dict[str, Any], before: dict[str, Any] | None) -> list[Path]:
+    """Replace the block between the markers in each of :data:`DOCS`."""
+    block = docs_block(report, before)
+    written = []
+    for path in DOCS:
+        text = path.read_text()
+        if START not in text or END not in text:
+            raise RuntimeError(f"{path} has no {START} ... {END} block to fill")
+        head, rest = text.split(START, 1)
+        tail = rest.split(END, 1)[1]
+        path.write_text(head + block + tail)
+        written.append(path)
+    return written
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -209,6 +254,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--list", action="store_true", help="list the cases and their sources, run nothing"
     )
+    parser.add_argument(
+        "--docs",
+        action="store_true",
+        help="write the recorded table into docs/audit.md and docs/benchmarks.md, run nothing",
+    )
     return parser
 
 
@@ -226,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
         for name, case in cases.items()
         if (not args.only or name in args.only) and (not args.family or case.family in args.family)
     ]
+    if args.docs:
+        before = json.loads(BEFORE.read_text()) if BEFORE.is_file() else None
+        for path in write_docs(recorded(), before):
+            print(f"wrote {path.relative_to(ROOT)}")
+        return 0
     if args.list:
         for name in names:
             case = cases[name]
@@ -237,14 +292,16 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])]),
         "label": args.label,
         "commit": _git("rev-parse", "HEAD"),
-        "dirty": bool(_git("status", "--short", "src", "benchmarks/reward_zoo")),
+        "dirty": bool(_git("status", "--short", "src")),  # the audit measured is not a commit
         "jobs": args.jobs,
         "wall_s": round(time.perf_counter() - started, 2),
         "machine": _machine(),
         "summary": summary(rows),
         "cases": rows,
     }
-    report["regressions"] = regressions(rows, recorded())
+    record = recorded()
+    report["regressions"] = regressions(rows, record)
+    report["newly_caught"] = improvements(rows, record)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
@@ -256,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         print(table(rows))
         print()
         print("\n".join(summary_lines(report)))
+        if report["newly_caught"]:
+            print(f"newly caught (not in the recorded table): {', '.join(report['newly_caught'])}")
         if report["regressions"]:
             print(
                 f"REGRESSION: recorded as caught, not caught now: {', '.join(report['regressions'])}"

@@ -22,7 +22,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 from reward_zoo.demo import demo_rewards_async, shows_bug  # noqa: E402
 from reward_zoo.measure import classify, measure_case_async  # noqa: E402
-from reward_zoo.run import RECORDED, regressions, summary  # noqa: E402
+from reward_zoo.run import BEFORE, DOCS, RECORDED, docs_block, regressions, summary  # noqa: E402
 from reward_zoo.zoo import FAMILIES, load_all  # noqa: E402
 
 CASES = load_all()
@@ -82,3 +82,12 @@ def test_the_verdicts_of_a_case():
     assert classify(warned, passed) == ("warned", "clean")
     assert classify(warned, warned) == ("missed", "clean")  # the twin warns the same
     assert classify(crashed, crashed) == ("error", "error")
+
+
+def test_the_docs_carry_the_recorded_table():
+    before = json.loads(BEFORE.read_text())
+    block = docs_block(RECORD, before)
+    for path in DOCS:
+        assert block in path.read_text(), (
+            f"{path} does not carry the recorded zoo table: python benchmarks/reward_zoo/run.py --docs"
+        )
