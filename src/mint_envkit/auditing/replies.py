@@ -22,9 +22,10 @@ Example::
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import attrs
@@ -82,6 +83,7 @@ _APPEAL = (
 )
 _MAX_LISTED = 200  # the most candidates an enumeration lists
 _RANGE_MARGIN = 10  # numbers below the smallest and above the largest answer
+_OFFERED = ("option", "option_text", "listed", "alternative", "quoted")  # enumerate_options
 
 
 @attrs.frozen
@@ -106,43 +108,32 @@ class Probe:
     stop: bool = True
 
 
-def answer_forms(answer: Any) -> list[str]:
-    """The usual ways a reply states ``answer``, tried in order to find the env's format.
-
-    Example::
-
-        answer_forms(5)[:2]   # ['5', '\\\\boxed{5}']
-    """
-    a = str(answer)
-    return [a, f"\\boxed{{{a}}}", f"<answer>{a}</answer>", f"The answer is {a}.", f"Answer: {a}"]
-
-
-def template_of(reference: str | None, answer: str) -> str:
-    """The reference reply with the answer replaced by ``{}`` (plain ``{}`` if none).
-
-    Example::
-
-        template_of("\\\\boxed{5}", "5")   # '\\\\boxed{{{}}}'
-    """
-    if reference is None or not answer or answer not in reference:
-        return "{}"
-    head, _, tail = reference.rpartition(answer)
-    escape = str.maketrans({"{": "{{", "}": "}}"})
-    return head.translate(escape) + "{}" + tail.translate(escape)
+def _exact(number: str) -> Fraction | None:
+    try:
+        return Fraction(number)
+    except (ValueError, ZeroDivisionError):
+        return None
 
 
 def wrong_value(answer: str, others: Sequence[str]) -> str:
-    """A value of the answer's kind that is not the answer.
+    """A value of the answer's kind that is not the answer: a number plus one (written
+    as the answer is: ``6``, ``1.5``, ``74/49``), else another answer of the dataset.
 
     Example::
 
-        wrong_value("5", []), wrong_value("yes", ["yes", "no"])   # ('6', 'no')
+        wrong_value("5", []), wrong_value("yes", ["yes", "no"]), wrong_value("25/49", [])
+        # ('6', 'no', '74/49')
     """
     number = as_number(answer)
-    if number is None:
+    value = None if number is None else _exact(number)
+    if number is None or value is None:
         return next((o for o in others if o.strip().lower() != answer.strip().lower()), "zzz")
-    value = float(number)
-    return str(int(value) + 1) if value == int(value) else str(value + 1.0)
+    value += 1
+    if value.denominator == 1:
+        return str(value.numerator)
+    if "/" in number:
+        return f"{value.numerator}/{value.denominator}"
+    return str(Decimal(number) + 1)
 
 
 def last_user(messages: Sequence[Message]) -> str:
@@ -189,9 +180,9 @@ def _number_range(answers: Sequence[str]) -> list[str]:
     numbers = [as_number(a) for a in answers]
     if not numbers or any(n is None for n in numbers):
         return []
-    values = [float(n) for n in numbers if n is not None]
-    if any(not math.isfinite(v) or v != int(v) for v in values):
-        return []
+    values = [_exact(n) for n in numbers if n is not None]
+    if any(v is None or v.denominator != 1 for v in values):
+        return []  # a fraction or a decimal: no range of integers holds it
     low, high = int(min(values)) - _RANGE_MARGIN, int(max(values)) + _RANGE_MARGIN
     # the first 2 * _MAX_LISTED numbers from the lowest: never the whole span (answers of
     # 12 digits would make it billions of strings)
@@ -254,7 +245,7 @@ def probe_replies(
     add("enumerate_vocabulary", "non_answer", *_orderings(sorted(set(answers)), template))
     add("enumerate_range", "non_answer", *_orderings(_number_range(answers), template, " "))
     offered = prompt_candidates(last_user(messages) or question)
-    options = [c.text for kind in ("option", "option_text", "quoted") for c in offered[kind]]
+    options = [c.text for kind in _OFFERED for c in offered[kind]]
     add("enumerate_options", "non_answer", *_orderings(options, template))
     if answer:
         hedges = (f"either {answer} or {wrong}", f"either {wrong} or {answer}")

@@ -3,9 +3,11 @@
 Four parts, each optional but the first:
 
 1. exploit probes (:mod:`mint_envkit.auditing.probes`) on up to ``limit`` problems,
-   with the env's own probes and the caller's, and the best trivial baseline (a
-   constant answer, a candidate of the prompt by position, a uniform pick), scored by
-   the env's check;
+   with the env's own probes and the caller's, and generated ones
+   (:mod:`mint_envkit.auditing.generated`: a seeded search over replies derived from the
+   answer's type), each judged by the env and by a strict comparison of its own; the
+   best trivial baseline (a constant answer, a candidate of the prompt by position, a
+   uniform pick), each guess judged through the env's whole scoring path;
 2. real samples of a model the backend serves (``sample_model``; the CLI's default is
    the local SmolLM2): the evaluation's figures, kept in ``samples.jsonl``;
 3. a learning check (``learn_steps``, :mod:`mint_envkit.auditing.learn`): that many
@@ -33,11 +35,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from mint_envkit.auditing.cost import cost_preview
+from mint_envkit.auditing.generated import DEFAULT_EXAMPLES, generated_probes
 from mint_envkit.auditing.learn import learning_check, learning_findings
-from mint_envkit.auditing.probes import run_probes
+from mint_envkit.auditing.probes import AuditedProblem, ProbeResult, audited_problems, run_probes
 from mint_envkit.auditing.replies import last_user
-from mint_envkit.auditing.report import AuditReport, Finding, findings
+from mint_envkit.auditing.report import AuditReport, Finding
+from mint_envkit.auditing.rules import findings
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.checks import check_integer, is_number
 from mint_envkit.envs.base import AuditProbe
@@ -45,6 +51,7 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.spec import eval_problems, load_target
 from mint_envkit.rollouts.answers import AnswerGroup
 from mint_envkit.rollouts.baselines import best_baseline
+from mint_envkit.rollouts.judging import BY_CORRECT, BY_REWARD, judge_guesses
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.trackers import open_trackers, tracker_names
 
@@ -60,22 +67,66 @@ def _model_of(target: Any, given: str | None) -> str:
     )
 
 
-async def _baseline(groups: Sequence[Any]) -> tuple[float | None, str | None]:
-    """The best trivial policy on the probed problems, judged by each env's check."""
-    answers = []
-    for group in groups:
-        env = group.make_message_env()
-        messages = await (await group.make_envs())[0].initial_messages_async()
-        answers.append(
-            AnswerGroup(
-                reference=group.problem.get("answer"),
-                parsed=[None],
-                check=env.check,
-                prompt=last_user(messages),
-            )
+async def _baseline(problems: Sequence[AuditedProblem]) -> tuple[float | None, str | None]:
+    """The best trivial policy on the probed problems, each guess judged through the
+    env's whole scoring path (the env's check where nothing can be judged so)."""
+    answers = [
+        AnswerGroup(
+            reference=p.group.problem.get("answer"),
+            parsed=[None],
+            check=None if p.env is None else p.env.check,
+            prompt=last_user(p.messages),
         )
-    best = best_baseline(answers)
+        for p in problems
+    ]
+    judged = await judge_guesses([(a, p.judge) for a, p in zip(answers, problems, strict=True)])
+    best = best_baseline(judged)
     return (None, None) if best is None else (best.correct, best.name)
+
+
+def _basis(problems: Sequence[AuditedProblem]) -> str | None:
+    """What "right" means for these problems: the env's ``correct``, or its reward."""
+    bases = {p.judge.basis for p in problems}
+    return next((b for b in (BY_REWARD, BY_CORRECT) if b in bases), None)
+
+
+@attrs.frozen
+class Probed:
+    """The probe part of an audit: every row, the baseline, what "right" means, findings.
+
+    Example::
+
+        # not run: `groups` are the audited problems' GroupBuilders, built elsewhere
+        probed = await probe_part(groups, [], examples=30, seed=0, quiet=True)
+        probed.baseline_name, [f.kind for f in probed.findings]
+    """
+
+    probes: list[ProbeResult]
+    baseline_correct: float | None
+    baseline_name: str | None
+    basis: str | None
+    findings: list[Finding]
+
+
+async def probe_part(
+    groups: Sequence[Any], extra: Sequence[AuditProbe], *, examples: int, seed: int,
+    quiet: bool,
+) -> Probed:  # fmt: skip
+    """Probes (listed, the env's, the caller's, generated), the best trivial baseline and
+    their findings, on ``groups`` (one GroupBuilder per problem).
+
+    Example::
+
+        # not run: see Probed
+        probed = await probe_part(groups, [], examples=30, seed=0, quiet=True)
+    """
+    problems = await audited_problems(groups)
+    rows = await run_probes(problems, extra, quiet=quiet)
+    rows += await generated_probes(problems, examples=examples, seed=seed)
+    baseline, baseline_name = await _baseline(problems)
+    basis = _basis(problems)
+    found = findings(rows, baseline, by_reward=basis == BY_REWARD)
+    return Probed(rows, baseline, baseline_name, basis, [*found, *_ordering_finding(groups)])
 
 
 async def _samples(
@@ -172,6 +223,8 @@ async def audit(
     limit: int = 20,
     split: str | None = "train",
     probes: Sequence[AuditProbe | Mapping[str, Any]] | str | None = None,
+    search: int = DEFAULT_EXAMPLES,
+    seed: int = 0,
     sample_model: str | None = None,
     samples: int = 4,
     max_tokens: int | None = None,
@@ -195,6 +248,11 @@ async def audit(
         probes: more probes to try on every problem: :class:`~mint_envkit.AuditProbe`
             values, dicts ``{"name", "reply", "kind"}``, or a ``.jsonl`` file of them
             (``{answer}``, ``{wrong}`` and ``{question}`` in a reply are filled in).
+        search: generated replies tried per family of the answer's type
+            (:mod:`mint_envkit.auditing.generated`; 0: no search). The search is
+            seeded and counted in replies, not seconds, so it finds the same on every
+            machine.
+        seed: the search's seed.
         sample_model: sample ``samples`` replies per problem from this model for its
             figures and the cost preview (None: skip); they go to ``samples.jsonl``.
         max_tokens: the samples' reply limit (default: the builder's).
@@ -232,6 +290,8 @@ async def audit(
         label = getattr(target, "__name__", type(target).__name__)
     check_integer(limit, "limit")
     check_integer(learn_steps, "learn_steps", least=0)
+    check_integer(search, "search", least=0)
+    check_integer(seed, "seed", least=0)
     trackers = tracker_names(loggers, field="audit(loggers=...)")
     if trackers and out_dir is None:
         raise ConfigError(
@@ -246,9 +306,8 @@ async def audit(
     groups = [group for _split, group in chosen.pairs]
     if not groups:
         raise ConfigError(f"the {split} split of {label} has no problems to audit")
-    found_probes = await run_probes(groups, extra, quiet=quiet)
-    baseline, baseline_name = await _baseline(groups)
-    found = [*findings(found_probes, baseline), *_ordering_finding(groups)]
+    probed = await probe_part(groups, extra, examples=search, seed=seed, quiet=quiet)
+    found = list(probed.findings)
     report_samples = cost = learned = None
     given = {"base_url": base_url, "backend": backend}
     connection = BackendSettings(**{k: v for k, v in given.items() if v is not None})
@@ -288,9 +347,10 @@ async def audit(
     report = AuditReport(
         target=label,
         problems=len(groups),
-        probes=found_probes,
-        baseline_correct=baseline,
-        baseline_name=baseline_name,
+        probes=probed.probes,
+        baseline_correct=probed.baseline_correct,
+        baseline_name=probed.baseline_name,
+        basis=probed.basis,
         findings=found,
         samples=report_samples,
         learn=learned,

@@ -1,7 +1,10 @@
 """``mint-envkit audit``: the reward audit of an env, offline, before paying for MinT.
 
-Exit status: 0 when no exploit and no collapse was found, 1 when one was (so it can
-gate a CI), 2 for a usage or setup error.
+Exit status: 0 when the audit passed (nothing but warnings and declared leniencies), 1
+when it found something (an exploit, a lenient or crashing reward, an inverted reward, a
+collapse...; so it can gate a CI), 2 for a usage or setup error (a bad option, an env
+that does not import or cannot be built), 3 when the audit itself failed (a bug in
+mint_envkit: the traceback is printed, for a report).
 
 Example (shell)::
 
@@ -13,9 +16,12 @@ Example (shell)::
 from __future__ import annotations
 
 import argparse
+import sys
+import traceback
 
-from mint_envkit.cli.command import run_command
+from mint_envkit.cli.command import run_command, sdk_error_message
 from mint_envkit.cli.problems import add_problem_options, problems_from_args
+from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME as SMOLLM2
 
 
@@ -34,7 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(constant, by position in the prompt, uniform), sample a real model, optionally "
         "train a few steps to check that held-out correctness beats the baseline where "
         "nothing is cut off, without collapse or position-following, and preview the MinT "
-        "cost. Exit 1 when an exploit, a collapse, no gain or position-following is found."
+        "cost. Exit 0 on a pass, 1 when an exploit, a lenient, crashing or inverted reward, a "
+        "collapse, no gain or position-following is found, 2 on a usage or setup error, 3 "
+        "when the audit itself failed."
     )
     parser.add_argument(
         "target",
@@ -54,6 +62,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "answer_shaped; {answer}, {wrong}, {question} in a reply are filled in",
     )
     parser.add_argument("--limit", type=int, default=20, help="audit the first N problems")
+    from mint_envkit.auditing.generated import DEFAULT_EXAMPLES
+
+    parser.add_argument(
+        "--search",
+        type=int,
+        default=DEFAULT_EXAMPLES,
+        metavar="N",
+        help="generated replies tried per family of the answer's type (nan, nearby numbers, "
+        f"prefixes, look-alikes, missing fields...; default {DEFAULT_EXAMPLES}; 0: none); "
+        "seeded, so the same on every machine",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the generated search's seed")
     parser.add_argument(
         "--sample-model",
         default=SMOLLM2,
@@ -101,6 +121,8 @@ async def _run(args: argparse.Namespace) -> int:
         limit=args.limit,
         split=args.split,
         probes=args.probes,
+        search=args.search,
+        seed=args.seed,
         sample_model=sample_model,
         samples=args.samples,
         max_tokens=args.max_tokens,
@@ -113,7 +135,7 @@ async def _run(args: argparse.Namespace) -> int:
         out_dir=args.out,
         loggers=tuple(args.logger),
     )
-    print(report.to_json() if args.json else report.table())
+    print(report.to_json() if args.json else report.table(), flush=True)
     if args.out and report.learn and not args.json:
         from mint_envkit.view import write_report
 
@@ -121,13 +143,60 @@ async def _run(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+async def _guarded(args: argparse.Namespace) -> int:
+    """:func:`_run`, with the audit's own failures (not the env's, not bad input) as 3."""
+    try:
+        return await _run(args)
+    except MintEnvkitError:
+        raise  # a usage or setup error: run_command prints it, exit 2
+    except Exception as err:
+        if sdk_error_message(err) is not None:
+            raise  # the backend answered with a status: exit 2
+        traceback.print_exc()
+        print(
+            f"mint-envkit audit: the audit itself failed ({type(err).__name__}: {err}); "
+            "this is a bug in mint_envkit, not a finding about your env: please report it "
+            "with the traceback above",
+            file=sys.stderr,
+        )
+        return 3
+
+
+def _import_error(target: str) -> str | None:
+    """Why ``target`` (an ENV_SPEC) does not import, or None when it does (or when the
+    failure is one run_command reports itself)."""
+    from mint_envkit.evaluation.spec import load_target
+
+    try:
+        load_target(target)
+    except MintEnvkitError:
+        return None
+    except Exception as err:  # the env's own module raised while it was imported
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        return (
+            f"cannot import {target}: {type(err).__name__}: {err} "
+            f"({where.filename}:{where.lineno}); fix the module, then run the audit again"
+        )
+    return None
+
+
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """``mint-envkit audit ...``; returns the exit code (0 pass, 1 findings, 2 error).
+    """``mint-envkit audit ...``; returns the exit code: 0 pass, 1 findings, 2 usage or
+    setup error, 3 the audit itself failed.
 
     Example::
 
         main(["audit", "examples/rl_hyperparameters.py:builder", "--sample-model", "none"])
     """
+    if args.search is not None and args.search < 0:
+        parser.print_usage(sys.stderr)
+        print("mint-envkit audit: --search must be >= 0", file=sys.stderr)
+        return 2
+    failed = _import_error(args.target)
+    if failed is not None:
+        print(f"mint-envkit audit: {failed}", file=sys.stderr)
+        return 2
     return run_command(
-        "mint-envkit audit", parser, args, positive=("limit", "samples", "max_tokens"), run=_run
-    )
+        "mint-envkit audit", parser, args, positive=("limit", "samples", "max_tokens"),
+        run=_guarded,
+    )  # fmt: skip

@@ -128,6 +128,9 @@ class MessageEnv(ABC):
       rotated, the answer moved with them; None when the problem offers none);
     - :meth:`audit_probes`: extra replies the reward audit tries on a problem (default:
       none);
+    - :attr:`audit_lenient` and :meth:`audit_equivalent`: the leniency of the env's
+      answer check that is intended, so the audit's strict second opinion reports it as
+      declared, not as a finding (default: none);
     - :attr:`metric_defaults`: the value of a metric in an episode that did not log it
       (default: none, so such a metric's mean is over the episodes that logged it, and
       the reports say how many those were).
@@ -155,6 +158,24 @@ class MessageEnv(ABC):
 
         class WinOnly(MessageEnv):
             metric_defaults = {"won": 0.0}   # an episode that did not win logs no "won"
+    """
+
+    audit_lenient: ClassVar[str | None] = None
+    """Why this env accepts, on purpose, answers that are not strictly the reference
+    (another spelling, a number within a tolerance), or None (default: it does not).
+
+    The audit compares every reply the env scores right with the reference by a strict
+    comparison of its own (numbers as numbers, text after light normalisation); where
+    they disagree it reports a ``lenient`` finding. With a reason here, a disagreement on
+    a value of the answer's kind (another number, other text) is reported as declared,
+    with the reason, instead; a value the strict comparison cannot read as one (``nan``
+    or ``inf`` for a number, text for a structure) stays a finding unless
+    :meth:`audit_equivalent` accepts it.
+
+    Example::
+
+        class ApproxEnv(SingleTurnEnv):
+            audit_lenient = "numbers within 1e-6 of the answer count as right"
     """
 
     @abstractmethod
@@ -284,6 +305,21 @@ class MessageEnv(ABC):
                 return [AuditProbe("units_only", f"{problem['unit']}", "non_answer")]
         """
         return []
+
+    def audit_equivalent(self, value: str, answer: Any) -> bool:
+        """Whether ``value`` (a reply's parsed answer that the audit's strict comparison
+        does not read as ``answer``) is an answer this env accepts on purpose.
+
+        Default: False. An equivalence declared here is reported by the audit as
+        declared, never as a ``lenient`` finding (see :attr:`audit_lenient` for a
+        blanket reason).
+
+        Example::
+
+            def audit_equivalent(self, value, answer):
+                return value.strip().lower() in {"usa", "us"} and answer == "United States"
+        """
+        return False
 
     @classmethod
     def _wrong_answer_label(cls) -> str:
