@@ -194,21 +194,34 @@ def sorting() -> list[dict]:
     ]
 
 
+_LIST = re.compile(r"\s*-?\d+(?:\s*,\s*-?\d+)*\s*\.?\s*")
+
+
+def listed(text: str) -> list[int] | None:
+    """The reply's numbers when it is a comma-separated list of integers, else None."""
+    return integers(text) if _LIST.fullmatch(text) else None
+
+
+class ListAnswer(SingleTurnEnv):
+    def audit_equivalent(self, value, answer):  # intended: '2,4,7,9' for '2, 4, 7, 9'
+        return listed(value) is not None and listed(value) == listed(answer)
+
+
 def overlap(completion: str, answer: str) -> float:
     want = set(integers(answer))
     return len(set(integers(completion)) & want) / len(want)  # BUG: order ignored
 
 
 def in_order(completion: str, answer: str) -> float:
-    listed = re.fullmatch(r"\s*-?\d+(?:\s*,\s*-?\d+)*\s*\.?\s*", completion)
-    return float(bool(listed) and integers(completion) == integers(answer))
+    got = listed(completion)
+    return float(got is not None and got == integers(answer))
 
 
-class SortOverlap(SingleTurnEnv):
+class SortOverlap(ListAnswer):
     reward_fn = component(overlap, bounds=(0.0, 1.0))
 
 
-class SortInOrder(SingleTurnEnv):
+class SortInOrder(ListAnswer):
     reward_fn = component(in_order, bounds=(0.0, 1.0))
 
 
@@ -242,22 +255,22 @@ def multiples() -> list[dict]:
 
 
 def positional_forgiving(completion: str, answer: str) -> float:
-    got, want = integers(completion), integers(answer)
+    got, want = listed(completion) or [], integers(answer)
     hits = sum(g == w for g, w in zip(got, want, strict=False))
     return min(1.0, hits / (len(want) - 1))  # BUG: meant len(want)
 
 
 def positional(completion: str, answer: str) -> float:
-    got, want = integers(completion), integers(answer)
+    got, want = listed(completion) or [], integers(answer)
     hits = sum(g == w for g, w in zip(got, want, strict=False))
     return hits / max(len(want), len(got))
 
 
-class OffByOne(SingleTurnEnv):
+class OffByOne(ListAnswer):
     reward_fn = component(positional_forgiving, bounds=(0.0, 1.0))
 
 
-class OffByOneFixed(SingleTurnEnv):
+class OffByOneFixed(ListAnswer):
     reward_fn = component(positional, bounds=(0.0, 1.0))
 
 
