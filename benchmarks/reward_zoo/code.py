@@ -1,8 +1,9 @@
 """Code envs through the real sandbox (CodeEnv, bubblewrap): weak tests, placeholder
 tests, rewards that pay for code that merely runs, sample-only tests, partial credit.
 
-Each problem also has a reference solution (``SOLUTIONS``), which a reader (or an audit
-that takes one) can run to see that the clean twins' tests pass a right program.
+Each problem has a reference solution, given to CodeEnv as the problem's ``solution``
+where CodeEnv takes one (the audit's correct reply); tests/auditing/test_zoo.py checks
+that each passes the clean twin's tests.
 """
 
 from __future__ import annotations
@@ -183,9 +184,6 @@ FUNCTIONS = {
     ),
 }
 
-SOLUTIONS = {name: spec[1] for name, spec in {**PREDICATES, **FUNCTIONS}.items()}
-"""Each function's reference solution (it passes the clean tests)."""
-
 
 def trivial(problem: dict, value: str) -> str:
     """A program that defines the asked function to return ``value`` whatever its input."""
@@ -199,8 +197,16 @@ def print_example(problem: dict) -> str:
     return f"```python\nprint({shown!r})\n```"
 
 
-def problem(question: str, tests: list) -> dict:
-    return {"question": question, "tests": list(tests)}
+TAKES_SOLUTION = "solution" in CodeEnv.optional_fields
+"""Whether CodeEnv takes a reference ``solution`` (the audit's correct reply) here."""
+
+
+def problem(question: str, tests: list, solution: str | None = None) -> dict:
+    """A CodeEnv problem, with its reference solution where CodeEnv takes one."""
+    row = {"question": question, "tests": list(tests)}
+    if solution is not None and TAKES_SOLUTION:
+        row["solution"] = solution
+    return row
 
 
 class Code(CodeEnv):
@@ -224,8 +230,8 @@ class Code(CodeEnv):
 )
 def code_true_heavy_tests(buggy: bool):
     rows = []
-    for i, (question, _solution, good, weak) in enumerate(PREDICATES.values()):
-        rows.append(problem(question, weak if buggy and i < 6 else good))
+    for i, (question, solution, good, weak) in enumerate(PREDICATES.values()):
+        rows.append(problem(question, weak if buggy and i < 6 else good, solution))
     return build(Code, rows)
 
 
@@ -244,9 +250,9 @@ def code_true_heavy_tests(buggy: bool):
 )
 def code_placeholder_tests(buggy: bool):
     rows = []
-    for i, (question, _solution, tests) in enumerate(FUNCTIONS.values()):
+    for i, (question, solution, tests) in enumerate(FUNCTIONS.values()):
         missing = buggy and i in (1, 4, 6)
-        rows.append(problem(question, ["assert True"] if missing else tests))
+        rows.append(problem(question, ["assert True"] if missing else tests, solution))
     return build(Code, rows)
 
 
@@ -287,7 +293,7 @@ class RunsPaysFixed(Code):
     Demo(lambda p: trivial(p, "None")),
 )
 def code_loads_pays(buggy: bool):
-    rows = [problem(q, tests) for q, _s, tests in FUNCTIONS.values()]
+    rows = [problem(q, tests, solution) for q, solution, tests in FUNCTIONS.values()]
     return build(RunsPays if buggy else RunsPaysFixed, rows)
 
 
@@ -330,14 +336,26 @@ PROGRAMS = [
 ]
 
 
+PROGRAM_SOLUTIONS = [
+    "a, b = map(int, input().split())\nprint(a + b)",
+    "n = int(input())\nprint(n * n)",
+    "print(input().strip()[::-1])",
+    "n = int(input())\nprint(' '.join(str(i) for i in range(1, n + 1)))",
+    "print(len(input().split()))",
+    "a, b = map(int, input().split())\nprint(max(a, b))",
+]
+
+
 def stdio(buggy: bool) -> list[dict]:
     rows = []
-    for text, sample_in, sample_out, hidden in PROGRAMS:
+    for (text, sample_in, sample_out, hidden), solution in zip(
+        PROGRAMS, PROGRAM_SOLUTIONS, strict=True
+    ):
         example = f"Example: for the input `{sample_in.strip()}` print `{sample_out.strip()}`."
         tests = [{"stdin": sample_in, "stdout": sample_out}]
         if not buggy:
             tests += [{"stdin": i, "stdout": o} for i, o in hidden]
-        rows.append(problem(f"{text} {example} Write a whole program.", tests))
+        rows.append(problem(f"{text} {example} Write a whole program.", tests, solution))
     return rows
 
 
@@ -371,11 +389,11 @@ def code_sample_io_only(buggy: bool):
 )
 def code_not_none_tests(buggy: bool):
     rows = []
-    for i, (question, _solution, tests) in enumerate(FUNCTIONS.values()):
+    for i, (question, solution, tests) in enumerate(FUNCTIONS.values()):
         if buggy and i < 5:
             calls = [t.removeprefix("assert ").split(" == ")[0] for t in tests]
             tests = [f"assert {call} is not None" for call in calls]
-        rows.append(problem(question, tests))
+        rows.append(problem(question, tests, solution))
     return build(Code, rows)
 
 
@@ -416,7 +434,7 @@ class ErrorsPassFixed(Code):
     Demo(lambda p: "```python\npass\n```"),
 )
 def code_errors_count_as_pass(buggy: bool):
-    rows = [problem(q, tests) for q, _s, tests in FUNCTIONS.values()]
+    rows = [problem(q, tests, solution) for q, solution, tests in FUNCTIONS.values()]
     return build(ErrorsPass if buggy else ErrorsPassFixed, rows)
 
 
@@ -482,6 +500,16 @@ EDGE_HEAVY = {
 }
 
 
+EDGE_SOLUTIONS = {
+    "count_vowels": "def count_vowels(s):\n    return sum(c in 'aeiou' for c in s.lower())",
+    "digit_sum": "def digit_sum(n):\n    return sum(int(d) for d in str(n))",
+    "count_words": "def count_words(s):\n    return len(s.split())",
+    "evens": "def evens(xs):\n    return [x for x in xs if x % 2 == 0]",
+    "strip_spaces": "def strip_spaces(s):\n    return s.replace(' ', '')",
+    "negatives": "def negatives(xs):\n    return sum(x < 0 for x in xs)",
+}
+
+
 class PartialShare(Code):
     reward_fn = code_passes(partial=True)  # BUG: half the tests expect the trivial value
 
@@ -496,5 +524,17 @@ class PartialShare(Code):
     Demo(lambda p: trivial(p, "0")),
 )
 def partial_code_trivial_share(buggy: bool):
-    rows = [problem(q, tests) for q, tests in EDGE_HEAVY.values()]
+    rows = [problem(q, tests, EDGE_SOLUTIONS[name]) for name, (q, tests) in EDGE_HEAVY.items()]
     return build(PartialShare if buggy else Code, rows)
+
+
+def references() -> list[tuple[str, list]]:
+    """Every code problem's reference solution with the clean twin's tests for it."""
+    out = [(solution, good) for _q, solution, good, _weak in PREDICATES.values()]
+    out += [(solution, tests) for _q, solution, tests in FUNCTIONS.values()]
+    out += [
+        (solution, row["tests"])
+        for solution, row in zip(PROGRAM_SOLUTIONS, stdio(buggy=False), strict=True)
+    ]
+    out += [(EDGE_SOLUTIONS[name], tests) for name, (_q, tests) in EDGE_HEAVY.items()]
+    return out

@@ -17,9 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from mint_envkit.sandbox import run_tests
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
+from reward_zoo.code import references  # noqa: E402
 from reward_zoo.demo import demo_rewards_async, shows_bug  # noqa: E402
 from reward_zoo.measure import classify, measure_case_async  # noqa: E402
 from reward_zoo.run import BEFORE, DOCS, RECORDED, docs_block, regressions, summary  # noqa: E402
@@ -91,3 +94,9 @@ def test_the_docs_carry_the_recorded_table():
         assert block in path.read_text(), (
             f"{path} does not carry the recorded zoo table: python benchmarks/reward_zoo/run.py --docs"
         )
+
+
+async def test_the_code_cases_reference_solutions_pass_the_clean_tests():
+    for solution, tests in references():
+        run = await run_tests(solution, tests)
+        assert run.outcome == "pass", (solution, run.tests, run.message)
