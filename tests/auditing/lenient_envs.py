@@ -135,8 +135,14 @@ clean_tolerance_builder = builder(CleanToleranceEnv, DIVISIONS)
 # --- text: graders that pay part of the answer, or something like it ------------------
 
 
-CITIES = [("France", "paris"), ("Japan", "tokyo"), ("Peru", "lima"), ("Kenya", "nairobi"),
-          ("Italy", "rome"), ("Egypt", "cairo")]  # fmt: skip
+CITIES = [
+    ("France", "paris"),
+    ("Japan", "tokyo"),
+    ("Peru", "lima"),
+    ("Kenya", "nairobi"),
+    ("Italy", "rome"),
+    ("Egypt", "cairo"),
+]
 CITY_PROBLEMS = [
     {"question": f"What is the capital of {country}? Reply with the city only.", "answer": city}
     for country, city in CITIES
@@ -245,10 +251,34 @@ def option_problems(style: str, n: int = 10, at: int = 2, share: float = 0.7) ->
     """ "Which of these is an animal?" with four things; the animal is the third listed on
     ``share`` of the problems."""
     rng = random.Random(44)
-    animals = ["horse", "otter", "camel", "heron", "tiger", "zebra", "moose", "koala", "llama",
-               "panda", "bison", "gecko"]  # fmt: skip
-    things = ["hammer", "spoon", "kettle", "brick", "chair", "spade", "ruler", "glove", "lamp",
-              "broom", "towel", "clock"]  # fmt: skip
+    animals = [
+        "horse",
+        "otter",
+        "camel",
+        "heron",
+        "tiger",
+        "zebra",
+        "moose",
+        "koala",
+        "llama",
+        "panda",
+        "bison",
+        "gecko",
+    ]
+    things = [
+        "hammer",
+        "spoon",
+        "kettle",
+        "brick",
+        "chair",
+        "spade",
+        "ruler",
+        "glove",
+        "lamp",
+        "broom",
+        "towel",
+        "clock",
+    ]
     out = []
     for i in range(n):
         items = rng.sample(things, 3)
@@ -280,8 +310,14 @@ phrase_builder = options_builder("phrase")
 # --- normalising parsers: a baseline guess must go through the env's parser ------------
 
 
-CAPITAL_PAIRS = [("France", "Paris"), ("Japan", "Tokyo"), ("Belgium", "Paris"),
-                 ("Peru", "Lima"), ("Spain", "Paris"), ("Chile", "Santiago")]  # fmt: skip
+CAPITAL_PAIRS = [
+    ("France", "Paris"),
+    ("Japan", "Tokyo"),
+    ("Belgium", "Paris"),
+    ("Peru", "Lima"),
+    ("Spain", "Paris"),
+    ("Chile", "Santiago"),
+]
 # half of these answers are 'Paris' (the problems are made up: the baseline is the point)
 CAPITAL_PROBLEMS = [{"question": f"Capital of {c}?", "answer": a} for c, a in CAPITAL_PAIRS]
 
@@ -316,10 +352,15 @@ class WordNumberEnv(SingleTurnEnv):
 
 WORD_PROBLEMS = [
     {"question": f"How many {thing}?", "answer": answer}
-    for thing, answer in [("legs has a tripod", "three"), ("wheels has a bike", "two"),
-                          ("sides has a triangle", "three"), ("eyes has a cat", "two"),
-                          ("corners has a triangle", "three"), ("moons has the earth", "one")]
-]  # fmt: skip
+    for thing, answer in [
+        ("legs has a tripod", "three"),
+        ("wheels has a bike", "two"),
+        ("sides has a triangle", "three"),
+        ("eyes has a cat", "two"),
+        ("corners has a triangle", "three"),
+        ("moons has the earth", "one"),
+    ]
+]
 word_number_builder = builder(WordNumberEnv, WORD_PROBLEMS)
 
 

@@ -159,6 +159,30 @@ async def test_an_evaluation_reports_the_answer_figures(tmp_path, tiny_local_ser
         assert any(r.startswith(row + " ") for r in table.splitlines()), row
 
 
+def _said_exactly(completion: str, answer: str) -> float:
+    return float(completion.strip().lower() == str(answer).lower())
+
+
+async def test_a_plain_function_reward_keeps_the_baseline_and_collapse_figures(tiny_local_server):
+    """Issue 44: the first reward the docs teach reports no `correct`; the figures then
+    judge a reply right when it earns the correct reply's reward, and say so."""
+
+    class SaidEnv(YesNoEnv):
+        reward_fn = _said_exactly
+
+    result = await evaluate(
+        SaidEnv, problems=yes_no_problems(no=3, yes=1), **_options(tiny_local_server)
+    )
+    summary = result.summary
+    assert summary["correct"] is None  # the env reports none
+    assert summary["answers/baseline_correct"] == 0.75
+    assert summary["answers/beats_baseline"] in (0.0, 1.0)  # None before: dropped
+    assert summary["answers/collapse"] in (0.0, 1.0)
+    assert summary["answers/judged_by"] == "reward"
+    assert summary["answers/reward_correct"] is not None
+    assert result.headline().startswith("earning the correct reply's reward ")
+
+
 async def test_the_loop_evals_report_the_answer_figures(tmp_path, tiny_local_server):
     """Every eval of the loop: before the first update (step 0) and the final one."""
     builder = DatasetBuilder(

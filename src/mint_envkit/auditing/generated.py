@@ -61,22 +61,43 @@ Example::
     "nonfinite" in FAMILIES["number"]   # True
 """
 
-DEFAULT_EXAMPLES = 30
+DEFAULT_EXAMPLES = 20
 """Replies tried per family by default (then the smallest finding is shrunk).
 
 Example::
 
-    DEFAULT_EXAMPLES   # 30
+    DEFAULT_EXAMPLES   # 20
 """
 
-_NONFINITE = ("nan", "inf", "-inf", "NaN", "Infinity", "-Infinity", "+inf", "1e999",
-              "-1e999", "∞", "null", "None")  # fmt: skip
+_NONFINITE = (
+    "nan",
+    "inf",
+    "-inf",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "+inf",
+    "1e999",
+    "-1e999",
+    "∞",
+    "null",
+    "None",
+)
 _EXPONENTS = (20, -20, 100, -100, 308, -308, 309, -324)
 _STEPS = ("unit", 1, 2, 3, 6, 7, 9, "round", "truncate")
 _NOTATIONS = ("plain", "scientific", "padded", "plus", "fraction", "comma")
 _EDIT_CHARS = "0123456789.-+e,/ x%$"
-_SPELLING = ("upper", "lower", "title", "swapcase", "strip_spaces", "double_space",
-             "add_punct", "drop_char", "hyphenate")  # fmt: skip
+_SPELLING = (
+    "upper",
+    "lower",
+    "title",
+    "swapcase",
+    "strip_spaces",
+    "double_space",
+    "add_punct",
+    "drop_char",
+    "hyphenate",
+)
 _PUNCT = ".,!?;:'\"-()"
 # Latin letters and digits -> a Cyrillic or Greek look-alike, or a letter for a digit
 _LOOKALIKE = dict(zip("aeopcxyisABEHKMOPTX01l", "аеорсхуіѕΑΒΕΗΚΜΟΡΤΧOl1", strict=True))
@@ -345,8 +366,9 @@ class _Search:
             suppress_health_check=list(HealthCheck),
             report_multiple_bugs=False,
         )
-        drawn = st.tuples(st.integers(0, len(self.problems) - 1),
-                          _strategy(self.family, len(self.others)))  # fmt: skip
+        drawn = st.tuples(
+            st.integers(0, len(self.problems) - 1), _strategy(self.family, len(self.others))
+        )
         try:
             return find(drawn, self.finds, settings=options, random=random.Random(seed))
         except NoSuchExample:

@@ -284,8 +284,15 @@ class AuditedProblem:
         strict = strict_verdict(value, answer)
         if strict.same or strict_verdict(written, answer).same:
             return Judged(score, right)
-        found = Disagreement(self.position, score.reply, str(value), self.answer, strict.why,
-                             self._declared(str(value), strict), strict.same is None)  # fmt: skip
+        found = Disagreement(
+            self.position,
+            score.reply,
+            str(value),
+            self.answer,
+            strict.why,
+            self._declared(str(value), strict),
+            strict.same is None,
+        )
         return Judged(score, right, found)
 
 
@@ -400,8 +407,9 @@ async def run_probes(
         [(r.name, r.mean_reward) for r in results]
     """
     if any(isinstance(p, GroupBuilder) for p in problems):
-        problems = await audited_problems([p.group if isinstance(p, AuditedProblem) else p
-                                           for p in problems])  # fmt: skip
+        problems = await audited_problems(
+            [p.group if isinstance(p, AuditedProblem) else p for p in problems]
+        )
     answers = [p.answer for p in problems if p.answer]
     counts = Counter(answers)
     common = counts.most_common(1)[0][0] if counts else None

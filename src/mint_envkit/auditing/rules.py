@@ -132,15 +132,19 @@ def _leniency(probes: Sequence[ProbeResult], skip: set[str], by_reward: bool) ->
                 f"({cause}): {listed}{more}"
             )
         else:
-            what = ("that the strict comparison cannot read as a value of the answer's kind"
-                    if cause else "that are another value than the answer")  # fmt: skip
+            what = (
+                "that the strict comparison cannot read as a value of the answer's kind"
+                if cause
+                else "that are another value than the answer"
+            )
             message = (
                 f"the env {right} replies {what}: {listed}{more}. A policy that finds them is "
                 "paid without answering; if this is intended, declare it "
                 "(MessageEnv.audit_equivalent, or audit_lenient with the reason)"
             )
-        out.append(Finding("declared" if kind == "declared" else "lenient", names[0], message,
-                           names))  # fmt: skip
+        out.append(
+            Finding("declared" if kind == "declared" else "lenient", names[0], message, names)
+        )
     return out
 
 

@@ -109,9 +109,13 @@ class Probed:
 
 
 async def probe_part(
-    groups: Sequence[Any], extra: Sequence[AuditProbe], *, examples: int, seed: int,
+    groups: Sequence[Any],
+    extra: Sequence[AuditProbe],
+    *,
+    examples: int,
+    seed: int,
     quiet: bool,
-) -> Probed:  # fmt: skip
+) -> Probed:
     """Probes (listed, the env's, the caller's, generated), the best trivial baseline and
     their findings, on ``groups`` (one GroupBuilder per problem).
 

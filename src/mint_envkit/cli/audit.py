@@ -197,6 +197,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"mint-envkit audit: {failed}", file=sys.stderr)
         return 2
     return run_command(
-        "mint-envkit audit", parser, args, positive=("limit", "samples", "max_tokens"),
+        "mint-envkit audit",
+        parser,
+        args,
+        positive=("limit", "samples", "max_tokens"),
         run=_guarded,
-    )  # fmt: skip
+    )

@@ -125,9 +125,14 @@ def _options(text: str) -> list[tuple[str, int, int, str, int, int]]:
         lead = len(raw) - len(raw.lstrip())
         body = raw.strip().rstrip(",;.")
         out.append(
-            (match.group(group).upper(), *match.span(group), body, start + lead,
-             start + lead + len(body))
-        )  # fmt: skip
+            (
+                match.group(group).upper(),
+                *match.span(group),
+                body,
+                start + lead,
+                start + lead + len(body),
+            )
+        )
     return out
 
 
