@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import time
 import traceback
@@ -44,14 +45,24 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-async def _audit(builder: Any) -> dict[str, Any]:
+def audit_options(**overrides: Any) -> dict[str, Any]:
+    """:data:`AUDIT_OPTIONS` with ``overrides`` that this audit takes (a ``mutants=0``
+    is dropped where the audit has no mutation testing)."""
+    from mint_envkit.auditing import audit
+
+    taken = inspect.signature(audit).parameters
+    return {**AUDIT_OPTIONS, **{k: v for k, v in overrides.items() if k in taken}}
+
+
+async def audit_builder(builder: Any, **overrides: Any) -> dict[str, Any]:
+    """One audit of ``builder``: ok, the failing and warning findings, or the error."""
     from mint_envkit.auditing import audit
 
     started = time.perf_counter()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            report = await audit(builder, **AUDIT_OPTIONS)
+            report = await audit(builder, **audit_options(**overrides))
     except Exception as err:  # the audit's own failure is a result here, not a crash
         return {
             "ok": None,
@@ -95,15 +106,19 @@ def classify(buggy: dict[str, Any], clean: dict[str, Any]) -> tuple[str, str]:
     return bug, twin
 
 
-async def measure_case_async(case: ZooCase) -> dict[str, Any]:
-    """Audit ``case``'s buggy env and its clean twin; one row of the zoo's table."""
-    os.environ.setdefault("MINT_ENVKIT_PROGRESS", "off")
+def build_quietly(case: ZooCase, *, buggy: bool) -> Any:
+    """``case``'s builder, without the RewardOrderWarning its unbounded rewards raise."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # RewardOrderWarning of unbounded rewards: by design
-        buggy_builder = case.build(buggy=True)
-        clean_builder = case.build(buggy=False)
-    buggy = await _audit(buggy_builder)
-    clean = await _audit(clean_builder)
+        warnings.simplefilter("ignore")
+        return case.build(buggy=buggy)
+
+
+async def measure_case_async(case: ZooCase, **overrides: Any) -> dict[str, Any]:
+    """Audit ``case``'s buggy env and its clean twin; one row of the zoo's table.
+    ``overrides`` go to the audit (e.g. ``mutants=0``)."""
+    os.environ.setdefault("MINT_ENVKIT_PROGRESS", "off")
+    buggy = await audit_builder(build_quietly(case, buggy=True), **overrides)
+    clean = await audit_builder(build_quietly(case, buggy=False), **overrides)
     bug_verdict, twin_verdict = classify(buggy, clean)
     buggy["verdict"], clean["verdict"] = bug_verdict, twin_verdict
     if bug_verdict == "warned":
@@ -118,6 +133,6 @@ async def measure_case_async(case: ZooCase) -> dict[str, Any]:
     }
 
 
-def measure_case(case: ZooCase) -> dict[str, Any]:
+def measure_case(case: ZooCase, **overrides: Any) -> dict[str, Any]:
     """:func:`measure_case_async` from synchronous code."""
-    return asyncio.run(measure_case_async(case))
+    return asyncio.run(measure_case_async(case, **overrides))

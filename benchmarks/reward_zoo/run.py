@@ -68,8 +68,12 @@ def _machine() -> dict[str, Any]:
     }
 
 
+OVERRIDES: dict[str, Any] = {}
+"""Options given to every audit of this run (``--mutants``); set before the workers fork."""
+
+
 def _one(name: str) -> dict[str, Any]:
-    return measure_case(load_all()[name])
+    return measure_case(load_all()[name], **OVERRIDES)
 
 
 def run_cases(names: list[str], jobs: int) -> list[dict[str, Any]]:
@@ -255,6 +259,13 @@ def _parser() -> argparse.ArgumentParser:
         "--list", action="store_true", help="list the cases and their sources, run nothing"
     )
     parser.add_argument(
+        "--mutants",
+        type=int,
+        default=None,
+        metavar="N",
+        help="mutants per code problem, for an audit with mutation testing (default: the audit's)",
+    )
+    parser.add_argument(
         "--docs",
         action="store_true",
         help="write the recorded table into docs/audit.md and docs/benchmarks.md, run nothing",
@@ -286,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
             case = cases[name]
             print(f"{name} [{case.family}]: {case.bug}\n    {case.source}")
         return 0
+    if args.mutants is not None:
+        OVERRIDES["mutants"] = args.mutants
     started = time.perf_counter()
     rows = run_cases(names, args.jobs)
     report = {
@@ -294,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         "commit": _git("rev-parse", "HEAD"),
         "dirty": bool(_git("status", "--short", "src")),  # the audit measured is not a commit
         "jobs": args.jobs,
+        "audit_options": dict(OVERRIDES),
         "wall_s": round(time.perf_counter() - started, 2),
         "machine": _machine(),
         "summary": summary(rows),

@@ -1,12 +1,12 @@
 """The reward zoo (benchmarks/reward_zoo/): every case's bug is real, the audit still
 catches what the recorded table says it catches, and no clean twin raises an alarm.
 
-One test per case (xdist spreads them): the case's demo reply earns more on the buggy
-env than on its twin (or less, for a bug that withholds reward), then the audit runs
-with probes only on both. A bug recorded as caught in benchmarks/reward_zoo/recorded.json
-that is not caught now fails; so does a clean twin the audit fails. A bug recorded as
-missed that is caught now passes (rerun ``python benchmarks/reward_zoo/run.py --record``
-to update the table and docs).
+Two tests per case (xdist spreads them): on the buggy env, the case's demo reply earns
+more than on its twin (or less, for a bug that withholds reward) and, when
+benchmarks/reward_zoo/recorded.json says the audit catches the bug, the audit (probes
+only) still fails it; on the clean twin, the audit passes. A bug recorded as missed that
+is caught now passes (rerun ``python benchmarks/reward_zoo/run.py --record`` to update
+the table, then ``--docs``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 from reward_zoo.code import references  # noqa: E402
 from reward_zoo.demo import demo_rewards_async, shows_bug  # noqa: E402
-from reward_zoo.measure import classify, measure_case_async  # noqa: E402
+from reward_zoo.measure import audit_builder, build_quietly, classify  # noqa: E402
 from reward_zoo.run import BEFORE, DOCS, RECORDED, docs_block, regressions, summary  # noqa: E402
 from reward_zoo.zoo import FAMILIES, load_all  # noqa: E402
 
@@ -44,25 +44,35 @@ def test_the_recorded_table_covers_every_case_and_only_them():
     assert RECORD["summary"] == summary(RECORD["cases"])
 
 
+CHEAP = {"mutants": 0}
+"""The tests' audit options: mutation testing, where the audit has it, only warns, and the
+tests assert no warning; without it a code case's audit takes about a third less."""
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-async def test_zoo_case(name):
+async def test_zoo_bug(name):
     case = CASES[name]
     buggy, clean = await demo_rewards_async(case)
     assert shows_bug(case, buggy, clean), (
         f"{name}: the demo reply earns {buggy:+.3f} on the buggy env and {clean:+.3f} on the "
         f"twin; it should earn {case.demo.direction} on the buggy one"
     )
-    row = await measure_case_async(case)
-    recorded = RECORDED_ROWS[name]
-    twin = row["clean"]
-    assert twin["verdict"] != "false_alarm", f"{name}: the clean twin fails the audit: {twin}"
-    if recorded["clean"]["verdict"] == "clean":
-        assert twin["verdict"] == "clean", f"{name}: the audit raised on the clean twin: {twin}"
-    if recorded["buggy"]["verdict"] == "caught":
-        assert row["buggy"]["verdict"] == "caught", (
+    recorded = RECORDED_ROWS[name]["buggy"]
+    if recorded["verdict"] == "caught":
+        now = await audit_builder(build_quietly(case, buggy=True), **CHEAP)
+        assert now["ok"] is False, (
             f"{name}: the recorded table says the audit catches this bug "
-            f"({recorded['buggy']['failing']}); now: {row['buggy']}"
+            f"({recorded['failing']}); now: {now}"
         )
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+async def test_zoo_twin(name):
+    now = await audit_builder(build_quietly(CASES[name], buggy=False), **CHEAP)
+    assert now["error"] is None or RECORDED_ROWS[name]["clean"]["verdict"] == "error", (
+        f"{name}: the audit raised on the clean twin: {now}"
+    )
+    assert now["ok"] is not False, f"{name}: the clean twin fails the audit (a false alarm): {now}"
 
 
 def _row(name: str, bug: str, twin: str = "clean") -> dict:
