@@ -30,6 +30,8 @@ HOOKS = (
     "answer",
     "wrong_answer_reward",
     "metric_defaults",
+    "audit_lenient",
+    "audit_equivalent",
 )
 
 
@@ -62,6 +64,7 @@ async def test_the_base_class_declares_every_hook_with_its_default():
     assert env.check("5", "5") is None
     assert env.answer is None
     assert PlainEnv.wrong_answer_reward() is None
+    assert PlainEnv.audit_lenient is None and env.audit_equivalent("0.33", "1/3") is False
 
 
 async def test_the_kit_envs_fill_the_hooks_in():

@@ -145,7 +145,7 @@ def shown(reply: str, limit: int = 120) -> str:
 
     Example::
 
-        shown("either\n5 or 6")   # "'either 5 or 6'"
+        shown("either\\n5 or 6")   # "'either 5 or 6'"
     """
     text = " ".join(reply.split())
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")

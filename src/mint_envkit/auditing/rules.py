@@ -114,7 +114,7 @@ def _exploit(probe: ProbeResult, correct: float | None, wrong: float | None) -> 
 def _leniency(probes: Sequence[ProbeResult], skip: set[str], by_reward: bool) -> list[Finding]:
     """One ``lenient`` finding per kind of disagreement (a value the strict comparison
     cannot read; another value of the answer's kind), one ``declared`` per declaration."""
-    right = "pays like the correct reply" if by_reward else "scores right"
+    right = "pays, as much as the correct reply," if by_reward else "scores right"
     groups: dict[tuple[str, str | bool], list[tuple[ProbeResult, list[Disagreement]]]] = {}
     for probe in probes:
         if probe.kind == "reference" or probe.name in skip:

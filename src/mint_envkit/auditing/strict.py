@@ -9,8 +9,9 @@ with the reference by a strict, typed comparison of its own (:func:`strict_verdi
   fraction; a difference below one part in 10^12 is float noise);
   ``nan``, ``inf``, ``1e999`` or a word is *no finite number*;
 - **text**: equal after light normalisation (Unicode NFKC, so fullwidth letters are
-  letters; case; runs of whitespace; surrounding ``*``, ``_``, backticks or quotes; one
-  final period); any other character counts (``paris!``, ``par``, ``раris`` with a
+  letters; case; runs of whitespace, and the spacing around a comma or semicolon;
+  surrounding ``*``, ``_``, backticks or quotes; one final period); any other character
+  counts (``paris!``, ``par``, ``раris`` with a
   Cyrillic ``р``);
 - a **structure** (a dict or list, or JSON text of one): the value must read as JSON (or a
   Python literal) with the same fields and the same items in the same order, each
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import unicodedata
 from fractions import Fraction
 from typing import Any
@@ -46,6 +48,7 @@ NUMBER, TEXT, STRUCTURE = "number", "text", "structure"
 _NOISE = Fraction(1, 10**12)
 _MAX_DIGITS = 4000  # longer numbers compare by text (Fraction of a huge literal is slow)
 _WRAPPERS = "*_`'\"“”‘’"
+_SEPARATOR = re.compile(r"\s*([,;])\s*")  # "a,b" and "a , b" are "a, b": a list's spacing
 
 
 @attrs.frozen
@@ -97,7 +100,7 @@ def normalized_text(value: Any) -> str:
     for _ in range(3):  # "**'Paris'**"
         if len(text) >= 2 and text[0] in _WRAPPERS and text[-1] == _closing(text[0]):
             text = text[1:-1].strip()
-    text = " ".join(text.split()).casefold()
+    text = _SEPARATOR.sub(r"\1 ", " ".join(text.split())).strip().casefold()
     if text.endswith(".") and not text.endswith(".."):
         text = text[:-1].rstrip()
     return text

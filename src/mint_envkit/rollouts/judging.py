@@ -364,9 +364,9 @@ async def judge_guesses(
             continue
         verdicts = {guess: await judge.right(guess) for guess in sorted(guesses)}
         changes: dict[str, Any] = {"verdicts": verdicts, "judged_by": judge.basis}
-        right = judge.right_reward
-        if not answer.correct and judge.basis == BY_REWARD and answer.rewards and right is not None:
-            changes["correct"] = [reward >= right - TIE for reward in answer.rewards]
+        if not answer.correct and judge.basis == BY_REWARD and answer.rewards:
+            scores = [ReplyScore("", reward) for reward in answer.rewards]
+            changes["correct"] = [judge.is_right(score) for score in scores]
         out.append(attrs.evolve(answer, **changes))
     return out
 
