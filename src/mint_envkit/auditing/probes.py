@@ -47,9 +47,10 @@ from mint_envkit.auditing.strict import Strict, strict_verdict
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.envs.base import AuditProbe, Message, MessageEnv
 from mint_envkit.progress import track
-from mint_envkit.rollouts.judging import ProblemJudge, ReplyScore, answer_text
+from mint_envkit.rollouts.judging import BY_CORRECT, ProblemJudge, ReplyScore, answer_text
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.scripted import GroupReport, ScriptedPolicy
+from mint_envkit.sandbox.env import CodeEnv
 
 GENERATED = "generated"
 """The kind of a generated probe's row (:mod:`mint_envkit.auditing.generated`).
@@ -296,6 +297,17 @@ class AuditedProblem:
         return Judged(score, right, found)
 
 
+async def _code_reference(judge: ProblemJudge, group: GroupBuilder) -> None:
+    """A code env's problem has no answer to write: its reference ``solution`` (as the env
+    reads a reply) is the correct reply, where the env scores it correct."""
+    if judge.answer is not None:
+        return
+    env = group.make_message_env()
+    reply = env.reference_reply() if isinstance(env, CodeEnv) else None
+    if reply is not None and (scored := await judge.score(reply)).correct:
+        judge.reference, judge.basis = scored, BY_CORRECT
+
+
 async def audited_problems(groups: Sequence[GroupBuilder]) -> list[AuditedProblem]:
     """Each group's :class:`AuditedProblem`: its judge finds the form the env scores as
     correct through token-level episodes.
@@ -312,6 +324,7 @@ async def audited_problems(groups: Sequence[GroupBuilder]) -> list[AuditedProble
             return await episode(group, reply)
 
         judge = await ProblemJudge.prepare(group, scorer)
+        await _code_reference(judge, group)
         messages: list[Message] = []
         tools: list[Any] = []
         own: list[AuditProbe] = []

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from mint_envkit.auditing.probes import ProbeResult
+
+if TYPE_CHECKING:
+    from mint_envkit.auditing.code_report import CodeAudit
 
 PASSING = ("warning", "declared")
 """The kinds of finding that do not fail an audit.
@@ -177,6 +180,8 @@ class AuditReport:
             off), ``counterfactual`` figures, ``log_path``; None when not run.
         cost: the MinT cost preview (tokens per step, planned steps, totals, money when
             prices were given); None without samples.
+        code: a code env's audit (reference solutions, trivial programs, mutation
+            scores: :class:`~mint_envkit.auditing.code_report.CodeAudit`); None for other envs.
 
     Example::
 
@@ -194,6 +199,7 @@ class AuditReport:
     cost: dict[str, Any] | None = None
     baseline_name: str | None = None
     basis: str | None = None
+    code: CodeAudit | None = None
 
     @property
     def exploits(self) -> list[Finding]:
@@ -236,6 +242,7 @@ class AuditReport:
             "samples": self.samples,
             "learn": self.learn,
             "cost": self.cost,
+            "code": None if self.code is None else self.code.record(),
         }
 
     def to_json(self) -> str:
@@ -303,6 +310,7 @@ class AuditReport:
         name = f" ({self.baseline_name})" if self.baseline_name else ""
         right = "earn the correct reply's reward" if self.basis == "reward" else "correct"
         lines.append(f"best trivial baseline: {percent(self.baseline_correct)} {right}{name}")
+        lines += self.code.lines() if self.code is not None else []
         lines += self._sample_lines()
         lines += self._learn_lines()
         if self.cost:

@@ -37,6 +37,7 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.auditing.code import audit_code
 from mint_envkit.auditing.cost import cost_preview
 from mint_envkit.auditing.generated import DEFAULT_EXAMPLES, generated_probes
 from mint_envkit.auditing.learn import learning_check, learning_findings
@@ -54,6 +55,7 @@ from mint_envkit.rollouts.baselines import best_baseline
 from mint_envkit.rollouts.judging import BY_CORRECT, BY_REWARD, judge_guesses
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.trackers import open_trackers, tracker_names
+from mint_envkit.sandbox.mutants import MAX_MUTANTS
 
 
 def _model_of(target: Any, given: str | None) -> str:
@@ -241,6 +243,7 @@ async def audit(
     out_dir: str | Path | None = None,
     loggers: Sequence[str] = (),
     quiet: bool = False,
+    mutants: int = MAX_MUTANTS,
 ) -> AuditReport:
     """Audit an env's reward before training on it: probes, samples, learning, cost.
 
@@ -275,6 +278,9 @@ async def audit(
             the samples' figures, the verdict) under ``out_dir``; the learning check's
             run logs its steps to them too.
         quiet: no progress lines.
+        mutants: a code env (:class:`~mint_envkit.sandbox.CodeEnv`): mutate each
+            problem's reference solution at most this many times to measure its tests'
+            strength (0: skip); see :mod:`mint_envkit.auditing.code`.
 
     Raises:
         ConfigError: a bad option (the message names it); BackendError when the
@@ -296,6 +302,7 @@ async def audit(
     check_integer(learn_steps, "learn_steps", least=0)
     check_integer(search, "search", least=0)
     check_integer(seed, "seed", least=0)
+    check_integer(mutants, "mutants", least=0)
     trackers = tracker_names(loggers, field="audit(loggers=...)")
     if trackers and out_dir is None:
         raise ConfigError(
@@ -311,7 +318,9 @@ async def audit(
     if not groups:
         raise ConfigError(f"the {split} split of {label} has no problems to audit")
     probed = await probe_part(groups, extra, examples=search, seed=seed, quiet=quiet)
-    found = list(probed.findings)
+    code = await audit_code(groups, mutants=mutants, quiet=quiet)  # None: no code env
+    found = list(probed.findings) if code is None else code.findings(probed.findings)
+    baseline = (probed.baseline_correct, probed.baseline_name) if code is None else code.baseline
     report_samples = cost = learned = None
     given = {"base_url": base_url, "backend": backend}
     connection = BackendSettings(**{k: v for k, v in given.items() if v is not None})
@@ -352,13 +361,14 @@ async def audit(
         target=label,
         problems=len(groups),
         probes=probed.probes,
-        baseline_correct=probed.baseline_correct,
-        baseline_name=probed.baseline_name,
+        baseline_correct=baseline[0],
+        baseline_name=baseline[1],
         basis=probed.basis,
         findings=found,
         samples=report_samples,
         learn=learned,
         cost=cost,
+        code=code,
     )
     if home is not None:
         home.mkdir(parents=True, exist_ok=True)

@@ -102,6 +102,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="an experiment tracker for the audit's figures (under --out; repeat it)",
     )
     parser.add_argument("--json", action="store_true", help="print the JSON report")
+    parser.add_argument(
+        "--mutants",
+        type=int,
+        default=20,
+        metavar="N",
+        help="a code env: mutate each reference solution at most N times to measure its "
+        "tests (default 20; 0 skips)",
+    )
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -134,6 +142,7 @@ async def _run(args: argparse.Namespace) -> int:
         backend=args.backend,
         out_dir=args.out,
         loggers=tuple(args.logger),
+        mutants=args.mutants,
     )
     print(report.to_json() if args.json else report.table(), flush=True)
     if args.out and report.learn and not args.json:
