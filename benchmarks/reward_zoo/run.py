@@ -28,6 +28,8 @@ import json
 import multiprocessing
 import os
 import platform
+import resource
+import shlex
 import subprocess
 import sys
 import time
@@ -70,6 +72,14 @@ def _machine() -> dict[str, Any]:
 
 OVERRIDES: dict[str, Any] = {}
 """Options given to every audit of this run (``--mutants``); set before the workers fork."""
+
+
+def cpu_seconds() -> float:
+    """User and system CPU seconds of this process and its waited-for children (the pool's
+    workers and their sandboxes): what the run costs whatever the machine's load."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _one(name: str) -> dict[str, Any]:
@@ -189,12 +199,14 @@ def table(rows: list[dict[str, Any]], before: list[dict[str, Any]] | None = None
 def summary_lines(report: dict[str, Any]) -> list[str]:
     s = report["summary"]
     rate = "-" if s["catch_rate"] is None else f"{100 * s['catch_rate']:.1f}%"
+    cpu = f" ({report['cpu_s']:.0f} CPU seconds)" if report.get("cpu_s") is not None else ""
     return [
         f"caught {s['caught']}/{s['cases']} ({rate}); warned only {s['warned']}, missed "
         f"{s['missed']}, audit errors {s['audit_errors']}",
         f"clean twins {s['clean_twins']}/{s['cases']}; false alarms {s['false_alarms']}, "
         f"twin errors {s['twin_errors']}",
-        f"wall time {report['wall_s']:.1f} s with {report['jobs']} process(es) "
+        f"wall time {report['wall_s']:.1f} s{cpu} with "
+        f"{report['jobs']} process(es) "
         f"(audits: probes only, no model), load average {report['machine']['loadavg_start'][0]:.1f} "
         f"at the start on {report['machine']['nproc']} cores, commit {report['commit'][:10] or '?'}"
         f"{' +changes' if report['dirty'] else ''}",
@@ -203,11 +215,10 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
 
 def docs_block(report: dict[str, Any], before: dict[str, Any] | None) -> str:
     """What the docs carry between their markers: the command, the summary, the table."""
-    label = f" ({report['label']})" if report["label"] else ""
-    lines = [START, "", f"Measured with `{report['command']}`{label}:", ""]
+    lines = [START, "", f"Measured with `{report['command']}`:", ""]
     lines += [f"- {line}" for line in summary_lines(report)]
     if before:
-        lines.append(f"- before: {summary_lines(before)[0]} (label '{before['label']}')")
+        lines.append(f"- before ({before['label']}): {summary_lines(before)[0]}")
         lines.append(f"- before: {summary_lines(before)[2]}")
     lines += ["", table(report["cases"], before["cases"] if before else None), "", END]
     return "\n".join(lines)
@@ -299,16 +310,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.mutants is not None:
         OVERRIDES["mutants"] = args.mutants
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), cpu_seconds()
     rows = run_cases(names, args.jobs)
     report = {
-        "command": " ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])]),
+        "command": " ".join([COMMAND, shlex.join(argv if argv is not None else sys.argv[1:])]),
         "label": args.label,
         "commit": _git("rev-parse", "HEAD"),
         "dirty": bool(_git("status", "--short", "src")),  # the audit measured is not a commit
         "jobs": args.jobs,
         "audit_options": dict(OVERRIDES),
         "wall_s": round(time.perf_counter() - started, 2),
+        "cpu_s": round(cpu_seconds() - cpu_started, 2),
         "machine": _machine(),
         "summary": summary(rows),
         "cases": rows,
