@@ -22,26 +22,27 @@ from mint_envkit import ScriptedPolicy
 from .zoo import ZooCase
 
 
-async def _mean_reward(case: ZooCase, buggy: bool) -> float:
+async def _mean_reward(case: ZooCase, buggy: bool, limit: int | None) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         builder = case.build(buggy=buggy)
     train, _test = await builder()
-    rewards = []
-    for index in range(len(train)):
-        for group in train.get_batch(index):
-            reply = case.demo.reply(dict(group.problem))
-            policy = ScriptedPolicy([reply], end_with_stop=case.demo.stop)
-            report = await policy.run_group(attrs.evolve(group, group_size=1))
-            if report.error:
-                raise RuntimeError(f"{case.name} demo failed on {group.problem}: {report.error}")
-            rewards.append(report.rewards[0])
+    rewards: list[float] = []
+    groups = [group for index in range(len(train)) for group in train.get_batch(index)]
+    for group in groups[:limit]:
+        reply = case.demo.reply(dict(group.problem))
+        policy = ScriptedPolicy([reply], end_with_stop=case.demo.stop)
+        report = await policy.run_group(attrs.evolve(group, group_size=1))
+        if report.error:
+            raise RuntimeError(f"{case.name} demo failed on {group.problem}: {report.error}")
+        rewards.append(report.rewards[0])
     return sum(rewards) / len(rewards)
 
 
-async def demo_rewards_async(case: ZooCase) -> tuple[float, float]:
-    """The demo reply's mean reward on the buggy env and on its clean twin."""
-    return await _mean_reward(case, True), await _mean_reward(case, False)
+async def demo_rewards_async(case: ZooCase, limit: int | None = None) -> tuple[float, float]:
+    """The demo reply's mean reward on the buggy env and on its clean twin (on the first
+    ``limit`` problems; all without)."""
+    return await _mean_reward(case, True, limit), await _mean_reward(case, False, limit)
 
 
 def demo_rewards(case: ZooCase) -> tuple[float, float]:
