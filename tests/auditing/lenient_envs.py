@@ -234,6 +234,18 @@ class WholeRecordEnv(OneFieldEnv):
 whole_record_builder = builder(WholeRecordEnv, RECORD_PROBLEMS)
 
 
+class DictRecordEnv(OneFieldEnv):
+    """The clean twin with the answers as dicts, not JSON text."""
+
+    def check(self, parsed, answer):
+        return json.loads(parsed) == answer
+
+
+dict_record_builder = builder(
+    DictRecordEnv, [{**p, "answer": json.loads(p["answer"])} for p in RECORD_PROBLEMS]
+)
+
+
 # --- options in lists: the answer mostly at one position ------------------------------
 
 

@@ -71,6 +71,17 @@ def test_exit_codes_pass_findings_usage_and_the_audit_failing(capsys, tmp_path, 
     broken.write_text("from mint_envkit import no_such_name\n")
     assert main(["audit", f"{broken}:builder", *OFFLINE]) == 2
     assert "cannot import" in capsys.readouterr().err
+    unbuildable = tmp_path / "unbuildable_env.py"
+    unbuildable.write_text(
+        "from mint_envkit import DatasetBuilder, SingleTurnEnv\n"
+        "class NoInit(SingleTurnEnv):\n"
+        "    def __init__(self, **problem):\n"
+        "        raise KeyError('unit')\n"
+        "builder = DatasetBuilder(env=NoInit, problems=[{'question': '2+3?', 'answer': '5'}],"
+        " batch_size=1, group_size=1, model_name='mint-envkit/tiny-qwen3')\n"
+    )
+    assert main(["audit", f"{unbuildable}:builder", *OFFLINE]) == 2
+    assert "the env cannot be built or opened" in capsys.readouterr().err
 
     async def fails(*args, **kwargs):
         raise ZeroDivisionError("a bug in the audit")

@@ -82,16 +82,19 @@ async def test_text_and_structure_graders_that_pay_part_of_the_answer_fail(build
     [
         envs.strict_city_builder,
         envs.whole_record_builder,
+        envs.dict_record_builder,
         envs.fraction_builder,
         envs.latex_builder,
         envs.word_number_builder,  # its parser reads "three" as "3": no false alarm
     ],
-    ids=["city", "record", "fraction", "latex-fraction", "word-number"],
+    ids=["city", "record", "dict-record", "fraction", "latex-fraction", "word-number"],
 )
 async def test_the_clean_twins_pass(builder):
     report = await audit(builder)
     assert report.ok, report.table()
     assert any(p.kind == "generated" for p in report.probes)
+    # a wrong answer is wrong (for a dict answer too: written as JSON, as the reply is)
+    assert next(p for p in report.probes if p.name == "wrong").correct_rate == 0.0
 
 
 async def test_declared_leniency_is_shown_not_failed():

@@ -354,7 +354,7 @@ class _Search:
         return judged.score.error is not None or (found is not None and found.declared is None)
 
     def run(self, examples: int, seed: int) -> tuple[int, Any] | None:
-        from hypothesis import HealthCheck, Phase, find, settings
+        from hypothesis import HealthCheck, Phase, Verbosity, find, settings
         from hypothesis import strategies as st
         from hypothesis.errors import NoSuchExample
 
@@ -365,6 +365,8 @@ class _Search:
             phases=(Phase.generate, Phase.shrink),
             suppress_health_check=list(HealthCheck),
             report_multiple_bugs=False,
+            derandomize=False,  # the seed below decides, whatever a user's profile says
+            verbosity=Verbosity.quiet,
         )
         drawn = st.tuples(
             st.integers(0, len(self.problems) - 1), _strategy(self.family, len(self.others))

@@ -46,6 +46,7 @@ from mint_envkit.auditing.replies import (
 from mint_envkit.auditing.strict import Strict, strict_verdict
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.envs.base import AuditProbe, Message, MessageEnv
+from mint_envkit.errors import ConfigError
 from mint_envkit.progress import track
 from mint_envkit.rollouts.judging import BY_CORRECT, ProblemJudge, ReplyScore, answer_text
 from mint_envkit.rollouts.run import rollout_groups
@@ -220,7 +221,8 @@ def slot_text(reply: str, template: str) -> str:
 @attrs.define
 class AuditedProblem:
     """One audited problem: its group, its judge (token-level episodes), its env (for
-    its declarations), its opening and its own probes.
+    its declarations), its opening and its own probes (``failed``: why the env could not
+    be built or opened for it, None when it could).
 
     Make it with :func:`audited_problems`.
 
@@ -238,6 +240,7 @@ class AuditedProblem:
     messages: list[Message]
     tools: list[Any]
     own: list[AuditProbe]
+    failed: str | None = None
 
     @property
     def answer(self) -> str:
@@ -312,6 +315,10 @@ async def audited_problems(groups: Sequence[GroupBuilder]) -> list[AuditedProble
     """Each group's :class:`AuditedProblem`: its judge finds the form the env scores as
     correct through token-level episodes.
 
+    Raises:
+        ConfigError: the env cannot be built or opened for any problem (a setup error,
+            not a finding).
+
     Example::
 
         # not run: `groups` is a list of GroupBuilders, built elsewhere
@@ -329,6 +336,7 @@ async def audited_problems(groups: Sequence[GroupBuilder]) -> list[AuditedProble
         tools: list[Any] = []
         own: list[AuditProbe] = []
         env: MessageEnv | None = None
+        failed: str | None = None
         try:
             envs = await group.make_envs()
             messages = await envs[0].initial_messages_async()
@@ -337,9 +345,15 @@ async def audited_problems(groups: Sequence[GroupBuilder]) -> list[AuditedProble
             own = list(env.audit_probes(dict(group.problem)))
             for made in envs:
                 await made.message_env.abort()
-        except Exception:  # an env that cannot open: its episodes say why, row by row
-            pass
-        out.append(AuditedProblem(position, group, judge, env, messages, tools, own))
+        except Exception as err:  # an env that cannot open: its episodes say why, row by row
+            failed = f"{type(err).__name__}: {err}"
+        out.append(AuditedProblem(position, group, judge, env, messages, tools, own, failed))
+    if out and all(p.failed for p in out):
+        raise ConfigError(
+            f"the env cannot be built or opened for any of the {len(out)} audited problems "
+            f"(problem 0: {out[0].failed}); fix the env (or its problems' fields), then "
+            "audit again"
+        )
     return out
 
 

@@ -33,6 +33,7 @@ import attrs
 from mint_envkit.envs.base import AuditProbe, Message
 from mint_envkit.parsers import as_number
 from mint_envkit.parsers.candidates import prompt_candidates
+from mint_envkit.rollouts.judging import answer_text
 
 NON_ANSWER = (
     "empty",
@@ -223,7 +224,7 @@ def probe_replies(
         probe_replies(problem, messages, [], template="{}", reference="5", answers=["5"],
                       common="5", reply_limit=64, count_tokens=len)["hedge"].replies
     """
-    answer = "" if problem.get("answer") is None else str(problem["answer"]).strip()
+    answer = "" if problem.get("answer") is None else answer_text(problem["answer"])
     question = str(problem.get("question", "")) or last_user(messages)
     wrong = wrong_value(answer, answers) if answer else ""
     out: dict[str, Probe] = {}

@@ -183,7 +183,11 @@ def _write_samples(path: Path, result: Any) -> None:
 
 
 def _ordering_finding(groups: Sequence[Any]) -> list[Finding]:
-    scoring = getattr(type(groups[0].make_message_env()), "scoring", None)
+    try:
+        made = type(groups[0].make_message_env())
+    except Exception:  # an env that cannot be made: the probes' rows say why
+        return []
+    scoring = getattr(made, "scoring", None)
     if scoring is None or scoring.ordering_known:
         return []
     return [Finding("warning", "ordering", scoring.ordering)]

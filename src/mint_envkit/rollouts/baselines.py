@@ -95,6 +95,7 @@ def _weighted(groups: Sequence[AnswerGroup], per_problem: Sequence[float]) -> fl
 
 def _constants(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> list[Baseline]:
     from mint_envkit.rollouts.answers import answer_key
+    from mint_envkit.rollouts.judging import answer_text
 
     counts: Counter[str] = Counter()
     spelled: dict[str, Any] = {}
@@ -104,7 +105,7 @@ def _constants(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> lis
         spelled.setdefault(key, group.reference)
     out = []
     for key, _count in counts.most_common(_CONSTANTS):
-        guess = str(spelled[key]).strip()
+        guess = answer_text(spelled[key])  # a structure as JSON, as a reply writes it
         per = tuple(float(judge(g, guess)) for g in groups)
         out.append(Baseline(f"constant {_short(guess)!r}", _weighted(groups, per), per))
     return out
