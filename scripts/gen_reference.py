@@ -49,6 +49,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("mint_envkit.judge", None),
     ("mint_envkit.rendering", None),
     ("mint_envkit.builders", None),
+    ("mint_envkit.runs", None),
     ("mint_envkit.rollouts", None),
     ("mint_envkit.rl", None),
     ("mint_envkit.rl.train", None),

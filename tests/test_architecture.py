@@ -34,6 +34,7 @@ LAYERS = (
     "rendering",
     "builders",
     "local",
+    "runs",
     "rollouts",
     "evaluation",
     "rl",

@@ -50,6 +50,7 @@ RUN = (
     "mint_envkit.rewards",
     "mint_envkit.rl",
     "mint_envkit.rollouts",
+    "mint_envkit.runs",
     "mint_envkit.sandbox",
     "mint_envkit.sweep",
     "mint_envkit.tools",

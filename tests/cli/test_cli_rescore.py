@@ -27,10 +27,10 @@ from mint_envkit.cli.rescore_records import reply_text
 from mint_envkit.evaluation.spec import load_target
 from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rendering.renderer import get_renderer
-from mint_envkit.rollouts.files import RunFiles
 from mint_envkit.rollouts.records import rollout_records
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.scripted import ScriptedPolicy
+from mint_envkit.runs.files import RunFiles
 
 ENVS = '''
 """Envs for the rescore tests."""

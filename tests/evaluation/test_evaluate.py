@@ -13,7 +13,7 @@ from mint_envkit.evaluation import comparison_table, evaluate_many
 from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rollouts import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.answers import ANSWER_KEYS, ANSWER_TEXTS
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 from mint_envkit.view import write_report
 from shared_envs import ArithmeticEnv, YesNoEnv, yes_no_problems
 

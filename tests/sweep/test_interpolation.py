@@ -11,7 +11,7 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation import evaluate
 from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rollouts import BackendSettings, SamplingSettings
-from mint_envkit.rollouts.files import read_jsonl
+from mint_envkit.runs.files import read_jsonl
 from mint_envkit.sweep import interpolation_sweep
 from mint_envkit.sweep._interpolation import interpolation_grid
 from shared_envs import ArithmeticEnv

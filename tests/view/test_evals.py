@@ -3,7 +3,7 @@ the baseline's name, each episode's problem, an evaluation's figures read as hel
 
 from __future__ import annotations
 
-from mint_envkit.rollouts.files import append_jsonl
+from mint_envkit.runs.files import append_jsonl
 from mint_envkit.view.evals import held_out_line, is_eval_line, problem_of, problems_by_label
 from mint_envkit.view.load import TEXT_LIMIT, load_report_data
 

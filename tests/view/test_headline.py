@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from mint_envkit.rollouts.files import append_jsonl, append_jsonl_lines
+from mint_envkit.runs.files import append_jsonl, append_jsonl_lines
 from mint_envkit.view import write_report
 
 CHROMIUM = next(

@@ -92,7 +92,7 @@ async def learning_check(
         **options,
     )
     result = await run_training(config)
-    from mint_envkit.rollouts.files import RunFiles
+    from mint_envkit.runs.files import RunFiles
 
     rows = RunFiles(log_path).metrics()
     first = next((m for m in rows if "test/env/all/reward/total" in m), {})

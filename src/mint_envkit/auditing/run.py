@@ -46,7 +46,7 @@ from mint_envkit.evaluation.spec import eval_problems, load_target
 from mint_envkit.rollouts.answers import AnswerGroup
 from mint_envkit.rollouts.baselines import best_baseline
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
-from mint_envkit.rollouts.trackers import open_trackers, tracker_names
+from mint_envkit.runs.trackers import open_trackers, tracker_names
 
 
 def _model_of(target: Any, given: str | None) -> str:

@@ -36,7 +36,7 @@ from mint_envkit.cli.rescore_records import RecordedRun, read_run, run_folders
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import load_target
 from mint_envkit.progress import track
-from mint_envkit.rollouts.files import write_json_atomic
+from mint_envkit.runs.files import write_json_atomic
 
 FIELDS = ("error", *COMPARED)
 """The fields a rescore counts: ``error`` (the group no longer runs), then the compared ones."""

@@ -32,7 +32,7 @@ from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.cli.replay import RecordedEpisode, RecordedGroup
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rendering.tool_calls import format_tool_calls
-from mint_envkit.rollouts.files import read_jsonl
+from mint_envkit.runs.files import read_jsonl
 
 BUILDER_SETTINGS = ("max_trajectory_tokens", "max_generation_tokens", "score_truncated")
 """The DatasetBuilder settings a training run's ``config.json`` gives an env class.

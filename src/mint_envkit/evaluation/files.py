@@ -28,9 +28,9 @@ from typing import Any
 
 from mint_envkit.evaluation.figures import NUMERIC
 from mint_envkit.evaluation.metrics import ProblemResult, pass_ks
-from mint_envkit.rollouts.files import append_jsonl, append_jsonl_lines, write_json_atomic
 from mint_envkit.rollouts.records import rollout_records
 from mint_envkit.rollouts.types import GroupRollout
+from mint_envkit.runs.files import append_jsonl, append_jsonl_lines, write_json_atomic
 
 RUN_FOLDER_FILES = ("rollouts.jsonl", "metrics.jsonl", "config.json")
 """The files of a checkpoint's folder (the run format the viewer reads).

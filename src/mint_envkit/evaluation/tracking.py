@@ -6,7 +6,7 @@ one tracker run in its run folder (``out_dir/<label>``, see
 ``metrics.jsonl`` line (``eval/mean_reward``, ``eval/pass@k``, the numeric answer
 figures) and the text answer figures (``eval/answers/baseline_name``) at step 0, its
 settings (model, checkpoint, samples, seed, temperature, ...) as the config. The
-trackers and their rules are :mod:`mint_envkit.rollouts.trackers`'.
+trackers and their rules are :mod:`mint_envkit.runs.trackers`'.
 
 Example::
 
@@ -22,7 +22,7 @@ from typing import Any
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.files import metric_line
 from mint_envkit.rollouts.answers import ANSWER_TEXTS
-from mint_envkit.rollouts.trackers import TrackingGroup, open_trackers, tracker_names
+from mint_envkit.runs.trackers import TrackingGroup, open_trackers, tracker_names
 
 SETTINGS = (
     "env",

@@ -56,10 +56,10 @@ from mint_envkit.rollouts.backend import (
     resolve_backend,
     service_client,
 )
-from mint_envkit.rollouts.files import RunFiles
 from mint_envkit.rollouts.records import progress_line, rollout_metrics, rollout_records
 from mint_envkit.rollouts.sampler import sampler_snapshot
 from mint_envkit.rollouts.settings import BackendSettings
+from mint_envkit.runs.files import RunFiles
 
 
 def _check(teacher: Any, temperature: Any) -> None:

@@ -40,8 +40,8 @@ from mint_envkit.evaluation.claims import (
 from mint_envkit.evaluation.run import evaluate
 from mint_envkit.rl.config import Config
 from mint_envkit.rollouts.answers import collapse_note
-from mint_envkit.rollouts.files import RunFiles
 from mint_envkit.rollouts.records import rollout_records
+from mint_envkit.runs.files import RunFiles
 
 UNCUT_CEILING = 2048
 """The largest reply limit an uncut eval tries (tokens).

@@ -36,7 +36,7 @@ from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rl.checkpoints import save_checkpoint
 from mint_envkit.rl.config import Config
 from mint_envkit.rollouts.backend import connect, service_client
-from mint_envkit.rollouts.files import RunFiles, read_jsonl
+from mint_envkit.runs.files import RunFiles, read_jsonl
 
 
 def _passes(

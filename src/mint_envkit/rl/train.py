@@ -58,9 +58,9 @@ from mint_envkit.rollouts.backend import (
     resolve_backend,
     service_client,
 )
-from mint_envkit.rollouts.files import RunFiles
 from mint_envkit.rollouts.records import progress_line
 from mint_envkit.rollouts.sampler import sampler_snapshot
+from mint_envkit.runs.files import RunFiles
 
 __all__ = [
     "RunResult",
@@ -363,7 +363,7 @@ async def run_training(config: Config) -> RunResult:
         # Finished earlier: report it without starting a backend.
         return run_result(config, files, start, checkpoint, start, resolve_backend(config.backend))
 
-    # Config.loggers: every metrics row also goes to the trackers (rollouts/trackers.py).
+    # Config.loggers: every metrics row also goes to the trackers (runs/trackers.py).
     with files.tracking(config.loggers, public):
         async with connect(config.backend_settings) as connection:
             if connection.backend == "local":

@@ -4,7 +4,7 @@ Example::
 
     from mint_envkit import DatasetBuilder, SingleTurnEnv
     from mint_envkit.rollouts import ScriptedPolicy
-    from mint_envkit.rollouts.files import RunFiles, read_jsonl
+    from mint_envkit.runs.files import RunFiles, read_jsonl
     from mint_envkit.rollouts.run import rollout_groups
 
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],

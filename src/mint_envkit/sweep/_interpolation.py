@@ -49,8 +49,8 @@ from mint_envkit.rollouts.backend import (
     service_client,
     shared_local_backend,
 )
-from mint_envkit.rollouts.files import append_jsonl, check_writable, write_text_atomic
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
+from mint_envkit.runs.files import append_jsonl, check_writable, write_text_atomic
 from mint_envkit.sweep._interpolation_plot import plot_interpolation
 from mint_envkit.sweep._interpolation_results import (
     FIGURES,

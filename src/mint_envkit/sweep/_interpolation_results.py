@@ -28,7 +28,7 @@ from typing import Any
 
 import attrs
 
-from mint_envkit.rollouts.files import write_text_atomic
+from mint_envkit.runs.files import write_text_atomic
 from mint_envkit.sweep._store import utc_now
 
 INTERPOLATION_MANIFEST = "interpolation.json"

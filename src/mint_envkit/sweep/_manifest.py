@@ -47,7 +47,7 @@ from typing import Any
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl.config import Config
-from mint_envkit.rollouts.files import write_json_atomic
+from mint_envkit.runs.files import write_json_atomic
 from mint_envkit.sweep._names import jsonable
 from mint_envkit.sweep._store import MANIFEST, read_manifest, utc_now
 

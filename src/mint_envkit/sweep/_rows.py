@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.checks import is_integer
-from mint_envkit.rollouts.files import read_jsonl
+from mint_envkit.runs.files import read_jsonl
 from mint_envkit.sweep._answers import HeldOutAnswers, _number, held_out_answers
 from mint_envkit.sweep._store import METRICS
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.rollouts.files import read_jsonl
+from mint_envkit.runs.files import read_jsonl
 
 MANIFEST = "sweep.json"
 """File name of the sweep manifest in the sweep root.

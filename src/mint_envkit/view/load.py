@@ -1,7 +1,7 @@
 """Reading a run or a sweep directory into the data the viewer embeds.
 
 A *run* directory holds ``metrics.jsonl``, ``rollouts.jsonl``,
-``config.json`` and ``checkpoints.jsonl`` (see :mod:`mint_envkit.rollouts.files`);
+``config.json`` and ``checkpoints.jsonl`` (see :mod:`mint_envkit.runs.files`);
 a *sweep* directory holds ``sweep.json`` and ``results.jsonl`` and one run
 directory per config (see ``docs/sweep.md``). A directory with neither but
 with run directories inside is read as a sweep of those runs. An evaluation's
@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.rollouts.files import read_jsonl
+from mint_envkit.runs.files import read_jsonl
 from mint_envkit.sweep import held_out_answers
 from mint_envkit.view.chunks import finite_number, step_chunks, step_of
 from mint_envkit.view.evals import (

@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from mint_envkit.errors import ConfigError, MissingExtraError
-from mint_envkit.rollouts.files import RunFiles
-from mint_envkit.rollouts.tracker_kinds import TensorBoardTracker, mlflow_key
-from mint_envkit.rollouts.trackers import (
+from mint_envkit.runs.files import RunFiles
+from mint_envkit.runs.tracker_kinds import TensorBoardTracker, mlflow_key
+from mint_envkit.runs.trackers import (
     STATE_FILE,
     TrackingGroup,
     open_trackers,
@@ -87,7 +87,7 @@ def test_importing_the_kit_imports_no_tracker():
     code = (
         "import sys, mint_envkit\n"
         "from mint_envkit.rl import Config\n"
-        "from mint_envkit.rollouts.trackers import open_trackers\n"
+        "from mint_envkit.runs.trackers import open_trackers\n"
         "from mint_envkit.sweep import Sweep\n"
         "from mint_envkit.evaluation import evaluate\n"
         "print(sorted(m for m in ('tensorboard', 'wandb', 'mlflow') if m in sys.modules))\n"

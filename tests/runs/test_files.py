@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from mint_envkit.errors import ConfigError, MintEnvkitError
-from mint_envkit.rollouts.files import (
+from mint_envkit.runs.files import (
     RunFiles,
     append_jsonl,
     check_writable,

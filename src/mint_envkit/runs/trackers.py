@@ -5,7 +5,7 @@
 'mint-envkit[wandb]'``), checked when the names are given (:func:`tracker_names`: a
 :class:`~mint_envkit.errors.MissingExtraError`), not at step 5. :func:`open_trackers`
 opens them for one run directory and returns a :class:`Trackers`; the loop does it
-through :meth:`RunFiles.tracking <mint_envkit.rollouts.files.RunFiles.tracking>`, so
+through :meth:`RunFiles.tracking <mint_envkit.runs.files.RunFiles.tracking>`, so
 every row appended to ``metrics.jsonl`` also goes to each tracker: numbers as scalars
 at the row's ``step``, text values (``.../answers/baseline_name``) as text where the
 tracker has text (TensorBoard, W&B; MLflow has none: skipped), anything else (None,
@@ -18,7 +18,7 @@ What is promised:
   ``log_path/wandb`` unless ``WANDB_MODE`` or ``WANDB_API_KEY`` is set (then W&B's own
   settings decide), ``WANDB_DIR`` moves it; MLflow in a SQLite store
   ``log_path/mlflow.db`` unless ``MLFLOW_TRACKING_URI`` is set. No account and no
-  network needed (the class docstrings in :mod:`mint_envkit.rollouts.tracker_kinds`).
+  network needed (the class docstrings in :mod:`mint_envkit.runs.tracker_kinds`).
 - **A resumed run continues its tracker runs**: ``log_path/trackers.json`` keeps the
   W&B run id, the MLflow run id and store, and each tracker's last logged step. A
   step logged before is never logged twice: W&B and MLflow keep what they have of it;
@@ -54,8 +54,8 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError, MintEnvkitError, MissingExtraError
-from mint_envkit.rollouts.files import write_json_atomic
-from mint_envkit.rollouts.tracker_kinds import KINDS, TrackerPlace
+from mint_envkit.runs.files import write_json_atomic
+from mint_envkit.runs.tracker_kinds import KINDS, TrackerPlace
 
 TRACKERS = tuple(KINDS)
 """The trackers ``Config.loggers`` may name: ``("tensorboard", "wandb", "mlflow")``.

@@ -10,7 +10,7 @@ directory.
 
 Example::
 
-    from mint_envkit.rollouts.files import RunFiles
+    from mint_envkit.runs.files import RunFiles
 
     files = RunFiles("runs/demo")
     files.metrics()          # list of per-step dicts
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from mint_envkit.errors import ConfigError, MintEnvkitError
 
 if TYPE_CHECKING:
-    from mint_envkit.rollouts.trackers import Trackers
+    from mint_envkit.runs.trackers import Trackers
 
 MIN_FREE_BYTES = 64 * 1024 * 1024
 """The free space a log or state directory needs before a run starts (64 MiB).
@@ -328,10 +328,10 @@ class RunFiles:
     ) -> Iterator[Trackers | None]:
         """Open the trackers ``loggers`` names (``Config.loggers``) for this run; inside,
         every :meth:`append_metrics` row goes to them too (see
-        :mod:`mint_envkit.rollouts.trackers`). No names: nothing is opened.
+        :mod:`mint_envkit.runs.trackers`). No names: nothing is opened.
 
         ``config`` is the run's hyperparameters; ``options`` are
-        :func:`~mint_envkit.rollouts.trackers.open_trackers`' (``name``, ``group``). The
+        :func:`~mint_envkit.runs.trackers.open_trackers`' (``name``, ``group``). The
         trackers are closed on the way out, as failed when the body raised.
 
         Example::
@@ -344,7 +344,7 @@ class RunFiles:
         if not names:
             yield None
             return
-        from mint_envkit.rollouts.trackers import open_trackers
+        from mint_envkit.runs.trackers import open_trackers
 
         trackers = open_trackers(names, self.root, config, **options)
         self.trackers = trackers

@@ -6,8 +6,8 @@ time (:meth:`log`: numbers as scalars, text where the tracker has text) and is
 closed. Each one imports its package when it opens, never before, so importing
 mint_envkit does not load a tracker. What a tracker must remember to continue its
 run after a resume (the W&B run id, the MLflow run id and store) it keeps in its
-``state`` dict, which :mod:`mint_envkit.rollouts.trackers` saves in the run
-directory. Use them through :func:`~mint_envkit.rollouts.trackers.open_trackers`.
+``state`` dict, which :mod:`mint_envkit.runs.trackers` saves in the run
+directory. Use them through :func:`~mint_envkit.runs.trackers.open_trackers`.
 
 Example::
 
