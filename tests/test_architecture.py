@@ -37,6 +37,7 @@ LAYERS = (
     "runs",
     "rollouts",
     "evaluation",
+    "interpolation",
     "rl",
     "auditing",
     "sweep",

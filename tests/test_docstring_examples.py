@@ -41,6 +41,7 @@ RUN = (
     "mint_envkit.envs",
     "mint_envkit.errors",
     "mint_envkit.evaluation",
+    "mint_envkit.interpolation",
     "mint_envkit.judge",
     "mint_envkit.local",
     "mint_envkit.lru",
@@ -254,7 +255,7 @@ def run_results(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Block], s
 
 def _package_given(module: str, given: dict[str, Block]) -> list[Block]:
     """The example of the subpackage a plain module is in (``mint_envkit.sweep`` for
-    ``mint_envkit.sweep._store``): the given of the package's modules too. The top-level
+    ``mint_envkit.runs.store``): the given of the package's modules too. The top-level
     package's example is nobody's given."""
     package = module.rpartition(".")[0]
     is_package = SRC.joinpath(*module.split("."), "__init__.py").is_file()

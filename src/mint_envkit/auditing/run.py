@@ -16,7 +16,9 @@ Four parts, each optional but the first:
 Example::
 
     # not run: loads a model on the local backend
-    from mint_envkit.auditing import audit
+    import attrs
+
+from mint_envkit.auditing import audit
 
     report = await audit("examples/rl_hyperparameters.py:builder",
                          sample_model="mint-envkit/tiny-qwen3", learn_steps=0)
@@ -32,6 +34,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from mint_envkit.auditing.cost import cost_preview
 from mint_envkit.auditing.learn import learning_check, learning_findings
@@ -86,21 +90,21 @@ async def _samples(
     result = await evaluate(target, model_name=model, **options)
     statuses = Counter(status or "none" for p in result.problems for status in p.parse_status)
     total = sum(statuses.values()) or 1
-    summary = result.summary
+    figures = result.figures
     if out_dir is not None:
         _write_samples(out_dir / "samples.jsonl", result)
     return (
         {
             "model": model,
-            "samples": summary.get("samples"),
-            "max_tokens": summary.get("max_tokens"),
-            "episodes": summary["episodes"],
-            "correct": summary["correct"],
-            "mean_reward": summary["mean_reward"],
-            "truncated_rate": summary.get("truncated_rate"),
+            "samples": result.summary.get("samples"),
+            "max_tokens": figures.max_tokens,
+            "episodes": figures.episodes,
+            "correct": figures.correct,
+            "mean_reward": figures.mean_reward,
+            "truncated_rate": figures.truncated_rate,
             "parse_status": {k: v / total for k, v in statuses.items()},
             "headline": result.headline(),
-            **{key.split("/", 1)[1]: v for key, v in summary.items() if key.startswith("answers/")},
+            **attrs.asdict(figures.answers),
         },
         result,
     )

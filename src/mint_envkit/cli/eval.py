@@ -27,6 +27,7 @@ from mint_envkit.cli.problems import (
 from mint_envkit.evaluation.claims import TRUNCATION_OK, learning_claim, uncut_budget
 from mint_envkit.evaluation.compare import comparison_table
 from mint_envkit.evaluation.run import evaluate_many
+from mint_envkit.runs.record import Figures
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -68,10 +69,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 async def _claims(args: argparse.Namespace, results: list[Any]) -> list[str]:
     """Each checkpoint against the base model (the first), measured where the base is not
     cut off: when it is at this reply limit, the base and the checkpoints are evaluated
-    again at a limit where it is not (the same ladder as the training loop's)."""
-    base = results[0].summary
-    uncut: list[Any] = []
-    if (base.get("truncated_rate") or 0.0) > TRUNCATION_OK:
+    again at a limit where it is not (the same ladder as the training loop's), and each
+    re-run says so first."""
+    base = results[0].figures
+    uncut: list[Figures] = []
+    limit = base.max_tokens or 0
+    if (base.truncated_rate or 0.0) > TRUNCATION_OK:
         settings = sampling_from_args(args)
         common = {
             "model_name": args.model,
@@ -89,19 +92,27 @@ async def _claims(args: argparse.Namespace, results: list[Any]) -> list[str]:
                 args.target, checkpoints=checkpoints, sampling=sampling, **common
             )
 
-        async def measure(max_tokens: int) -> dict[str, Any]:
-            return (await at(max_tokens, [None]))[0].summary
+        async def measure(max_tokens: int) -> Figures:
+            print(
+                f"the base model is cut off on {base.truncated_rate:.0%} of its replies at "
+                f"{limit} tokens: evaluating it again at {max_tokens} tokens",
+                flush=True,
+            )
+            return (await at(max_tokens, [None]))[0].figures
 
-        found = await uncut_budget(
-            measure, int(base["max_tokens"]), ceiling=2048, first_rate=base.get("truncated_rate")
-        )
+        found = await uncut_budget(measure, limit, ceiling=2048, first_rate=base.truncated_rate)
         if found is not None:
             others = [r.summary["checkpoint"] for r in results[1:]]
-            uncut = [found[1], *(r.summary for r in await at(found[0], others))]
+            print(
+                f"evaluating the {len(others)} checkpoint(s) again at {found[0]} tokens, "
+                "where the base model is not cut off",
+                flush=True,
+            )
+            uncut = [found[1], *(r.figures for r in await at(found[0], others))]
     lines = []
     for position, result in enumerate(results[1:], start=1):
         pair = (uncut[0], uncut[position]) if uncut else None
-        claim = learning_claim(base, result.summary, pair)
+        claim = learning_claim(base, result.figures, pair)
         lines.append(f"{result.summary.get('label')} vs base: {claim.line()}")
     return lines
 

@@ -23,7 +23,7 @@ from mint_envkit.cli.problems import (
     sampling_from_args,
 )
 from mint_envkit.errors import MintEnvkitError
-from mint_envkit.sweep import interpolation_sweep
+from mint_envkit.interpolation import interpolation_sweep
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

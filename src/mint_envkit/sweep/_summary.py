@@ -45,6 +45,14 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.runs.store import (
+    MANIFEST,
+    METRICS,
+    SUMMARY_CSV,
+    SUMMARY_PNG,
+    latest_results,
+    read_manifest,
+)
 from mint_envkit.sweep._answers import _number
 from mint_envkit.sweep._format import (
     HELD_OUT_HEADERS,
@@ -59,14 +67,6 @@ from mint_envkit.sweep._format import (
 from mint_envkit.sweep._rows import (
     SummaryRow,
     read_run_metrics,
-)
-from mint_envkit.sweep._store import (
-    MANIFEST,
-    METRICS,
-    SUMMARY_CSV,
-    SUMMARY_PNG,
-    latest_results,
-    read_manifest,
 )
 
 COLUMN_LABELS: Mapping[str, str] = {
