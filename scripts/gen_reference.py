@@ -54,6 +54,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("mint_envkit.rl", None),
     ("mint_envkit.rl.train", None),
     ("mint_envkit.evaluation", None),
+    ("mint_envkit.replay", None),
     ("mint_envkit.interpolation", None),
     ("mint_envkit.auditing", None),
     ("mint_envkit.sweep", None),

@@ -37,6 +37,7 @@ LAYERS = (
     "runs",
     "rollouts",
     "evaluation",
+    "replay",
     "interpolation",
     "rl",
     "auditing",

@@ -47,6 +47,7 @@ RUN = (
     "mint_envkit.lru",
     "mint_envkit.parsers",
     "mint_envkit.progress",
+    "mint_envkit.replay",
     "mint_envkit.rendering",
     "mint_envkit.rewards",
     "mint_envkit.rl",

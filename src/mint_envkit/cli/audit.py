@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 
-from mint_envkit.cli.command import run_command
+from mint_envkit.cli.command import add_env_args, env_target, run_command
 from mint_envkit.cli.problems import add_problem_options, problems_from_args
+from mint_envkit.evaluation.spec import SAMPLES
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME as SMOLLM2
 
 
@@ -41,6 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="ENV_SPEC",
         help="MODULE:NAME, path/to/file.py:NAME or an installed env's name (mint-envkit list)",
     )
+    add_env_args(parser)
     parser.add_argument(
         "--model", default=None, help="the model whose tokenizer renders prompts (env classes)"
     )
@@ -60,7 +62,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"sample this model for parse and truncation rates (default {SMOLLM2}; "
         "'none' to skip)",
     )
-    parser.add_argument("--samples", type=int, default=4, help="samples per problem")
+    parser.add_argument(
+        "--samples", type=int, default=SAMPLES, help=f"samples per problem (default {SAMPLES})"
+    )
     parser.add_argument(
         "--max-tokens", type=int, default=None, help="the reply limit (default: the builder's)"
     )
@@ -82,6 +86,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="an experiment tracker for the audit's figures (under --out; repeat it)",
     )
     parser.add_argument("--json", action="store_true", help="print the JSON report")
+    # the audit's parameters its errors name, as the flags the user typed
+    parser.flag_aliases = {  # type: ignore[attr-defined]
+        "learn_steps": "--learn",
+        "planned_steps": "--steps",
+        "model_name": "--model",
+        "out_dir": "--out",
+        "learn_options": "--learning-rate",
+    }
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -95,7 +107,7 @@ async def _run(args: argparse.Namespace) -> int:
     sample_model = None if args.sample_model in ("", "none") else args.sample_model
     learn_options = {} if args.learning_rate is None else {"learning_rate": args.learning_rate}
     report = await audit(
-        args.target,
+        env_target(args),
         model_name=args.model,
         problems=problems_from_args(args),
         limit=args.limit,
@@ -128,6 +140,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
         main(["audit", "examples/rl_hyperparameters.py:builder", "--sample-model", "none"])
     """
+    if args.learn < 0:
+        parser.error(f"--learn must be >= 0 (training steps), got {args.learn}")
     return run_command(
         "mint-envkit audit", parser, args, positive=("limit", "samples", "max_tokens"), run=_run
     )

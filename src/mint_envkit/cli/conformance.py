@@ -11,7 +11,7 @@ else against an embedded server started for the run. Exit 1 when a row failed.
 Example (shell)::
 
     mint-envkit conformance                                  # the embedded backend
-    mint-envkit conformance --model mint-envkit/tiny-qwen3-small --json rows.json
+    mint-envkit conformance --model mint-envkit/tiny-qwen3-small --out rows
     mint-envkit conformance --backend mint                   # MinT (needs MINT_API_KEY)
     mint-envkit conformance --base-url http://127.0.0.1:8765 --backend local
 """
@@ -29,6 +29,7 @@ from mint_envkit.cli.conformance_probe import AGREEMENT_BOUNDS, Probe
 from mint_envkit.cli.conformance_rows import Row, exit_code, run_checks, table
 from mint_envkit.rollouts.backend import Connection, connect, default_model, service_client
 from mint_envkit.rollouts.settings import BACKENDS, BackendSettings
+from mint_envkit.runs.files import write_json_atomic
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +63,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=120.0, help="seconds each row's calls may take"
     )
-    parser.add_argument("--json", default=None, metavar="FILE", help="also write the rows here")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument(
+        "--out", default=None, metavar="DIR", help="also write DIR/conformance.json"
+    )
 
 
 def _dtype(args: argparse.Namespace, connection: Connection) -> tuple[str, str]:
@@ -95,13 +99,14 @@ async def _run(args: argparse.Namespace) -> int:
         if connection.restart is not None
         else connection.describe()
     )
-    print(
-        f"conformance of {model} on {where}; logprob bounds of {dtype} ({why}): "
-        f"max |diff| {max_bound:g}, |kl_sample_train_v1| {v1_bound:g}"
-    )
-    print(table(rows))
     code = exit_code(rows)
-    if args.json:
+    if not args.json:
+        print(
+            f"conformance of {model} on {where}; logprob bounds of {dtype} ({why}): "
+            f"max |diff| {max_bound:g}, |kl_sample_train_v1| {v1_bound:g}"
+        )
+        print(table(rows))
+    if args.json or args.out:
         record = {
             "model": model,
             "backend": connection.backend,
@@ -111,9 +116,12 @@ async def _run(args: argparse.Namespace) -> int:
             "rows": [row.record() for row in rows],
             "exit_code": code,
         }
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        print(f"rows: {args.json}")
+        if args.json:
+            print(json.dumps(record, indent=2))
+        if args.out:
+            write_json_atomic(Path(args.out) / "conformance.json", record)
+            if not args.json:
+                print(f"rows: {Path(args.out) / 'conformance.json'}")
     return code
 
 
@@ -122,7 +130,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     Example::
 
-        main(["conformance", "--model", "mint-envkit/tiny-qwen3-small", "--json", "rows.json"])
+        main(["conformance", "--model", "mint-envkit/tiny-qwen3-small", "--out", "rows"])
     """
     if not args.timeout > 0:
         parser.print_usage(sys.stderr)

@@ -31,9 +31,9 @@ from typing import Any
 
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.packages import installed_environments
-from mint_envkit.cli.golden import episode_records, write_golden
 from mint_envkit.cli.scaffold import GOLDEN, ScaffoldNames, scaffold_files
 from mint_envkit.errors import ConfigError, MintEnvkitError
+from mint_envkit.replay.golden import episode_records, write_golden
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.scripted import ScriptedPolicy
 

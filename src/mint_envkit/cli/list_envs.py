@@ -18,10 +18,12 @@ Example (shell)::
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from mint_envkit.builders.packages import EnvPackage, find_environment, installed_environments
 from mint_envkit.errors import MintEnvkitError
+from mint_envkit.progress import text_table
 
 HEAD = ("name", "package", "version", "entry point", "description")
 
@@ -67,6 +69,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "entry points): name, package, version, entry point, the first line of its "
         "docstring. Each name works where check, eval and audit take an ENV_SPEC."
     )
+    parser.add_argument("--json", action="store_true", help="print the envs as JSON")
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -78,6 +81,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         main(["list"])
     """
     envs = installed_environments()
+    if args.json:
+        listed, problems = rows(envs)
+        print(json.dumps([dict(zip(HEAD, row, strict=True)) for row in listed], indent=2))
+        for problem in problems:
+            print(f"mint-envkit list: {problem}", file=sys.stderr)
+        return 1 if problems else 0
     if not envs:
         print(
             f"no env packages installed in this Python ({sys.executable}); make one with "
@@ -85,10 +94,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
         return 0
     table, problems = rows(envs)
-    widths = [max(len(row[c]) for row in [HEAD, *table]) for c in range(len(HEAD) - 1)]
-    for row in [HEAD, *table]:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        print("  ".join([*cells, row[-1]]).rstrip())
+    print(text_table([HEAD, *table]))
     for problem in problems:
         print(f"mint-envkit list: {problem}", file=sys.stderr)
     return 1 if problems else 0

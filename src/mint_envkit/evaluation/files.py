@@ -79,10 +79,11 @@ def write_run_folder(
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     both = len({r.split for r in results}) > 1
+    limit = Figures.from_summary(summary).max_tokens
     records: list[dict[str, Any]] = []
     for result, rollout in zip(results, rollouts, strict=True):
         split = f"eval:{result.split}" if both else "eval"
-        records.extend(rollout_records(0, [rollout], {}, split))
+        records.extend(rollout_records(0, [rollout], {}, split, max_tokens=limit))
     append_jsonl_lines(_fresh(out / "rollouts.jsonl"), records)
     append_jsonl(_fresh(out / "metrics.jsonl"), metric_line(summary))
     write_json_atomic(out / "config.json", {k: v for k, v in summary.items() if k != "pass@"})

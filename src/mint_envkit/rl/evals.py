@@ -25,7 +25,6 @@ Example::
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,6 +37,7 @@ from mint_envkit.evaluation.claims import (
     uncut_budget,
 )
 from mint_envkit.evaluation.run import evaluate
+from mint_envkit.progress import say
 from mint_envkit.rl.config import Config
 from mint_envkit.rollouts.answers import collapse_note
 from mint_envkit.rollouts.records import rollout_records
@@ -51,10 +51,6 @@ Example::
 
     UNCUT_CEILING >= 512   # True
 """
-
-
-def _say(message: str) -> None:
-    print(f"mint_envkit: {message}", file=sys.stderr, flush=True)
 
 
 async def _one(
@@ -72,11 +68,12 @@ async def _one(
     result = await evaluate(
         test_data, client=client, sampling=sampling, quiet=True, counterfactual=wanted
     )
-    files.append_rollouts(rollout_records(step, result.rollouts, {}, split))
+    records = rollout_records(step, result.rollouts, {}, split, max_tokens=max_tokens)
+    files.append_rollouts(records)
     figures = result.figures
     note = collapse_note(figures.answers, figures.correct)
     if note:
-        _say(f"{split} eval at step {step}: {note}")
+        say(f"{split} eval at step {step}: {note}")
     return result.metrics(split), figures
 
 
@@ -133,14 +130,14 @@ async def evaluate_split(
     tried: list[int] = []
     found = await uncut_budget(measure, limit, UNCUT_CEILING, figures.truncated_rate)
     if found is None:
-        _say(
+        say(
             f"the first held-out eval cuts off {cut:.0%} of the replies at {limit} tokens, "
             f"and still more than 5% at {tried[-1] if tried else limit} tokens (the larger "
             "limits tried stop once more room ends no more replies): the run's before/after "
             "figures compare reply lengths, not the task"
         )
         return metrics
-    _say(
+    say(
         f"the first held-out eval cuts off {cut:.0%} of the replies at {limit} tokens; the "
         f"run also evaluates at {found[0]} tokens (where {found[1].truncated_rate or 0.0:.0%} "
         "are), first and last"

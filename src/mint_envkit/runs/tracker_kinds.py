@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
@@ -282,6 +283,10 @@ class MlflowTracker:
     def __init__(self, place: TrackerPlace, config: Mapping[str, Any], state: dict) -> None:
         from mlflow.tracking import MlflowClient
 
+        # quiet on the terminal: MLflow's and its migrations' INFO lines ("Creating initial
+        # MLflow database tables...") carry no prefix and would read as the kit's
+        for logger in ("mlflow", "alembic"):
+            logging.getLogger(logger).setLevel(logging.WARNING)
         uri = place.mlflow_uri()
         local = uri.startswith("sqlite:///") and not os.environ.get("MLFLOW_TRACKING_URI")
         if local:

@@ -54,6 +54,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError, MintEnvkitError, MissingExtraError
+from mint_envkit.progress import say
 from mint_envkit.runs.files import write_json_atomic
 from mint_envkit.runs.tracker_kinds import KINDS, TrackerPlace
 
@@ -200,10 +201,6 @@ def split_row(row: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, str]]
     return scalars, texts
 
 
-def _say(message: str) -> None:
-    print(f"mint_envkit: {message}", file=sys.stderr, flush=True)
-
-
 class Trackers:
     """The open trackers of one run: :meth:`log` each metrics row, :meth:`close` at the end.
 
@@ -259,13 +256,13 @@ class Trackers:
             try:
                 tracker.close(failed=failed)
             except Exception as err:
-                _say(f"{tracker.name} tracking failed while closing ({type(err).__name__}: {err})")
+                say(f"{tracker.name} tracking failed while closing ({type(err).__name__}: {err})")
         self._open = []
         self._save()
 
     def _fail(self, tracker: Any, err: Exception, when: str) -> None:
         self._open.remove(tracker)
-        _say(
+        say(
             f"{tracker.name} tracking failed {when} ({type(err).__name__}: {err}); it is off "
             "for the rest of this run (metrics.jsonl has every step)"
         )
@@ -278,7 +275,7 @@ class Trackers:
         except MintEnvkitError as err:
             if not self._save_failed:
                 self._save_failed = True
-                _say(f"cannot save {STATE_FILE} ({err}); a resumed run may start new tracker runs")
+                say(f"cannot save {STATE_FILE} ({err}); a resumed run may start new tracker runs")
 
 
 def _read_state(path: Path) -> dict[str, dict]:
@@ -344,10 +341,10 @@ def open_trackers(
         try:
             opened.append(KINDS[tracker](place, hyperparameters, state.setdefault(tracker, {})))
         except Exception as err:  # a tracker that cannot start never stops the run
-            _say(
+            say(
                 f"could not start {tracker} tracking ({type(err).__name__}: {err}); the run "
                 "goes on without it (metrics.jsonl has every step)"
             )
     if opened:
-        _say("tracking to " + ", ".join(f"{t.name} ({t.where})" for t in opened))
+        say("tracking to " + ", ".join(f"{t.name} ({t.where})" for t in opened))
     return Trackers(opened, state, state_path)
