@@ -28,6 +28,7 @@ from mint_envkit.auditing import audit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
 from collections import Counter
@@ -50,7 +51,7 @@ from mint_envkit.evaluation.spec import eval_problems, load_target
 from mint_envkit.rollouts.answers import AnswerGroup
 from mint_envkit.rollouts.baselines import best_baseline
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
-from mint_envkit.runs.trackers import open_trackers, tracker_names
+from mint_envkit.runs.trackers import open_trackers, tracker_names, tracking_group
 
 
 def _model_of(target: Any, given: str | None) -> str:
@@ -285,9 +286,11 @@ async def audit(
         options = {"max_tokens": max_tokens, **options, **(learn_options or {})}
         if trackers:
             options.setdefault("loggers", trackers)
-        learned = await learning_check(
-            target, sample_model, learn_steps, str(where / "learn"), options
-        )
+        # one tracker store for the audit: its learning run and its summary row (_track)
+        with _grouped(trackers, home):
+            learned = await learning_check(
+                target, sample_model, learn_steps, str(where / "learn"), options
+            )
         found.extend(learning_findings(learned))
     report = AuditReport(
         target=label,
@@ -308,6 +311,13 @@ async def audit(
     return report
 
 
+def _grouped(loggers: Sequence[str], home: Path | None) -> contextlib.AbstractContextManager:
+    """The audit's tracker runs as one group in ``home`` (one MLflow store, one W&B group)."""
+    if not loggers or home is None:
+        return contextlib.nullcontext()
+    return tracking_group(home.resolve().name, home)
+
+
 def _track(report: AuditReport, loggers: Sequence[str], home: Path) -> None:
     """The audit as one tracker row: each probe's mean reward, the baseline, the samples'
     figures and the verdict (``audit/...``)."""
@@ -322,7 +332,8 @@ def _track(report: AuditReport, loggers: Sequence[str], home: Path) -> None:
     for key, value in (report.samples or {}).items():
         if is_number(value):
             row[f"audit/samples/{key}"] = value
-    tracked = open_trackers(loggers, home / "tracking", {"target": report.target}, name="audit")
+    with _grouped(loggers, home):
+        tracked = open_trackers(loggers, home / "tracking", {"target": report.target}, name="audit")
     try:
         tracked.log({k: v for k, v in row.items() if v is not None}, step=0)
     finally:

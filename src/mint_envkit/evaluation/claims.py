@@ -33,12 +33,12 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from mint_envkit.runs.record import Figures
+from mint_envkit.runs.record import FINAL, FINAL_UNCUT, TEST, UNCUT, Figures, find_eval
 
 TRUNCATION_OK = 0.05
 """The largest share of cut-off base-model replies at which a before/after claim holds.
@@ -287,3 +287,32 @@ async def uncut_budget(
             return None  # more room did not end more replies
         previous = truncated
     return None
+
+
+def run_claim_of(
+    rows: Sequence[Mapping[str, Any]], max_tokens: int | None = None
+) -> LearningClaim | None:
+    """A training run's before/after claim from its metrics rows: its first held-out eval
+    against its final one, with their uncut evals when it ran them (None when the run
+    has not logged both). ``max_tokens`` is the reply limit of a run written before
+    its figures carried it.
+
+    Example::
+
+        rows = [{"step": 0, "test/env/all/correct": 0.25, "test/max_tokens": 16},
+                {"step": 9, "test_final/env/all/correct": 0.5, "test_final/max_tokens": 16}]
+        run_claim_of(rows).gain   # 0.25
+    """
+    first, last = find_eval(rows, TEST), find_eval(rows, FINAL, last=True)
+    if first is None or last is None:
+        return None
+    before, after = (
+        f
+        if f.max_tokens is not None or max_tokens is None
+        else attrs.evolve(f, max_tokens=max_tokens)
+        for f in (first[1], last[1])
+    )
+    uncut_before = Figures.from_metrics(first[0], UNCUT)
+    uncut_after = Figures.from_metrics(last[0], FINAL_UNCUT)
+    pair = None if uncut_before is None or uncut_after is None else (uncut_before, uncut_after)
+    return learning_claim(before, after, pair)

@@ -290,6 +290,7 @@ async def run_distillation(config: Config, *, teacher: str, temperature: float =
         "distill_temperature": temperature,
     }
     files.write_config(public)
+    files.write_code_state()
     checkpoint = files.last_checkpoint()
     start = int(checkpoint["step"]) if checkpoint else 0
     if checkpoint and start >= total:

@@ -33,7 +33,7 @@ import attrs
 from mint_envkit.evaluation.claims import (
     TRUNCATION_OK,
     LearningClaim,
-    learning_claim,
+    run_claim_of,
     uncut_budget,
 )
 from mint_envkit.evaluation.run import evaluate
@@ -147,24 +147,13 @@ async def evaluate_split(
 
 def run_claim(config: Config, files: RunFiles) -> LearningClaim | None:
     """The run's before/after claim: its first held-out eval against its final one (None
-    when the run has not logged both).
+    when the run has not logged both; see
+    :func:`~mint_envkit.evaluation.claims.run_claim_of`).
 
     Example::
 
         # not run: needs a finished run's files
         print(run_claim(config, files).line())
     """
-    rows = files.metrics()
-    first, last = find_eval(rows, TEST), find_eval(rows, FINAL, last=True)
-    if first is None or last is None:
-        return None
     limit = config.eval_sampling.max_tokens or config.max_tokens
-    # a run written before the figures carried their reply limit: the config's
-    before, after = (
-        f if f.max_tokens is not None else attrs.evolve(f, max_tokens=limit)
-        for f in (first[1], last[1])
-    )
-    uncut_before = Figures.from_metrics(first[0], UNCUT)
-    uncut_after = Figures.from_metrics(last[0], FINAL_UNCUT)
-    pair = None if uncut_before is None or uncut_after is None else (uncut_before, uncut_after)
-    return learning_claim(before, after, pair)
+    return run_claim_of(files.metrics(), limit)

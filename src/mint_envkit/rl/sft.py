@@ -314,6 +314,7 @@ async def fine_tune_on_rollouts(
         "sft_batch_size": batch_size,
     }
     files.write_config(public)
+    files.write_code_state()
     plan = _batches(len(examples), batch_size, epochs, config.sampling_seed)
     async with (
         connect(config.backend_settings) as connection,

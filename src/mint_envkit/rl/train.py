@@ -368,6 +368,7 @@ async def run_training(config: Config) -> RunResult:
     total = config.max_steps or len(train_data)
     public = config.public_dict()
     files.write_config(public)
+    files.write_code_state()
     checkpoint = files.last_checkpoint()
     start = int(checkpoint["step"]) if checkpoint else 0
     if checkpoint and start >= total:

@@ -2,7 +2,9 @@
 
 A run directory holds ``config.json``, ``metrics.jsonl`` (one line per
 step), ``checkpoints.jsonl`` (one line per checkpoint) and
-``rollouts.jsonl`` (one line per sampled episode). Lines are appended whole
+``rollouts.jsonl`` (one line per sampled episode); a run started inside a git
+repository also ``git.json`` (the commit, the branch, whether the tree was clean) and
+``code.diff`` (the uncommitted changes, as tinker-cookbook keeps them). Lines are appended whole
 (one ``write`` of the full line, then ``fsync``), so a crash never leaves
 half a line behind a finished step; a write that fails (disk full,
 read-only) is cut back to the file's old end and raises an error naming the
@@ -25,6 +27,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -222,6 +225,52 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     _replace_atomic(Path(path), text)
 
 
+GIT_TIMEOUT_S = 10.0
+"""How long each git call recording a run's code may take (seconds).
+
+Example::
+
+    GIT_TIMEOUT_S >= 1   # True
+"""
+
+_DIFF_LIMIT = 8 * 2**20  # a larger diff is cut, and says so
+
+
+def code_state(where: str | os.PathLike[str] = ".") -> dict[str, Any] | None:
+    """The git state of the repository ``where`` is in: ``commit``, ``branch``,
+    ``dirty`` (uncommitted changes to tracked files) and ``diff`` (them, against the
+    commit); None outside a repository or without git.
+
+    Example::
+
+        state = code_state()
+        state is None or len(state["commit"]) == 40   # True
+    """
+
+    def git(*argv: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *argv],
+                cwd=where,
+                capture_output=True,
+                text=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return None
+    diff = git("diff", "HEAD", "--no-color", "--no-ext-diff") or ""
+    if len(diff) > _DIFF_LIMIT:
+        diff = diff[:_DIFF_LIMIT] + f"\n# cut at {_DIFF_LIMIT} characters of {len(diff)}\n"
+    branch = (git("rev-parse", "--abbrev-ref", "HEAD") or "").strip() or None
+    return {"commit": commit.strip(), "branch": branch, "dirty": bool(diff), "diff": diff}
+
+
 def read_jsonl(
     path: str | os.PathLike[str], *, unreadable: list[str] | None = None
 ) -> list[dict[str, Any]]:
@@ -290,6 +339,23 @@ class RunFiles:
     def write_config(self, data: dict[str, Any]) -> None:
         """Write ``config.json`` (atomically)."""
         write_json_atomic(self.config, data)
+
+    def write_code_state(self, where: str | os.PathLike[str] = ".") -> dict[str, Any] | None:
+        """Write ``git.json`` and ``code.diff`` when ``where`` is inside a git repository:
+        the commit the run started from and the uncommitted changes; None (and nothing
+        written) outside one or without git.
+
+        Example::
+
+            files.write_code_state()   # None outside a git repository (files: the class's)
+        """
+        state = code_state(where)
+        if state is None:
+            return None
+        diff = state.pop("diff")
+        write_json_atomic(self.root / "git.json", state)
+        write_text_atomic(self.root / "code.diff", diff)
+        return state
 
     def metrics(self) -> list[dict[str, Any]]:
         """Every step's metrics."""

@@ -155,19 +155,31 @@ class HeldOutAnswers:
 
     @property
     def flag(self) -> str:
-        """``"COLLAPSE"``, ``"<= baseline"`` or ``""``: what the sweep table's Flag column says.
+        """What the sweep table's Flag column and the viewer say: ``"COLLAPSE"``,
+        ``"<= baseline"``, ``"not beyond noise"`` or ``""``.
 
-        ``COLLAPSE`` when the answers collapse; else ``<= baseline`` when
-        correctness does not beat the baseline (see :attr:`at_or_below_baseline`).
+        ``COLLAPSE`` when the answers collapse; else, when correctness does not beat the
+        baseline (see :attr:`at_or_below_baseline`), ``<= baseline`` if it is at or below
+        it and ``not beyond noise`` if it is above it but not by more than the paired
+        test's noise.
 
         Example::
 
             assert HeldOutAnswers(collapse=True).flag == "COLLAPSE"
             assert HeldOutAnswers(correct_after=0.6, baseline=0.575).flag == ""
+            above = HeldOutAnswers(correct_after=0.281, baseline=0.125, beats_baseline=False)
+            assert above.flag == "not beyond noise"
         """
         if self.collapse:
             return "COLLAPSE"
-        return "<= baseline" if self.at_or_below_baseline else ""
+        if not self.at_or_below_baseline:
+            return ""
+        above = (
+            self.correct_after is not None
+            and self.baseline is not None
+            and self.correct_after > self.baseline
+        )
+        return "not beyond noise" if above else "<= baseline"
 
     @property
     def known(self) -> bool:

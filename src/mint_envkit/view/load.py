@@ -37,8 +37,9 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.evaluation.claims import run_claim_of
 from mint_envkit.runs.files import read_jsonl
-from mint_envkit.runs.record import DERIVED, EVAL, Figures, is_text_figure
+from mint_envkit.runs.record import DERIVED, EVAL, FINAL_UNCUT, Figures, find_eval, is_text_figure
 from mint_envkit.sweep import HeldOutAnswers, held_out_answers
 from mint_envkit.view.chunks import finite_number, step_chunks, step_of
 from mint_envkit.view.evals import is_eval_line, problem_of, problems_by_label
@@ -248,8 +249,27 @@ def _answers(merged: dict[int, dict[str, Any]], is_eval: bool) -> dict[str, Any]
     if is_eval:
         figures = Figures.from_metrics(lines[-1], EVAL) if lines else None
         answers = HeldOutAnswers.from_figures(None, figures, split=EVAL, step=0).as_dict()
-    else:
-        answers = held_out_answers(lines, latest=True).as_dict()
+        answers["baseline_name"] = _text(answers["baseline_name"])
+        return answers
+    answers = held_out_answers(lines, latest=True).as_dict()
+    claim = run_claim_of(lines)
+    if claim is not None and claim.cut_off:
+        # the headline is the pair measured where nothing is cut off; the cut-off one beside
+        cut = {
+            "before": claim.before.correct,
+            "after": claim.after.correct,
+            "truncated": claim.before.truncated_rate,
+            "max_tokens": claim.before.max_tokens,
+            "line": claim.line(),
+        }
+        if claim.uncut_before is not None and claim.uncut_after is not None:
+            final = find_eval(lines, FINAL_UNCUT, last=True)
+            step = None if final is None else final[0].get("step")
+            answers = HeldOutAnswers.from_figures(
+                claim.uncut_before, claim.uncut_after, split=FINAL_UNCUT, step=step
+            ).as_dict()
+            answers["max_tokens"] = claim.uncut_before.max_tokens
+        answers["cut_off"] = cut
     answers["baseline_name"] = _text(answers["baseline_name"])
     return answers
 
