@@ -221,7 +221,12 @@ def load_environment(name: str, **kwargs: Any) -> DatasetBuilder:
             raise ConfigError(
                 f"{where} takes {signature}, not the arguments {kwargs!r}: {err}"
             ) from None
-    builder = function(**kwargs)
+    try:
+        builder = function(**kwargs)
+    except Exception as err:  # the package's own error: the env, its data, these arguments
+        raise ConfigError(
+            f"{where}: load_environment(**{kwargs!r}) raised {type(err).__name__}: {err}"
+        ) from err
     if not isinstance(builder, DatasetBuilder):
         raise ConfigError(
             f"{where} returned a value of type {type(builder).__name__}, not a DatasetBuilder; its "

@@ -87,10 +87,11 @@ def _close(name: str, names: Sequence[str]) -> str:
 def _called(found: Any, spec: str, env_args: Mapping[str, Any]) -> Any:
     """``found`` (a load_environment function) called with ``env_args``."""
     if isinstance(found, DatasetBuilder | type) or not callable(found):
+        what = "a class" if isinstance(found, type) else f"a {type(found).__name__}"
         raise ConfigError(
-            f"--env-args (env_args) are keyword arguments for a load_environment, but {spec} "
-            f"names a {type(found).__name__}; give an installed env's name or a MODULE:FUNCTION "
-            "that returns a DatasetBuilder, or drop --env-args"
+            f"env_args are keyword arguments for a load_environment, but {spec} names "
+            f"{what}; give an installed env's name or a MODULE:FUNCTION that returns a "
+            "DatasetBuilder, or no env_args"
         )
     try:
         inspect.signature(found).bind(**env_args)
@@ -98,7 +99,12 @@ def _called(found: Any, spec: str, env_args: Mapping[str, Any]) -> Any:
         raise ConfigError(f"{spec} does not take the env args {dict(env_args)!r}: {err}") from None
     except ValueError:  # no signature to check: let the call say
         pass
-    builder = found(**env_args)
+    try:
+        builder = found(**env_args)
+    except Exception as err:  # the env's own error, with these arguments
+        raise ConfigError(
+            f"{spec}(**{dict(env_args)!r}) raised {type(err).__name__}: {err}"
+        ) from err
     if not isinstance(builder, DatasetBuilder):
         raise ConfigError(
             f"{spec} returned a {type(builder).__name__}, not a DatasetBuilder; with "
