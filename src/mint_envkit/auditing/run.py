@@ -47,7 +47,7 @@ from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.checks import check_integer, is_number
 from mint_envkit.envs.base import AuditProbe
 from mint_envkit.errors import ConfigError
-from mint_envkit.evaluation.spec import eval_problems, load_target
+from mint_envkit.evaluation.spec import SAMPLES, eval_problems, load_target
 from mint_envkit.rollouts.answers import AnswerGroup
 from mint_envkit.rollouts.baselines import best_baseline
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
@@ -178,7 +178,7 @@ async def audit(
     split: str | None = "train",
     probes: Sequence[AuditProbe | Mapping[str, Any]] | str | None = None,
     sample_model: str | None = None,
-    samples: int = 4,
+    samples: int = SAMPLES,
     max_tokens: int | None = None,
     learn_steps: int = 0,
     learn_options: Mapping[str, Any] | None = None,

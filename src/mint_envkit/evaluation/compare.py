@@ -16,6 +16,7 @@ from typing import Any
 
 from mint_envkit.evaluation.metrics import ProblemResult
 from mint_envkit.evaluation.run import EvalResult
+from mint_envkit.progress import text_table
 from mint_envkit.rollouts.answers import collapse_note
 
 BY = ("correct", "reward")
@@ -131,14 +132,7 @@ def comparison_table(results: Sequence[EvalResult]) -> str:
         body.append([metric, *(_cell(v, k) for v, k in cells), *diffs])
     errors = [str(r.summary["errors"]) for r in results]
     body.append(["failed problems", *errors, *([""] * (len(results) - 1))])
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            cell.rjust(w) if i else cell.ljust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in [header, *body]
-    ]
+    lines = text_table([header, *body], right=range(1, len(header))).splitlines()
     first = results[0].summary
     for name, other in zip(names[1:], results[1:], strict=True):
         for by, words in zip(BY, ("share correct", "mean reward"), strict=True):

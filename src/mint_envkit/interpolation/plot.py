@@ -21,9 +21,10 @@ Example::
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from mint_envkit.runs.files import replacing
 
 if TYPE_CHECKING:
     from mint_envkit.interpolation.results import InterpolationSweep
@@ -82,9 +83,8 @@ def plot_interpolation(result: InterpolationSweep, path: Path) -> Path | None:
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
-    figure.savefig(tmp, dpi=100)
-    os.replace(tmp, path)
+    with replacing(path) as tmp:
+        figure.savefig(tmp, dpi=100)
     return path
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.progress import text_table
 from mint_envkit.runs.files import write_text_atomic
 from mint_envkit.runs.store import utc_now
 
@@ -184,10 +185,7 @@ class InterpolationSweep:
             cells = [_cell(p.figures.get(c)) for c in self.columns()]
             coefs = ", ".join(f"{c:g}" for c in p.coefficients)
             rows.append([p.name, coefs, *cells, p.status if p.error is None else "error"])
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        return "\n".join(
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows
-        )
+        return text_table(rows)
 
     def best(self, figure: str = "mean_reward") -> InterpolationPoint | None:
         """The finished point with the highest ``figure`` (None when no point has it).

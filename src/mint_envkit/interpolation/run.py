@@ -43,6 +43,7 @@ import attrs
 from mint_envkit.checks import is_number
 from mint_envkit.errors import BackendError, ConfigError
 from mint_envkit.evaluation.run import evaluate_many
+from mint_envkit.evaluation.spec import SAMPLES
 from mint_envkit.interpolation.plot import plot_interpolation
 from mint_envkit.interpolation.results import (
     FIGURES,
@@ -172,7 +173,7 @@ async def interpolation_sweep(
     checkpoints: Sequence[str],
     grid: Sequence[Any],
     root: str | os.PathLike[str],
-    samples: int = 4,
+    samples: int = SAMPLES,
     sampling: SamplingSettings | None = None,
     backend: BackendSettings | None = None,
     split: str | None = None,

@@ -194,20 +194,43 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
     _replace_atomic(Path(path), text)
 
 
-def _replace_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file, then ``os.replace``; on failure remove it and raise."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary path beside ``path`` for a writer that needs a file name (a figure's
+    ``savefig``); when the block ends it replaces ``path`` whole, or, on an error, is
+    removed and ``path`` left as it was.
+
+    Raises:
+        MintEnvkitError: the directory is full or read-only (the message names it).
+
+    Example::
+
+        with replacing("plot.txt") as tmp:
+            tmp.write_text("drawn")
+        assert Path("plot.txt").read_text() == "drawn"
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
+        yield tmp
+        with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as err:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise _write_failed(path, err) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     _fsync_dir(path.parent)
+
+
+def _replace_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file, then ``os.replace``; on failure remove it and raise."""
+    with replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
@@ -277,8 +300,9 @@ def read_jsonl(
     """Every JSON object line of a ``.jsonl`` file ([] when it does not exist).
 
     Blank lines are ignored; a line that is not a JSON object (for example the
-    torn last line of a crashed writer) is skipped, and appended to
-    ``unreadable`` when a list is given.
+    torn last line of a crashed writer, or one JSON cannot take: a number of 5,000
+    digits, 100,000 nested brackets) is skipped, and appended to ``unreadable`` when a
+    list is given.
 
     Example::
 
@@ -295,7 +319,7 @@ def read_jsonl(
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, 5,000 digits, 100,000 brackets
             obj = None
         if isinstance(obj, dict):
             lines.append(obj)

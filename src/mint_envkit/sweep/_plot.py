@@ -21,12 +21,12 @@ Example::
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mint_envkit.checks import is_integer
+from mint_envkit.runs.files import replacing
 from mint_envkit.runs.record import Figures
 from mint_envkit.sweep._format import baseline_names
 
@@ -77,9 +77,8 @@ def plot_rewards(summary: SweepSummary, path: Path) -> Path | None:
         if curves:
             _correct_curves(figure.add_subplot(lines, cols, cols + 2), rows, answers)
     figure.tight_layout()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
-    figure.savefig(tmp, dpi=100)
-    os.replace(tmp, path)
+    with replacing(path) as tmp:
+        figure.savefig(tmp, dpi=100)
     return path
 
 

@@ -46,6 +46,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.progress import text_table
 from mint_envkit.runs.files import write_text_atomic
 from mint_envkit.runs.store import (
     MANIFEST,
@@ -64,7 +65,6 @@ from mint_envkit.sweep._format import (
     fmt_kl,
     fmt_value,
     held_out_cells,
-    text_grid,
 )
 from mint_envkit.sweep._rows import (
     SummaryRow,
@@ -166,7 +166,7 @@ class SweepSummary:
                     row.log_path,
                 ]
             )
-        main = text_grid([self._headers(), *body])
+        main = text_table([self._headers(), *body])
         held_out = self.held_out_table()
         return f"{main}\n\n{held_out}" if held_out else main
 
@@ -213,7 +213,7 @@ class SweepSummary:
             ]
             for row, a in zip(self.rows, answers, strict=True)
         ]
-        grid = text_grid([["Config", *HELD_OUT_HEADERS], *body])
+        grid = text_table([["Config", *HELD_OUT_HEADERS], *body])
         footnote = baseline_footnote(answers)
         return f"{HELD_OUT_TITLE}\n{grid}" + (f"\n{footnote}" if footnote else "")
 

@@ -141,23 +141,6 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _tolerant_jsonl(path: Path, unreadable: list[str]) -> list[dict[str, Any]]:
-    """``read_jsonl``, line by line, for a file with a line json itself cannot take."""
-    lines = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):  # not JSON, 5,000 digits, 100,000 brackets
-            obj = None
-        if isinstance(obj, dict):
-            lines.append(obj)
-        else:
-            unreadable.append(line)
-    return lines
-
-
 def read_lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
     """The JSON objects of a ``.jsonl`` file; a line that is not one is skipped and noted.
 
@@ -171,11 +154,7 @@ def read_lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
         lines = read_lines(Path("runs/demo/metrics.jsonl"), notes)
     """
     unreadable: list[str] = []
-    try:
-        lines = read_jsonl(path, unreadable=unreadable)
-    except (ValueError, RecursionError):
-        unreadable = []
-        lines = _tolerant_jsonl(path, unreadable)
+    lines = read_jsonl(path, unreadable=unreadable)
     bad = len(unreadable)
     if bad:
         notes.append(
