@@ -196,9 +196,9 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
 
 @contextlib.contextmanager
 def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """A temporary path beside ``path`` for a writer that needs a file name (a figure's
-    ``savefig``); when the block ends it replaces ``path`` whole, or, on an error, is
-    removed and ``path`` left as it was.
+    """A temporary path beside ``path`` (its folder made) for a writer that needs a file
+    name (a figure's ``savefig``); when the block ends it replaces ``path`` whole, or, on
+    an error, is removed and ``path`` left as it was.
 
     Raises:
         MintEnvkitError: the directory is full or read-only (the message names it).
@@ -212,6 +212,7 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         yield tmp
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
