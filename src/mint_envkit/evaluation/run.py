@@ -50,7 +50,7 @@ from mint_envkit.rollouts.run import rollout_group
 from mint_envkit.rollouts.sampler import SeededSampler
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.types import GroupRollout
-from mint_envkit.runs.record import CounterfactualFigures, Figures, eval_prefix
+from mint_envkit.runs.record import CounterfactualFigures, Figures
 
 EVAL_CONCURRENCY = 64
 """Groups an evaluation rolls out at once when its settings say None.
@@ -133,20 +133,21 @@ class EvalResult:
             raise ConfigError(f"pass@{k} was not computed; reported k: {', '.join(table)}")
         return table[str(k)]
 
-    def metrics(self, split: str) -> dict[str, Any]:
-        """The training loop's metrics of this evaluation as held-out split ``split``.
+    def metrics(self, prefix: str) -> dict[str, Any]:
+        """The training loop's metrics of this evaluation: ``<prefix>/all/...``.
 
         The reward and env metrics of every episode (as a training step logs them)
-        and the figures (:meth:`Figures.metrics <mint_envkit.runs.record.Figures.metrics>`).
+        and the answer and counterfactual figures
+        (:meth:`Figures.metrics <mint_envkit.runs.record.Figures.metrics>`).
 
         Example::
 
             # not run: `result` is an EvalResult, built elsewhere
-            result.metrics("test")["test/env/all/correct"]   # 0.45
+            result.metrics("test/env")["test/env/all/correct"]   # 0.45
         """
         return {
-            **rollout_metrics(self.rollouts, eval_prefix(split)),
-            **self.figures.metrics(split),
+            **rollout_metrics(self.rollouts, prefix),
+            **self.figures.metrics(prefix=prefix),
         }
 
     def headline(self) -> str:

@@ -42,7 +42,15 @@ from mint_envkit.rl.config import Config
 from mint_envkit.rollouts.answers import collapse_note
 from mint_envkit.rollouts.records import rollout_records
 from mint_envkit.runs.files import RunFiles
-from mint_envkit.runs.record import FINAL, FINAL_UNCUT, TEST, UNCUT, Figures, find_eval
+from mint_envkit.runs.record import (
+    FINAL,
+    FINAL_UNCUT,
+    TEST,
+    UNCUT,
+    Figures,
+    eval_prefix,
+    find_eval,
+)
 
 UNCUT_CEILING = 2048
 """The largest reply limit an uncut eval tries (tokens).
@@ -74,7 +82,8 @@ async def _one(
     note = collapse_note(figures.answers, figures.correct)
     if note:
         say(f"{split} eval at step {step}: {note}")
-    return result.metrics(split), figures
+    # the env's metrics and the figures under the split's prefix, and the reply limit
+    return {**result.metrics(eval_prefix(split)), **figures.metrics(split)}, figures
 
 
 def _recorded_budget(files: RunFiles, current: Mapping[str, Any]) -> int | None:

@@ -280,7 +280,7 @@ class Figures:
             )
         return cls(**found)
 
-    def metrics(self, split: str) -> dict[str, Any]:
+    def metrics(self, split: str | None = None, *, prefix: str | None = None) -> dict[str, Any]:
         """The figures as a metrics row of ``split`` (see the module docstring); figures
         that are None are left out.
 
@@ -288,7 +288,9 @@ class Figures:
         counterfactual figures and the reply limit (correctness, parse and truncation
         shares and the mean reward are the env's metrics there, logged with the
         rollouts); an evaluation folder's line (:data:`EVAL`) gets every figure but the
-        counts and the reply limit (its ``config.json`` has them).
+        counts and the reply limit (its ``config.json`` has them). With ``prefix``
+        instead (``EvalResult.metrics``), the answer and counterfactual figures go under
+        ``<prefix>/all/``.
 
         Example::
 
@@ -301,8 +303,10 @@ class Figures:
             out = {f"{EVAL}/{k}": v for k, v in flat.items() if k not in skip and v is not None}
             out.update({f"{EVAL}/pass@{k}": v for k, v in self.pass_at.items() if v is not None})
             return out
-        out = {} if self.max_tokens is None else {f"{split}/max_tokens": self.max_tokens}
-        head = f"{split}/env/all/"
+        out = {}
+        if split is not None and self.max_tokens is not None:
+            out[f"{split}/max_tokens"] = self.max_tokens
+        head = f"{prefix if split is None else eval_prefix(split)}/all/"
         for group, cls in _GROUPS.items():
             part = getattr(self, group)
             for name, _ in _fields(cls):
