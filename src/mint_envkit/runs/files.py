@@ -98,13 +98,20 @@ def _write_failed(path: Path, err: OSError) -> MintEnvkitError:
     )
 
 
-def _jsonable(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
+    """``value`` as JSON can hold it: NaN and infinities None, keys text, tuples lists,
+    anything else its ``repr``.
+
+    Example::
+
+        json_ready({"a": float("nan"), 1: (2, 3)})   # {'a': None, '1': [2, 3]}
+    """
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [json_ready(v) for v in value]
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return repr(value)
@@ -179,7 +186,7 @@ def append_jsonl_lines(path: str | os.PathLike[str], records: Sequence[Mapping[s
         assert read_jsonl("runs/demo/rollouts.jsonl") == [{"step": 0}, {"step": 0}]
     """
     if records:
-        _append(path, "".join(json.dumps(_jsonable(dict(r))) + "\n" for r in records).encode())
+        _append(path, "".join(json.dumps(json_ready(dict(r))) + "\n" for r in records).encode())
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
@@ -190,7 +197,7 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
         write_json_atomic("sweep.json", {"grid": {}})
         assert json.loads(Path("sweep.json").read_text()) == {"grid": {}}
     """
-    text = json.dumps(_jsonable(data), indent=2) + "\n"
+    text = json.dumps(json_ready(data), indent=2) + "\n"
     _replace_atomic(Path(path), text)
 
 
@@ -330,7 +337,7 @@ def read_jsonl(
 
 
 def _rewrite(path: Path, records: list[dict[str, Any]]) -> None:
-    _replace_atomic(path, "".join(json.dumps(_jsonable(r)) + "\n" for r in records))
+    _replace_atomic(path, "".join(json.dumps(json_ready(r)) + "\n" for r in records))
 
 
 class RunFiles:

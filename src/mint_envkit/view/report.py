@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import os
 import re
 import warnings
@@ -32,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from mint_envkit.runs.files import write_text_atomic
+from mint_envkit.runs.files import json_ready, write_text_atomic
 from mint_envkit.view.audit import audit_section, find_audit
 from mint_envkit.view.load import ReportData, load_report_data
 
@@ -55,16 +54,6 @@ _ESCAPES = {
 _ESCAPE = re.compile("[<>&\u2028\u2029]")
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 def script_json(data: Any) -> str:
     """``data`` as JSON that is safe inside a ``<script>`` element.
 
@@ -80,7 +69,7 @@ def script_json(data: Any) -> str:
     try:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError:  # a NaN or an infinity somewhere: rare, so only then walk the data
-        text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(json_ready(data), ensure_ascii=False, separators=(",", ":"))
     return _ESCAPE.sub(lambda m: _ESCAPES[m.group()], text)
 
 
