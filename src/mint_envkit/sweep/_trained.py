@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mint_envkit.rollouts.files import read_jsonl
+from mint_envkit.runs.files import read_jsonl
 from mint_envkit.sweep._answers import _number
 from mint_envkit.sweep._format import fmt_fixed
 from mint_envkit.sweep._rows import SummaryRow
