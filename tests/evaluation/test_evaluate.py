@@ -211,7 +211,7 @@ async def test_the_loop_evals_report_the_answer_figures(tmp_path, tiny_local_ser
     (metrics,) = RunFiles(run.log_path).metrics()
     for split in ("test", "test_final"):
         assert metrics[f"{split}/env/all/answers/baseline_correct"] == 0.75
-        texts = ("baseline_name", "top", "position")
+        texts = ("baseline_name", "top", "position", "judged_by")
         for field in attrs.fields(AnswerFigures):
             value = metrics.get(f"{split}/env/all/answers/{field.name}")
             kind = str if field.name in texts else int | float

@@ -31,6 +31,7 @@ import attrs
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.run import evaluate
 from mint_envkit.rollouts.backend import connect
+from mint_envkit.runs.record import FINAL, eval_prefix
 
 _NO_COOKBOOK_EQUIVALENT = {
     "top_p": 1.0,
@@ -127,7 +128,7 @@ async def _final_eval(config: Any, connection: Any, sampler: str | None) -> dict
         split="test",
         quiet=True,
     )
-    figures = result.metrics("test_final/env")
+    figures = {**result.metrics(eval_prefix(FINAL)), **result.figures.metrics(FINAL)}
     _add_to_last_step(Path(config.log_path) / "metrics.jsonl", figures)
     return figures
 
@@ -159,4 +160,4 @@ async def train_with_cookbook(config: Any) -> dict[str, Any]:
                 os.environ.pop("TINKER_API_KEY", None)
             else:
                 os.environ["TINKER_API_KEY"] = previous
-    return {"sampler_path": sampler, "test_final": figures}
+    return {"sampler_path": sampler, FINAL: figures}
