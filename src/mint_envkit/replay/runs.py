@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.builders.dataset import DatasetBuilder
+from mint_envkit.checks import is_integer
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rendering.tool_calls import format_tool_calls
 from mint_envkit.replay.groups import RecordedEpisode, RecordedGroup
@@ -315,7 +316,7 @@ def _limited(
 ) -> dict[str, Any]:
     """The builder settings of a group, at the reply limit its records were sampled at."""
     limit = members[0][1].get("max_tokens")
-    if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+    if is_integer(limit) and limit > 0:
         return {**settings, "max_generation_tokens": limit}
     return settings
 
