@@ -97,7 +97,9 @@ def _checkpoint(row: SummaryRow) -> str:
         return "no checkpoint recorded"
     last = records[-1]
     path = last.get("sampler_path") or last.get("state_path") or "?"
-    return f"checkpoint {last.get('name', '?')} at step {last.get('step', '?')}: {path}"
+    # our loop records the steps done as "step"; tinker-cookbook's loop as "batch"
+    step = last.get("step", last.get("batch", "?"))
+    return f"checkpoint {last.get('name', '?')} at step {step}: {path}"
 
 
 def _trained(row: SummaryRow) -> str:
