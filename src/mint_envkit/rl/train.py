@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import time
 from typing import Any
 
@@ -42,7 +41,7 @@ import attrs
 
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.claims import LearningClaim
-from mint_envkit.progress import Task, track
+from mint_envkit.progress import Task, say, track
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint, start_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
 from mint_envkit.rl.diagnostics import no_update_note
@@ -58,9 +57,9 @@ from mint_envkit.rollouts.backend import (
     resolve_backend,
     service_client,
 )
-from mint_envkit.rollouts.files import RunFiles
 from mint_envkit.rollouts.records import progress_line
 from mint_envkit.rollouts.sampler import sampler_snapshot
+from mint_envkit.runs.files import RunFiles
 
 __all__ = [
     "RunResult",
@@ -109,10 +108,6 @@ def _fields(config: Config, *names: str) -> dict[str, Any]:
     return {name: getattr(config, name) for name in names}
 
 
-def _say(message: str) -> None:
-    print(f"mint_envkit: {message}", file=sys.stderr, flush=True)
-
-
 @attrs.frozen
 class _Run:
     """What every step of one run shares."""
@@ -133,14 +128,14 @@ async def open_training_client(
     """The run's training client: resumed from ``checkpoint``, warm-started from
     ``config.load_checkpoint_path``, or a fresh LoRA (RL and distillation alike)."""
     if checkpoint:
-        _say(f"resuming {config.log_path} at step {checkpoint['step']}")
+        say(f"resuming {config.log_path} at step {checkpoint['step']}")
         files.forget_after(int(checkpoint["step"]))
         return await service.create_training_client_from_state_with_optimizer_async(
             checkpoint["state_path"]
         )
     files.forget_after(0)
     if config.load_checkpoint_path:  # a warm start: its weights, a fresh optimizer
-        _say(f"starting from the weights of {config.load_checkpoint_path}")
+        say(f"starting from the weights of {config.load_checkpoint_path}")
         return await service.create_training_client_from_state_async(config.load_checkpoint_path)
     return await service.create_lora_training_client_async(
         base_model=config.model_name,
@@ -183,8 +178,13 @@ def _eval_due(run: _Run, step: int) -> bool:
     return bool(every and run.test_data is not None and step % every == 0)
 
 
+def _phase(task: Task | None, step: int, what: str) -> None:
+    if task is not None:
+        task.phase(f"step {step}: {what}")
+
+
 async def _sample_with_this_version(
-    run: _Run, step: int, pipeline: BatchPipeline, metrics: dict[str, Any]
+    run: _Run, step: int, pipeline: BatchPipeline, metrics: dict[str, Any], task: Task | None
 ) -> None:
     """The step's snapshot: the held-out eval when due, then the batches it samples."""
     # An unnamed (ephemeral) snapshot of weight version ``step``, requested
@@ -193,6 +193,7 @@ async def _sample_with_this_version(
     sampling_client = await pipeline.snapshot(step, run.training)
     if _eval_due(run, step):
         # before this version's training batches start: the engine never mixes the two
+        _phase(task, step, "held-out eval")
         metrics.update(await _evaluate(run, sampling_client, step))
         metrics["time/eval"] = time.monotonic() - t0
     pipeline.launch(step, sampling_client)
@@ -216,8 +217,11 @@ class _Submitted:
                 pending.cancel()
 
 
-async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitted:
-    """One step up to its update (and checkpoint saves, when due) submitted."""
+async def submit_step(
+    run: _Run, step: int, pipeline: BatchPipeline, task: Task | None = None
+) -> _Submitted:
+    """One step up to its update (and checkpoint saves, when due) submitted; ``task``
+    hears each phase as it starts."""
     config, files = run.config, run.files
     step_start = time.monotonic()
     metrics: dict[str, Any] = {"step": step}
@@ -225,7 +229,8 @@ async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitt
     # first, and the snapshot of this step's weights samples the later batches after it.
     ahead = pipeline.sampled_ahead(step)
     if not ahead:
-        await _sample_with_this_version(run, step, pipeline, metrics)
+        await _sample_with_this_version(run, step, pipeline, metrics, task)
+    _phase(task, step, "sampling")
     t0 = time.monotonic()
     prepared = await pipeline.take(step)
     metrics["time/sample"] = time.monotonic() - t0
@@ -234,6 +239,7 @@ async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitt
     metrics.update(staleness_metrics(prepared))
     rollouts = prepared.batch.rollouts
 
+    _phase(task, step, "scoring")
     try:
         scored = score_batch(
             step, rollouts, remove_constant_reward_groups=config.remove_constant_reward_groups
@@ -257,6 +263,7 @@ async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitt
         )
     files.append_rollouts(versioned_records(prepared, scored.advantages))
 
+    _phase(task, step, "training")
     submitted_at = time.monotonic()
     update = await start_training(
         run.training,
@@ -273,18 +280,22 @@ async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitt
     # right behind the update: the saves hold exactly the weights after this step
     checkpoint = await start_checkpoint(run.training, config, step + 1, run.total)
     if ahead:
-        await _sample_with_this_version(run, step, pipeline, metrics)
+        await _sample_with_this_version(run, step, pipeline, metrics, task)
     return _Submitted(step, step_start, metrics, update, checkpoint, submitted_at, len(rollouts))
 
 
 async def finish_step(run: _Run, submitted: _Submitted, task: Task) -> dict[str, Any] | None:
     """Await a submitted step's results; append its metrics (and checkpoint); return that."""
     config, files, step = run.config, run.files, submitted.step
+    _phase(task, step, "training")
     metrics = {**submitted.metrics, **(await submitted.update)}
     metrics["time/train"] = time.monotonic() - submitted.submitted_at
+    if run.config.eval_every and run.test_data is not None and step + 1 == run.total:
+        _phase(task, step, "final held-out eval")
     metrics.update(await _final_evaluation(run, step, metrics))
     checkpoint = None
     if submitted.checkpoint is not None:
+        _phase(task, step, "saving")
         t3 = time.monotonic()
         checkpoint = await submitted.checkpoint
         metrics["time/save"] = time.monotonic() - t3
@@ -312,7 +323,7 @@ async def run_steps(run: _Run, steps: range, pipeline: BatchPipeline, task: Task
     checkpoint, before = None, None
     try:
         for step in steps:
-            current = await submit_step(run, step, pipeline)
+            current = await submit_step(run, step, pipeline, task)
             if before is not None:
                 done, before = before, None
                 try:
@@ -361,19 +372,20 @@ async def run_training(config: Config) -> RunResult:
     total = config.max_steps or len(train_data)
     public = config.public_dict()
     files.write_config(public)
+    files.write_code_state()
     checkpoint = files.last_checkpoint()
     start = int(checkpoint["step"]) if checkpoint else 0
     if checkpoint and start >= total:
         # Finished earlier: report it without starting a backend.
         return run_result(config, files, start, checkpoint, start, resolve_backend(config.backend))
 
-    # Config.loggers: every metrics row also goes to the trackers (rollouts/trackers.py).
+    # Config.loggers: every metrics row also goes to the trackers (runs/trackers.py).
     with files.tracking(config.loggers, public):
         async with connect(config.backend_settings) as connection:
             if connection.backend == "local":
-                _say(f"training on the embedded local backend at {connection.base_url}")
+                say(f"training on the embedded local backend at {connection.base_url}")
                 home = _local_checkpoint_home(connection)
-                _say(f"checkpoints: {home} (mint-envkit checkpoints list)")
+                say(f"checkpoints: {home} (mint-envkit checkpoints list)")
 
             # A lost backend fails within Config.backend_lost_after_s, naming the URL, the
             # step and how to resume; an embedded server this run started is restarted once.
@@ -383,7 +395,7 @@ async def run_training(config: Config) -> RunResult:
             checkpoint = await train_watched(config, connection, files, train, total)
     result = run_result(config, files, total, checkpoint, start, connection.backend)
     if result.claim is not None:
-        _say(result.claim.line())
+        say(result.claim.line())
     return result
 
 
