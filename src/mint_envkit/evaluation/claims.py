@@ -80,6 +80,17 @@ def content_rate(figures: Figures) -> float | None:
     return min(1.0, correct / parsed)
 
 
+def _reward(value: Any) -> str:
+    return "n/a" if value is None else f"{value:+.3f}"
+
+
+def _success(figures: Figures) -> float | None:
+    """What a claim's gain compares: a game's success, else correctness."""
+    if figures.answers.success_metric is not None:
+        return figures.answers.success
+    return figures.correct
+
+
 def _figures(value: Figures | Mapping[str, Any]) -> Figures:
     return value if isinstance(value, Figures) else Figures.from_summary(value)
 
@@ -126,11 +137,13 @@ class LearningClaim:
 
     @property
     def gain(self) -> float | None:
-        """The correctness gain where nothing is cut off (None when not measured there)."""
+        """The correctness gain (a game's: its success metric's) where nothing is cut off
+        (None when not measured there)."""
         pair = self.honest
-        if pair is None or pair[0].correct is None or pair[1].correct is None:
+        if pair is None:
             return None
-        return pair[1].correct - pair[0].correct
+        before, after = (_success(f) for f in pair)
+        return None if before is None or after is None else after - before
 
     @property
     def format_gain(self) -> float | None:
@@ -159,6 +172,9 @@ class LearningClaim:
 
     def _part(self, before: Figures, after: Figures) -> str:
         limit = "?" if before.max_tokens is None else before.max_tokens
+        metric = after.answers.success_metric or before.answers.success_metric
+        if metric is not None:  # a game: its success metric, beside the reward
+            return self._game_part(before, after, metric, limit)
         text = (
             f"correct {_pct(before.correct)} -> {_pct(after.correct)} "
             f"({_points(before.correct, after.correct)}: format, parsed "
@@ -173,6 +189,22 @@ class LearningClaim:
             )
             name = after.answers.baseline_name or "trivial policy"
             text += f"; after {verdict} the best trivial baseline {_pct(baseline)} ({name})"
+        return text
+
+    def _game_part(self, before: Figures, after: Figures, metric: str, limit: Any) -> str:
+        b, a = before.answers.success, after.answers.success
+        text = (
+            f"{metric} {_pct(b)} -> {_pct(a)} ({_points(b, a)}), mean reward "
+            f"{_reward(before.mean_reward)} -> {_reward(after.mean_reward)} at {limit} tokens "
+            f"(base truncated {_pct(before.truncated_rate)})"
+        )
+        baseline = after.answers.baseline_correct
+        if baseline is not None:
+            verdict = {True: "beats", False: "does not beat"}.get(
+                after.answers.beats_baseline, "is not compared with"
+            )
+            name = after.answers.baseline_name or "trivial game policy"
+            text += f"; after {verdict} the best trivial game policy {_pct(baseline)} ({name})"
         return text
 
     def line(self) -> str:

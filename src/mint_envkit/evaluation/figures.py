@@ -24,8 +24,11 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.envs.base import success_name
 from mint_envkit.evaluation.metrics import ProblemResult, summarize
-from mint_envkit.rollouts.answers import answer_figures, collapse_note
+from mint_envkit.rollouts.answers import answer_figures, collapse_note, success_figures
+from mint_envkit.rollouts.game_moves import is_game
+from mint_envkit.rollouts.game_policies import best_game_baseline, game_baselines
 from mint_envkit.rollouts.judging import judged_answers
 from mint_envkit.rollouts.types import GroupRollout
 from mint_envkit.runs.record import Figures
@@ -48,7 +51,20 @@ async def evaluation_figures(
         (await evaluation_figures(results, rollouts, groups, samples=4)).answers.baseline_name
     """
     answers = answer_figures(await judged_answers(rollouts, groups))
+    env = _message_env(groups)
+    if env is not None and is_game(env):  # a game: its success beside its trivial policies
+        best = best_game_baseline(await game_baselines(groups))
+        answers = attrs.evolve(answers, **success_figures(rollouts, success_name(env), best))
     return attrs.evolve(summarize(results, samples), answers=answers)
+
+
+def _message_env(groups: Sequence[Any]) -> Any:
+    """The first group's message env (None when the groups make none)."""
+    make = getattr(groups[0], "make_message_env", None) if groups else None
+    try:
+        return None if make is None else make()
+    except Exception:  # an env that cannot be made: its rollouts say why
+        return None
 
 
 def _pct(value: Any) -> str:
@@ -73,12 +89,18 @@ def headline(figures: Figures) -> str:
     if figures.correct is None and answers.reward_correct is not None:
         # a plain-function reward reports no `correct`: right is earning its reward
         text = f"earning the correct reply's reward {_pct(answers.reward_correct)}"
+    game = answers.success_metric is not None
+    if game:  # a game: its success metric, beside the reward
+        text = f"{answers.success_metric} {_pct(answers.success)}"
     if answers.baseline_correct is not None:
         verdict = {True: "beats it", False: "does not beat it"}.get(
             answers.beats_baseline, "not compared"
         )
         name = answers.baseline_name or "trivial policy"
-        text += f" (best trivial baseline {_pct(answers.baseline_correct)}, {name}: {verdict})"
+        kind = "trivial game policy" if game else "trivial baseline"
+        text += f" (best {kind} {_pct(answers.baseline_correct)}, {name}: {verdict})"
+    if game and figures.mean_reward is not None:
+        text += f", mean reward {figures.mean_reward:+.3f}"
     text += f", parsed {_pct(figures.parsed)}, truncated {_pct(figures.truncated_rate)}"
     if answers.distinct is not None:
         text += f", {answers.distinct} distinct answers"

@@ -274,6 +274,51 @@ def answer_figures(groups: Sequence[AnswerGroup]) -> AnswerFigures:
     return AnswerFigures(**out)
 
 
+def success_figures(
+    rollouts: Sequence[GroupRollout], metric: str, baseline: Any | None
+) -> dict[str, Any]:
+    """A game's answer figures: the share of its episodes won by ``metric`` (each judged
+    by :func:`~mint_envkit.rollouts.judging.is_right`, the one rule), beside ``baseline``,
+    the best trivial game policy (a
+    :class:`~mint_envkit.rollouts.game_policies.GameBaseline` played on the same
+    problems, in the same order), whether it beats it beyond noise and whether success
+    above 0 is no more than it (``collapse``).
+
+    Example::
+
+        # not run: needs a game's rollouts and its baseline
+        success_figures(rollouts, "solved", best)["success"]   # 0.25
+    """
+    from mint_envkit.rollouts.judging import ReplyScore, is_right
+
+    per_problem: list[float] = []
+    won = episodes = 0
+    for rollout in rollouts:
+        if rollout.error is not None or not rollout.trajectories:
+            continue
+        verdicts = [
+            bool(
+                is_right(
+                    ReplyScore.of_step("", t.total_reward, t.metrics, {}, success=metric), None
+                )
+            )
+            for t in rollout.trajectories
+        ]
+        per_problem.append(sum(verdicts) / len(verdicts))
+        won, episodes = won + sum(verdicts), episodes + len(verdicts)
+    out: dict[str, Any] = {
+        "success_metric": metric,
+        "success": won / episodes if episodes else None,
+    }
+    if baseline is None or baseline.success is None or not episodes:
+        return out
+    out["baseline_correct"], out["baseline_name"] = baseline.success, baseline.name
+    if len(per_problem) == len(baseline.per_problem):
+        out["beats_baseline"] = beats(per_problem, baseline.per_problem)[0]
+    out["collapse"] = 0.0 < out["success"] <= baseline.success
+    return out
+
+
 def collapse_note(figures: AnswerFigures, correct: float | None) -> str | None:
     """A one-line warning when ``figures`` flag a collapse, else None.
 
@@ -299,6 +344,8 @@ def collapse_note(figures: AnswerFigures, correct: float | None) -> str | None:
     what = "correct"
     if correct is None and figures.reward_correct is not None:
         correct, what = figures.reward_correct, "earning the correct reply's reward"
+    if figures.success_metric is not None:  # a game: its success beside its trivial policies
+        correct, what = figures.success, figures.success_metric
     if correct is not None and baseline is not None and 0.0 < correct <= baseline:
         name = figures.baseline_name or "a trivial policy"
         parts.append(

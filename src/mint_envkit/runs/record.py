@@ -148,6 +148,11 @@ class AnswerFigures:
             ``correct``) or ``reward`` (the env reports none: a reply is right when it
             earns the correct reply's reward).
         reward_correct: with ``judged_by`` ``reward``, the share of replies right by that rule.
+        success_metric: a game's success metric (``MessageEnv.success_metric``: ``solved``,
+            ``won``); None for an env judged by one answer. For a game the baseline is
+            the best trivial game policy's success (``random option``, ``options in
+            order``, ...), and ``beats_baseline`` and ``collapse`` compare success.
+        success: the share of episodes that succeeded by that metric.
 
     Example::
 
@@ -170,6 +175,8 @@ class AnswerFigures:
     collapse: bool | None = _figure(_FLAG)
     judged_by: str | None = _figure(_TEXT)
     reward_correct: float | None = _figure(_RATE)
+    success_metric: str | None = _figure(_TEXT)
+    success: float | None = _figure(_RATE)
 
 
 @attrs.frozen
