@@ -33,7 +33,7 @@ from mint_envkit.auditing.report import Finding
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.evaluation.figures import headline
 from mint_envkit.runs.files import RunFiles
-from mint_envkit.runs.record import FINAL, TEST, Figures, find_eval
+from mint_envkit.runs.record import FINAL, TEST, Figures, TrainingHealth, find_eval
 
 EVAL_TEMPERATURE = 1e-3
 """The learning check's held-out evals are greedy in effect (the backend takes T > 0).
@@ -93,6 +93,14 @@ async def learning_check(
         "after": attrs.evolve(after, max_tokens=reply_limit).summary(),
         "claim": None if result.claim is None else result.claim.record(),
         "headline": headline(after) if last else None,
+        # each step's training health (truncation, signal, advantages, gradient), and
+        # whether some could teach nothing
+        "health": [
+            {"step": row.get("step"), **attrs.asdict(health)}
+            for row in rows
+            if (health := TrainingHealth.from_metrics(row)) is not None
+        ],
+        "not_learning": result.not_learning,
     }
 
 
@@ -149,4 +157,6 @@ def learning_findings(learned: Mapping[str, Any]) -> list[Finding]:
                 f"baseline beyond noise: {claim['line']}",
             )
         )
+    if learned.get("not_learning"):  # steps that could teach nothing: why, and the fix
+        out.append(Finding("warning", "learn", learned["not_learning"]))
     return out

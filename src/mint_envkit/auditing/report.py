@@ -111,6 +111,14 @@ class Verdict:
         return f"FAIL: {', '.join(self.failed)} found, see above{note}"
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _norm(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
 
@@ -298,6 +306,19 @@ class AuditReport:
         lines.append("  " + (claim["line"] if claim else "no before/after evals were logged"))
         if learn.get("headline"):
             lines.append(f"  after: {learn['headline']}")
+        health = learn.get("health") or []
+        if health:
+            lines.append(
+                "  per step: truncated / groups with signal / datums with an advantage / "
+                "gradient norm: "
+                + ", ".join(
+                    f"{_share(h.get('truncated'))} / {_share(h.get('signal'))} / "
+                    f"{_share(h.get('advantaged'))} / {_norm(h.get('grad_norm'))}"
+                    for h in health
+                )
+            )
+        if learn.get("not_learning"):
+            lines.append(f"  {learn['not_learning']}")
         return lines
 
     def table(self) -> str:

@@ -51,6 +51,7 @@ from mint_envkit.rl.kl import kl_shaped_advantages, open_reference
 from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
 from mint_envkit.rl.phases import ScoredBatch, score_batch, start_training, train_on_batch
 from mint_envkit.rl.sampling import preload_renderers, sample_batch
+from mint_envkit.rl.teaching import StallWatch, health_summary, replies_truncated, step_health
 from mint_envkit.rollouts.backend import (
     Connection,
     connect,
@@ -87,6 +88,8 @@ class RunResult:
         claim: the run's before/after claim (its first held-out eval against its final
             one, measured where nothing is cut off; see
             :mod:`mint_envkit.evaluation.claims`), None without both evals.
+        not_learning: how many steps could teach nothing, why and the fix
+            (:func:`~mint_envkit.rl.teaching.health_summary`); None when every step could.
 
     Example::
 
@@ -102,6 +105,7 @@ class RunResult:
     resumed_from: int
     backend: str
     claim: LearningClaim | None = None
+    not_learning: str | None = None
 
 
 def _fields(config: Config, *names: str) -> dict[str, Any]:
@@ -120,6 +124,7 @@ class _Run:
     training: Any
     reference: Any
     rest: Any  # the SDK's REST client: deletes old checkpoints
+    stalls: StallWatch = attrs.field(factory=StallWatch)  # steps in a row that teach nothing
 
 
 async def open_training_client(
@@ -210,6 +215,7 @@ class _Submitted:
     checkpoint: asyncio.Task[dict[str, Any]] | None
     submitted_at: float
     episodes: int
+    truncated: float | None = None  # the share of its sampled replies cut off
 
     def cancel(self) -> None:
         for pending in (self.update, self.checkpoint):
@@ -281,7 +287,16 @@ async def submit_step(
     checkpoint = await start_checkpoint(run.training, config, step + 1, run.total)
     if ahead:
         await _sample_with_this_version(run, step, pipeline, metrics, task)
-    return _Submitted(step, step_start, metrics, update, checkpoint, submitted_at, len(rollouts))
+    return _Submitted(
+        step,
+        step_start,
+        metrics,
+        update,
+        checkpoint,
+        submitted_at,
+        len(rollouts),
+        replies_truncated(rollouts),
+    )
 
 
 async def finish_step(run: _Run, submitted: _Submitted, task: Task) -> dict[str, Any] | None:
@@ -290,6 +305,8 @@ async def finish_step(run: _Run, submitted: _Submitted, task: Task) -> dict[str,
     _phase(task, step, "training")
     metrics = {**submitted.metrics, **(await submitted.update)}
     metrics["time/train"] = time.monotonic() - submitted.submitted_at
+    health = step_health(metrics, submitted.truncated)
+    metrics.update(health.metrics())
     if run.config.eval_every and run.test_data is not None and step + 1 == run.total:
         _phase(task, step, "final held-out eval")
     metrics.update(await _final_evaluation(run, step, metrics))
@@ -305,8 +322,8 @@ async def finish_step(run: _Run, submitted: _Submitted, task: Task) -> dict[str,
         files.append_checkpoint(checkpoint)
         await prune_checkpoints(run.rest, config, files)
     line = progress_line(step, metrics)
-    note = no_update_note(metrics, submitted.episodes)
-    task.advance(detail=line + (f"  {note}" if note else ""))
+    notes = [no_update_note(metrics, submitted.episodes), run.stalls.note(health)]
+    task.advance(detail="  ".join([line, *(n for n in notes if n)]))
     return checkpoint
 
 
@@ -396,6 +413,8 @@ async def run_training(config: Config) -> RunResult:
     result = run_result(config, files, total, checkpoint, start, connection.backend)
     if result.claim is not None:
         say(result.claim.line())
+    if result.not_learning is not None:
+        say(result.not_learning)
     return result
 
 
@@ -463,4 +482,5 @@ def run_result(
         resumed_from=start,
         backend=backend,
         claim=run_claim(config, files),
+        not_learning=health_summary(metrics),
     )

@@ -438,3 +438,99 @@ def is_text_figure(key: Any) -> bool:
     """
     texts = [f"/answers/{name}" for name, kind in _fields(AnswerFigures) if kind == _TEXT]
     return isinstance(key, str) and key.endswith(tuple(texts))
+
+
+HEALTH = "health"
+"""The prefix of a training step's health figures in the loop's rows (``health/signal``).
+
+Example::
+
+    TrainingHealth(signal=0.0).metrics()   # {'health/signal': 0.0}
+"""
+
+_STUCK = {
+    "truncated": (
+        "every sampled reply was cut off at the reply limit",
+        "raise the reply limit (DatasetBuilder(max_generation_tokens=...)), or ask for "
+        "shorter replies in the prompt",
+    ),
+    "signal": (
+        "every group's rewards are the same, so no reply is better than another",
+        "a worked example (few_shot) so that some replies succeed, or a reward that "
+        "separates the replies",
+    ),
+    "grad_norm": (
+        "the gradient was zero",
+        "check that some datums carry a non-zero advantage (and the learning rate is not 0)",
+    ),
+}
+
+
+@attrs.frozen
+class TrainingHealth:
+    """Whether one training step could teach anything: the loop's figures of it, in its
+    metrics row (``health/<field>``), the trackers and the viewer.
+
+    Attributes:
+        truncated: the share of sampled replies cut off at the reply limit.
+        signal: the share of groups with signal (rewards not all equal).
+        advantaged: the share of datums with a non-zero advantage.
+        grad_norm: the update's gradient norm (None: the step sent no update).
+
+    Example::
+
+        health = TrainingHealth(truncated=1.0, signal=0.0, advantaged=0.0, grad_norm=0.0)
+        [what for what, _fix in health.stuck()][0]
+        # 'every sampled reply was cut off at the reply limit'
+    """
+
+    truncated: float | None = _figure(_RATE)
+    signal: float | None = _figure(_RATE)
+    advantaged: float | None = _figure(_RATE)
+    grad_norm: float | None = _figure(_NUMBER)
+
+    def metrics(self) -> dict[str, Any]:
+        """Its figures as a metrics row's ``health/...`` keys (None left out).
+
+        Example::
+
+            TrainingHealth(truncated=0.5).metrics()   # {'health/truncated': 0.5}
+        """
+        return {
+            f"{HEALTH}/{name}": getattr(self, name)
+            for name, _ in _fields(TrainingHealth)
+            if getattr(self, name) is not None
+        }
+
+    @classmethod
+    def from_metrics(cls, row: Mapping[str, Any]) -> TrainingHealth | None:
+        """A row's health figures; None when it holds none (an eval-only row, an older run).
+
+        Example::
+
+            TrainingHealth.from_metrics({"health/signal": 0.0}).signal   # 0.0
+        """
+        found = {
+            name: _read(kind, row.get(f"{HEALTH}/{name}")) for name, kind in _fields(TrainingHealth)
+        }
+        return None if all(v is None for v in found.values()) else cls(**found)
+
+    def stuck(self) -> list[tuple[str, str]]:
+        """Why this step could teach nothing, each with its likely fix (empty when it could):
+        every reply cut off, every group constant (no datum with an advantage), or a zero
+        gradient.
+
+        Example::
+
+            TrainingHealth(signal=0.0).stuck()[0][1]   # 'a worked example (few_shot) so ...'
+        """
+        out = []
+        if self.truncated is not None and self.truncated >= 1.0:
+            out.append(_STUCK["truncated"])
+        if (self.signal is not None and self.signal <= 0.0) or (
+            self.advantaged is not None and self.advantaged <= 0.0
+        ):
+            out.append(_STUCK["signal"])
+        elif self.grad_norm is not None and self.grad_norm == 0.0:
+            out.append(_STUCK["grad_norm"])
+        return out
