@@ -293,6 +293,15 @@ class AuditReport:
             f"{s.get('max_tokens', '?')} tokens): {s.get('headline', '')}",
             f"  mean reward {_fmt(s['mean_reward'])}; parse status: {statuses}",
         ]
+        tools = s.get("tools") or {}
+        if tools.get("calls_per_episode") is not None:
+            lines.append(
+                f"  tool calls {tools['calls_per_episode']:.2f}/episode, "
+                f"{percent(tools.get('calling'))} of episodes call a tool, "
+                f"{percent(tools.get('valid'))} of calls valid, {percent(tools.get('errors'))} "
+                f"errors ({percent(tools.get('timeouts'))} timeouts)"
+                + (f"; per tool: {tools['per_tool']}" if tools.get("per_tool") else "")
+            )
         if s.get("collapse"):
             lines.append("  their answers collapse (a warning, below: it is the base model's)")
         return lines

@@ -184,6 +184,7 @@ async def _samples(
             "parse_status": {k: v / total for k, v in statuses.items()},
             "headline": result.headline(),
             **attrs.asdict(figures.answers),
+            "tools": attrs.asdict(figures.tools),  # an env with tools: how the samples used them
         },
         result,
     )

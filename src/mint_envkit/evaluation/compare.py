@@ -78,6 +78,15 @@ def _rows(result: EvalResult) -> list[tuple[str, Any, str]]:
         ("truncated", figures.truncated_rate, "rate"),
         ("collapse", answers.collapse, "flag"),
     ]
+    if answers.success_metric is not None:  # a game: its success metric
+        rows.insert(1 + len(figures.pass_at), (answers.success_metric, answers.success, "rate"))
+    tools = figures.tools
+    if tools.calls_per_episode is not None:  # an env with tools: how the episodes used them
+        rows.append(("tool calls/episode", tools.calls_per_episode, "rate"))
+        rows.append(("episodes calling", tools.calling, "rate"))
+        rows.append(("valid calls", tools.valid, "rate"))
+        rows.append(("tool errors", tools.errors, "rate"))
+        rows.append(("tool timeouts", tools.timeouts, "rate"))
     if permuted.pairs:
         rows.append(("permuted: correct", permuted.correct, "rate"))
         rows.append(("permuted: content", permuted.same_content, "rate"))

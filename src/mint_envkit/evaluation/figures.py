@@ -30,6 +30,7 @@ from mint_envkit.rollouts.answers import answer_figures, collapse_note, success_
 from mint_envkit.rollouts.game_moves import is_game
 from mint_envkit.rollouts.game_policies import best_game_baseline, game_baselines
 from mint_envkit.rollouts.judging import judged_answers
+from mint_envkit.rollouts.tool_figures import tool_figures
 from mint_envkit.rollouts.types import GroupRollout
 from mint_envkit.runs.record import Figures
 
@@ -55,7 +56,7 @@ async def evaluation_figures(
     if env is not None and is_game(env):  # a game: its success beside its trivial policies
         best = best_game_baseline(await game_baselines(groups))
         answers = attrs.evolve(answers, **success_figures(rollouts, success_name(env), best))
-    return attrs.evolve(summarize(results, samples), answers=answers)
+    return attrs.evolve(summarize(results, samples), answers=answers, tools=tool_figures(rollouts))
 
 
 def _message_env(groups: Sequence[Any]) -> Any:
@@ -104,6 +105,13 @@ def headline(figures: Figures) -> str:
     text += f", parsed {_pct(figures.parsed)}, truncated {_pct(figures.truncated_rate)}"
     if answers.distinct is not None:
         text += f", {answers.distinct} distinct answers"
+    tools = figures.tools
+    if tools.calls_per_episode is not None:
+        text += (
+            f"; tool calls {tools.calls_per_episode:.2f}/episode, {_pct(tools.calling)} of "
+            f"episodes call a tool, {_pct(tools.valid)} of calls valid, {_pct(tools.errors)} "
+            f"errors ({_pct(tools.timeouts)} timeouts)"
+        )
     if permuted.pairs:
         text += (
             f"; with the offered candidates permuted: correct "

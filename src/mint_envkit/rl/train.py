@@ -60,7 +60,9 @@ from mint_envkit.rollouts.backend import (
 )
 from mint_envkit.rollouts.records import progress_line
 from mint_envkit.rollouts.sampler import sampler_snapshot
+from mint_envkit.rollouts.tool_figures import tool_figures
 from mint_envkit.runs.files import RunFiles
+from mint_envkit.runs.record import Figures
 
 __all__ = [
     "RunResult",
@@ -255,6 +257,7 @@ async def submit_step(
         raise MintEnvkitError(f"{err}. Tracebacks are in {files.rollouts_path}.") from None
     metrics.update(scored.metrics)
     metrics.update(prepared.kl_metrics())
+    metrics.update(Figures(tools=tool_figures(rollouts)).metrics(prefix="env"))  # an env with tools
 
     samples, reference, behaviour = prepared.trained(scored.advantages)
     token_advantages = [s.token_advantages() for s in samples]

@@ -203,8 +203,36 @@ class CounterfactualFigures:
     position_following: bool | None = _figure(_FLAG)
 
 
+@attrs.frozen
+class ToolFigures:
+    """How an evaluation's episodes used their tools (:class:`~mint_envkit.ToolEnv`'s
+    calls, read from each turn's ``tool_calls`` log; None for an env without tools).
+
+    Attributes:
+        calls_per_episode: tool calls per episode (readable or not).
+        calling: the share of episodes that called a tool.
+        valid: the share of calls that ran (the rest were malformed, named an unknown
+            tool, had bad arguments or went over the limit).
+        errors: the share of calls that ran and raised or timed out.
+        timeouts: the share of calls that timed out.
+        per_tool: each tool's calls per episode and its errors, in words
+            (``lookup 1.25/episode, 0 errors; add 0.50/episode, 2 errors``).
+
+    Example::
+
+        ToolFigures(calls_per_episode=0.0, calling=0.0).calling   # 0.0
+    """
+
+    calls_per_episode: float | None = _figure(_NUMBER)
+    calling: float | None = _figure(_RATE)
+    valid: float | None = _figure(_RATE)
+    errors: float | None = _figure(_RATE)
+    timeouts: float | None = _figure(_RATE)
+    per_tool: str | None = _figure(_TEXT)
+
+
 _COUNTS = ("max_tokens", "problems", "episodes", "errors")  # settings, not curves
-_GROUPS = {"answers": AnswerFigures, "counterfactual": CounterfactualFigures}
+_GROUPS = {"answers": AnswerFigures, "counterfactual": CounterfactualFigures, "tools": ToolFigures}
 # the loop's rows carry these as the env's own metrics (rollouts/records.py writes them)
 _ENV_METRICS = {
     "correct": "correct",
@@ -227,6 +255,7 @@ class Figures:
         truncated_rate: the share of replies cut off at the reply limit.
         pass_at: k (as text) -> the mean unbiased pass@k over problems.
         answers: :class:`AnswerFigures`. counterfactual: :class:`CounterfactualFigures`.
+        tools: :class:`ToolFigures` (an env with tools).
 
     Example::
 
@@ -244,6 +273,7 @@ class Figures:
     pass_at: Mapping[str, float | None] = attrs.field(factory=dict, kw_only=True)
     answers: AnswerFigures = attrs.field(factory=AnswerFigures, kw_only=True)
     counterfactual: CounterfactualFigures = attrs.field(factory=CounterfactualFigures, kw_only=True)
+    tools: ToolFigures = attrs.field(factory=ToolFigures, kw_only=True)
 
     @property
     def parsed(self) -> float | None:
@@ -436,7 +466,12 @@ def is_text_figure(key: Any) -> bool:
         is_text_figure("test_final/env/all/answers/baseline_name")   # True
         is_text_figure("note")   # False
     """
-    texts = [f"/answers/{name}" for name, kind in _fields(AnswerFigures) if kind == _TEXT]
+    texts = [
+        f"/{group}/{name}"
+        for group, cls in _GROUPS.items()
+        for name, kind in _fields(cls)
+        if kind == _TEXT
+    ]
     return isinstance(key, str) and key.endswith(tuple(texts))
 
 
