@@ -153,8 +153,8 @@ def learning_findings(learned: Mapping[str, Any]) -> list[Finding]:
             Finding(
                 "no_gain",
                 "learn",
-                f"after {steps} steps held-out correctness does not beat the best trivial "
-                f"baseline beyond noise: {claim['line']}",
+                f"after {steps} steps held-out {after.answers.success_metric or 'correctness'} "
+                f"does not beat the best trivial baseline beyond noise: {claim['line']}",
             )
         )
     if learned.get("not_learning"):  # steps that could teach nothing: why, and the fix
