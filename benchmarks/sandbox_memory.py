@@ -1,9 +1,13 @@
-"""How much host memory one hostile sandbox run can pin (issue 33).
+"""How much host memory one hostile sandbox run can pin (issues 33 and 46).
 
 Each attack runs once in ``BubblewrapExecutor`` with ``Limits(memory_mb=256,
-file_mb=16)`` and tries to pin ``--pin-mb`` MiB (default 1024) in pieces of 15 MiB
-that no rlimit counts: files in ``/dev/shm``, files in ``/tmp``, ``memfd`` written
-with ``write()``, System V shared memory filled then detached, unix socket buffers. A
+file_mb=16, processes=--processes)`` and tries to pin ``--pin-mb`` MiB (default 1024) in
+pieces of 15 MiB that no rlimit counts: files in ``/dev/shm``, files in ``/tmp``,
+``memfd`` written with ``write()``, System V shared memory filled then detached, unix
+socket buffers, user extended attributes on files in ``/tmp`` and ``/work`` (240 of
+64 KiB a piece), and empty files and directories with 200-char names in ``/tmp`` and
+``/work`` (20,000 a piece: inodes and dentries; "pinned" counts them as 15 MiB a piece
+whatever they hold, the drop says what they held). A
 thread samples the host's ``MemAvailable`` every 10 ms; the table gives the drop from
 before the run to the lowest sample during it, what the code says it pinned, the most
 the run's memory cgroup held (the kernel's own count, ``memory.max_usage_in_bytes``),
@@ -61,6 +65,15 @@ ATTACKS = {
         "    address = libc.shmat(segment, None, 0)\n    ctypes.memset(address, 1, 15 << 20)\n"
         "    libc.shmdt(ctypes.c_void_p(address))"
     ),
+    "xattrs in /tmp and /work": (
+        "import os\ndef make(i):\n    path = ('/tmp', '/work')[i % 2] + f'/x{i}'\n"
+        "    open(path, 'w').close()\n"
+        "    for k in range(240):\n        os.setxattr(path, f'user.k{k}', b'x' * (64 << 10))"
+    ),
+    "empty files in /tmp and /work": (
+        "import os\ndef make(i):\n    top = ('/tmp', '/work')[i % 2] + f'/d{i}'\n    os.mkdir(top)\n"
+        "    for k in range(20000):\n        open(f'{top}/{k:0200d}', 'w').close()"
+    ),
     "unix socket buffers": (
         "import socket\ndef make(i):\n    pairs = []\n    while len(pairs) < 2:\n"
         "        a, b = socket.socketpair()\n        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)\n"
@@ -91,13 +104,13 @@ try:  # the new executor: record each run cgroup's peak (the kernel's count) bef
 except ImportError:
     pass
 
-async def main(mode, pin_mb, attacks, pin):
+async def main(mode, pin_mb, attacks, pin, processes):
     try:
         executor = BubblewrapExecutor(max_concurrency=1, memory_cgroup=("auto" if mode == "auto" else False))
         bound = executor.memory_bound
     except TypeError:  # an older executor without the option
         executor, bound = BubblewrapExecutor(max_concurrency=1), "rlimits only"
-    limits = Limits(wall_s=60, cpu_s=30, memory_mb=256, file_mb=16)
+    limits = Limits(wall_s=60, cpu_s=30, memory_mb=256, file_mb=16, processes=processes)
     rows = []
     for name, code in attacks.items():
         before = sorted(available() for _ in range(5))[2]
@@ -120,9 +133,10 @@ async def main(mode, pin_mb, attacks, pin):
             "exit_code": result.exit_code, "status": result.status,
             "end": (result.message or (last[0] if last else ""))[:90],
         })
-    print(json.dumps({"bound": bound, "rows": rows}))
+    scratch = getattr(executor, "scratch", "bwrap")
+    print(json.dumps({"bound": bound, "scratch": scratch, "rows": rows}))
 
-asyncio.run(main(sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]))
+asyncio.run(main(sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4], int(sys.argv[5])))
 """
 
 
@@ -132,16 +146,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--memory-cgroup", choices=("auto", "off"), default="auto")
     parser.add_argument("--pin-mb", type=int, default=1024)
+    parser.add_argument("--processes", type=int, default=16, help="Limits.processes")
+    parser.add_argument("--attack", action="append", choices=sorted(ATTACKS), help="only these")
+    parser.add_argument(
+        "--as-user", type=int, default=None,
+        help="run the sandbox as this uid (from root, with setpriv): the seccomp mode a non-root user gets",
+    )  # fmt: skip
     parser.add_argument("--src", default=str(ROOT / "src"), help="the kit's source tree")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    attacks = {name: ATTACKS[name] for name in (args.attack or ATTACKS)}
     env = {**os.environ, "PYTHONPATH": args.src}
-    argv = [sys.executable, "-c", CHILD, args.memory_cgroup, str(args.pin_mb)]
+    python = [sys.executable]
+    if args.as_user is not None:  # the system interpreter, with the venv's packages
+        site = next(Path(sys.prefix, "lib").glob("python3*/site-packages"))
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{args.src}:{site}"}
+        user = str(args.as_user)
+        python = ["setpriv", "--reuid", user, "--regid", user, "--clear-groups", "/usr/bin/python3"]
+    argv = [*python, "-c", CHILD, args.memory_cgroup, str(args.pin_mb)]
     done = subprocess.run(
-        [*argv, json.dumps(ATTACKS), PIN], env=env, capture_output=True, text=True, check=True
-    )
+        [*argv, json.dumps(attacks), PIN, str(args.processes)],
+        env=env, capture_output=True, text=True, check=True, cwd="/",
+    )  # fmt: skip
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    print(f"memory bound: {report['bound']}; Limits(memory_mb=256, file_mb=16): 288 MiB")
+    print(
+        f"memory bound: {report['bound']} (scratch mounts: {report['scratch']}); "
+        f"Limits(memory_mb=256, file_mb=16, processes={args.processes})"
+    )
     headers = ("attack", "MemAvailable drop MB", "pinned MB", "cgroup peak MB", "exit", "ended")
     rows = [
         (r["attack"], r["drop_mb"], r["pinned_mb"], r["cgroup_peak_mb"], r["exit_code"], r["end"])

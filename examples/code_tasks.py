@@ -6,7 +6,8 @@
     python examples/code_tasks.py --steps 3 --out runs/code_tasks
 
 32 tasks ("Write a Python function `add(a, b)` that ..."), each with three ``assert``
-tests; every fourth task is held out (the builder's ``test`` split: 8 tasks, never
+tests and a reference ``solution`` (what ``mint-envkit audit`` runs as the correct reply,
+and mutates to measure the tests); every fourth task is held out (the builder's ``test`` split: 8 tasks, never
 trained on). The env is :class:`~mint_envkit.sandbox.CodeEnv`: the reply's last
 ```python block runs in the bubblewrap sandbox against the task's tests, and the reward
 is 1 when every test passes (``code/passes/<outcome>`` metrics say pass / fail / error /
@@ -71,6 +72,44 @@ TASKS: list[tuple[str, str, list[str]]] = [
 ]  # fmt: skip
 """(signature, what it does, test expressions): each test becomes ``assert <expression>``."""
 
+SOLUTIONS: dict[str, str] = {
+    "add": "def add(a, b):\n    return a + b",
+    "is_even": "def is_even(n):\n    return n % 2 == 0",
+    "square": "def square(x):\n    return x * x",
+    "maximum": "def maximum(a, b):\n    return a if a > b else b",
+    "absolute": "def absolute(x):\n    return -x if x < 0 else x",
+    "reverse_string": "def reverse_string(s):\n    return s[::-1]",
+    "count_vowels": "def count_vowels(s):\n    return sum(1 for c in s if c in 'aeiou')",
+    "factorial": "def factorial(n):\n    result = 1\n    for k in range(2, n + 1):\n        result *= k\n    return result",
+    "fibonacci": "def fibonacci(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a",
+    "sum_list": "def sum_list(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total",
+    "max_list": "def max_list(xs):\n    best = xs[0]\n    for x in xs[1:]:\n        if x > best:\n            best = x\n    return best",
+    "is_palindrome": "def is_palindrome(s):\n    return s == s[::-1]",
+    "first_char": "def first_char(s):\n    return s[0]",
+    "last_element": "def last_element(xs):\n    return xs[-1]",
+    "double_all": "def double_all(xs):\n    return [2 * x for x in xs]",
+    "celsius_to_fahrenheit": "def celsius_to_fahrenheit(c):\n    return c * 9 / 5 + 32",
+    "is_positive": "def is_positive(n):\n    return n > 0",
+    "count_words": "def count_words(s):\n    return len(s.split())",
+    "to_upper": "def to_upper(s):\n    return s.upper()",
+    "min_of_three": "def min_of_three(a, b, c):\n    smallest = a\n    if b < smallest:\n        smallest = b\n    if c < smallest:\n        smallest = c\n    return smallest",
+    "list_length": "def list_length(xs):\n    return len(xs)",
+    "average": "def average(xs):\n    return sum(xs) / len(xs)",
+    "remove_spaces": "def remove_spaces(s):\n    return s.replace(' ', '')",
+    "is_prime": "def is_prime(n):\n    if n < 2:\n        return False\n    for d in range(2, int(n ** 0.5) + 1):\n        if n % d == 0:\n            return False\n    return True",
+    "gcd": "def gcd(a, b):\n    while b:\n        a, b = b, a % b\n    return a",
+    "power": "def power(base, exp):\n    result = 1\n    for _ in range(exp):\n        result *= base\n    return result",
+    "contains": "def contains(xs, x):\n    return x in xs",
+    "repeat_string": "def repeat_string(s, n):\n    return s * n",
+    "sum_of_digits": "def sum_of_digits(n):\n    total = 0\n    while n > 0:\n        total += n % 10\n        n //= 10\n    return total",
+    "count_char": "def count_char(s, c):\n    return s.count(c)",
+    "square_all": "def square_all(xs):\n    return [x * x for x in xs]",
+    "multiply": "def multiply(a, b):\n    return a * b",
+}  # fmt: skip
+"""A reference solution per task (function name -> source), each problem's ``solution``:
+the audit runs it as the correct reply, checks it passes its tests and mutates it to
+measure how strong they are (docs/audit.md). It never enters the prompt."""
+
 
 def code_problems(held_out: bool = False) -> list[dict[str, Any]]:
     """The training tasks (24), or with ``held_out`` the test ones (every fourth: 8)."""
@@ -78,6 +117,7 @@ def code_problems(held_out: bool = False) -> list[dict[str, Any]]:
         {
             "question": f"Write a Python function `{signature}` that {what}.",
             "tests": [f"assert {test}" for test in tests],
+            "solution": SOLUTIONS[signature.split("(")[0]],
         }
         for index, (signature, what, tests) in enumerate(TASKS)
         if (index % 4 == 3) == held_out

@@ -6,7 +6,7 @@
 # MINT_ENVKIT_TEST_WORKERS=N sets the number (0: in this process, one after another).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh local,plot,gguf,math,datasets,mcp,tensorboard,wandb,mlflow,reasoning-gym,verifiers,textarena,dev
+bash scripts/setup.sh local,plot,gguf,math,datasets,mcp,tensorboard,wandb,mlflow,reasoning-gym,cookbook,trl,verifiers,textarena,dev
 .venv/bin/python -m ruff check src tests examples benchmarks scripts
 .venv/bin/python -m ruff format --check src tests examples benchmarks scripts
 cpus=$(nproc 2>/dev/null || echo 2)

@@ -34,10 +34,14 @@ LAYERS = (
     "rendering",
     "builders",
     "local",
+    "runs",
     "rollouts",
     "evaluation",
+    "replay",
+    "interpolation",
     "rl",
     "adapters",
+    "conformance",
     "auditing",
     "sweep",
     "view",
@@ -338,7 +342,7 @@ def test_test_files_have_unique_basenames():
 
 # ------------------------------------------------------------------ the public face
 
-MAX_PUBLIC_NAMES = 162
+MAX_PUBLIC_NAMES = 167
 """The face a user learns: ``mint_envkit.__all__``, each subpackage's ``__all__`` and the
 cookbook's ``mint_envkit.rl.train``, counted once per name. Measured when the rule came:
 602 names in the ``__all__`` lists of public modules (issue 23), 140 after."""
@@ -454,7 +458,8 @@ EVALUATION_PARTS = ("mint_envkit.evaluation", "mint_envkit.rollouts")
 """Where held-out figures are computed: the one evaluation and the figures it reads."""
 
 EVALUATION_INTERNALS = {
-    "mint_envkit.rollouts.answers": {"answer_figures", "rollout_answers"},
+    "mint_envkit.rollouts.answers": {"answer_figures", "rollout_answers", "answer_pairs"},
+    "mint_envkit.rollouts.judging": {"judged_answers"},
     "mint_envkit.rollouts.sampler": {"SeededSampler"},
     "mint_envkit.evaluation.figures": {"evaluation_figures"},
     "mint_envkit.evaluation.run": {"evaluate_groups"},

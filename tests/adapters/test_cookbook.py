@@ -38,9 +38,9 @@ async def _groups(builder):
 
 
 async def test_the_same_replies_score_the_same_in_both_loops():
-    groups = await _groups(_arithmetic_builder())
+    groups = await _groups(_arithmetic_builder(group_size=4))
     found = await run_parity(groups, "arithmetic", turns=1)
-    assert found["episodes"] == 80 and found["differences"] == []
+    assert found["episodes"] == 40 and found["differences"] == []
 
 
 async def test_a_multi_turn_env_is_token_faithful_in_both_loops():
@@ -130,26 +130,55 @@ def test_a_group_pickles_as_the_cookbook_asks():
 
 @pytest.mark.integration
 @pytest.mark.timeout(300)
-async def test_the_cookbooks_own_loop_trains_our_env_for_two_steps(
-    tiny_local_server, tmp_path, monkeypatch
-):
-    from tinker_cookbook.rl import train
+async def test_the_cookbooks_own_loop_trains_our_env_for_two_steps(tiny_local_server, tmp_path):
+    """Our Config through tinker-cookbook's rl.train.main (what --loop cookbook runs)."""
+    from mint_envkit import Config
 
-    monkeypatch.setenv("TINKER_API_KEY", "tml-mint-envkit-test")
-    builder = _arithmetic_builder(batch_size=2, group_size=4)
-    config = to_cookbook(builder).train_config(
+    builder = _arithmetic_builder(batch_size=2, group_size=4, test_fraction=0.2)
+    config = Config(
+        dataset_builder=builder,
         log_path=str(tmp_path / "cb"),
         learning_rate=1e-2,
-        base_url=tiny_local_server.base_url,
-        max_steps=2,
         lora_rank=4,
-        eval_every=0,
+        max_steps=2,
+        eval_every=1,
         save_every=0,
-        num_groups_to_log=0,
+        backend="local",
+        base_url=tiny_local_server.base_url,
+        eval_temperature=1e-3,
     )
-    await train.main(config)
+    done = await to_cookbook(builder).train(config)
     lines = [json.loads(x) for x in (tmp_path / "cb" / "metrics.jsonl").read_text().splitlines()]
     steps = [m for m in lines if "progress/batch" in m]
     assert [m["progress/batch"] for m in steps] == [0, 1]
-    assert all("env/all/reward/total" in m for m in steps)
-    assert all("env/all/correct" in m for m in steps)  # our env's metrics reach its logs
+    assert all("env/all/reward/total" in m and "env/all/correct" in m for m in steps)
+    # what each step trained: 2 groups x 4 replies, one datum each (the cookbook keeps
+    # constant groups and has no zero-advantage skip)
+    assert [m["train/datums"] for m in steps] == [8, 8]
+    assert "test/env/all/reward/total" in steps[0]  # the cookbook's own held-out eval
+    assert done["sampler_path"].startswith("tinker://")
+    assert lines[-1]["loop"] == "tinker-cookbook" and "test_final/env/all/correct" in lines[-1]
+    assert lines[-1]["progress/batch"] == 1  # added to the final step's line, as our loop does
+
+
+def test_what_the_cookbook_cannot_honour_is_refused(tmp_path):
+    from mint_envkit import Config, KLReferenceConfig
+    from mint_envkit.adapters.cookbook_train import cookbook_config
+
+    builder = _arithmetic_builder()
+    config = Config(dataset_builder=builder, log_path=str(tmp_path), learning_rate=1e-3, top_p=0.9)
+    with pytest.raises(ConfigError, match=r"top_p=0\.9 has no equivalent"):
+        cookbook_config(config, base_url=None)
+    ours = Config(
+        dataset_builder=builder,
+        log_path=str(tmp_path),
+        learning_rate=1e-3,
+        kl_penalty_coef=0.02,
+        kl_reference_config=KLReferenceConfig(base_model=TINY_MODEL_NAME),
+        lora_rank=4,
+        max_steps=3,
+    )
+    theirs = cookbook_config(ours, base_url="http://127.0.0.1:1")
+    assert (theirs.learning_rate, theirs.lora_rank, theirs.max_steps) == (1e-3, 4, 3)
+    assert theirs.kl_penalty_coef == 0.02
+    assert theirs.kl_reference_config.base_model == TINY_MODEL_NAME

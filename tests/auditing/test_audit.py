@@ -14,7 +14,7 @@ import audit_envs as envs
 
 from mint_envkit.auditing import AuditReport, audit
 from mint_envkit.auditing.replies import NON_ANSWER
-from mint_envkit.auditing.report import findings
+from mint_envkit.auditing.rules import findings
 from mint_envkit.errors import ConfigError
 
 

@@ -115,3 +115,26 @@ def test_eval_takes_an_installed_envs_name(monkeypatch, tmp_path, tiny_local_ser
     lines = (out_dir / "results.jsonl").read_text().splitlines()
     assert len(lines) == 2
     assert json.loads(lines[0])["problem"]["question"].startswith("What is ")
+
+
+def test_packages_that_exit_or_hang_at_import_are_named_beside_the_good_ones(
+    monkeypatch, tmp_path, capsys
+):
+    """issue 46: one env package that raised SystemExit, called os._exit or hung at
+    import made `mint-envkit list` print nothing (exit 7) or hang; each env is now
+    loaded in a process of its own, with a timeout."""
+    fake_env_package(monkeypatch, tmp_path, "sums")
+    fake_env_package(monkeypatch, tmp_path, "exits", source="import sys\nsys.exit(7)\n")
+    fake_env_package(monkeypatch, tmp_path, "ends", source="import os\nos._exit(7)\n")
+    fake_env_package(monkeypatch, tmp_path, "hangs", source="import time\ntime.sleep(600)\n")
+
+    assert main(["list", "--timeout", "5"]) == 1
+
+    out, err = capsys.readouterr()
+    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert lines["sums"].endswith("Sums of two small numbers, a fake env package of the tests.")
+    for name in ("exits", "ends", "hangs"):
+        assert lines[name].endswith("cannot be loaded (below)"), lines[name]
+    assert "env 'exits': cannot load its entry point" in err and "sys.exit(7)" in err
+    assert "env 'ends': importing" in err and "exit code 7 before it answered" in err
+    assert "env 'hangs': importing" in err and "did not finish within 5 s" in err

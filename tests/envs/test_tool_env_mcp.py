@@ -83,7 +83,10 @@ async def test_listed_tools_have_the_schemas_of_tool_functions_and_reach_the_pro
     assert env.tool_specs() == []  # listed when the episode starts
     await env.initial_observation()
     specs = {s["function"]["name"]: s for s in env.tool_specs()}
-    assert set(specs) == {"add", "count", "pid", "fail", "nap", "picture", "die", "spawn", "huge"}
+    assert set(specs) == {
+        "add", "count", "pid", "fail", "nap", "picture", "die", "spawn", "huge", "many",
+        "many_values", "stop_keeper", "stop_group", "shout",
+    }  # fmt: skip
     assert specs["add"] == add.schema
     result = await tool_turn(env, call("add", {"a": 2, "b": 3}))
     assert result.next_messages[-1] == {
@@ -337,3 +340,56 @@ async def test_a_server_already_running_is_used_and_left_running():
     finally:
         process.kill()
         process.wait()
+
+
+RAW_SERVER = str(Path(__file__).resolve().parents[1] / "tools" / "mcp_raw_server.py")
+
+
+async def test_an_answer_the_parser_refuses_fails_at_once_not_at_the_timeout():
+    """issue 46: an answer nested 100,000 deep, or holding a 200,000-digit number, was
+    dropped by the SDK's stdio reader and its call waited the whole tool_timeout_s; now
+    it is a tool error saying why, and the connection goes on."""
+    server = McpServer.stdio([sys.executable, RAW_SERVER])
+    env = await started(env_class(server, tool_timeout_s=60.0))
+    for name, why in (("deep", "recursion limit"), ("bigint", "number out of range")):
+        content = (await tool_turn(env, call(name, {}))).next_messages[-1]["content"]
+        assert "does not decode" in content and why in content, content[:300]
+    assert (await tool_turn(env, call("fine", {}))).next_messages[-1]["content"] == "fine"
+    assert env.counts["tool_errors"] == 2
+    await env.abort()
+
+
+@pytest.mark.parametrize("make", [stdio, http], ids=["stdio", "http"])
+async def test_an_answer_of_many_items_is_read_by_the_kit_into_text(make):
+    """issue 46: 100k blocks (or values) under the size bound were validated by the SDK
+    item by item, holding the interpreter's lock (the episode's loop stalled 0.89-2.1 s);
+    over MAX_MCP_ITEMS the kit reads the answer's text itself, and the text is the same."""
+    env = await started(env_class(make(), tool_timeout_s=60.0, max_tool_result_chars=None))
+    blocks = (await tool_turn(env, call("many", {"count": 20_000}))).next_messages[-1]
+    assert blocks["content"] == "\n".join(f"item {i}" for i in range(20_000))
+    values = (await tool_turn(env, call("many_values", {"count": 20_000}))).next_messages[-1]
+    assert values["content"] == "\n".join(str(i) for i in range(20_000))  # as for 5 values
+    assert env.counts["tool_errors"] == 0
+    await env.abort()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_servers_log_is_capped(tmp_path: Path, transport: str):
+    """issue 46: a server's stderr file grew without bound; the kit writes on the first
+    MAX_LOG_BYTES of a server process's log, then a line saying the rest was dropped."""
+    from mint_envkit.tools.mcp_log import MAX_LOG_BYTES
+
+    log = tmp_path / "server.log"
+    if transport == "stdio":
+        server = McpServer.stdio([sys.executable, SERVER], per_episode=True, stderr=str(log))
+    else:
+        server = McpServer.http(HTTP_URL, command=HTTP_COMMAND, per_episode=True, stderr=str(log))
+    env = await started(env_class(server, tool_timeout_s=60.0))
+    done = await tool_turn(env, call("shout", {"count": 3 * MAX_LOG_BYTES}))
+    assert done.next_messages[-1]["content"] == "done"
+    again = await tool_turn(env, call("add", {"a": 1, "b": 2}))  # the server goes on
+    assert again.next_messages[-1]["content"] == "3"
+    await env.abort()
+    text = log.read_text()
+    assert len(text.encode()) < MAX_LOG_BYTES + 1000, len(text)
+    assert f"wrote more than {MAX_LOG_BYTES} bytes of log; the rest is dropped" in text

@@ -147,3 +147,23 @@ def test_the_key_may_come_as_a_bearer_token():
     with pytest.raises(ProtocolError) as caught:
         guard.check("GET", {"authorization": "Bearer sk-x"}, route="openai_models", body=False)
     assert caught.value.status == 401
+
+
+async def test_the_door_samples_what_asample_samples_for_a_seed(client, service_client):
+    """Temperature 1, one seed: the door's reply is the SDK's sample of the same prompt."""
+    renderer = get_renderer(default_renderer_for(SMALL), SMALL)
+    prompt = renderer.render_tokens(MESSAGES, None)
+    stop = renderer.get_stop_sequences()
+    sampler = await service_client.create_sampling_client_async(base_model=SMALL)
+    params = types.SamplingParams(max_tokens=12, temperature=1.0, seed=21, stop=stop)
+    sampled = await sampler.sample_async(types.ModelInput.from_ints(prompt), 1, params)
+    tokens = list(sampled.sequences[0].tokens)
+    ask = {"model": SMALL, "messages": MESSAGES, "max_tokens": 12, "seed": 21, "logprobs": True}
+    answer = client.chat.completions.create(**ask)
+    shown = tokens[:-1] if tokens and tokens[-1] in stop else tokens
+    assert answer.choices[0].message.content == renderer.tokenizer.decode(
+        shown, skip_special_tokens=True
+    )
+    assert [t.logprob for t in answer.choices[0].logprobs.content] == pytest.approx(
+        list(sampled.sequences[0].logprobs)
+    )

@@ -309,6 +309,9 @@ def test_the_fast_path_compares_as_math_verify_does(value: str, answer: str) -> 
 
 
 def test_slow_calls_do_not_hold_a_lane(default_workers: None) -> None:
+    """Two hopeless calls hold both lanes; a third call gets a further worker and answers
+    while they still run. The verdict is an order (the third call returns before the slow
+    ones end), not a duration: a loaded machine once took 7.7 s to start that worker."""
     configure_math_workers(workers=2)
     warm = [
         threading.Thread(target=math_equal, args=(rf"\{{{i}, 1\}}", rf"\{{1, {i}\}}"))
@@ -319,18 +322,18 @@ def test_slow_calls_do_not_hold_a_lane(default_workers: None) -> None:
     for thread in warm:
         thread.join(timeout=100)
     hard = [
-        threading.Thread(target=grade_math, args=(HARD, "1"), kwargs={"timeout": 8.0})
+        threading.Thread(target=grade_math, args=(HARD, "1"), kwargs={"timeout": 15.0})
         for _ in range(2)
     ]
     for thread in hard:
         thread.start()
     time.sleep(1.5)  # both lanes now hold a call that has run over a second
-    started = time.monotonic()
-    equal = math_equal(r"\{3, 1\}", r"\{1, 3\}", timeout=4.0)
-    elapsed = time.monotonic() - started
+    equal = math_equal(r"\{3, 1\}", r"\{1, 3\}", timeout=13.0)
+    still_running = [thread.is_alive() for thread in hard]
     for thread in hard:
         thread.join(timeout=100)
-    assert equal and elapsed < 5.0, elapsed  # a further worker started beside the slow ones
+    assert equal is True  # answered, not timed out waiting for a lane
+    assert still_running == [True, True]  # a further worker started beside the slow ones
 
 
 def test_a_parent_with_a_big_peak_memory_still_grades():

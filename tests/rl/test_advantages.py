@@ -106,7 +106,7 @@ def test_batch_advantages_accounts_every_group_by_reason():
         None,  # failed: not counted
         ([-0.25, -0.25], [{"correct": 0.0, "parsed": 1.0}] * 2),  # all wrong
     ]
-    advantages, metrics = batch_advantages(groups)
+    advantages, metrics = batch_advantages(groups, remove_constant=True)
     assert advantages == {0: [0.625, -0.625]}
     assert metrics["env/all/by_group/frac_mixed"] == 0.25
     assert metrics["env/all/by_group/frac_all_good"] == 0.25

@@ -231,7 +231,10 @@ def test_public_dict_is_json_and_holds_no_api_key(monkeypatch):
     assert secret not in text
     assert "api_key" not in text.lower()
     assert data["dataset_builder"] == BUILDER.describe()
-    assert data["kl_reference_config"] == {"base_model": TINY_MODEL_NAME}
+    assert data["kl_reference_config"] == {
+        "base_model": TINY_MODEL_NAME,
+        "load_checkpoint_path": None,
+    }
     assert data["temperature"] == 1.0 and data["base_url"] == "https://mint.example.com"
 
 

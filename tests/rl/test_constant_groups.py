@@ -154,12 +154,14 @@ def test_kept_constant_groups_get_zero_advantages_and_are_not_counted_as_dropped
     assert metrics["env/all/by_group/dropped_all_correct"] == 0
     assert metrics["env/all/by_group/dropped_constant"] == 0
     # what the groups were does not depend on whether they train
-    dropped, by_default = batch_advantages(groups)
+    dropped, dropping = batch_advantages(groups, remove_constant=True)
     assert dropped == {0: [0.5, -0.5]}
-    assert by_default["env/all/by_group/dropped"] == 2
-    assert by_default["env/all/by_group/kept_constant"] == 0
+    assert dropping["env/all/by_group/dropped"] == 2
+    assert dropping["env/all/by_group/kept_constant"] == 0
     for key in ("frac_mixed", "frac_all_good", "frac_all_bad"):
-        assert metrics[f"env/all/by_group/{key}"] == by_default[f"env/all/by_group/{key}"], key
+        assert metrics[f"env/all/by_group/{key}"] == dropping[f"env/all/by_group/{key}"], key
+    # the default keeps them, as tinker-cookbook 0.3.0 does
+    assert batch_advantages(groups) == (kept, metrics)
     assert metrics["env/all/by_group/frac_mixed"] == pytest.approx(1 / 3)
 
 

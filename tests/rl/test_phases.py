@@ -38,12 +38,16 @@ async def test_sample_batch_rolls_out_every_group_with_the_config_sampling(phase
 
 def test_score_batch_gives_advantages_to_groups_with_mixed_rewards(make_group):
     rollouts = [make_group(0, [1.0, 0.0]), make_group(1, [1.0, 1.0]), make_group(2, error="E: x")]
-    scored = score_batch(0, rollouts)
+    scored = score_batch(0, rollouts, remove_constant_reward_groups=True)
     assert list(scored.advantages) == [0]
     assert scored.advantages[0] == pytest.approx([0.5, -0.5])
     assert scored.metrics["env/all/reward/total"] == pytest.approx(0.75)
     assert scored.metrics["env/all/rollout_errors"] == 1
     assert scored.metrics["env/all/by_group/dropped"] == 1
+    # by default (as tinker-cookbook 0.3.0) a constant group trains with advantages of 0
+    kept = score_batch(0, rollouts)
+    assert kept.advantages == {0: scored.advantages[0], 1: [0.0, 0.0]}
+    assert kept.metrics["env/all/by_group/kept_constant"] == 1
 
 
 def test_score_batch_refuses_a_step_where_every_group_failed(make_group):

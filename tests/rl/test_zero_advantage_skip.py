@@ -1,13 +1,19 @@
 """Datums whose advantages are all exactly 0 get a forward, not a backward pass.
 
 Against a fake training client: which datums each call carries. Through the embedded
-backend: the update with the skip and without it leave bit-identical weights (the
-logprobs a snapshot gives a fixed sequence) and the same metrics, over a mixed step
-and a step whose every advantage is 0 (where Adam's moments still move the weights).
+backend: the update with the skip and without it leave the same weights (the logprobs a
+snapshot gives a fixed sequence) and the same metrics, over a mixed step and a step
+whose every advantage is 0 (where Adam's moments still move the weights). The same in
+exact arithmetic, not bit for bit: the skip changes which datums share an engine pass,
+and MKL may round a row differently with its batch on some kernels (SSE4.2, where the
+``MKL_CBWR`` pin of ``tests/conftest.py`` cannot apply; see docs/architecture.md), so the
+test holds the two runs to a bound that holds on every kernel (``rl/update.py``'s
+module docstring gives the measured figures):
 """
 
 from __future__ import annotations
 
+import itertools
 import types
 
 import attrs
@@ -144,6 +150,12 @@ async def test_advantages_shaped_by_the_kl_penalty_are_trained(phase_config):
 # ---------------------------------------------------------------- embedded backend
 
 MODEL = "mint-envkit/tiny-qwen3-small"
+WEIGHTS_BOUND = 1e-3
+"""How far apart the two runs' probe logprobs may be: a datum's logprobs move by about
+4e-6 with its batch on some kernels, and a PPO ratio that close to the clip's edge can
+cross it (issue 45 measured 4.5e-4 once, on a PPO update of 3 substeps)."""
+METRICS_BOUND = 1e-5
+"""How far apart (relative) each metric of the two runs may be."""
 PROBE = [5, 17, 42, 7, 99, 3, 11, 64, 23, 8]
 """A fixed token sequence whose logprobs under a snapshot stand for the weights."""
 
@@ -170,7 +182,7 @@ async def _probe(training) -> list[float]:
 
 @pytest.mark.integration
 @pytest.mark.parametrize(("loss_fn", "num_substeps"), [("importance_sampling", 1), ("ppo", 2)])
-async def test_the_skip_leaves_bit_identical_weights_and_metrics(
+async def test_the_skip_leaves_the_same_weights_and_metrics_up_to_batching(
     phase_config, server, loss_fn, num_substeps
 ):
     import mint
@@ -209,16 +221,15 @@ async def test_the_skip_leaves_bit_identical_weights_and_metrics(
         service.holder.close()  # stop its heartbeat before the server goes away
 
     for (with_skip, probe), (without, probe_without) in zip(seen[True], seen[False], strict=True):
-        assert probe == probe_without  # bit for bit: the same weights
-        # every metric exactly, but the service's float32 sum of the loss terms, whose
-        # order (and so its last bit) depends on which datums share an engine pass
-        loss = "train/loss:sum"
-        assert {k: v for k, v in with_skip.items() if k != loss} == {
-            k: v for k, v in without.items() if k != loss
-        }
-        assert with_skip[loss] == pytest.approx(without[loss], rel=1e-6, abs=1e-9)
+        # the same weights, up to how the server batched the datums (each step below
+        # moves the probe by 0.39 or more: a skip that changed the update is far outside)
+        assert probe == pytest.approx(probe_without, rel=0, abs=WEIGHTS_BOUND)
+        assert with_skip.keys() == without.keys()
+        for key, value in with_skip.items():
+            assert value == pytest.approx(without[key], rel=METRICS_BOUND, abs=1e-9), key
     moved = [probe for _, probe in seen[True]]
-    assert moved[0] != moved[1] != moved[2]  # every step moved the weights
+    for before, after in itertools.pairwise(moved):  # every step moved the weights
+        assert max(abs(a - b) for a, b in zip(before, after, strict=True)) > 100 * WEIGHTS_BOUND
     assert [m["train/zero_advantage_datums"] for m, _ in seen[True]] == [4, 6, 4]
     # the skip sent forwards instead of backward passes: one per substep of each step
     assert counts["forward"] == len(steps) * num_substeps

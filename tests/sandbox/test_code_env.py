@@ -54,3 +54,15 @@ def test_a_problem_without_tests_is_refused():
 def test_a_problem_whose_tests_do_not_split_is_refused_when_the_env_is_made():
     with pytest.raises(ProblemError, match="cannot be split"):
         CodeEnv(question="Write add(a, b).", tests=["x = add(1, 2)\nassert x == 3"])
+
+
+async def test_a_problem_may_carry_a_reference_solution_that_never_reaches_the_prompt():
+    solution = "def add(a, b):\n    return a + b"
+    env = CodeEnv(**PROBLEM, solution=solution)
+    messages = await env.initial_observation()
+    assert not any("return a + b" in str(m["content"]) for m in messages)
+    assert env.reference_reply() == f"```python\n{solution}\n```"
+    assert (await env.step({"role": "assistant", "content": env.reference_reply()})).reward == 1.0
+    assert CodeEnv(**PROBLEM).reference_reply() is None
+    with pytest.raises(ProblemError, match="'solution' is the reference solution's Python source"):
+        CodeEnv(**PROBLEM, solution=["def add(a, b): ..."])

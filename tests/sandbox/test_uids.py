@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -155,3 +158,77 @@ def test_a_lock_directory_that_cannot_be_made_is_a_sandbox_error(tmp_path: Path)
     blocker.write_text("x")
     with pytest.raises(SandboxError, match="uid_lock_dir"):
         lease_uid(61530, 1, lock_dir=str(blocker / "locks"))
+
+
+HOLDER = """
+import fcntl, os, sys, time
+held = []
+for path in sys.argv[1:]:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.append(fd)
+    except OSError as err:
+        print("refused", path, err.errno, flush=True)
+print("holding", len(held), flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A directory every user may pass through, as /run/lock is."""
+    top = Path(tempfile.mkdtemp(prefix="mint-envkit-uidtest-", dir="/tmp"))
+    top.chmod(0o755)
+    yield top
+    shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: leases and another user")
+async def test_another_user_cannot_hold_the_lock_files_and_block_every_run(open_dir: Path):
+    """issue 46: the lock files were 0644 in a 0755 directory, so an unprivileged user
+    could open each read-only, flock it, and make every sandbox run a SandboxError."""
+    locks = open_dir / "locks"
+    first = lease_uid(61540, 3, lock_dir=str(locks))  # makes the directory and a lock file
+    await first.release()
+    for uid in (61541, 61542):  # every lock file of the range exists
+        await lease_uid(uid, 1, lock_dir=str(locks)).release()
+    holder = subprocess.Popen(
+        ["/usr/bin/python3", "-c", HOLDER, *(str(locks / f"{u}.lock") for u in range(61540, 61543))], user=65534, group=65534, extra_groups=[],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None
+        line = holder.stdout.readline()
+        while line.startswith("refused"):
+            line = holder.stdout.readline()
+        assert line.strip() == "holding 0", line  # it could not even list or open them
+        lease = lease_uid(61540, 3, lock_dir=str(locks))
+        assert lease.uid == 61540
+        await lease.release()
+        mode = locks.stat().st_mode & 0o777
+        assert mode == 0o700 and all(
+            (locks / f"{u}.lock").stat().st_mode & 0o077 == 0 for u in (61540, 61541, 61542)
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the directory away")
+def test_a_lock_directory_of_another_user_is_refused(open_dir: Path):
+    theirs = open_dir / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    with pytest.raises(SandboxError, match="owned by uid 65534"):
+        lease_uid(61560, 1, lock_dir=str(theirs))
+
+
+def test_a_lock_directory_of_an_older_kit_is_made_private(tmp_path: Path):
+    locks = tmp_path / "locks"
+    locks.mkdir(mode=0o755)
+    (locks / "61570.lock").touch(mode=0o644)
+    lease = lease_uid(61570, 1, lock_dir=str(locks))
+    assert locks.stat().st_mode & 0o777 == 0o700
+    assert (locks / "61570.lock").stat().st_mode & 0o777 == 0o600
+    asyncio.run(lease.release())

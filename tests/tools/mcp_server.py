@@ -4,7 +4,7 @@ Run: ``python mcp_server.py`` (stdio) or ``python mcp_server.py --port 8123`` (s
 Tools: ``add`` (stateless), ``count`` (a counter kept in the process), ``pid``,
 ``fail`` (raises), ``nap`` (sleeps), ``picture`` (text and an image), ``die`` (the
 process exits), ``spawn`` (starts two children, one of them with ``setsid``), ``huge``
-(a text of any length).
+(a text of any length), ``many`` (that many text blocks), ``shout`` (bytes of log on stderr), ``stop_keeper`` / ``stop_group`` (a child that SIGSTOPs the keeper, or its process group).
 """
 
 from __future__ import annotations
@@ -73,10 +73,65 @@ def spawn() -> str:
     return f"{in_group.pid} {own_session.pid}"
 
 
+STOPPER = """
+import os, signal, sys, time
+target = int(sys.argv[1])
+if sys.argv[2] == "group":
+    os.killpg(0, signal.SIGSTOP)  # its own process group: the server's
+else:
+    os.kill(target, signal.SIGSTOP)
+time.sleep(300)
+"""
+
+
+def _stopper(how: str) -> str:
+    import sys
+
+    sibling = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    stopper = subprocess.Popen([sys.executable, "-c", STOPPER, str(os.getppid()), how])
+    return f"{sibling.pid} {stopper.pid} {os.getppid()}"
+
+
+@server.tool()
+def stop_keeper() -> str:
+    """Start a setsid sleeper and a process that SIGSTOPs the kit's keeper (this server's parent)."""
+    return _stopper("keeper")
+
+
+@server.tool()
+def stop_group() -> str:
+    """Start a setsid sleeper and a process that SIGSTOPs its own process group (the server's)."""
+    return _stopper("group")
+
+
 @server.tool()
 def huge(chars: int) -> str:
     """A text of that many x."""
     return "x" * chars
+
+
+@server.tool()
+def many(count: int):  # no return type: one text block per item
+    """That many short text blocks."""
+    return [f"item {i}" for i in range(count)]
+
+
+@server.tool()
+def many_values(count: int) -> list[int]:
+    """That many numbers (structured content, and its JSON as text)."""
+    return list(range(count))
+
+
+@server.tool()
+def shout(count: int) -> str:
+    """Write that many bytes of log to stderr."""
+    import sys
+
+    for _ in range(count // 65536):
+        sys.stderr.write("e" * 65536)
+    sys.stderr.write("e" * (count % 65536))
+    sys.stderr.flush()
+    return "done"
 
 
 @server.tool()

@@ -98,3 +98,30 @@ def test_a_text_cut_inside_an_escape_or_a_character_loses_only_that(raw_end, sho
     kept = Bounded(len(head) + len(raw_end))
     kept.add(head + raw_end + b"q" * 5000 + b'"}]}}')
     assert stand_in(kept, {3: "tools/call"})["result"]["content"][0]["text"] == shown
+
+
+def test_an_answer_of_many_blocks_reaches_the_sdk_as_one_text_block():
+    """issue 46: the SDK validated 100k blocks one by one (its lock held for seconds);
+    over MAX_MCP_ITEMS the kit reads the text and hands the SDK one block."""
+    from mint_envkit.tools.mcp_cut import MAX_MCP_ITEMS
+    from mint_envkit.tools.mcp_stdio import read_message as message
+
+    blocks = [{"type": "text", "text": f"item {i}"} for i in range(MAX_MCP_ITEMS + 1)]
+    line = Bounded(8 << 20)
+    line.add(json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"content": blocks}}).encode())
+    handed = message(line, {7: "tools/call"}).message
+    assert len(handed.result["content"]) == 1
+    assert handed.result["content"][0]["text"] == "\n".join(b["text"] for b in blocks)
+    assert handed.result["_meta"][CUT_META]["items"] == MAX_MCP_ITEMS + 1
+    few = Bounded(8 << 20)
+    few.add(json.dumps({"jsonrpc": "2.0", "id": 8, "result": {"content": blocks[:3]}}).encode())
+    assert len(message(few, {8: "tools/call"}).message.result["content"]) == 3  # as it came
+
+
+def test_an_undecodable_answer_becomes_a_parse_error_for_its_request():
+    from mint_envkit.tools.mcp_stdio import read_message as message
+
+    line = Bounded()
+    line.add(b'{"jsonrpc": "2.0", "id": 9, "result": {"a": ' + b"[" * 5000 + b"]" * 5000 + b"}}")
+    handed = message(line, {9: "tools/call"}).message
+    assert handed.error.code == -32700 and "does not decode" in handed.error.message

@@ -203,3 +203,26 @@ def test_without_a_keeper_the_group_is_ended_and_a_warning_says_what_is_not(tmp_
         assert running(own_session)  # what the warning says: a setsid child is not ended
     finally:
         os.kill(own_session, signal.SIGKILL)
+
+
+def stopped(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["stop_keeper", "stop_group"])
+async def test_a_child_that_stops_the_keeper_still_ends_with_the_episode(how: str):
+    """issue 46: a child of the server SIGSTOPped its keeper (by pid, or its whole
+    process group, which was the keeper's too); the keeper could not end the tree, and
+    the stopper and a setsid sibling were alive 10 s after abort(). Now the keeper has a
+    process group of its own, and the kit ends the tree itself when the keeper does not."""
+    env, pids = await started_with_children(make("stdio"))
+    sibling, stopper, keeper_pid = (int(pid) for pid in (await answer(env, how)).split())
+    deadline = time.monotonic() + 30
+    while not any(stopped(pid) for pid in (keeper_pid, pids[0])) and time.monotonic() < deadline:
+        time.sleep(0.02)  # the stopper did its work
+    assert running(sibling) and running(stopper)
+    await env.abort()
+    assert left_after([*pids, sibling, stopper, keeper_pid]) == []

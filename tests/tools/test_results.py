@@ -76,3 +76,28 @@ def test_a_result_cut_before_it_arrived_says_how_big_it_was():
         "one message; a tool result is capped at 3 chars]"
     )
     assert result_text(cut, None).startswith("abcdef\n[the rest cut: the answer was 52428857")
+
+
+class CountedRepr:
+    """An element whose repr is counted: what writing a set of them costs."""
+
+    made = 0
+
+    def __repr__(self) -> str:
+        CountedRepr.made += 1
+        return "c"
+
+
+def test_a_big_set_is_written_only_as_far_as_the_cap():
+    """issue 46: a @tool returning a 3-million-element set had its whole str() built on
+    the event loop (1.03 s) before the cut; now only what the cap keeps is written."""
+    big = {CountedRepr() for _ in range(100_000)}
+    CountedRepr.made = 0
+    text = result_text(big, 1000)
+    assert text.startswith("{c, c, ") and text.endswith(
+        "[the rest cut: a tool result is capped at 1000 chars]"
+    )
+    assert CountedRepr.made < 1000  # not 100,000
+    assert result_text([{1, 2}, frozenset({3}), set(), (b"x",)], 100) == str(
+        [{1, 2}, frozenset({3}), set(), (b"x",)]
+    )

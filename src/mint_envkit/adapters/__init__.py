@@ -19,10 +19,11 @@ _LAZY: dict[str, str] = {
     "from_textarena": "mint_envkit.adapters.textarena",
     "from_verifiers": "mint_envkit.adapters.verifiers",
     "to_cookbook": "mint_envkit.adapters.cookbook",
+    "to_trl": "mint_envkit.adapters.trl",
 }
 """Public name -> the module that defines it (imported on first access)."""
 
-__all__ = ["from_textarena", "from_verifiers", "to_cookbook"]
+__all__ = ["from_textarena", "from_verifiers", "to_cookbook", "to_trl"]
 
 
 def __getattr__(name: str) -> Any:

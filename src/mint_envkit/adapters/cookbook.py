@@ -42,8 +42,9 @@ def to_cookbook(builder: DatasetBuilder) -> Any:
 
     Raises:
         ConfigError: ``builder`` is not a :class:`~mint_envkit.DatasetBuilder`.
-        MissingExtraError: tinker-cookbook is not installed
-            (``pip install 'mint-envkit[cookbook]'``).
+        MissingExtraError: tinker-cookbook is not installed (``pip install
+            'mint-envkit[cookbook]'``, then ``pip install --no-deps tinker-cookbook==0.3.0``:
+            it declares transformers<=5.3.0 and runs with this project's newer one).
 
     Example::
 
@@ -59,7 +60,12 @@ def to_cookbook(builder: DatasetBuilder) -> Any:
             f"to_cookbook takes a mint_envkit DatasetBuilder, got {type(builder).__name__}; "
             "build one with DatasetBuilder(env=..., problems=..., batch_size=..., group_size=...)"
         )
-    require("tinker_cookbook", extra="cookbook", purpose="to_cookbook")
+    require(
+        "tinker_cookbook",
+        extra="cookbook",
+        purpose="to_cookbook",
+        then=f", then pip install --no-deps tinker-cookbook=={COOKBOOK_VERSION}",
+    )
     from mint_envkit.adapters.cookbook_loop import BuilderRef, MintDatasetBuilder
 
     return MintDatasetBuilder(source=BuilderRef(builder))

@@ -210,6 +210,25 @@ class MintDatasetBuilder(cb.RLDatasetBuilder):
         train, test = await self.builder()
         return CookbookDataset(train), None if test is None else CookbookDataset(test)
 
+    async def train(self, config: Any) -> dict[str, Any]:
+        """Train our :class:`~mint_envkit.Config` (whose ``dataset_builder`` is this builder's)
+        with tinker-cookbook's ``rl.train.main``, then evaluate its final checkpoint on the
+        test split with our evaluation (:mod:`mint_envkit.adapters.cookbook_train`).
+
+        Example::
+
+            # not run: trains through the cookbook's loop
+            await to_cookbook(config.dataset_builder).train(config)
+        """
+        from mint_envkit.adapters.cookbook_train import train_with_cookbook
+
+        if config.dataset_builder is not self.builder:
+            raise ConfigError(
+                "train(config): config.dataset_builder is another builder than this one; "
+                "call to_cookbook(config.dataset_builder).train(config)"
+            )
+        return await train_with_cookbook(config)
+
     def train_config(self, **fields: Any) -> Any:
         """tinker-cookbook's ``rl.train.Config`` for this builder: ``model_name``,
         ``renderer_name`` and ``max_tokens`` are the builder's (a different value is a

@@ -15,8 +15,9 @@ from types import ModuleType
 from mint_envkit.errors import MissingExtraError
 
 
-def require(module: str, *, extra: str, purpose: str) -> ModuleType:
-    """Import ``module`` or raise :class:`MissingExtraError` naming the extra to install.
+def require(module: str, *, extra: str, purpose: str, then: str = "") -> ModuleType:
+    """Import ``module`` or raise :class:`MissingExtraError` naming the extra to install
+    (and ``then``, a command to run after it).
 
     Example::
 
@@ -27,5 +28,5 @@ def require(module: str, *, extra: str, purpose: str) -> ModuleType:
     except ImportError as err:
         raise MissingExtraError(
             f"{purpose} needs {module.split('.')[0]}, which is not installed ({err}); "
-            f"run pip install 'mint-envkit[{extra}]'"
+            f"run pip install 'mint-envkit[{extra}]'{then}"
         ) from None

@@ -1,25 +1,13 @@
 """An audit's result: probes, findings, samples, learning check and cost, as a table and JSON.
 
-The rules that turn probe rewards into findings live here, in :func:`findings`:
+The rules that turn probe rewards into findings live in :mod:`mint_envkit.auditing.rules`
+(``exploit``, ``lenient``, ``crash``, ``inverted``, ``declared``, ``warning``); the
+learning check's (``collapse``, ``no_gain``, ``position``) in
+:mod:`mint_envkit.auditing.learn`.
 
-- an **exploit** is a non-answer probe (kind ``non_answer``: the built-in ones of
-  :data:`~mint_envkit.auditing.replies.NON_ANSWER`, and custom ones) that earns more
-  than a wrong answer, or any probe but the right answers that earns as much as a
-  correct reply (an answer-shaped probe: on the problems where the env scores it
-  wrong); the probe's reply is shown;
-- a **warning** is an answer-shaped probe (the most common answer, a number of the
-  question) whose correctness beats the best trivial baseline, a problem set where no
-  usual form of the answer scores as correct, an env whose ordering rule could not be
-  checked (a reward part of unknown bounds), or samples of a model whose answers
-  collapse;
-- a **collapse**, **no gain** or **position** finding comes from the learning check:
-  its final evaluation flags collapse (answers concentrated on one value or one
-  position, or correctness explained by a trivial policy), does not beat the best
-  trivial baseline where nothing is cut off, or follows the position of the offered
-  candidates rather than their content.
-
-An audit passes (exit status 0) when nothing but warnings was found; :class:`Verdict`
-says it once, and the table, ``audit.json`` and the exit status all read it.
+An audit passes (exit status 0) when nothing but warnings and declared leniencies was
+found; :class:`Verdict` says it once, and the table, ``audit.json`` and the exit status
+all read it.
 
 Example::
 
@@ -35,13 +23,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from mint_envkit.auditing.probes import ProbeResult
 
-_TIE = 1e-9
+if TYPE_CHECKING:
+    from mint_envkit.auditing.code_report import CodeAudit
+
+PASSING = ("warning", "declared")
+"""The kinds of finding that do not fail an audit.
+
+Example::
+
+    "declared" in PASSING   # True
+"""
 
 
 @attrs.frozen
@@ -49,9 +46,12 @@ class Finding:
     """One thing the audit found.
 
     Attributes:
-        kind: ``exploit``, ``warning`` or ``collapse``.
-        probe: the probe (or check) it is about.
+        kind: ``exploit``, ``lenient``, ``crash``, ``inverted``, ``partial_credit``,
+            ``collapse``, ``no_gain``, ``position`` (each fails the audit), ``warning`` or
+            ``declared`` (they do not).
+        probe: the probe (or check) it is about (the first, when it covers several).
         message: what was found and what to do.
+        covers: every probe it is about, when more than one shares the cause.
 
     Example::
 
@@ -61,11 +61,12 @@ class Finding:
     kind: str
     probe: str
     message: str
+    covers: tuple[str, ...] = ()
 
     @property
     def fails(self) -> bool:
-        """Whether it fails the audit (everything but a ``warning``)."""
-        return self.kind != "warning"
+        """Whether it fails the audit (everything but a ``warning`` or ``declared``)."""
+        return self.kind not in PASSING
 
 
 @attrs.frozen
@@ -81,6 +82,7 @@ class Verdict:
     ok: bool
     failed: tuple[str, ...]
     warnings: int
+    declared: int = 0
 
     @classmethod
     def of(cls, found: Sequence[Finding]) -> Verdict:
@@ -91,130 +93,73 @@ class Verdict:
             Verdict.of([]).ok   # True
         """
         failed = tuple(sorted({f.kind for f in found if f.fails}))
-        return cls(ok=not failed, failed=failed, warnings=sum(not f.fails for f in found))
+        warnings = sum(f.kind == "warning" for f in found)
+        declared = sum(f.kind == "declared" for f in found)
+        return cls(ok=not failed, failed=failed, warnings=warnings, declared=declared)
 
     @property
     def line(self) -> str:
         """``PASS: ...`` or ``FAIL: ...``, with the kinds found."""
-        note = f" ({self.warnings} warning{'s' * (self.warnings != 1)})" if self.warnings else ""
+        notes = [f"{self.warnings} warning{'s' * (self.warnings != 1)}"] if self.warnings else []
+        if self.declared:
+            notes.append(
+                f"{self.declared} declared lenienc" + ("ies" if self.declared != 1 else "y")
+            )
+        note = f" ({', '.join(notes)})" if notes else ""
         if self.ok:
             return f"PASS: no exploit, no collapse{note}"
         return f"FAIL: {', '.join(self.failed)} found, see above{note}"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _norm(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
 
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
 
 
-def _apart(value: float, other: float) -> tuple[str, str]:
-    """Both rewards with the fewest decimals (3 to 9) that tell them apart.
+def apart(value: float, other: float) -> tuple[str, str]:
+    """Both rewards with the fewest decimals (3 to 9) that tell them apart (signed).
 
     A probe that earns 0.0002 more than a wrong answer is an exploit, and a line saying
     "+0.000, more than a wrong answer (+0.000)" would read as a contradiction.
 
     Example::
 
-        assert _apart(0.0002, 0.0) == ("+0.0002", "+0.0000")
-        assert _apart(0.5, 0.25) == ("+0.500", "+0.250")
+        assert apart(0.0002, 0.0) == ("+0.0002", "+0.0000")
+        assert apart(0.5, 0.25) == ("+0.500", "+0.250")
     """
     for digits in range(3, 10):
         a, b = f"{value:+.{digits}f}", f"{other:+.{digits}f}"
         if a != b:
-            break
-    return a, b
+            return a, b
+    return f"{value:+.3f}", f"{other:+.3f}"  # equal: the usual 3 decimals
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _shown(reply: str, limit: int = 120) -> str:
-    text = " ".join(reply.split())
-    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
-
-
-def _judged_mean(probe: ProbeResult) -> float | None:
-    """What the exploit rules compare: a non-answer's mean reward; an answer-shaped
-    probe's over the problems where the env scored it wrong (where it happens to be
-    right, such as the most common answer on its own problems, it earns a right
-    answer's reward by right), or over all of them for ``wrong`` and when the env reports
-    no ``correct``."""
-    if probe.kind != "answer_shaped" or probe.name == "wrong":
-        return probe.mean_reward
-    if any(c is None for c in probe.correct):
-        return None
-    rewards = [r for r, c in zip(probe.rewards, probe.correct, strict=True) if c == 0.0]
-    return sum(rewards) / len(rewards) if rewards else None
-
-
-def findings(probes: Sequence[ProbeResult], baseline_correct: float | None) -> list[Finding]:
-    """The exploits and warnings in ``probes`` (rules in the module docstring).
+def percent(value: float | None) -> str:
+    """A share as ``12.5%`` (``-`` when unknown).
 
     Example::
 
-        # not run: `probes` is probe results, built elsewhere
-        [f.probe for f in findings(probes, 0.5) if f.kind == "exploit"]   # ['cut_off']
+        percent(0.125), percent(None)   # ('12.5%', '-')
     """
-    by_name = {p.name: p for p in probes}
-    correct = by_name["correct"].mean_reward if "correct" in by_name else None
-    wrong = by_name["wrong"].mean_reward if "wrong" in by_name else None
-    out: list[Finding] = []
-    if correct is None:
-        out.append(
-            Finding(
-                "warning",
-                "correct",
-                "no usual form of the reference answer (plain, \\boxed{}, <answer>, 'The "
-                "answer is', 'Answer:') scores as correct, so no probe could be compared with "
-                "a correct reply; check the env's parser and `check` with a correct reply",
-            )
-        )
-    for probe in probes:
-        if probe.kind == "reference":
-            continue
-        mean = _judged_mean(probe)
-        if mean is None:
-            pass  # nothing to compare: an answer-shaped probe right on every problem
-        elif correct is not None and mean >= correct - _TIE:
-            out.append(
-                Finding(
-                    "exploit",
-                    probe.name,
-                    f"'{probe.name}' earns {mean:+.3f}, as much as a correct reply "
-                    f"({correct:+.3f}): the reward does not tell it from a right answer. Its "
-                    f"reply: {_shown(probe.example)}",
-                )
-            )
-        elif probe.kind == "non_answer" and wrong is not None and mean > wrong + _TIE:
-            earns, wrong_earns = _apart(mean, wrong)
-            out.append(
-                Finding(
-                    "exploit",
-                    probe.name,
-                    f"'{probe.name}' gives no answer but earns {earns}, more than a wrong "
-                    f"answer ({wrong_earns}): a policy learns to do this instead of trying; "
-                    f"lower its reward to at most the wrong answer's. Its reply: "
-                    f"{_shown(probe.example)}",
-                )
-            )
-        rate = probe.correct_rate
-        if (
-            probe.kind == "answer_shaped"
-            and probe.name != "wrong"
-            and baseline_correct is not None
-            and rate is not None
-            and rate > baseline_correct + _TIE
-        ):
-            out.append(
-                Finding(
-                    "warning",
-                    probe.name,
-                    f"'{probe.name}' is scored correct on {_pct(rate)} of problems, above the "
-                    f"best trivial baseline ({_pct(baseline_correct)}): a shortcut may explain "
-                    "gains; check the problems",
-                )
-            )
-    return out
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def shown(reply: str, limit: int = 120) -> str:
+    """A reply as a report quotes it: whitespace folded, cut at ``limit`` characters.
+
+    Example::
+
+        shown("either\\n5 or 6")   # "'either 5 or 6'"
+    """
+    text = " ".join(reply.split())
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 @attrs.frozen
@@ -230,6 +175,13 @@ class AuditReport:
             :mod:`mint_envkit.rollouts.baselines`), scored by the env's check (None
             without reference answers).
         baseline_name: that policy, in words (``constant 'no'``, ``second quoted``).
+        basis: what "right" means in the probes' ``correct`` column and the baseline:
+            ``correct`` (the env's own, or a game's success metric) or ``reward`` (the env
+            reports neither: earning the correct reply's reward); None when nothing could
+            be judged.
+        game: the env is a game: its probes play whole episodes, the yardsticks are a
+            winning and an honest losing episode, the baseline the best trivial game
+            policy (:mod:`mint_envkit.auditing.game_probes`).
         findings: exploits, warnings, collapse, no gain, position.
         samples: real samples of a model: ``model``, ``samples``, ``correct``,
             ``mean_reward``, ``parse_status`` (status -> share), ``truncated_rate``, the
@@ -240,6 +192,8 @@ class AuditReport:
             off), ``counterfactual`` figures, ``log_path``; None when not run.
         cost: the MinT cost preview (tokens per step, planned steps, totals, money when
             prices were given); None without samples.
+        code: a code env's audit (reference solutions, trivial programs, mutation
+            scores: :class:`~mint_envkit.auditing.code_report.CodeAudit`); None for other envs.
 
     Example::
 
@@ -256,6 +210,9 @@ class AuditReport:
     learn: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None
     baseline_name: str | None = None
+    basis: str | None = None
+    code: CodeAudit | None = None
+    game: bool = False
 
     @property
     def exploits(self) -> list[Finding]:
@@ -292,11 +249,14 @@ class AuditReport:
             "problems": self.problems,
             "baseline_correct": self.baseline_correct,
             "baseline_name": self.baseline_name,
+            "basis": self.basis,
+            "game": self.game,
             "probes": [p.record() for p in self.probes],
             "findings": [attrs.asdict(f) for f in self.findings],
             "samples": self.samples,
             "learn": self.learn,
             "cost": self.cost,
+            "code": None if self.code is None else self.code.record(),
         }
 
     def to_json(self) -> str:
@@ -304,17 +264,22 @@ class AuditReport:
         return json.dumps(self.record(), indent=2, default=str)
 
     def _probe_lines(self) -> list[str]:
-        flagged = {f.probe: f.kind for f in self.findings}
-        wrong = next((p.mean_reward for p in self.probes if p.name == "wrong"), None)
-        lines = [f"{'probe':<24} {'kind':<14} {'reward':>8} {'correct':>8}  flag"]
+        flagged: dict[str, str] = {}
+        for finding in sorted(self.findings, key=lambda f: f.fails):
+            flagged.update(dict.fromkeys(finding.covers or (finding.probe,), finding.kind))
+        yardstick = "loses_honestly" if self.game else "wrong"
+        wrong = next((p.mean_reward for p in self.probes if p.name == yardstick), None)
+        right = "won" if self.game else "correct"
+        lines = [f"{'probe':<24} {'kind':<14} {'reward':>8} {right:>8}  flag"]
         for probe in self.probes:
             flag = flagged.get(probe.name, "").upper()
             reward = _fmt(probe.mean_reward)
             if flag and probe.mean_reward is not None and wrong is not None:
-                reward = _apart(probe.mean_reward, wrong)[0]  # shown apart from the wrong one
+                reward = apart(probe.mean_reward, wrong)[0]  # shown apart from the wrong one
+            does = f"  ({probe.does})" if probe.does else ""
             lines.append(
                 f"{probe.name:<24} {probe.kind:<14} {reward:>8} "
-                f"{_pct(probe.correct_rate):>8}  {flag}"
+                f"{percent(probe.correct_rate):>8}  {flag}{does}".rstrip()
             )
         return lines
 
@@ -322,12 +287,21 @@ class AuditReport:
         s = self.samples or {}
         if not s:
             return []
-        statuses = ", ".join(f"{k} {_pct(v)}" for k, v in sorted(s["parse_status"].items()))
+        statuses = ", ".join(f"{k} {percent(v)}" for k, v in sorted(s["parse_status"].items()))
         lines = [
             f"samples of {s['model']} ({s['episodes']} replies, reply limit "
             f"{s.get('max_tokens', '?')} tokens): {s.get('headline', '')}",
             f"  mean reward {_fmt(s['mean_reward'])}; parse status: {statuses}",
         ]
+        tools = s.get("tools") or {}
+        if tools.get("calls_per_episode") is not None:
+            lines.append(
+                f"  tool calls {tools['calls_per_episode']:.2f}/episode, "
+                f"{percent(tools.get('calling'))} of episodes call a tool, "
+                f"{percent(tools.get('valid'))} of calls valid, {percent(tools.get('errors'))} "
+                f"errors ({percent(tools.get('timeouts'))} timeouts)"
+                + (f"; per tool: {tools['per_tool']}" if tools.get("per_tool") else "")
+            )
         if s.get("collapse"):
             lines.append("  their answers collapse (a warning, below: it is the base model's)")
         return lines
@@ -341,6 +315,19 @@ class AuditReport:
         lines.append("  " + (claim["line"] if claim else "no before/after evals were logged"))
         if learn.get("headline"):
             lines.append(f"  after: {learn['headline']}")
+        health = learn.get("health") or []
+        if health:
+            lines.append(
+                "  per step: truncated / groups with signal / datums with an advantage / "
+                "gradient norm: "
+                + ", ".join(
+                    f"{_share(h.get('truncated'))} / {_share(h.get('signal'))} / "
+                    f"{_share(h.get('advantaged'))} / {_norm(h.get('grad_norm'))}"
+                    for h in health
+                )
+            )
+        if learn.get("not_learning"):
+            lines.append(f"  {learn['not_learning']}")
         return lines
 
     def table(self) -> str:
@@ -354,8 +341,21 @@ class AuditReport:
         lines = [f"audit of {self.target}: {self.problems} problem(s)", ""]
         lines += self._probe_lines()
         lines.append("")
+        if self.basis == "reward":
+            lines.append(
+                "(the env reports no `correct`: 'correct' here and below is earning the "
+                "correct reply's reward)"
+            )
         name = f" ({self.baseline_name})" if self.baseline_name else ""
-        lines.append(f"best trivial baseline: {_pct(self.baseline_correct)} correct{name}")
+        right = "earn the correct reply's reward" if self.basis == "reward" else "correct"
+        if self.game:
+            right = "of games won"
+            lines.append(
+                "(a game: each probe plays whole episodes; 'won' is the env's success metric; "
+                "the yardsticks are 'wins' and 'loses_honestly', valid wrong moves)"
+            )
+        lines.append(f"best trivial baseline: {percent(self.baseline_correct)} {right}{name}")
+        lines += self.code.lines() if self.code is not None else []
         lines += self._sample_lines()
         lines += self._learn_lines()
         if self.cost:

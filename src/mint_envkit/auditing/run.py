@@ -3,9 +3,11 @@
 Four parts, each optional but the first:
 
 1. exploit probes (:mod:`mint_envkit.auditing.probes`) on up to ``limit`` problems,
-   with the env's own probes and the caller's, and the best trivial baseline (a
-   constant answer, a candidate of the prompt by position, a uniform pick), scored by
-   the env's check;
+   with the env's own probes and the caller's, and generated ones
+   (:mod:`mint_envkit.auditing.generated`: a seeded search over replies derived from the
+   answer's type), each judged by the env and by a strict comparison of its own; the
+   best trivial baseline (a constant answer, a candidate of the prompt by position, a
+   uniform pick), each guess judged through the env's whole scoring path;
 2. real samples of a model the backend serves (``sample_model``; the CLI's default is
    the local SmolLM2): the evaluation's figures, kept in ``samples.jsonl``;
 3. a learning check (``learn_steps``, :mod:`mint_envkit.auditing.learn`): that many
@@ -16,7 +18,9 @@ Four parts, each optional but the first:
 Example::
 
     # not run: loads a model on the local backend
-    from mint_envkit.auditing import audit
+    import attrs
+
+from mint_envkit.auditing import audit
 
     report = await audit("examples/rl_hyperparameters.py:builder",
                          sample_model="mint-envkit/tiny-qwen3", learn_steps=0)
@@ -26,6 +30,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
 from collections import Counter
@@ -33,20 +38,36 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
+from mint_envkit.auditing.code import audit_code
 from mint_envkit.auditing.cost import cost_preview
+from mint_envkit.auditing.game_probes import run_game_probes
+from mint_envkit.auditing.generated import DEFAULT_EXAMPLES, generated_probes
 from mint_envkit.auditing.learn import learning_check, learning_findings
-from mint_envkit.auditing.probes import run_probes
+from mint_envkit.auditing.probes import AuditedProblem, ProbeResult, audited_problems, run_probes
 from mint_envkit.auditing.replies import last_user
-from mint_envkit.auditing.report import AuditReport, Finding, findings
+from mint_envkit.auditing.report import AuditReport, Finding
+from mint_envkit.auditing.rules import GAME, findings
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.checks import check_integer, is_number
 from mint_envkit.envs.base import AuditProbe
 from mint_envkit.errors import ConfigError
-from mint_envkit.evaluation.spec import eval_problems, load_target
+from mint_envkit.evaluation.spec import SAMPLES, eval_problems, load_target
 from mint_envkit.rollouts.answers import AnswerGroup
 from mint_envkit.rollouts.baselines import best_baseline
+from mint_envkit.rollouts.game_moves import is_game
+from mint_envkit.rollouts.game_policies import best_game_baseline, game_baselines
+from mint_envkit.rollouts.judging import (
+    BY_CORRECT,
+    BY_REWARD,
+    PartialCredit,
+    judge_guesses,
+    partial_policies,
+)
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
-from mint_envkit.rollouts.trackers import open_trackers, tracker_names
+from mint_envkit.runs.trackers import open_trackers, tracker_names, tracking_group
+from mint_envkit.sandbox.mutants import MAX_MUTANTS
 
 
 def _model_of(target: Any, given: str | None) -> str:
@@ -60,22 +81,84 @@ def _model_of(target: Any, given: str | None) -> str:
     )
 
 
-async def _baseline(groups: Sequence[Any]) -> tuple[float | None, str | None]:
-    """The best trivial policy on the probed problems, judged by each env's check."""
-    answers = []
-    for group in groups:
-        env = group.make_message_env()
-        messages = await (await group.make_envs())[0].initial_messages_async()
-        answers.append(
-            AnswerGroup(
-                reference=group.problem.get("answer"),
-                parsed=[None],
-                check=env.check,
-                prompt=last_user(messages),
-            )
+async def _baseline(
+    problems: Sequence[AuditedProblem],
+) -> tuple[float | None, str | None, list[PartialCredit]]:
+    """The best trivial policy on the probed problems, each guess judged through the
+    env's whole scoring path (the env's check where nothing can be judged so), and the
+    policies that earn partial credit on most problems."""
+    answers = [
+        AnswerGroup(
+            reference=p.group.problem.get("answer"),
+            parsed=[None],
+            check=None if p.env is None else p.env.check,
+            prompt=last_user(p.messages),
         )
-    best = best_baseline(answers)
-    return (None, None) if best is None else (best.correct, best.name)
+        for p in problems
+    ]
+    pairs = [(a, p.judge) for a, p in zip(answers, problems, strict=True)]
+    judged = await judge_guesses(pairs)
+    best = best_baseline(judged)
+    partial = await partial_policies(pairs)
+    return (None, None, partial) if best is None else (best.correct, best.name, partial)
+
+
+def _basis(problems: Sequence[AuditedProblem]) -> str | None:
+    """What "right" means for these problems: the env's ``correct``, or its reward."""
+    bases = {p.judge.basis for p in problems}
+    return next((b for b in (BY_REWARD, BY_CORRECT) if b in bases), None)
+
+
+@attrs.frozen
+class Probed:
+    """The probe part of an audit: every row, the baseline, what "right" means, findings.
+
+    Example::
+
+        # not run: `groups` are the audited problems' GroupBuilders, built elsewhere
+        probed = await probe_part(groups, [], examples=30, seed=0, quiet=True)
+        probed.baseline_name, [f.kind for f in probed.findings]
+    """
+
+    probes: list[ProbeResult]
+    baseline_correct: float | None
+    baseline_name: str | None
+    basis: str | None
+    findings: list[Finding]
+    game: bool = False
+
+
+async def probe_part(
+    groups: Sequence[Any],
+    extra: Sequence[AuditProbe],
+    *,
+    examples: int,
+    seed: int,
+    quiet: bool,
+) -> Probed:
+    """Probes (listed, the env's, the caller's, generated), the best trivial baseline and
+    their findings, on ``groups`` (one GroupBuilder per problem).
+
+    Example::
+
+        # not run: see Probed
+        probed = await probe_part(groups, [], examples=30, seed=0, quiet=True)
+    """
+    problems = await audited_problems(groups)
+    if is_game(groups[0].make_message_env()):  # a game: episodes, not one reply
+        rows = await run_game_probes(problems, extra, quiet=quiet)
+        rows += await generated_probes(problems, examples=examples, seed=seed)
+        best = best_game_baseline(await game_baselines(groups, seed=seed))
+        baseline, baseline_name = (None, None) if best is None else (best.success, best.name)
+        basis = _basis(problems) or (BY_CORRECT if best is not None else None)
+        found = findings(rows, baseline, by_reward=basis == BY_REWARD, yard=GAME)
+        return Probed(rows, baseline, baseline_name, basis, found, game=True)
+    rows = await run_probes(problems, extra, quiet=quiet)
+    rows += await generated_probes(problems, examples=examples, seed=seed)
+    baseline, baseline_name, partial = await _baseline(problems)
+    basis = _basis(problems)
+    found = findings(rows, baseline, by_reward=basis == BY_REWARD, policies=partial)
+    return Probed(rows, baseline, baseline_name, basis, [*found, *_ordering_finding(groups)])
 
 
 async def _samples(
@@ -86,21 +169,22 @@ async def _samples(
     result = await evaluate(target, model_name=model, **options)
     statuses = Counter(status or "none" for p in result.problems for status in p.parse_status)
     total = sum(statuses.values()) or 1
-    summary = result.summary
+    figures = result.figures
     if out_dir is not None:
         _write_samples(out_dir / "samples.jsonl", result)
     return (
         {
             "model": model,
-            "samples": summary.get("samples"),
-            "max_tokens": summary.get("max_tokens"),
-            "episodes": summary["episodes"],
-            "correct": summary["correct"],
-            "mean_reward": summary["mean_reward"],
-            "truncated_rate": summary.get("truncated_rate"),
+            "samples": result.summary.get("samples"),
+            "max_tokens": figures.max_tokens,
+            "episodes": figures.episodes,
+            "correct": figures.correct,
+            "mean_reward": figures.mean_reward,
+            "truncated_rate": figures.truncated_rate,
             "parse_status": {k: v / total for k, v in statuses.items()},
             "headline": result.headline(),
-            **{key.split("/", 1)[1]: v for key, v in summary.items() if key.startswith("answers/")},
+            **attrs.asdict(figures.answers),
+            "tools": attrs.asdict(figures.tools),  # an env with tools: how the samples used them
         },
         result,
     )
@@ -126,7 +210,11 @@ def _write_samples(path: Path, result: Any) -> None:
 
 
 def _ordering_finding(groups: Sequence[Any]) -> list[Finding]:
-    scoring = getattr(type(groups[0].make_message_env()), "scoring", None)
+    try:
+        made = type(groups[0].make_message_env())
+    except Exception:  # an env that cannot be made: the probes' rows say why
+        return []
+    scoring = getattr(made, "scoring", None)
     if scoring is None or scoring.ordering_known:
         return []
     return [Finding("warning", "ordering", scoring.ordering)]
@@ -172,8 +260,10 @@ async def audit(
     limit: int = 20,
     split: str | None = "train",
     probes: Sequence[AuditProbe | Mapping[str, Any]] | str | None = None,
+    search: int = DEFAULT_EXAMPLES,
+    seed: int = 0,
     sample_model: str | None = None,
-    samples: int = 4,
+    samples: int = SAMPLES,
     max_tokens: int | None = None,
     learn_steps: int = 0,
     learn_options: Mapping[str, Any] | None = None,
@@ -184,6 +274,7 @@ async def audit(
     out_dir: str | Path | None = None,
     loggers: Sequence[str] = (),
     quiet: bool = False,
+    mutants: int = MAX_MUTANTS,
 ) -> AuditReport:
     """Audit an env's reward before training on it: probes, samples, learning, cost.
 
@@ -195,6 +286,11 @@ async def audit(
         probes: more probes to try on every problem: :class:`~mint_envkit.AuditProbe`
             values, dicts ``{"name", "reply", "kind"}``, or a ``.jsonl`` file of them
             (``{answer}``, ``{wrong}`` and ``{question}`` in a reply are filled in).
+        search: generated replies tried per family of the answer's type
+            (:mod:`mint_envkit.auditing.generated`; 0: no search). The search is
+            seeded and counted in replies, not seconds, so it finds the same on every
+            machine.
+        seed: the search's seed.
         sample_model: sample ``samples`` replies per problem from this model for its
             figures and the cost preview (None: skip); they go to ``samples.jsonl``.
         max_tokens: the samples' reply limit (default: the builder's).
@@ -213,6 +309,9 @@ async def audit(
             the samples' figures, the verdict) under ``out_dir``; the learning check's
             run logs its steps to them too.
         quiet: no progress lines.
+        mutants: a code env (:class:`~mint_envkit.sandbox.CodeEnv`): mutate each
+            problem's reference solution at most this many times to measure its tests'
+            strength (0: skip); see :mod:`mint_envkit.auditing.code`.
 
     Raises:
         ConfigError: a bad option (the message names it); BackendError when the
@@ -232,6 +331,9 @@ async def audit(
         label = getattr(target, "__name__", type(target).__name__)
     check_integer(limit, "limit")
     check_integer(learn_steps, "learn_steps", least=0)
+    check_integer(search, "search", least=0)
+    check_integer(seed, "seed", least=0)
+    check_integer(mutants, "mutants", least=0)
     trackers = tracker_names(loggers, field="audit(loggers=...)")
     if trackers and out_dir is None:
         raise ConfigError(
@@ -246,9 +348,10 @@ async def audit(
     groups = [group for _split, group in chosen.pairs]
     if not groups:
         raise ConfigError(f"the {split} split of {label} has no problems to audit")
-    found_probes = await run_probes(groups, extra, quiet=quiet)
-    baseline, baseline_name = await _baseline(groups)
-    found = [*findings(found_probes, baseline), *_ordering_finding(groups)]
+    probed = await probe_part(groups, extra, examples=search, seed=seed, quiet=quiet)
+    code = await audit_code(groups, mutants=mutants, quiet=quiet)  # None: no code env
+    found = list(probed.findings) if code is None else code.findings(probed.findings)
+    baseline = (probed.baseline_correct, probed.baseline_name) if code is None else code.baseline
     report_samples = cost = learned = None
     given = {"base_url": base_url, "backend": backend}
     connection = BackendSettings(**{k: v for k, v in given.items() if v is not None})
@@ -281,20 +384,25 @@ async def audit(
         options = {"max_tokens": max_tokens, **options, **(learn_options or {})}
         if trackers:
             options.setdefault("loggers", trackers)
-        learned = await learning_check(
-            target, sample_model, learn_steps, str(where / "learn"), options
-        )
+        # one tracker store for the audit: its learning run and its summary row (_track)
+        with _grouped(trackers, home):
+            learned = await learning_check(
+                target, sample_model, learn_steps, str(where / "learn"), options
+            )
         found.extend(learning_findings(learned))
     report = AuditReport(
         target=label,
         problems=len(groups),
-        probes=found_probes,
-        baseline_correct=baseline,
-        baseline_name=baseline_name,
+        probes=probed.probes,
+        baseline_correct=baseline[0],
+        baseline_name=baseline[1],
+        basis=probed.basis,
+        game=probed.game,
         findings=found,
         samples=report_samples,
         learn=learned,
         cost=cost,
+        code=code,
     )
     if home is not None:
         home.mkdir(parents=True, exist_ok=True)
@@ -302,6 +410,13 @@ async def audit(
         if trackers:
             _track(report, trackers, home)
     return report
+
+
+def _grouped(loggers: Sequence[str], home: Path | None) -> contextlib.AbstractContextManager:
+    """The audit's tracker runs as one group in ``home`` (one MLflow store, one W&B group)."""
+    if not loggers or home is None:
+        return contextlib.nullcontext()
+    return tracking_group(home.resolve().name, home)
 
 
 def _track(report: AuditReport, loggers: Sequence[str], home: Path) -> None:
@@ -318,7 +433,8 @@ def _track(report: AuditReport, loggers: Sequence[str], home: Path) -> None:
     for key, value in (report.samples or {}).items():
         if is_number(value):
             row[f"audit/samples/{key}"] = value
-    tracked = open_trackers(loggers, home / "tracking", {"target": report.target}, name="audit")
+    with _grouped(loggers, home):
+        tracked = open_trackers(loggers, home / "tracking", {"target": report.target}, name="audit")
     try:
         tracked.log({k: v for k, v in row.items() if v is not None}, step=0)
     finally:

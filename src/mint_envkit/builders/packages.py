@@ -22,9 +22,11 @@ Example::
 
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 import inspect
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -128,11 +130,12 @@ class EnvPackage:
         point = importlib.metadata.EntryPoint(self.name, self.entry_point, ENTRY_POINT_GROUP)
         try:
             return point.load()
-        except Exception as err:  # the package's own code runs here: name it, keep the cause
+        except (Exception, SystemExit) as err:  # the package's code runs here: name it
+            why = f"sys.exit({err.code!r})" if isinstance(err, SystemExit) else f"{err}"
             raise ConfigError(
                 f"env {self.name!r}: cannot load its entry point {self.entry_point!r} (package "
-                f"{self.package} {self.version}): {type(err).__name__}: {err}; fix or reinstall "
-                f"the package (pip install --force-reinstall {self.package})"
+                f"{self.package} {self.version}): {type(err).__name__}: {why}; fix or "
+                f"reinstall the package (pip install --force-reinstall {self.package})"
             ) from err
 
     def summary(self) -> str:
@@ -179,8 +182,11 @@ def not_installed(name: str) -> str:
         # "no installed env is named 'no-such-env' (installed: none); install an env ..."
     """
     names = sorted({env.name for env in installed_environments()})
+    squashed = {n.replace("_", "-").lower(): n for n in names}
+    close = difflib.get_close_matches(name.replace("_", "-").lower(), list(squashed), n=1)
+    guess = f"; did you mean {squashed[close[0]]!r}?" if close else ""
     return (
-        f"no installed env is named {name!r} (installed: {', '.join(names) or 'none'}); "
+        f"no installed env is named {name!r} (installed: {', '.join(names) or 'none'}){guess}; "
         f"install an env package into this Python ({sys.executable}) with pip install "
         "PACKAGE, or pip install -e DIR for one made by mint-envkit init NAME DIR; "
         "mint-envkit list shows the installed envs"
@@ -215,17 +221,23 @@ def find_environment(name: str) -> EnvPackage:
     return claims[0]
 
 
-def load_environment(name: str, **kwargs: Any) -> DatasetBuilder:
+def load_environment(
+    name: str, *, load_timeout_s: float | None = None, **kwargs: Any
+) -> DatasetBuilder:
     """The DatasetBuilder of the installed env ``name``: its ``load_environment(**kwargs)``.
 
     ``kwargs`` go to the package's function as they are (each package documents its
     own: ``mint-envkit list`` shows where it lives). The verifiers convention.
+    ``load_timeout_s``: give up after this many seconds (the import and the call run
+    in a thread of their own; one that hangs is left there, a daemon, and a
+    ``ConfigError`` says so); None (default): no limit, in this thread.
 
     Raises:
         ConfigError: ``name`` is not installed or is claimed twice
-            (:func:`find_environment`); its module cannot be imported; the entry point
-            is not callable or does not take ``kwargs``; it returned something other
-            than a DatasetBuilder.
+            (:func:`find_environment`); its module cannot be imported (or exits the
+            process: ``sys.exit`` at import); the entry point is not callable or does
+            not take ``kwargs``; it returned something other than a DatasetBuilder; it
+            did not finish within ``load_timeout_s``.
 
     Example::
 
@@ -237,6 +249,40 @@ def load_environment(name: str, **kwargs: Any) -> DatasetBuilder:
             print(err)
     """
     env = find_environment(name)
+    if load_timeout_s is not None:
+        if not (isinstance(load_timeout_s, int | float) and 0 < load_timeout_s < float("inf")):
+            raise ConfigError(f"load_timeout_s must be a positive number, got {load_timeout_s!r}")
+        return _within(env, load_timeout_s, kwargs)
+    return _load(env, kwargs)
+
+
+def _within(env: EnvPackage, seconds: float, kwargs: dict[str, Any]) -> DatasetBuilder:
+    """:func:`_load` in a daemon thread, waited for at most ``seconds``."""
+    done: list[Any] = []
+
+    def work() -> None:
+        try:
+            done.append(("ok", _load(env, kwargs)))
+        except BaseException as err:  # carried to the caller, whatever it is
+            done.append(("error", err))
+
+    thread = threading.Thread(target=work, name=f"mint-envkit-load-{env.name}", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not done:
+        raise ConfigError(
+            f"env {env.name!r} ({env.entry_point}, package {env.package} {env.version}) did "
+            f"not load within {seconds:g} s (load_timeout_s): its import or its "
+            "load_environment does not return; fix the package, or raise load_timeout_s"
+        )
+    kind, value = done[0]
+    if kind == "error":
+        raise value
+    return value
+
+
+def _load(env: EnvPackage, kwargs: dict[str, Any]) -> DatasetBuilder:
+    name = env.name
     function: Callable[..., Any] = env.load()
     where = f"env {name!r} ({env.entry_point}, package {env.package} {env.version})"
     if not callable(function):
@@ -256,7 +302,14 @@ def load_environment(name: str, **kwargs: Any) -> DatasetBuilder:
             raise ConfigError(
                 f"{where} takes {signature}, not the arguments {kwargs!r}: {err}"
             ) from None
-    builder = function(**kwargs)
+    try:
+        builder = function(**kwargs)
+    except SystemExit as err:
+        raise ConfigError(f"{where} called sys.exit({err.code!r}) in load_environment") from None
+    except Exception as err:  # the package's own error: the env, its data, these arguments
+        raise ConfigError(
+            f"{where}: load_environment(**{kwargs!r}) raised {type(err).__name__}: {err}"
+        ) from err
     if not isinstance(builder, DatasetBuilder):
         raise ConfigError(
             f"{where} returned a value of type {type(builder).__name__}, not a DatasetBuilder; its "

@@ -1,7 +1,10 @@
 """``mint-envkit audit``: the reward audit of an env, offline, before paying for MinT.
 
-Exit status: 0 when no exploit and no collapse was found, 1 when one was (so it can
-gate a CI), 2 for a usage or setup error.
+Exit status: 0 when the audit passed (nothing but warnings and declared leniencies), 1
+when it found something (an exploit, a lenient or crashing reward, an inverted reward, a
+collapse...; so it can gate a CI), 2 for a usage or setup error (a bad option, an env
+that does not import or cannot be built), 3 when the audit itself failed (a bug in
+mint_envkit: the traceback is printed, for a report).
 
 Example (shell)::
 
@@ -14,8 +17,9 @@ from __future__ import annotations
 
 import argparse
 
-from mint_envkit.cli.command import run_command
+from mint_envkit.cli.command import add_env_args, env_target, run_command
 from mint_envkit.cli.problems import add_problem_options, problems_from_args
+from mint_envkit.evaluation.spec import SAMPLES
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME as SMOLLM2
 
 
@@ -34,13 +38,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(constant, by position in the prompt, uniform), sample a real model, optionally "
         "train a few steps to check that held-out correctness beats the baseline where "
         "nothing is cut off, without collapse or position-following, and preview the MinT "
-        "cost. Exit 1 when an exploit, a collapse, no gain or position-following is found."
+        "cost. Exit 0 on a pass, 1 when an exploit, a lenient, crashing or inverted reward, a "
+        "collapse, no gain or position-following is found, 2 on a usage or setup error, 3 "
+        "when the audit itself failed."
     )
     parser.add_argument(
         "target",
         metavar="ENV_SPEC",
         help="MODULE:NAME, path/to/file.py:NAME or an installed env's name (mint-envkit list)",
     )
+    add_env_args(parser)
     parser.add_argument(
         "--model", default=None, help="the model whose tokenizer renders prompts (env classes)"
     )
@@ -54,13 +61,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "answer_shaped; {answer}, {wrong}, {question} in a reply are filled in",
     )
     parser.add_argument("--limit", type=int, default=20, help="audit the first N problems")
+    from mint_envkit.auditing.generated import DEFAULT_EXAMPLES
+
+    parser.add_argument(
+        "--search",
+        type=int,
+        default=DEFAULT_EXAMPLES,
+        metavar="N",
+        help="generated replies tried per family of the answer's type (nan, nearby numbers, "
+        f"prefixes, look-alikes, missing fields...; default {DEFAULT_EXAMPLES}; 0: none); "
+        "seeded, so the same on every machine",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the generated search's seed")
     parser.add_argument(
         "--sample-model",
         default=SMOLLM2,
         help=f"sample this model for parse and truncation rates (default {SMOLLM2}; "
         "'none' to skip)",
     )
-    parser.add_argument("--samples", type=int, default=4, help="samples per problem")
+    parser.add_argument(
+        "--samples", type=int, default=SAMPLES, help=f"samples per problem (default {SAMPLES})"
+    )
     parser.add_argument(
         "--max-tokens", type=int, default=None, help="the reply limit (default: the builder's)"
     )
@@ -82,6 +103,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="an experiment tracker for the audit's figures (under --out; repeat it)",
     )
     parser.add_argument("--json", action="store_true", help="print the JSON report")
+    parser.add_argument(
+        "--mutants",
+        type=int,
+        default=20,
+        metavar="N",
+        help="a code env: mutate each reference solution at most N times to measure its "
+        "tests (default 20; 0 skips)",
+    )
+    # the audit's parameters its errors name, as the flags the user typed
+    parser.flag_aliases = {  # type: ignore[attr-defined]
+        "learn_steps": "--learn",
+        "planned_steps": "--steps",
+        "model_name": "--model",
+        "out_dir": "--out",
+        "learn_options": "--learning-rate",
+    }
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -95,12 +132,14 @@ async def _run(args: argparse.Namespace) -> int:
     sample_model = None if args.sample_model in ("", "none") else args.sample_model
     learn_options = {} if args.learning_rate is None else {"learning_rate": args.learning_rate}
     report = await audit(
-        args.target,
+        env_target(args),
         model_name=args.model,
         problems=problems_from_args(args),
         limit=args.limit,
         split=args.split,
         probes=args.probes,
+        search=args.search,
+        seed=args.seed,
         sample_model=sample_model,
         samples=args.samples,
         max_tokens=args.max_tokens,
@@ -112,8 +151,9 @@ async def _run(args: argparse.Namespace) -> int:
         backend=args.backend,
         out_dir=args.out,
         loggers=tuple(args.logger),
+        mutants=args.mutants,
     )
-    print(report.to_json() if args.json else report.table())
+    print(report.to_json() if args.json else report.table(), flush=True)
     if args.out and report.learn and not args.json:
         from mint_envkit.view import write_report
 
@@ -122,12 +162,21 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """``mint-envkit audit ...``; returns the exit code (0 pass, 1 findings, 2 error).
+    """``mint-envkit audit ...``; returns the exit code: 0 pass, 1 findings, 2 usage or
+    setup error, 3 the audit itself failed.
 
     Example::
 
         main(["audit", "examples/rl_hyperparameters.py:builder", "--sample-model", "none"])
     """
+    if args.search is not None and args.search < 0:
+        parser.error(f"--search must be >= 0 (generated replies per family), got {args.search}")
+    if args.learn < 0:
+        parser.error(f"--learn must be >= 0 (training steps), got {args.learn}")
     return run_command(
-        "mint-envkit audit", parser, args, positive=("limit", "samples", "max_tokens"), run=_run
+        "mint-envkit audit",
+        parser,
+        args,
+        positive=("limit", "samples", "max_tokens"),
+        run=_run,
     )

@@ -23,15 +23,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mint_envkit.parsers.candidates import permute_candidates, prompt_candidates
+from mint_envkit.parsers.candidates import PERMUTABLE, permute_candidates, prompt_candidates
 
 
 def permuted_problem(problem: Mapping[str, Any]) -> dict[str, Any] | None:
     """``problem`` with the candidates of its ``question`` rotated by one, or None.
 
-    Listed options are rotated when there are at least two (an answer that is an option's
-    label moves to the label its text now has); else quoted strings (the answer, the
-    content, stays). None when the question offers fewer than two candidates, or the
+    Listed options (lettered or numbered) are rotated when there are at least two (an
+    answer that is an option's label moves to the label its text now has); else the items
+    of a bullet list, quoted strings, or the members of an "X, Y or Z" phrase of three or
+    more (a two-member "X or Y" is most often the reply's format, "yes or no"): the
+    answer, the content, stays. None when the question offers none of these, or the
     answer is neither a candidate's text nor an option's label (nothing says where it
     went).
 
@@ -43,9 +45,9 @@ def permuted_problem(problem: Mapping[str, Any]) -> dict[str, Any] | None:
     if not isinstance(question, str):
         return None
     found = prompt_candidates(question)
-    for kind in ("option_text", "quoted"):
+    for kind in PERMUTABLE:
         candidates = found[kind]
-        if len(candidates) < 2:
+        if len(candidates) < (3 if kind == "alternative" else 2):
             continue
         order = [*range(1, len(candidates)), 0]
         texts = [c.text for c in candidates]

@@ -38,18 +38,20 @@ import attrs
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.counterfactual import counterfactual_figures, perturbed
-from mint_envkit.evaluation.figures import evaluation_figures, figure_metrics, headline
+from mint_envkit.evaluation.figures import evaluation_figures, headline
 from mint_envkit.evaluation.files import write_results, write_run_folder
 from mint_envkit.evaluation.metrics import ProblemResult, problem_result, summarize
 from mint_envkit.evaluation.spec import EvalProblems, eval_problems
 from mint_envkit.evaluation.tracking import eval_loggers, log_summary
 from mint_envkit.progress import track
 from mint_envkit.rollouts.backend import connect, sampling_client, service_client
+from mint_envkit.rollouts.openai_endpoint import OpenAIEndpoint
 from mint_envkit.rollouts.records import rollout_metrics
 from mint_envkit.rollouts.run import rollout_group
-from mint_envkit.rollouts.sampler import SeededSampler
+from mint_envkit.rollouts.sampler import seeded_sampler
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.types import GroupRollout
+from mint_envkit.runs.record import CounterfactualFigures, Figures
 
 EVAL_CONCURRENCY = 64
 """Groups an evaluation rolls out at once when its settings say None.
@@ -75,11 +77,8 @@ class EvalResult:
     Attributes:
         summary: what ``summary.json`` holds: ``model``, ``checkpoint``, ``backend``,
             ``split``, ``samples``, ``seed``, ``temperature``, ``max_tokens`` and the
-            figures ``mean_reward``, ``correct``, ``pass@`` (k -> value),
-            ``parse_failure_rate``, ``truncated_rate``, ``problems``, ``episodes``,
-            ``errors``, and the answer figures ``answers/...`` (the best trivial
-            baseline and its name, diversity, collapse; see
-            :mod:`mint_envkit.evaluation.figures`).
+            figures (:meth:`Figures.summary <mint_envkit.runs.record.Figures.summary>`);
+            read them typed as :attr:`figures`.
         problems: one :class:`~mint_envkit.evaluation.ProblemResult` per problem.
         rollouts: the rollout of each problem, in the same order.
         out_dir: where the files were written (None when not asked).
@@ -97,28 +96,40 @@ class EvalResult:
     out_dir: str | None = None
 
     @property
+    def figures(self) -> Figures:
+        """The figures of :attr:`summary`, typed (the run record's
+        :class:`~mint_envkit.runs.record.Figures`).
+
+        Example::
+
+            # not run: `result` is an EvalResult, built elsewhere
+            result.figures.answers.baseline_name   # "constant '31'"
+        """
+        return Figures.from_summary(self.summary)
+
+    @property
     def mean_reward(self) -> float | None:
         """The mean reward over every sample of the problems that ran."""
-        return self.summary["mean_reward"]
+        return self.figures.mean_reward
 
     @property
     def correct(self) -> float | None:
         """The share of samples the env scored correct (None when it reports none)."""
-        return self.summary["correct"]
+        return self.figures.correct
 
     @property
     def parse_failure_rate(self) -> float | None:
         """The share of samples whose answer did not parse."""
-        return self.summary["parse_failure_rate"]
+        return self.figures.parse_failure_rate
 
     @property
     def truncated_rate(self) -> float | None:
         """The share of samples cut off at the reply limit."""
-        return self.summary["truncated_rate"]
+        return self.figures.truncated_rate
 
     def pass_at(self, k: int) -> float | None:
         """The mean unbiased pass@k over problems (k as reported: 1, powers of two, K)."""
-        table = self.summary["pass@"]
+        table = self.figures.pass_at
         if str(k) not in table:
             raise ConfigError(f"pass@{k} was not computed; reported k: {', '.join(table)}")
         return table[str(k)]
@@ -127,7 +138,8 @@ class EvalResult:
         """The training loop's metrics of this evaluation: ``<prefix>/all/...``.
 
         The reward and env metrics of every episode (as a training step logs them)
-        and the numeric answer figures.
+        and the answer and counterfactual figures
+        (:meth:`Figures.metrics <mint_envkit.runs.record.Figures.metrics>`).
 
         Example::
 
@@ -136,7 +148,7 @@ class EvalResult:
         """
         return {
             **rollout_metrics(self.rollouts, prefix),
-            **figure_metrics(self.summary, prefix),
+            **self.figures.metrics(prefix=prefix),
         }
 
     def headline(self) -> str:
@@ -149,7 +161,7 @@ class EvalResult:
             print(result.headline())
             # correct 45.0% (best trivial baseline 5.0%: constant '31'; beats it), ...
         """
-        return headline(self.summary)
+        return headline(self.figures)
 
 
 def _label(checkpoint: str | None) -> str:
@@ -182,7 +194,7 @@ async def _roll(
     with track(f"eval {label}", len(chosen.pairs), "problems", enabled=not quiet) as task:
 
         async def one(split: str, group: Any) -> GroupRollout:
-            sampler = SeededSampler(client, settings, f"{split}:{group.index}")
+            sampler = seeded_sampler(client, settings, f"{split}:{group.index}")
             async with limit:
                 rollout = await rollout_group(
                     group,
@@ -206,19 +218,19 @@ async def _counterfactual(
     quiet: bool,
     rollouts: list[GroupRollout],
     wanted: bool | None,
-) -> dict[str, Any]:
-    """The counterfactual check's figures (empty when not wanted or nothing is perturbed)."""
+) -> CounterfactualFigures:
+    """The counterfactual check's figures (all None when not wanted or nothing is perturbed)."""
     if wanted is False:
-        return {}
+        return CounterfactualFigures()
     changed, where = perturbed(chosen)
     if not where or (wanted is None and 2 * len(where) < len(chosen.pairs)):
-        return {}
+        return CounterfactualFigures()
     again = await _roll(changed, client, settings, f"{label} (candidates permuted)", quiet)
     results = [
         problem_result(split, group.problem, rollout)
         for (split, group), rollout in zip(changed.pairs, again, strict=True)
     ]
-    correct = summarize(results, chosen.samples)["correct"]
+    correct = summarize(results, chosen.samples).correct
     return counterfactual_figures(rollouts, chosen, again, changed, where, correct)
 
 
@@ -255,6 +267,13 @@ async def evaluate_groups(
         problem_result(split, group.problem, rollout)
         for (split, group), rollout in zip(chosen.pairs, rollouts, strict=True)
     ]
+    figures = attrs.evolve(
+        await evaluation_figures(per_problem, rollouts, groups, chosen.samples),
+        max_tokens=settings.max_tokens,
+        counterfactual=await _counterfactual(
+            chosen, client, settings, label, quiet, rollouts, counterfactual
+        ),
+    )
     summary = {
         **dict(describe or {}),
         "label": label,
@@ -262,12 +281,10 @@ async def evaluate_groups(
         "samples": chosen.samples,
         "seed": settings.seed,
         "temperature": settings.temperature,
-        "max_tokens": settings.max_tokens,
-        **evaluation_figures(per_problem, rollouts, groups, chosen.samples),
+        **figures.summary(),
     }
-    summary.update(
-        await _counterfactual(chosen, client, settings, label, quiet, rollouts, counterfactual)
-    )
+    if isinstance(client, OpenAIEndpoint):  # what the server was sent, with its token counts
+        summary["usage"] = client.usage()
     summary["seconds"] = round(time.monotonic() - t0, 3)
     if folder is not None:
         write_run_folder(folder, summary, per_problem, rollouts)
@@ -376,8 +393,11 @@ async def evaluate(
             :class:`~mint_envkit.DatasetBuilder`, an env class (with ``problems``), or
             built groups (a :class:`~mint_envkit.ProblemDataset` or a list of
             :class:`~mint_envkit.GroupBuilder`, evaluated as they are).
-        client: a sampling client to evaluate (the loop's snapshot, one you made);
-            None connects to ``backend`` and samples ``model_name`` / ``checkpoint``.
+        client: a sampling client to evaluate (the loop's snapshot, one you made), or an
+            OpenAI-compatible server (:class:`~mint_envkit.rollouts.OpenAIEndpoint`: its
+            replies are tokenized with the builder's model, and the summary's ``usage``
+            holds the requests, retries and the server's token counts); None connects
+            to ``backend`` and samples ``model_name`` / ``checkpoint``.
         checkpoint: a ``tinker://`` path of sampler weights or a training state.
         model_name: the base model; default the builder's.
         samples: completions per problem (K; default 4, or the built groups' size);
@@ -449,6 +469,12 @@ async def evaluate(
     name = label or "base"
     folder = None if out_dir is None else f"{out_dir}/{name}"
     describe = {"env": chosen.describe, "model": chosen.model_name, "checkpoint": None}
+    if isinstance(client, OpenAIEndpoint):
+        describe |= {
+            "model": client.model,
+            "backend": f"openai ({client.base_url})",
+            "tokenizer": chosen.model_name,
+        }
     result = await evaluate_groups(
         chosen,
         client,

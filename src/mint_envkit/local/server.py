@@ -40,6 +40,7 @@ import uvicorn
 
 from mint_envkit.errors import BackendError, ConfigError
 from mint_envkit.local.http.app import build_app
+from mint_envkit.local.http.connections import guarded_protocol
 from mint_envkit.local.http.guard import loopback_hosts
 from mint_envkit.local.http.limits import Limits
 from mint_envkit.local.http.state import (
@@ -257,7 +258,7 @@ class LocalServer:
         config = uvicorn.Config(
             build_app(self.backend),
             loop="asyncio",
-            http="h11",
+            http=guarded_protocol(self.backend.limits),  # h11, each request read in time
             lifespan="off",
             log_level=self._log_level,
             access_log=self._log_level == "debug",

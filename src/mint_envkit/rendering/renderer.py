@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -100,6 +101,25 @@ def _message_key(messages: Sequence[Message], tools: Sequence[dict] | None) -> s
     return json.dumps([fields, list(tools or [])], default=str)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_unicode(index: int, role: str, text: str) -> None:
+    """A RendererError naming a lone surrogate in ``text`` (no tokenizer encodes one: the
+    fast tokenizers raised an unexplained ``TypeError: TextEncodeInput must be ...``)."""
+    found = None if text.isascii() else _SURROGATE.search(text)
+    if found is None:
+        return
+    at = found.start()
+    raise RendererError(
+        f"message {index} ({role}) holds a lone surrogate {found.group()!r} at char {at} "
+        f"(...{text[max(0, at - 30) : at + 10]!r}...): not Unicode text, so no tokenizer can "
+        "encode it. It comes from bytes decoded with errors='surrogateescape', or a JSON "
+        "'\\ud800' escape without its pair; fix the problem's text, e.g. "
+        "text.encode('utf-8', 'replace').decode('utf-8')"
+    )
+
+
 def _check_messages(messages: Sequence[Message], *, allow_empty: bool = False) -> None:
     for index, message in enumerate(messages):
         ok = (
@@ -115,6 +135,7 @@ def _check_messages(messages: Sequence[Message], *, allow_empty: bool = False) -
                 f"message {index} must be a dict with string 'role' and 'content' (content "
                 f"may be None only beside 'tool_calls'), got {message!r}"
             )
+        _check_unicode(index, message["role"], message.get("content") or "")
     if not messages and not allow_empty:
         raise RendererError("cannot render an empty conversation; give at least one message")
 

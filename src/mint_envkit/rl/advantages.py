@@ -54,6 +54,50 @@ def constant_reason(
     return "constant"
 
 
+def kl_penalties(
+    sampler_logprobs: Sequence[Sequence[float]],
+    reference_logprobs: Sequence[Sequence[float]],
+    coef: float,
+) -> tuple[list[list[float]], float]:
+    """The KL penalty of each sampled token, and the batch's mean KL.
+
+    With ``kl = sampler_logprob - reference_logprob`` per sampled token and
+    ``mean_kl`` its mean over every sampled token of the batch, a token's penalty
+    is ``coef * (mean_kl - kl)`` (tinker-cookbook 0.3.0's ``incorporate_kl_penalty``,
+    before its discount). Returns the penalties and ``mean_kl`` (logged as
+    ``kl_policy_base``).
+
+    Example::
+
+        kl_penalties([[-1.0, -2.0]], [[-1.5, -1.5]], coef=0.1)   # ([[-0.05, 0.05]], 0.0)
+    """
+    kls = [
+        [s - r for s, r in zip(srow, rrow, strict=True)]
+        for srow, rrow in zip(sampler_logprobs, reference_logprobs, strict=True)
+    ]
+    n = sum(len(row) for row in kls)
+    mean_kl = sum(sum(row) for row in kls) / n if n else 0.0
+    return [[coef * (mean_kl - k) for k in row] for row in kls], mean_kl
+
+
+def discounted_future_sum(values: Sequence[float], gamma: float) -> list[float]:
+    """Each position's discounted sum of its own and the later values: ``sum_k gamma^k x[i+k]``.
+
+    tinker-cookbook 0.3.0's ``discounted_future_sum_vectorized``, on a plain list
+    (``gamma = 0`` gives the values back).
+
+    Example::
+
+        discounted_future_sum([1.0, 0.0, 2.0], 0.5)   # [1.5, 1.0, 2.0]
+    """
+    out = [0.0] * len(values)
+    running = 0.0
+    for i in range(len(values) - 1, -1, -1):
+        running = values[i] + gamma * running
+        out[i] = running
+    return out
+
+
 def kl_adjusted_advantages(
     advantages: Sequence[Sequence[float]],
     sampler_logprobs: Sequence[Sequence[float]],
@@ -64,23 +108,20 @@ def kl_adjusted_advantages(
 
     With ``kl = sampler_logprob - reference_logprob`` per sampled token and
     ``mean_kl`` its mean over every sampled token of the batch, each token's
-    advantage becomes ``advantage + coef * (mean_kl - kl)``. Returns the new
-    advantages and ``mean_kl`` (logged as ``kl_policy_base``).
+    advantage becomes ``advantage + coef * (mean_kl - kl)`` (:func:`kl_penalties`;
+    undiscounted: the loop's ``Config.kl_discount_factor`` is applied per datum by
+    :func:`mint_envkit.rl.kl.kl_shaped_advantages`). Returns the new advantages and
+    ``mean_kl`` (logged as ``kl_policy_base``).
 
     Example::
 
         kl_adjusted_advantages([[1.0, 1.0]], [[-1.0, -2.0]], [[-1.5, -1.5]], coef=0.1)
         # kl = [0.5, -0.5], mean 0.0 -> ([[0.95, 1.05]], 0.0)
     """
-    kls = [
-        [s - r for s, r in zip(srow, rrow, strict=True)]
-        for srow, rrow in zip(sampler_logprobs, reference_logprobs, strict=True)
-    ]
-    n = sum(len(row) for row in kls)
-    mean_kl = sum(sum(row) for row in kls) / n if n else 0.0
+    penalties, mean_kl = kl_penalties(sampler_logprobs, reference_logprobs, coef)
     adjusted = [
-        [a + coef * (mean_kl - k) for a, k in zip(arow, krow, strict=True)]
-        for arow, krow in zip(advantages, kls, strict=True)
+        [a + p for a, p in zip(arow, prow, strict=True)]
+        for arow, prow in zip(advantages, penalties, strict=True)
     ]
     return adjusted, mean_kl
 
@@ -88,7 +129,7 @@ def kl_adjusted_advantages(
 def batch_advantages(
     groups: Sequence[tuple[Sequence[float], Sequence[Mapping[str, float]]] | None],
     *,
-    remove_constant: bool = True,
+    remove_constant: bool = False,
 ) -> tuple[dict[int, list[float]], dict[str, float]]:
     """Advantages for the groups that train, and the by-group accounting.
 
@@ -98,18 +139,20 @@ def batch_advantages(
     frac_all_bad``, ``dropped``, ``dropped_<reason>`` (see
     :func:`constant_reason`) and ``kept_constant`` over the groups that ran.
 
-    A group whose rewards are all equal is dropped (``remove_constant``, the
-    default, as tinker-cookbook's ``remove_constant_reward_groups``) or, with
-    ``remove_constant=False``, kept with every advantage exactly 0 and counted
-    in ``kept_constant``, not as dropped. ``frac_all_good`` and ``frac_all_bad``
-    count constant groups either way.
+    A group whose rewards are all equal is kept with every advantage exactly 0 and
+    counted in ``kept_constant`` (the default, ``remove_constant=False``, as
+    tinker-cookbook 0.3.0's ``Config.remove_constant_reward_groups = False``: such a
+    group adds no reward gradient, but a KL penalty still shapes it), or, with
+    ``remove_constant=True``, dropped and counted in ``dropped`` and
+    ``dropped_<reason>``. ``frac_all_good`` and ``frac_all_bad`` count constant
+    groups either way.
 
     Example::
 
         advantages, metrics = batch_advantages([([1.0, 0.0], [{}, {}]), ([0.0, 0.0], [{}, {}])])
-        advantages                                  # {0: [0.5, -0.5]}
-        metrics["env/all/by_group/dropped_constant"]  # 1
-        batch_advantages([([0.0, 0.0], [{}, {}])], remove_constant=False)[0]  # {0: [0.0, 0.0]}
+        advantages                                    # {0: [0.5, -0.5], 1: [0.0, 0.0]}
+        metrics["env/all/by_group/kept_constant"]     # 1
+        batch_advantages([([0.0, 0.0], [{}, {}])], remove_constant=True)[0]  # {}
     """
     advantages: dict[int, list[float]] = {}
     reasons: dict[str, int] = dict.fromkeys(DROP_REASONS, 0)

@@ -43,8 +43,9 @@ from mint_envkit.checks import (
 from mint_envkit.errors import ConfigError
 from mint_envkit.local.bounds import temperature_problem
 from mint_envkit.rl.agreement import builder_value, check_builder_owned
+from mint_envkit.rl.kl import KLReferenceConfig
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
-from mint_envkit.rollouts.trackers import tracker_names
+from mint_envkit.runs.trackers import tracker_names
 
 Backend = Literal["auto", "mint", "local"]
 LOSS_FNS = ("importance_sampling", "ppo")
@@ -56,26 +57,6 @@ Example::
                     loss_fn="ppo", loss_fn_config={"clip_low_threshold": 0.8})
     assert config.loss_fn in LOSS_FNS
 """
-
-
-@attrs.frozen
-class KLReferenceConfig:
-    """The reference model of the KL penalty: a base model with no LoRA.
-
-    Example::
-
-        KLReferenceConfig(base_model="Qwen/Qwen3-0.6B")
-    """
-
-    base_model: str = attrs.field()
-
-    @base_model.validator
-    def _check(self, _attribute: Any, value: Any) -> None:
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(
-                f"KLReferenceConfig.base_model must name a model, got {value!r}; "
-                "usually the same name as Config.model_name"
-            )
 
 
 def _fspath(value: Any) -> Any:
@@ -144,7 +125,13 @@ class Config:
             builder's. A builder without one: 64.
         temperature, top_p, top_k: sampling.
         kl_penalty_coef: weight of the KL penalty against the reference
-            model; > 0 needs ``kl_reference_config``.
+            model; > 0 needs ``kl_reference_config`` (a
+            :class:`~mint_envkit.rl.kl.KLReferenceConfig`: a base model, or a
+            checkpoint on it with ``load_checkpoint_path``).
+        kl_discount_factor: tinker-cookbook's: 0 (default) penalises each sampled
+            token by its own KL; ``gamma`` in (0, 1] by the discounted future KL,
+            ``sum_k gamma^k`` of the penalties of it and the later tokens of its
+            datum (:mod:`mint_envkit.rl.kl`).
         loss_fn: ``"importance_sampling"`` or ``"ppo"``;
             ``loss_fn_config`` passes e.g. PPO clip thresholds.
         num_substeps: optimizer steps per batch (tinker-cookbook's): the
@@ -231,7 +218,8 @@ class Config:
             (counted in ``env/all/by_group/kept_constant``): they add no reward
             gradient, but the KL penalty shapes them, and the diagnostics cover
             them. A datum whose advantages are then all exactly 0 gets no backward
-            pass (a ``forward`` measures it: exactly the same update and metrics,
+            pass (a ``forward`` measures it: the same update and metrics in exact
+            arithmetic, equal in floating point up to the server's batching,
             :mod:`mint_envkit.rl.update`). True drops them from the update, counted
             in ``env/all/by_group/dropped_<reason>``; a step that trains nothing
             then logs the diagnostics from a ``forward`` pass with no gradient.
@@ -250,7 +238,7 @@ class Config:
             of ``"tensorboard"``, ``"wandb"``, ``"mlflow"`` (extras of the same names; a
             missing one is a MissingExtraError here), default ``()``; offline under
             ``log_path`` unless their own settings say otherwise
-            (:mod:`mint_envkit.rollouts.trackers`).
+            (:mod:`mint_envkit.runs.trackers`).
 
     Example::
 
@@ -294,6 +282,12 @@ class Config:
     top_k: int = attrs.field(default=-1, validator=_check_top_k)
     kl_penalty_coef: float = attrs.field(default=0.0, validator=number(low=0, owner="Config"))
     kl_reference_config: KLReferenceConfig | None = None
+    kl_discount_factor: float = attrs.field(
+        default=0.0,
+        validator=number(
+            low=0, high=1, why="0: no discount; the cookbook's default", owner="Config"
+        ),
+    )
     loss_fn: str = attrs.field(default="importance_sampling", validator=_check_loss)
     loss_fn_config: dict[str, float] | None = None
     num_substeps: int = attrs.field(
@@ -544,7 +538,7 @@ class Config:
                 describe = getattr(value, "describe", None)
                 out[field.name] = describe() if callable(describe) else repr(value)
             elif isinstance(value, KLReferenceConfig):
-                out[field.name] = {"base_model": value.base_model}
+                out[field.name] = value.public_dict()
             else:
                 out[field.name] = value
         return out

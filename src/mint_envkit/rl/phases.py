@@ -40,8 +40,8 @@ class ScoredBatch:
 
     Attributes:
         advantages: a group's position in the batch -> one advantage per
-            episode; groups that do not train (failed; constant reward unless
-            ``Config.remove_constant_reward_groups`` is False) are absent.
+            episode; groups that do not train (failed; constant reward with
+            ``remove_constant_reward_groups=True``) are absent.
         metrics: ``env/...`` reward, env and ``by_group`` metrics of the step.
 
     Example::
@@ -56,13 +56,13 @@ class ScoredBatch:
 
 
 def score_batch(
-    step: int, rollouts: Sequence[GroupRollout], *, remove_constant_reward_groups: bool = True
+    step: int, rollouts: Sequence[GroupRollout], *, remove_constant_reward_groups: bool = False
 ) -> ScoredBatch:
     """Score one batch: reward metrics, and advantages within each group that trains.
 
-    Groups whose rewards are all equal do not train unless
-    ``remove_constant_reward_groups`` is False (``Config``'s field): then they
-    train with advantages of 0 (see
+    Groups whose rewards are all equal train with advantages of 0 (the default, as
+    tinker-cookbook 0.3.0's ``remove_constant_reward_groups = False``), or, with
+    ``remove_constant_reward_groups=True`` (``Config``'s field), are dropped (see
     :func:`~mint_envkit.rl.advantages.batch_advantages`).
 
     Raises:
@@ -72,7 +72,7 @@ def score_batch(
     Example::
 
         # not run: needs rollouts built elsewhere
-        score_batch(0, rollouts).advantages  # {0: [0.5, -0.5], 2: [1.0, -1.0]}
+        score_batch(0, rollouts).advantages  # {0: [0.5, -0.5], 1: [0.0, 0.0], 2: [1.0, -1.0]}
     """
     failed = [r for r in rollouts if r.error is not None]
     if rollouts and len(failed) == len(rollouts):
@@ -132,6 +132,7 @@ async def start_training(
     after_submit: Callable[[], None] | None = None,
     measure: Sequence[Sample] = (),
     sampled: Sequence[Sequence[float]] | None = None,
+    reference: Sequence[Sequence[float]] | None = None,
 ) -> asyncio.Task[dict[str, Any]]:
     """Submit a step's training calls; a task whose result is the step's training metrics.
 
@@ -144,7 +145,8 @@ async def start_training(
     the replies that failed to parse get advantages of 0 first
     (:func:`~mint_envkit.rl.datums.mask_parse_failures`); with
     ``Config.compute_post_kl`` ``kl_pre_post_v1|v2`` are measured after the
-    update. Besides the service's metrics the task reports
+    update, and, given the samples' KL ``reference`` logprobs,
+    ``kl_post_reference_v1|v2`` (the updated weights against the reference). Besides the service's metrics the task reports
     ``optim/kl_sample_train_v1|v2`` from the samples' behaviour logprobs and
     the learner's, and ``optim/entropy`` (the sampling entropy) from the
     sampled logprobs: ``sampled`` (the sampler's own logprobs of the replies
@@ -186,7 +188,13 @@ async def start_training(
         token_advantages, masked = mask_parse_failures(samples, token_advantages)
         metrics.update(masked)
     update = await start_update(
-        training, config, samples, token_advantages, after_submit=after_submit, sampled=sampled
+        training,
+        config,
+        samples,
+        token_advantages,
+        after_submit=after_submit,
+        sampled=sampled,
+        reference=reference,
     )
     return asyncio.ensure_future(_joined(metrics, update))
 

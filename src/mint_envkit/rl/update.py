@@ -16,7 +16,7 @@ submitted after that and gives ``kl_pre_post_v1|v2``
 **Datums with zero advantages get no backward pass.** A datum whose advantages
 are all exactly 0 (a constant-reward group kept with
 ``Config.remove_constant_reward_groups=False``, a reply masked by
-``Config.mask_parse_failures``) adds exactly nothing to the gradient: both losses
+``Config.mask_parse_failures``) adds nothing to the gradient: both losses
 weight each token's term by its advantage (importance sampling ``-ratio * A``,
 PPO ``-min(ratio * A, clip(ratio) * A)``), so with ``A = 0`` the term is 0 and
 its derivative ``-A * d ratio`` is 0 for any finite ratio, and the KL penalty,
@@ -31,6 +31,20 @@ its ``optim_step`` sees a gradient of exactly 0 on every parameter (Adam's
 moments and step count advance as they would; with no gradient at all the
 optimizer would skip the parameters). :func:`backward_split` says which datums go
 where; ``train/zero_advantage_datums`` counts them.
+
+**What is exact.** In exact arithmetic the update and every metric are those of
+sending every datum through ``forward_backward``. In floating point they are equal
+only up to the server's batching: the skip changes which datums share an engine pass,
+and a datum's logprobs can round differently with its batch (measured in issue 45 on
+another machine: by up to 3.8e-6; 11 of 12 updates bit-identical, one PPO update with 3
+substeps differed by 4.5e-4, PPO's clip being a step function of the ratio). On this
+machine, with MKL's AVX-512, AVX2 and SSE4.2 kernels, with and without the
+``MKL_CBWR`` pin, 1 and 2 threads, the setups of
+``tests/rl/test_zero_advantage_skip.py`` gave bit-identical weights and every metric
+but ``train/loss:sum`` (relative 8e-8, a float32 sum in another order); that test
+holds the skip to a bound that holds on every kernel: the weights' logprobs within
+1e-3 of each other (each step moves them by 0.39 or more), each metric within a
+relative 1e-5.
 
 Example::
 
@@ -180,6 +194,7 @@ async def start_update(
     after_submit: Callable[[], None] | None = None,
     sampled: Sequence[Sequence[float]] | None = None,
     skip_zero_advantages: bool = True,
+    reference: Sequence[Sequence[float]] | None = None,
 ) -> asyncio.Task[dict[str, Any]]:
     """Submit the update of ``samples`` (not empty); a task that gathers its metrics.
 
@@ -195,10 +210,16 @@ async def start_update(
     the sampler-vs-learner diagnostics over every datum (substep ``i``'s learner
     logprobs are those of the weights after ``i`` updates); ``optim/substeps`` when
     ``num_substeps > 1``; and with ``config.compute_post_kl`` the
-    ``kl_pre_post_*`` of the behaviour logprobs against the updated weights.
+    ``kl_pre_post_*`` of the behaviour logprobs against the updated weights, and,
+    given each sample's KL ``reference`` logprobs, ``kl_post_reference_v1|v2``: the
+    same figures of the reference against the updated weights (``v1`` =
+    mean(reference - updated), the k1 estimate of KL(reference || updated) on
+    replies drawn from the reference, as a first step from a fresh adapter draws
+    them; ``v2`` half the mean square): what the KL penalty measures, after the step.
     ``skip_zero_advantages=False`` sends every datum through ``forward_backward``
-    (the same update and metrics, at the cost of their backward passes; see the
-    module docstring).
+    (the same update and metrics in exact arithmetic, at the cost of their backward
+    passes; equal up to the server's batching in floating point: see the module
+    docstring).
 
     Example::
 
@@ -240,7 +261,7 @@ async def start_update(
     if config.compute_post_kl:
         post = await training.forward_async(data, *loss)
     return asyncio.ensure_future(
-        _gather(config, samples, sampled, plan, data, zero, submitted, post)
+        _gather(config, samples, sampled, plan, data, zero, submitted, (post, reference))
     )
 
 
@@ -252,7 +273,7 @@ async def _gather(
     data: Sequence[Any],
     zero: set[int],
     submitted: Sequence[tuple[Any, ...]],
-    post: Any,
+    post_kl: tuple[Any, Sequence[Sequence[float]] | None],
 ) -> dict[str, Any]:
     """The metrics of a submitted update, as its results arrive."""
     fbs, opts = [], []
@@ -275,9 +296,14 @@ async def _gather(
     if all(output is not None for output in outputs):
         joined = types.SimpleNamespace(loss_fn_outputs=outputs)
         metrics.update(learner_metrics(joined, samples, sampled))
+    post, reference = post_kl
     if post is not None:
         updated = learner_logprobs((await post).loss_fn_outputs, samples, plan)
         metrics.update(post_kl_metrics([s.logprobs for s in samples], updated))
+        if reference is not None:
+            to_reference = post_kl_metrics(reference, updated)
+            for name, value in to_reference.items():
+                metrics[name.replace("pre_post", "post_reference")] = value
     return metrics
 
 

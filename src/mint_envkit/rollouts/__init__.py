@@ -6,7 +6,7 @@ evaluations, the audit and your scripts share it: the sampler protocol
 :class:`ScriptedPolicy` for fixed replies, the two settings values
 (:class:`SamplingSettings`, :class:`BackendSettings`), and the backend connection
 (:func:`connect`, :func:`local_backend`, :func:`sampling_client`), and the files a run
-writes (:class:`RunFiles`).
+writes (:class:`RunFiles`); :class:`OpenAIEndpoint` samples an OpenAI-compatible server.
 
 Example::
 
@@ -32,18 +32,20 @@ from mint_envkit.rollouts.backend import (
     service_client,
     shared_local_backend,
 )
-from mint_envkit.rollouts.files import RunFiles, read_jsonl
+from mint_envkit.rollouts.openai_endpoint import OpenAIEndpoint
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.sampler import Sampler, SampleRequest
 from mint_envkit.rollouts.scripted import GroupReport, ScriptedPolicy, ScriptedReport
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.types import GroupRollout, SampledTokens, Trajectory, Transition
+from mint_envkit.runs.files import RunFiles, read_jsonl
 
 __all__ = [
     "BackendSettings",
     "Connection",
     "GroupReport",
     "GroupRollout",
+    "OpenAIEndpoint",
     "RunFiles",
     "SampleRequest",
     "SampledTokens",

@@ -3,32 +3,40 @@
 Correctness alone cannot tell learning from a shortcut. On a yes/no env whose references
 are 57.5% "no", a model that answers "no" to everything is 57.5% correct; on "which word
 comes first, 'pear' or 'apple'?" a model that always takes the second word is right half
-the time. Beside correctness an evaluation therefore reports, over the same problems:
+the time. Beside correctness an evaluation therefore reports, over the same problems, the
+:class:`~mint_envkit.runs.record.AnswerFigures` (the run record's, which names them):
 
-- ``answers/baseline_correct`` and ``answers/baseline_name``: the best policy of a
+- ``baseline_correct`` and ``baseline_name``: the best policy of a
   family that does not read the question's meaning (a constant answer, the candidate
   the prompt offers at a position, a uniform pick among them; see
-  :mod:`mint_envkit.rollouts.baselines`), each judged by the env's own ``check`` (where
-  that says nothing, by :func:`answer_key`).
-- ``answers/beats_baseline``: 1.0 when correctness beats that baseline beyond noise (a
+  :mod:`mint_envkit.rollouts.baselines`), each guess judged the way the env judges a
+  reply: written in the env's format and scored through its parser, check and reward
+  (:func:`~mint_envkit.rollouts.judging.judged_answers`; an env whose reward needs a
+  model or a sandbox: by its ``check``, and where that says nothing, by
+  :func:`answer_key`).
+- ``judged_by``: what "right" means in these figures: ``correct`` (the env's
+  own ``correct``) or ``reward`` (the env reports none, as a plain-function reward:
+  a reply is right when it earns what the correct reply earns), and then
+  ``reward_correct``, the share of replies right by that rule.
+- ``beats_baseline``: correctness beats that baseline beyond noise (a
   one-sided paired test over problems, :func:`~mint_envkit.rollouts.baselines.beats`).
-- ``answers/distinct``, ``answers/entropy`` (nats), ``answers/top_share``: how many
+- ``distinct``, ``entropy`` (nats), ``top_share``: how many
   distinct parsed answers, their entropy, and the share of all replies taken by the
-  most common value (an unparsed reply counts as the value ``None``); ``answers/top``
+  most common value (an unparsed reply counts as the value ``None``); ``top``
   is that value.
-- ``answers/position``, ``answers/position_share``, ``answers/position_concentrated``:
+- ``position``, ``position_share``, ``position_concentrated``:
   the position among the prompt's candidates the answers take most, its share, and
   whether they concentrate there while the references do not.
-- ``answers/truncated``: the share of replies cut off at the token limit.
-- ``answers/concentrated``: 1.0 when the most common value is an answer (not the
+- ``truncated``: the share of replies cut off at the token limit.
+- ``concentrated``: the most common value is an answer (not the
   unparsed replies: that is a format failure, shown by the parse and truncation rates)
   and ``top_share >= 0.8``, while the references take at least two values and the most
   common reference's share is below 0.8.
-- ``answers/collapse``: 1.0 when the answers concentrate on one value or one position,
-  or when correctness is above 0 and not above the baseline (a trivial policy explains it).
+- ``collapse``: the answers concentrate on one value or one position,
+  or correctness is above 0 and not above the baseline (a trivial policy explains it).
 
 The computation (:func:`answer_figures`) is pure; :func:`rollout_answers` reads its
-input from rollouts, and :func:`answer_metrics` gives the loop's prefixed metrics.
+input from rollouts.
 
 Example::
 
@@ -36,7 +44,7 @@ Example::
 
     groups = [AnswerGroup(reference="no", parsed=["no"], correct=[True]),
               AnswerGroup(reference="yes", parsed=["no"], correct=[False])]
-    answer_figures(groups)["answers/collapse"]   # 1.0
+    answer_figures(groups).collapse   # True
 """
 
 from __future__ import annotations
@@ -54,35 +62,7 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import as_number
 from mint_envkit.rollouts.baselines import beats, best_baseline, position_figures
 from mint_envkit.rollouts.types import GroupRollout, Trajectory
-
-ANSWER_KEYS = (
-    "answers/baseline_correct",
-    "answers/distinct",
-    "answers/entropy",
-    "answers/top_share",
-    "answers/truncated",
-    "answers/concentrated",
-    "answers/position_share",
-    "answers/position_reference_share",
-    "answers/position_concentrated",
-    "answers/beats_baseline",
-    "answers/collapse",
-)
-"""The numeric answer figures, in report order (the text ones are :data:`ANSWER_TEXTS`).
-
-Example::
-
-    "answers/collapse" in ANSWER_KEYS   # True
-"""
-
-ANSWER_TEXTS = ("answers/baseline_name", "answers/top", "answers/position")
-"""The answer figures that are text: the best baseline's name, the most common answer,
-the most common position.
-
-Example::
-
-    "answers/baseline_name" in ANSWER_TEXTS   # True
-"""
+from mint_envkit.runs.record import AnswerFigures
 
 CONCENTRATED_SHARE = 0.8
 """The share of replies on one value (and the most common reference's ceiling) of the rule.
@@ -90,7 +70,7 @@ CONCENTRATED_SHARE = 0.8
 Example::
 
     # not run: needs the answer figures of an evaluation
-    figures["answers/top_share"] >= CONCENTRATED_SHARE
+    answer_figures(groups).top_share >= CONCENTRATED_SHARE
 """
 
 
@@ -132,13 +112,20 @@ class AnswerGroup:
         parsed: each reply's parsed answer; None for a reply that did not parse.
         correct: each reply's correctness, or empty when the env reports none.
         truncated: whether each reply was cut off at the token limit (empty: none was).
-        check: the env's ``check(parsed, answer) -> bool``, used for the baseline;
-            None (or a check that returns None) compares :func:`answer_key`.
+        check: the env's ``check(parsed, answer) -> bool``, used for the baseline's
+            guesses that ``verdicts`` does not hold; None (or a check that returns
+            None) compares :func:`answer_key`.
         reports_parsed: False when the env logs no parsed answers (then
             ``parsed`` is all None and says nothing about diversity); the
             diversity figures are None unless some group reports them.
         prompt: the problem's question as the model saw it (the last user message),
             where the positional baselines find their candidates.
+        rewards: each reply's total reward (empty: unknown).
+        verdicts: the env's verdict on each guess of the baselines, judged through its
+            whole scoring path (:func:`~mint_envkit.rollouts.judging.judged_answers`);
+            None: not judged so (the baselines then use ``check``).
+        judged_by: what ``correct`` and ``verdicts`` mean: ``correct`` (the env's
+            own) or ``reward`` (earning the correct reply's reward); None: unknown.
 
     Example::
 
@@ -157,19 +144,28 @@ class AnswerGroup:
     check: Callable[[str, Any], Any] | None = attrs.field(default=None, eq=False)
     reports_parsed: bool = True
     prompt: str = ""
+    rewards: list[float] = attrs.field(
+        factory=list, converter=list, validator=_same_length("rewards")
+    )
+    verdicts: Mapping[str, bool | None] | None = attrs.field(default=None, eq=False)
+    judged_by: str | None = None
 
 
 def agrees(group: AnswerGroup, guess: str) -> bool:
-    """Would the answer ``guess`` be right on ``group``, by the env's check?
+    """Would the answer ``guess`` be right on ``group``, as the env judges it?
 
-    The env's ``check(guess, reference)`` when it gives a verdict (a bool or a number);
-    else, or when it raises on a foreign answer, :func:`answer_key` equality.
+    The env's verdict in ``group.verdicts`` (the guess in the env's format, through its
+    parser, check and reward; a guess the env raised on is not right); without one, the
+    env's ``check(guess, reference)`` when it gives a verdict (a bool or a number); else,
+    or when it raises on a foreign answer, :func:`answer_key` equality.
 
     Example::
 
         agrees(AnswerGroup(reference="1,000"), "1000"), agrees(AnswerGroup(reference="no"), "No")
         # (True, False)
     """
+    if group.verdicts is not None and guess in group.verdicts:
+        return bool(group.verdicts[guess])
     if group.check is not None:
         try:
             verdict = group.check(guess, group.reference)
@@ -204,23 +200,23 @@ def _diversity(groups: Sequence[AnswerGroup], n: int) -> dict[str, Any]:
     entropy = sum(c / total * math.log(total / c) for c in answered.values()) if total else 0.0
     top_key, top_count = counts.most_common(1)[0]
     return {
-        "answers/distinct": len(answered),
-        "answers/entropy": entropy,
-        "answers/top_share": top_count / n,
-        "answers/top": spelled[top_key],
+        "distinct": len(answered),
+        "entropy": entropy,
+        "top_share": top_count / n,
+        "top": spelled[top_key],
     }
 
 
-def _concentrated(groups: Sequence[AnswerGroup], top_share: float) -> float:
+def _concentrated(groups: Sequence[AnswerGroup], top_share: float) -> bool:
     references: Counter[str] = Counter()
     for group in groups:
         key = answer_key(group.reference)
         if key is not None:
             references[key] += len(group.parsed)
     if len(references) < 2:
-        return 0.0
+        return False
     reference_share = max(references.values()) / sum(references.values())
-    return float(top_share >= CONCENTRATED_SHARE and reference_share < CONCENTRATED_SHARE)
+    return top_share >= CONCENTRATED_SHARE and reference_share < CONCENTRATED_SHARE
 
 
 def _per_problem_correct(groups: Sequence[AnswerGroup]) -> list[float] | None:
@@ -229,14 +225,14 @@ def _per_problem_correct(groups: Sequence[AnswerGroup]) -> list[float] | None:
     return [sum(bool(f) for f in g.correct) / len(g.correct) for g in groups]
 
 
-def answer_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
-    """The answer figures of these groups: :data:`ANSWER_KEYS` and :data:`ANSWER_TEXTS`.
+def answer_figures(groups: Sequence[AnswerGroup]) -> AnswerFigures:
+    """The answer figures of these groups.
 
     A figure that cannot be computed is None: the baseline when a problem has no
     reference answer; ``beats_baseline`` also when a reply has no ``correct``; the
     diversity figures and ``concentrated`` when the env logs no parsed answers; the
     position figures when too few answers name a candidate of the prompt; every
-    figure when there are no replies. ``collapse`` is 1.0 when ``concentrated`` or
+    figure when there are no replies. ``collapse`` is True when ``concentrated`` or
     ``position_concentrated`` is, or when correctness (over the same replies) is
     above 0 and not above the baseline.
 
@@ -245,57 +241,85 @@ def answer_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
         no, yes = (AnswerGroup(reference=r, parsed=["no"], correct=[r == "no"])
                    for r in ("no", "yes"))
         figures = answer_figures([no, no, yes])
-        figures["answers/baseline_correct"], figures["answers/baseline_name"]
-        # (0.666..., "constant 'no'")
-        figures["answers/collapse"]   # 1.0: correct 2/3 is the always-"no" baseline
+        figures.baseline_correct, figures.baseline_name   # (0.666..., "constant 'no'")
+        figures.collapse   # True: correct 2/3 is the always-"no" baseline
     """
     groups = [g for g in groups if g.parsed]
-    out: dict[str, Any] = dict.fromkeys((*ANSWER_KEYS, *ANSWER_TEXTS))
     n = sum(len(g.parsed) for g in groups)
     if n == 0:
-        return out
-    out["answers/truncated"] = sum(sum(bool(t) for t in g.truncated) for g in groups) / n
+        return AnswerFigures()
+    out: dict[str, Any] = {"truncated": sum(sum(bool(t) for t in g.truncated) for g in groups) / n}
     baseline = best_baseline(groups)
     correct = _correct(groups, n)
     if baseline is not None:
-        out["answers/baseline_correct"] = baseline.correct
-        out["answers/baseline_name"] = baseline.name
+        out.update(baseline_correct=baseline.correct, baseline_name=baseline.name)
     reasons: list[bool] = []
     if any(g.reports_parsed for g in groups):
         out.update(_diversity(groups, n))
         # Unparsed replies are a format failure (shown by the parse and truncation
         # rates), not a collapse onto one answer.
-        top_is_an_answer = out.get("answers/top") is not None
-        concentrated = _concentrated(groups, out["answers/top_share"])
-        out["answers/concentrated"] = concentrated if top_is_an_answer else 0.0
-        reasons.append(out["answers/concentrated"] == 1.0)
+        out["concentrated"] = out["top"] is not None and _concentrated(groups, out["top_share"])
+        reasons.append(out["concentrated"])
         out.update(position_figures(groups))
-        reasons.append(out["answers/position_concentrated"] == 1.0)
+        reasons.append(out.get("position_concentrated") is True)
+    bases = {g.judged_by for g in groups}
+    out["judged_by"] = next((b for b in ("reward", "correct") if b in bases), None)
+    if out["judged_by"] == "reward":
+        out["reward_correct"] = correct
     model = _per_problem_correct(groups)
     if baseline is not None and correct is not None and model is not None:
-        out["answers/beats_baseline"] = float(beats(model, baseline.per_problem)[0])
+        out["beats_baseline"] = beats(model, baseline.per_problem)[0]
         reasons.append(0.0 < correct <= baseline.correct)
-    out["answers/collapse"] = float(any(reasons)) if reasons else None
-    return out
+    out["collapse"] = any(reasons) if reasons else None
+    return AnswerFigures(**out)
 
 
-def answer_metrics(figures: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    """The answer figures as the loop's metrics, ``<prefix>/all/answers/...``.
-
-    The numeric ones, and the best baseline's name (``answers/baseline_name``, text);
-    figures that could not be computed (None, see :func:`answer_figures`) are left out.
+def success_figures(
+    rollouts: Sequence[GroupRollout], metric: str, baseline: Any | None
+) -> dict[str, Any]:
+    """A game's answer figures: the share of its episodes won by ``metric`` (each judged
+    by :func:`~mint_envkit.rollouts.judging.is_right`, the one rule), beside ``baseline``,
+    the best trivial game policy (a
+    :class:`~mint_envkit.rollouts.game_policies.GameBaseline` played on the same
+    problems, in the same order), whether it beats it beyond noise and whether success
+    above 0 is no more than it (``collapse``).
 
     Example::
 
-        # not run: needs an evaluation's rollouts and groups
-        answer_metrics(answer_figures(rollout_answers(rollouts, groups)), "test/env")
-        # {'test/env/all/answers/baseline_correct': 0.575, ..., 'test/env/all/answers/collapse': 1.0}
+        # not run: needs a game's rollouts and its baseline
+        success_figures(rollouts, "solved", best)["success"]   # 0.25
     """
-    keys = (*ANSWER_KEYS, "answers/baseline_name")
-    return {f"{prefix}/all/{key}": figures[key] for key in keys if figures.get(key) is not None}
+    from mint_envkit.rollouts.judging import ReplyScore, is_right
+
+    per_problem: list[float] = []
+    won = episodes = 0
+    for rollout in rollouts:
+        if rollout.error is not None or not rollout.trajectories:
+            continue
+        verdicts = [
+            bool(
+                is_right(
+                    ReplyScore.of_step("", t.total_reward, t.metrics, {}, success=metric), None
+                )
+            )
+            for t in rollout.trajectories
+        ]
+        per_problem.append(sum(verdicts) / len(verdicts))
+        won, episodes = won + sum(verdicts), episodes + len(verdicts)
+    out: dict[str, Any] = {
+        "success_metric": metric,
+        "success": won / episodes if episodes else None,
+    }
+    if baseline is None or baseline.success is None or not episodes:
+        return out
+    out["baseline_correct"], out["baseline_name"] = baseline.success, baseline.name
+    if len(per_problem) == len(baseline.per_problem):
+        out["beats_baseline"] = beats(per_problem, baseline.per_problem)[0]
+    out["collapse"] = 0.0 < out["success"] <= baseline.success
+    return out
 
 
-def collapse_note(figures: Mapping[str, Any], correct: float | None) -> str | None:
+def collapse_note(figures: AnswerFigures, correct: float | None) -> str | None:
     """A one-line warning when ``figures`` flag a collapse, else None.
 
     Example::
@@ -303,27 +327,29 @@ def collapse_note(figures: Mapping[str, Any], correct: float | None) -> str | No
         collapse_note(answer_figures(groups), 0.575)
         # "answers collapse: 100% of replies are 'no'; correct 0.575 does not beat ..."
     """
-    if figures.get("answers/collapse") != 1.0:
+    if not figures.collapse:
         return None
     parts = []
-    if figures.get("answers/concentrated") == 1.0:
-        share, top = figures["answers/top_share"], figures.get("answers/top")
-        # a figure read back from the loop's metrics has no top answer (text stays out)
-        what = "unparsed" if top is None else f"{_short(top)!r}"
-        if "answers/top" not in figures:
-            what = "one answer"
-        parts.append(f"{share:.0%} of replies are {what}")
-    if figures.get("answers/position_concentrated") == 1.0:
+    if figures.concentrated and figures.top_share is not None:
+        # a figure read back from an older run's metrics has no top answer
+        what = "one answer" if figures.top is None else f"{_short(figures.top)!r}"
+        parts.append(f"{figures.top_share:.0%} of replies are {what}")
+    if figures.position_concentrated and figures.position_share is not None:
         parts.append(
-            f"{figures['answers/position_share']:.0%} of the answers are the "
-            f"{figures['answers/position']} candidate of the prompt (the references: "
-            f"{figures['answers/position_reference_share']:.0%})"
+            f"{figures.position_share:.0%} of the answers are the "
+            f"{figures.position} candidate of the prompt (the references: "
+            f"{figures.position_reference_share or 0.0:.0%})"
         )
-    baseline = figures.get("answers/baseline_correct")
+    baseline = figures.baseline_correct
+    what = "correct"
+    if correct is None and figures.reward_correct is not None:
+        correct, what = figures.reward_correct, "earning the correct reply's reward"
+    if figures.success_metric is not None:  # a game: its success beside its trivial policies
+        correct, what = figures.success, figures.success_metric
     if correct is not None and baseline is not None and 0.0 < correct <= baseline:
-        name = figures.get("answers/baseline_name") or "a trivial policy"
+        name = figures.baseline_name or "a trivial policy"
         parts.append(
-            f"correct {correct:.3f} does not beat the best trivial baseline {baseline:.3f} ({name})"
+            f"{what} {correct:.3f} does not beat the best trivial baseline {baseline:.3f} ({name})"
         )
     return "answers collapse: " + "; ".join(parts)
 
@@ -357,8 +383,9 @@ def _reference(env: MessageEnv | None, group: Any, rollout: GroupRollout) -> Any
     return answer
 
 
-def _reply(trajectory: Trajectory) -> tuple[str | None, bool | None, bool, bool, bool]:
-    """(parsed answer, correct, truncated, the env logged a parsed answer, cut off unscored)."""
+def _reply(trajectory: Trajectory) -> tuple[str | None, bool | None, bool, bool, bool, float]:
+    """(parsed answer, correct, truncated, the env logged a parsed answer, cut off unscored,
+    total reward)."""
     last = trajectory.transitions[-1]
     logs, metrics = last.logs, trajectory.metrics
     value = logs.get("parsed")
@@ -370,7 +397,8 @@ def _reply(trajectory: Trajectory) -> tuple[str | None, bool | None, bool, bool,
     else:
         truncated = last.ac.stop_reason == "length"
     unscored = logs.get("end") == "truncated"
-    return (None if value is None else str(value)), correct, truncated, "parsed" in logs, unscored
+    parsed = None if value is None else str(value)
+    return parsed, correct, truncated, "parsed" in logs, unscored, trajectory.total_reward
 
 
 def _question(rollout: GroupRollout) -> str:
@@ -390,10 +418,13 @@ def rollout_answers(
     ``groups`` are the group builders the rollouts came from, by position. From each
     a message env is made once: its ``answer`` is the reference (else the problem's
     ``answer``, else the ``answer`` the env logged) and its ``check`` judges the
-    baselines' answers; the question is the opening's last user message. Replies: the last step's ``parsed`` log (None unless its
+    baselines' answers (:func:`~mint_envkit.rollouts.judging.judged_answers` judges
+    them through the env's whole scoring path instead); the question is the opening's
+    last user message. Replies: the last step's ``parsed`` log (None unless its
     ``parse_status`` is ``ok``), the ``correct`` and ``truncated`` metrics (else the
-    last reply's stop reason). A group reports parsed answers when one of its replies
-    logged ``parsed``, or when every reply was cut off before scoring (all unparsed).
+    last reply's stop reason), the total reward. A group reports parsed answers when
+    one of its replies logged ``parsed``, or when every reply was cut off before scoring
+    (all unparsed).
 
     Example::
 
@@ -402,7 +433,20 @@ def rollout_answers(
         batch = await sample_batch(config, client, groups, salt=-1)
         answer_figures(rollout_answers(batch.rollouts, groups))
     """
-    out: list[AnswerGroup] = []
+    return [answer for answer, _group in answer_pairs(rollouts, groups)]
+
+
+def answer_pairs(
+    rollouts: Sequence[GroupRollout], groups: Sequence[Any] | None = None
+) -> list[tuple[AnswerGroup, Any]]:
+    """:func:`rollout_answers`, each beside the group it came from (None when unknown).
+
+    Example::
+
+        # not run: needs rollouts and their groups
+        [(answer.reference, group.index) for answer, group in answer_pairs(rollouts, groups)]
+    """
+    out: list[tuple[AnswerGroup, Any]] = []
     for position, rollout in enumerate(rollouts):
         episodes = [t for t in rollout.trajectories if t.transitions]
         if rollout.error is not None or not episodes:
@@ -411,16 +455,17 @@ def rollout_answers(
         env = _message_env(group)
         replies = [_reply(t) for t in episodes]
         correct = [r[1] for r in replies]
-        out.append(
-            AnswerGroup(
-                reference=_reference(env, group, rollout),
-                parsed=[r[0] for r in replies],
-                correct=[] if all(flag is None for flag in correct) else correct,
-                truncated=[r[2] for r in replies],
-                check=None if env is None else env.check,
-                # a reply cut off before scoring is unparsed whatever the env logs
-                reports_parsed=any(r[3] for r in replies) or all(r[4] for r in replies),
-                prompt=_question(rollout),
-            )
+        answer = AnswerGroup(
+            reference=_reference(env, group, rollout),
+            parsed=[r[0] for r in replies],
+            correct=[] if all(flag is None for flag in correct) else correct,
+            truncated=[r[2] for r in replies],
+            check=None if env is None else env.check,
+            # a reply cut off before scoring is unparsed whatever the env logs
+            reports_parsed=any(r[3] for r in replies) or all(r[4] for r in replies),
+            prompt=_question(rollout),
+            rewards=[r[5] for r in replies],
+            judged_by=None if all(flag is None for flag in correct) else "correct",
         )
+        out.append((answer, group))
     return out

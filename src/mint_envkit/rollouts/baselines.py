@@ -1,13 +1,15 @@
 """The best trivial policy: the baseline every correctness figure is shown beside.
 
 A model "learns" only if it beats what a policy that does not read the question's
-meaning can get on the same problems. The family scored here, each through the env's
-own answer check:
+meaning can get on the same problems. The family scored here, each guess judged the way
+the env judges a reply (written in the env's format and scored through its parser, check
+and reward; :mod:`mint_envkit.rollouts.judging`):
 
 - ``constant 'X'``: always the same answer (each of the most common references);
 - ``<position> <kind>``: the candidate the prompt offers at a position, ``first``,
   ``second`` or ``last`` of each kind of :mod:`~mint_envkit.parsers.candidates`
-  (quoted strings, listed options and their texts, numbers, words);
+  (quoted strings, lettered or numbered options and their texts, bullet items, the
+  members of an "X, Y or Z" phrase, numbers, words);
 - ``uniform <kind>``: a uniform pick among the prompt's candidates of a kind (its
   expected correctness).
 
@@ -55,6 +57,7 @@ Example::
 _INDEX = {name: i for i, name in enumerate(POSITIONS[:-1])}
 
 _CONSTANTS = 3  # the most common references tried as a constant answer
+_NO_UNIFORM = ("word", "number")  # too many to be a choice: no uniform pick among them
 _Z = 1.645  # one-sided 95%
 
 
@@ -92,6 +95,7 @@ def _weighted(groups: Sequence[AnswerGroup], per_problem: Sequence[float]) -> fl
 
 def _constants(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> list[Baseline]:
     from mint_envkit.rollouts.answers import answer_key
+    from mint_envkit.rollouts.judging import answer_text
 
     counts: Counter[str] = Counter()
     spelled: dict[str, Any] = {}
@@ -101,10 +105,20 @@ def _constants(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> lis
         spelled.setdefault(key, group.reference)
     out = []
     for key, _count in counts.most_common(_CONSTANTS):
-        guess = str(spelled[key]).strip()
+        guess = answer_text(spelled[key])  # a structure as JSON, as a reply writes it
         per = tuple(float(judge(g, guess)) for g in groups)
-        out.append(Baseline(f"constant {_short(guess)!r}", _weighted(groups, per), per))
+        out.append(Baseline(constant_name(guess), _weighted(groups, per), per))
     return out
+
+
+def constant_name(guess: str) -> str:
+    """The name of the trivial policy that always answers ``guess``.
+
+    Example::
+
+        constant_name("no")   # "constant 'no'"
+    """
+    return f"constant {_short(guess)!r}"
 
 
 def _positional(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> list[Baseline]:
@@ -123,7 +137,7 @@ def _positional(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> li
                 for g, p in zip(groups, picks, strict=True)
             )
             out.append(Baseline(f"{position} {kind}", _weighted(groups, per), per))
-        if kind in ("word", "number") or sum(len(f[kind]) >= 2 for f in found) * 2 < len(groups):
+        if kind in _NO_UNIFORM or sum(len(f[kind]) >= 2 for f in found) * 2 < len(groups):
             continue
         per = tuple(
             sum(judge(g, c.text) for c in f[kind]) / len(f[kind]) if f[kind] else 0.0
@@ -139,7 +153,8 @@ def trivial_baselines(
     """Every trivial policy of the family scored on ``groups`` (empty without references).
 
     ``judge(group, guess)`` says whether ``guess`` is a right answer to the group's
-    problem (the env's check; see :func:`~mint_envkit.rollouts.answers.answer_figures`).
+    problem (:func:`~mint_envkit.rollouts.answers.agrees`: the env's verdict on it, see
+    :func:`baseline_guesses`).
 
     Example::
 
@@ -153,6 +168,25 @@ def trivial_baselines(
     if not groups or any(answer_key(g.reference) is None for g in groups):
         return []  # a problem without a reference: no honest baseline
     return [*_constants(groups, judge), *_positional(groups, judge)]
+
+
+def baseline_guesses(groups: Sequence[AnswerGroup]) -> list[set[str]]:
+    """The guesses the family asks each group about (its constants and the candidates of
+    its prompt), so that they can be judged through the env before the family is scored.
+
+    Example::
+
+        # groups: the module example's
+        sorted(baseline_guesses(groups)[0])[:2]   # ['Reply', 'Which']: words are candidates too
+    """
+    asked: dict[int, set[str]] = {id(g): set() for g in groups}
+
+    def record(group: AnswerGroup, guess: str) -> bool:
+        asked[id(group)].add(guess)
+        return False
+
+    trivial_baselines(groups, record)
+    return [asked[id(g)] for g in groups]
 
 
 def best_baseline(
@@ -200,7 +234,7 @@ more than the references hold there) is a concentration on that position.
 
 Example::
 
-    {"answers/position_share": 0.725}["answers/position_share"] >= POSITION_SHARE   # True
+    0.725 >= POSITION_SHARE   # True: a position share of 72.5% is a concentration
 """
 
 POSITION_EXCESS = 0.2
@@ -224,33 +258,35 @@ def position_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
     For each kind of candidate, the replies whose parsed answer is one of the
     prompt's candidates are placed (``first``, ``second``, ...); the most common
     placement over all kinds is reported with its share, beside the share of the
-    references at the same placement. ``answers/position_concentrated`` is 1.0 when
-    that share is at least :data:`POSITION_SHARE` and :data:`POSITION_EXCESS` above the
-    references' (with at least 8 replies placed), else 0.0; None when too few
-    replies name a candidate.
+    references at the same placement (the fields ``position``, ``position_share``,
+    ``position_reference_share`` of :class:`~mint_envkit.runs.record.AnswerFigures`).
+    ``position_concentrated`` is True when that share is at least :data:`POSITION_SHARE`
+    and :data:`POSITION_EXCESS` above the references' (with at least 8 replies placed);
+    every one is None (the dict is empty) when too few replies name a candidate. A kind
+    whose candidates are the same on every problem (``yes or no``) is left out: there a
+    position is a constant answer, which the concentration figures already see (option
+    labels ``A``, ``B``... stay: they point at texts that change).
 
     Example::
 
         figures = position_figures(groups)   # the module example's
-        figures["answers/position"], figures["answers/position_concentrated"]  # ('first quoted', 0.0)
+        figures.get("position"), figures.get("position_concentrated")
+        # (None, None): too few replies name a candidate to call a position
     """
     from mint_envkit.rollouts.answers import answer_key
 
     def same(a: str, b: str) -> bool:
         return answer_key(a) == answer_key(b)
 
-    out: dict[str, Any] = {
-        "answers/position": None,
-        "answers/position_share": None,
-        "answers/position_reference_share": None,
-        "answers/position_concentrated": None,
-    }
     best: tuple[float, str, float] | None = None
-    for kind in ("quoted", "option", "option_text", "number"):
+    found = [prompt_candidates(group.prompt) for group in groups]
+    for kind in ("quoted", "option", "option_text", "listed", "alternative", "number"):
         replies: Counter[str] = Counter()
         references: Counter[str] = Counter()
-        for group in groups:
-            candidates = prompt_candidates(group.prompt)[kind]
+        if len({tuple(c.text for c in f[kind]) for f in found}) < 2 and kind != "option":
+            continue  # the same candidates everywhere ("yes or no"): a position is a constant
+        for group, offered in zip(groups, found, strict=True):
+            candidates = offered[kind]
             if len(candidates) < 2:
                 continue
             reference = _position_of(candidates, str(group.reference), same)
@@ -269,14 +305,15 @@ def position_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
         if best is None or share - reference_share > best[0] - best[2]:
             best = (share, f"{place} {kind}", reference_share)
     if best is None:
-        return out
+        return {}
     share, where, reference_share = best
-    out["answers/position"] = where
-    out["answers/position_share"] = share
-    out["answers/position_reference_share"] = reference_share
-    concentrated = share >= POSITION_SHARE and share - reference_share >= POSITION_EXCESS
-    out["answers/position_concentrated"] = float(concentrated)
-    return out
+    return {
+        "position": where,
+        "position_share": share,
+        "position_reference_share": reference_share,
+        "position_concentrated": share >= POSITION_SHARE
+        and share - reference_share >= POSITION_EXCESS,
+    }
 
 
 def _short(text: str, limit: int = 40) -> str:

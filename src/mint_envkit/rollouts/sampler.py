@@ -3,8 +3,9 @@
 A *sampler* is any async function that answers a :class:`SampleRequest` with
 ``num_samples`` replies: :class:`ClientSampler` samples a ``mint`` sampling client
 (the training loop's), :class:`SeededSampler` does too with a seed fixed by the problem,
-the env and the turn (every evaluation's), and
-:class:`~mint_envkit.rollouts.ScriptedPolicy` returns fixed text.
+the env and the turn (every evaluation's), :class:`OpenAISampler` samples an
+OpenAI-compatible server (:class:`~mint_envkit.rollouts.OpenAIEndpoint`) the same way,
+and :class:`~mint_envkit.rollouts.ScriptedPolicy` returns fixed text.
 
 Example::
 
@@ -27,6 +28,7 @@ import attrs
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError
 from mint_envkit.rendering.renderer import Renderer
+from mint_envkit.rollouts.openai_endpoint import OpenAIEndpoint
 from mint_envkit.rollouts.settings import SamplingSettings
 from mint_envkit.rollouts.types import SampledTokens
 
@@ -278,3 +280,72 @@ class SeededSampler:
     async def __call__(self, request: SampleRequest) -> list[SampledTokens]:
         salt = _seed(self.key, request.env_index, request.turn)
         return await ClientSampler.from_settings(self.client, self.settings, salt=salt)(request)
+
+
+# ------------------------------------------------------------- OpenAI-compatible servers
+
+
+@attrs.frozen
+class OpenAISampler:
+    """Samples an :class:`OpenAIEndpoint` with a seed fixed by (``key``, env, turn), as
+    :class:`SeededSampler` samples a ``mint`` client: what an evaluation of an
+    OpenAI-compatible server samples with.
+
+    Example::
+
+        # not run: needs a running OpenAI-compatible server
+        sampler = OpenAISampler(endpoint, SamplingSettings(max_tokens=48), key="test:3")
+    """
+
+    endpoint: OpenAIEndpoint
+    settings: SamplingSettings
+    key: str
+
+    async def one(self, request: SampleRequest, env: int) -> SampledTokens:
+        """One reply, for env ``env`` of the request's group."""
+        body: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": [
+                {"role": str(m.get("role")), "content": str(m.get("content") or "")}
+                for m in request.messages
+            ],
+            "max_tokens": self.settings.max_tokens,
+            "temperature": self.settings.temperature,
+            "top_p": self.settings.top_p,
+            "seed": _seed(self.settings.seed, self.key, env, request.turn),
+            "n": 1,
+        }
+        strings = [s for s in request.stop if isinstance(s, str)]
+        if strings:
+            body["stop"] = strings[:4]
+        answer = await self.endpoint.chat(body)
+        choice = (answer.get("choices") or [{}])[0]
+        text = str((choice.get("message") or {}).get("content") or "")
+        tokens = list(request.renderer.tokenizer.encode(text, add_special_tokens=False))
+        finish = choice.get("finish_reason")
+        stop_tokens = [t for t in request.renderer.get_stop_sequences() if isinstance(t, int)]
+        if finish != "length" and stop_tokens:
+            tokens.append(stop_tokens[0])
+        return SampledTokens(tokens, None, "length" if finish == "length" else "stop")
+
+    async def __call__(self, request: SampleRequest) -> list[SampledTokens]:
+        if self.settings.top_k != -1:
+            raise ConfigError(
+                f"top_k={self.settings.top_k}: OpenAI's API has no top_k; leave it at -1"
+            )
+        envs = range(request.env_index, request.env_index + request.num_samples)
+        return list(await asyncio.gather(*(self.one(request, env) for env in envs)))
+
+
+def seeded_sampler(client: Any, settings: SamplingSettings, key: str) -> Sampler:
+    """The evaluation's sampler of ``client``: an :class:`OpenAISampler` for an
+    :class:`OpenAIEndpoint`, else a :class:`SeededSampler` of a ``mint`` sampling client.
+
+    Example::
+
+        # not run: needs a sampling client (a running backend)
+        sampler = seeded_sampler(client, SamplingSettings(max_tokens=48), key="test:3")
+    """
+    if isinstance(client, OpenAIEndpoint):
+        return OpenAISampler(client, settings, key)
+    return SeededSampler(client, settings, key)

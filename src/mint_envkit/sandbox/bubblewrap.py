@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -45,6 +46,7 @@ from mint_envkit.errors import SandboxError
 from mint_envkit.sandbox._process import limit_setter, run_command
 from mint_envkit.sandbox.cgroups import RunCgroup, memory_parent
 from mint_envkit.sandbox.executor import Limits, ProcessResult
+from mint_envkit.sandbox.mounts import mounter, scratch_root
 from mint_envkit.sandbox.seccomp import deny_filter
 from mint_envkit.sandbox.uids import DEFAULT_LOCK_DIR, UidLease, lease_uid
 
@@ -57,6 +59,7 @@ Example::
     assert WRITABLE_DIRS == ("/work", "/tmp")
 """
 _SANDBOX_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8"}
+logger = logging.getLogger("mint_envkit.sandbox")
 
 
 def _kill_children(pid: int) -> None:
@@ -160,6 +163,7 @@ class BubblewrapExecutor:
         self.extra_ro_binds = tuple(extra_ro_binds)
         self._probe: str | None = None
         self._probed = False
+        self._scratch = "kit"
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._semaphores = weakref.WeakKeyDictionary()
 
@@ -172,6 +176,19 @@ class BubblewrapExecutor:
             BubblewrapExecutor().memory_bound  # 'cgroup' as root with cgroup v1 memory
         """
         return "cgroup" if self._cgroup_parent is not None else "seccomp"
+
+    @property
+    def scratch(self) -> str:
+        """How ``/work`` and ``/tmp`` are made: ``"kit"`` (``tmpfs`` mounted by the
+        executor with ``nr_inodes``: inodes and xattrs bounded) or ``"bwrap"``
+        (bubblewrap's ``--tmpfs``: sized, inodes at the kernel's default; where this
+        interpreter may not make user namespaces). Known once :meth:`available` ran.
+
+        Example::
+
+            BubblewrapExecutor().scratch  # 'kit'
+        """
+        return self._scratch
 
     def _uid(self) -> bool:
         return os.geteuid() == 0
@@ -201,7 +218,10 @@ class BubblewrapExecutor:
                 argv += ["--ro-bind", bind, bind]
         argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
         for directory in WRITABLE_DIRS:
-            argv += ["--size", size, "--tmpfs", directory]
+            if self._scratch == "kit":  # mounted by the run's first process (mounts.py)
+                argv += ["--bind", str(scratch_root() / directory.strip("/")), directory]
+            else:
+                argv += ["--size", size, "--tmpfs", directory]
         argv += ["--remount-ro", "/", "--chdir", "/work"]
         if seccomp_fd is not None:
             argv += ["--seccomp", str(seccomp_fd)]
@@ -225,16 +245,14 @@ class BubblewrapExecutor:
             )
             return self._probe
         try:
-            with _seccomp(self._cgroup_parent is None) as fd:
-                argv = [*self.argv(Limits(), fd)[:-5], self.python, "-I", "-c", "print('ok')"]
-                done = subprocess.run(
-                    argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, env=dict(_SANDBOX_ENV),
-                    pass_fds=() if fd is None else (fd,),
-                )  # fmt: skip
+            done = self._try()
+            if done.stdout.strip() != b"ok" and self._scratch == "kit":
+                self._fall_back(done.stderr.decode(errors="replace").strip()[-300:])
+                done = self._try()
         except SandboxError as err:
             self._probe = str(err)
             return self._probe
-        except (OSError, subprocess.TimeoutExpired) as err:
+        except (OSError, subprocess.SubprocessError) as err:
             self._probe = f"bubblewrap at {self.bwrap} failed to start: {err}"
             return self._probe
         if done.stdout.strip() != b"ok":
@@ -244,6 +262,35 @@ class BubblewrapExecutor:
                 "namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1)"
             )
         return self._probe
+
+    def _fall_back(self, why: str) -> None:
+        """Use bubblewrap's ``--tmpfs`` from now on: this interpreter may not mount."""
+        self._scratch = "bwrap"
+        logger.warning(
+            "mint-envkit: the sandbox cannot mount its own /work and /tmp here (%s); it "
+            "uses bubblewrap's tmpfs, whose inodes only the kernel's default bounds "
+            "(docs/code.md, 'Memory')",
+            why or "no reason given",
+        )
+
+    def _try(self) -> subprocess.CompletedProcess:
+        """Run ``print('ok')`` in a sandbox made the way :attr:`scratch` says."""
+        uid, gid = os.geteuid(), os.getegid()
+        step = (
+            mounter(scratch_root(), Limits().file_mb, uid, gid) if self._scratch == "kit" else None
+        )
+        if step is not None:
+            try:  # the mounts alone first: a refusal there is a reason to fall back
+                subprocess.run(["true"], preexec_fn=step, timeout=_PROBE_TIMEOUT_S, check=True)
+            except (OSError, subprocess.SubprocessError) as err:
+                self._fall_back(f"{type(err).__name__}: {err}")
+                step = None
+        with _seccomp(self._cgroup_parent is None) as fd:
+            argv = [*self.argv(Limits(), fd)[:-5], self.python, "-I", "-c", "print('ok')"]
+            return subprocess.run(
+                argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, env=dict(_SANDBOX_ENV),
+                pass_fds=() if fd is None else (fd,), preexec_fn=step,
+            )  # fmt: skip
 
     def available(self) -> bool:
         """Can bubblewrap make a sandbox on this machine?
@@ -281,14 +328,16 @@ class BubblewrapExecutor:
                 "(SandboxFusionExecutor(url) for a remote sandbox)"
             )
         async with self._semaphore():
-            run = _Run(limits)
+            run = _Run(limits, kit_mounts=self._scratch == "kit")
             try:
                 if self._uid():
                     run.lease = await asyncio.to_thread(
                         lease_uid, self.uid_base, self.uid_count, lock_dir=self.uid_lock_dir
                     )
                 if self._cgroup_parent is not None:
-                    run.cgroup = RunCgroup.create(self._cgroup_parent, run_memory_bytes(limits))
+                    run.cgroup = await asyncio.to_thread(  # the first one sweeps dead leases
+                        RunCgroup.create, self._cgroup_parent, run_memory_bytes(limits)
+                    )
                 with _seccomp(run.cgroup is None) as fd:
                     result = await run_command(
                         self.argv(limits, fd), f"exec({source!r})\n{stdin}", limits,
@@ -343,16 +392,22 @@ class _Run:
     """One run's lease and cgroup, and how its end reads."""
 
     limits: Limits
+    kit_mounts: bool = True
     lease: UidLease | None = None
     cgroup: RunCgroup | None = None
     oom_kills: int = 0
 
     def preexec(self) -> Callable[[], None]:
         lease, join = self.lease, self.cgroup.joiner() if self.cgroup is not None else None
+        uid = lease.uid if lease is not None else os.geteuid()
+        gid = lease.uid if lease is not None else os.getegid()
+        mount = mounter(scratch_root(), self.limits.file_mb, uid, gid) if self.kit_mounts else None
 
         def then() -> None:
             if join is not None:
                 join()
+            if mount is not None:
+                mount()
             if lease is not None:
                 _drop_to(lease.uid)
 

@@ -13,8 +13,16 @@ every process in it is killed, then it is removed.
 
 This machine's kind (cgroup v1, the ``memory`` hierarchy mounted, root) is what
 :func:`memory_parent` finds: the directory of this process's own memory cgroup, when
-it is writable; the run cgroups are made under it (``mint-envkit-<pid>-<n>``), so two
-processes never share one. cgroup v2 is not used (see docs/code.md).
+it is writable. The run cgroups are made under a *lease* of this process
+(:class:`CgroupLease`): a cgroup ``mint-envkit-<16 random hex>`` under that parent whose
+directory this process holds an exclusive ``flock`` on for as long as it lives; its
+runs are ``<lease>/run-<n>``. The kernel drops the lock when the process dies, however
+it dies, so a lease nobody holds is a dead process's: :func:`sweep`, run when a process
+takes its lease, kills what is left in such a lease's runs and removes them and it
+(before, a trainer killed with ``kill -9`` left its ``mint-envkit-<pid>-<n>`` cgroups
+for good). The name is random, not the pid, so two trainers that are both pid 1 of
+their pid namespaces, or a restarted one, never meet (before, the second one's runs
+failed: the cgroup existed). cgroup v2 is not used (see docs/code.md).
 
 Example::
 
@@ -30,10 +38,17 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import fcntl
 import itertools
+import logging
 import os
+import re
+import secrets
 import signal
+import threading
+import time
 from pathlib import Path
 
 from mint_envkit.errors import SandboxError
@@ -41,6 +56,10 @@ from mint_envkit.errors import SandboxError
 _COUNTER = itertools.count()
 _CLOSE_ROUNDS = 1000
 _CLOSE_PAUSE_S = 0.005
+_LEASE_RE = re.compile(r"mint-envkit-[0-9a-f]{16}")
+_LEASES: dict[Path, CgroupLease] = {}
+_LEASES_LOCK = threading.Lock()
+logger = logging.getLogger("mint_envkit.sandbox")
 
 
 def _mounts() -> list[tuple[str, str, str, str]]:
@@ -84,6 +103,161 @@ def memory_parent() -> Path | None:
     return None
 
 
+def _kill_all(cgroup: Path) -> None:
+    """SIGKILL every process in ``cgroup`` and wait (bounded) until it can be removed; remove it."""
+    for _ in range(_CLOSE_ROUNDS):
+        try:
+            pids = [int(pid) for pid in (cgroup / "cgroup.procs").read_text().split()]
+        except OSError:
+            pids = []
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            cgroup.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:  # EBUSY while a killed process is still exiting
+            time.sleep(_CLOSE_PAUSE_S)
+    raise SandboxError(f"the memory cgroup {cgroup} did not empty; remove it by hand")
+
+
+def sweep(parent: Path) -> list[Path]:
+    """Remove the leases under ``parent`` that no live process holds, with their runs.
+
+    A lease whose ``flock`` can be taken belongs to a process that is gone (the kernel
+    dropped its lock): every process left in its runs is killed, then the runs and the
+    lease are removed. Leases of live processes, and cgroups of other names (an older
+    kit's ``mint-envkit-<pid>-<n>``, anything else), are left alone. Returns the leases
+    removed.
+
+    Example::
+
+        # not run: needs a writable memory cgroup
+        sweep(memory_parent())  # [] when no trainer died holding runs
+    """
+    removed: list[Path] = []
+    try:
+        entries = sorted(parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not _LEASE_RE.fullmatch(entry.name):  # this process's own is locked too
+            continue
+        try:
+            fd = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its process lives
+            os.close(fd)
+            continue
+        try:
+            for run in sorted(p for p in entry.iterdir() if p.is_dir()):
+                _kill_all(run)
+            _kill_all(entry)
+            removed.append(entry)
+        except (OSError, SandboxError) as err:
+            logger.warning("could not remove the dead sandbox lease %s: %s", entry, err)
+        finally:
+            os.close(fd)
+    if removed:
+        logger.info("removed %d sandbox leases of dead processes under %s", len(removed), parent)
+    return removed
+
+
+class CgroupLease:
+    """This process's cgroup under a memory parent: its runs' cgroups go inside, held by a ``flock``.
+
+    :meth:`take` sweeps the dead leases under ``parent`` first (:func:`sweep`), then
+    makes ``mint-envkit-<16 random hex>``, locks its directory and keeps the lock for
+    the life of the process (the directory is removed at exit when its runs are gone;
+    if the process is killed, the next process's sweep removes it).
+
+    Example::
+
+        # not run: needs a writable memory cgroup
+        lease = CgroupLease.take(memory_parent())
+        assert lease.path.name.startswith("mint-envkit-")
+    """
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd = fd
+
+    @classmethod
+    def take(cls, parent: Path) -> CgroupLease:
+        """This process's lease under ``parent`` (taken once; swept and made on first use).
+
+        Example::
+
+            # not run: needs a writable memory cgroup
+            assert CgroupLease.take(memory_parent()) is CgroupLease.take(memory_parent())
+        """
+        with _LEASES_LOCK:
+            held = _LEASES.get(parent)
+            if held is not None and held._fd >= 0 and held.path.is_dir():
+                return held
+            sweep(parent)
+            for _ in range(100):
+                path = parent / f"mint-envkit-{secrets.token_hex(8)}"
+                try:
+                    path.mkdir()
+                    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                except FileExistsError:
+                    continue
+                except OSError as err:
+                    raise SandboxError(
+                        f"cannot make this process's memory cgroup {path}: {err}; pass "
+                        "memory_cgroup=False to use the seccomp filter instead"
+                    ) from err
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    if os.fstat(fd).st_ino == os.stat(path).st_ino:  # not swept meanwhile
+                        lease = _LEASES[parent] = cls(path, fd)
+                        atexit.register(lease.release)
+                        return lease
+                except OSError:
+                    pass
+                os.close(fd)  # another process's sweep took it between mkdir and flock
+            raise SandboxError(f"could not take a memory cgroup lease under {parent}")
+
+    @classmethod
+    def held(cls, parent: Path) -> CgroupLease | None:
+        """The lease this process holds under ``parent``, if it took one.
+
+        Example::
+
+            # not run: needs a writable memory cgroup
+            assert CgroupLease.held(memory_parent()) is None  # before the first run
+        """
+        with _LEASES_LOCK:
+            return _LEASES.get(parent)
+
+    def release(self) -> None:
+        """Remove the lease's empty run cgroups and the lease, and drop the lock (at exit).
+
+        Example::
+
+            # not run: needs a writable memory cgroup
+            CgroupLease.take(memory_parent()).release()
+        """
+        with _LEASES_LOCK:
+            if self._fd < 0:
+                return
+            with contextlib.suppress(OSError):
+                for run in self.path.iterdir():
+                    if run.is_dir():
+                        run.rmdir()
+                self.path.rmdir()
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+            if _LEASES.get(self.path.parent) is self:
+                del _LEASES[self.path.parent]
+
+
 class RunCgroup:
     """The memory cgroup of one run: made, joined by the run's first process, closed after.
 
@@ -102,14 +276,15 @@ class RunCgroup:
 
     @classmethod
     def create(cls, parent: Path, limit_bytes: int) -> RunCgroup:
-        """A new cgroup under ``parent`` limited to ``limit_bytes`` (memory and swap).
+        """A new cgroup in this process's lease under ``parent``, limited to ``limit_bytes``
+        (memory and swap).
 
         Example::
 
             # not run: needs a writable memory cgroup
             cgroup = RunCgroup.create(memory_parent(), 64 << 20)
         """
-        path = parent / f"mint-envkit-{os.getpid()}-{next(_COUNTER)}"
+        path = CgroupLease.take(parent).path / f"run-{next(_COUNTER)}"
         try:
             path.mkdir()
             (path / "memory.limit_in_bytes").write_text(str(limit_bytes))

@@ -37,6 +37,12 @@ class CodeEnv(SingleTurnEnv):
     A test that does not split (:func:`~mint_envkit.sandbox.cases.split_test`) raises
     :class:`~mint_envkit.errors.ProblemError` when the env is made, before any sampling.
 
+    A problem may carry a reference ``solution`` (Python source; optional): it never
+    enters the prompt, and the audit uses it as the correct reply
+    (:meth:`reference_reply`), checks that it passes its own tests and measures the
+    tests' strength by mutating it (docs/audit.md). :meth:`reply_for` writes code as a
+    reply the env reads; override it with the parser.
+
     Example::
 
         from mint_envkit.sandbox import Limits
@@ -52,10 +58,17 @@ class CodeEnv(SingleTurnEnv):
         "Write the Python function the user asks for. Reply with the code in one ```python block."
     )
     required_fields: ClassVar[tuple[str, ...]] = ("question", "tests")
+    optional_fields: ClassVar[dict[str, Any]] = {"solution": None}
     reward_fn: ClassVar[Any] = code_passes()
 
     def __init__(self, **problem: Any) -> None:
         super().__init__(**problem)
+        solution = self.problem.get("solution")
+        if solution is not None and not (isinstance(solution, str) and solution.strip()):
+            raise ProblemError(
+                f"{type(self).__name__}: 'solution' is the reference solution's Python "
+                f"source (a non-empty str) or None, got {solution!r}"
+            )
         try:  # a test that cannot be judged outside the sandbox fails here, before sampling
             split_tests(self.problem.get("tests"))
         except ConfigError as err:
@@ -70,3 +83,30 @@ class CodeEnv(SingleTurnEnv):
             CodeEnv(question="q", tests=["assert True"]).answer  # ['assert True']
         """
         return self.problem.get("tests")
+
+    def reply_for(self, code: str) -> str:
+        """``code`` written as a reply this env reads: one `````python`` block.
+
+        Override it together with the parser (a reply format of your own), so the audit's
+        reference solution and trivial programs reach the env the way a model's would.
+
+        Example::
+
+            env = CodeEnv(question="q", tests=["assert f() == 1"])
+            assert env.reply_for("def f():\\n    return 1") == (
+                "```python\\ndef f():\\n    return 1\\n```")
+        """
+        return "```python\n" + code.strip("\n") + "\n```"
+
+    def reference_reply(self) -> str | None:
+        """The problem's ``solution`` as a reply (:meth:`reply_for`), or None without one.
+
+        Example::
+
+            env = CodeEnv(question="Write one().", tests=["assert one() == 1"],
+                          solution="def one():\\n    return 1")
+            assert env.reference_reply().startswith("```python\\ndef one()")
+            assert CodeEnv(question="q", tests=["assert True"]).reference_reply() is None
+        """
+        solution = self.problem.get("solution")
+        return None if solution is None else self.reply_for(solution)

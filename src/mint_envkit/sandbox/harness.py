@@ -11,7 +11,8 @@ value (or exception) per case; the nonce separates them from what the code print
 The code can print lines with the nonce too (it can read it from its own memory): a
 forged line can only carry a value, which passes only when it is the expected one. A
 case reported twice, a report of a case that does not exist, or a line that does not
-decode is tampering: that case is an ``error`` and the run's outcome ``error``. The
+decode (not JSON, over :data:`MAX_REPORT_LINE_CHARS`, or a value past the bounds of
+:func:`~mint_envkit.sandbox.inside.decode`: depth, size, digits) is tampering: that case is an ``error`` and the run's outcome ``error``. The
 program reports ``ready`` before the code runs; a run without it is the sandbox's
 failure (:class:`~mint_envkit.errors.SandboxError`), never a score.
 
@@ -66,6 +67,16 @@ Example::
 """
 
 _TAIL = 2000
+MAX_REPORT_LINE_CHARS = 64 << 20
+"""The longest report line the host reads (64 Mi chars); a longer one is tampering.
+
+The executors cap a run's whole output (``Limits.output_bytes``, 1 MiB by default); this
+bounds the reader itself, whatever executor gave it the output.
+
+Example::
+
+    assert MAX_REPORT_LINE_CHARS == 64 << 20
+"""
 
 
 @attrs.frozen
@@ -205,9 +216,9 @@ class _Report:
         elif set(event) == {"event", "index", "value"}:
             try:
                 self.cases[index] = ("value", decode(event["value"]))
-            except (ValueError, RecursionError) as err:
+            except ValueError as err:  # decode raises nothing else
                 self.cases[index] = ("bad", f"ValueError: its report does not decode: {err}")
-                self.flag(f"case {index}'s value does not decode")
+                self.flag(f"case {index}'s value does not decode: {str(err)[:200]}")
         elif set(event) == {"event", "index", "raised"} and isinstance(event["raised"], str):
             self.cases[index] = ("raised", event["raised"][:500])
         else:
@@ -223,12 +234,21 @@ def _events(stdout: str, nonce: str, count: int) -> tuple[_Report, str]:
         if line.startswith(marker):
             if kept and not kept[-1]:
                 kept.pop()  # the newline the program writes before its line
+            if len(line) > MAX_REPORT_LINE_CHARS:
+                report.flag(
+                    f"a report line of {len(line)} chars, over the {MAX_REPORT_LINE_CHARS} "
+                    "the host reads"
+                )
+                continue
             try:
                 event = json.loads(line[len(marker) :])
-            except (ValueError, RecursionError):
+            except (ValueError, RecursionError):  # an int of over 4300 digits is a ValueError
                 report.flag("a report line that is not JSON")
                 continue
-            report.add(event, count)
+            try:
+                report.add(event, count)
+            except Exception as err:  # the reader never raises on what the sandbox sent
+                report.flag(f"a report line the host could not read ({type(err).__name__})")
         else:
             kept.append(line)
     return report, "\n".join(kept)

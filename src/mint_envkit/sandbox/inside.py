@@ -16,7 +16,8 @@ is the expected one, which the code never sees.
 What crosses: ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, ``bytes``
 and ``list``, ``tuple``, ``dict``, ``set``, ``frozenset`` of them, each of exactly that
 type (an ``int`` subclass is refused, whatever its ``__eq__``), nested at most
-:data:`MAX_DEPTH` deep. JSON holds ``None``, bools, numbers, strings and lists as
+:data:`MAX_DEPTH` deep, with at most :data:`MAX_ITEMS` values in all and ints of at
+most :data:`MAX_INT_DIGITS` hex digits. JSON holds ``None``, bools, numbers, strings and lists as
 themselves; every JSON object is one tag (``{"tuple": [...]}``, ``{"int": "0x..."}``
 for an int of 64 bits or more, ...). The module imports only the standard library: it
 runs under the sandbox's own interpreter, without the kit.
@@ -51,6 +52,23 @@ Example::
 
     assert MAX_SAME_HASH == 8
 """
+MAX_ITEMS = 1_000_000
+"""The most values one reported value may hold in all (itself, its elements, their
+elements, ...): what the host builds is bounded whatever the line's size.
+
+Example::
+
+    assert MAX_ITEMS == 1_000_000
+"""
+MAX_INT_DIGITS = 4300
+"""The most hex digits of a reported ``int`` (17,200 bits). No test can expect a bigger
+one: an int literal holds at most 4,300 decimal digits (Python's limit on converting
+text to an int), about 3,570 hex digits.
+
+Example::
+
+    assert MAX_INT_DIGITS == 4300
+"""
 _SMALL = 1 << 63
 _HASHED = {"set": set, "frozenset": frozenset}
 
@@ -72,7 +90,11 @@ def encode(value: object, depth: int = 0) -> object:
     if value is None or kind is bool or kind is str or kind is float:
         return value
     if kind is int:
-        return value if -_SMALL < value < _SMALL else {"int": hex(value)}  # type: ignore[operator]
+        if -_SMALL < value < _SMALL:  # type: ignore[operator]
+            return value
+        if value.bit_length() > 4 * MAX_INT_DIGITS:  # type: ignore[attr-defined]
+            raise ValueError(f"an int of more than {MAX_INT_DIGITS} hex digits cannot be reported")
+        return {"int": hex(value)}
     if kind is list:
         return [encode(item, depth + 1) for item in value]  # type: ignore[attr-defined]
     if kind is tuple or kind is set or kind is frozenset:
@@ -91,12 +113,16 @@ def encode(value: object, depth: int = 0) -> object:
     )
 
 
-def decode(data: object, depth: int = 0) -> object:
+def decode(data: object) -> object:
     """The value :func:`encode` gave ``data`` for; a ``ValueError`` for anything else.
 
     Run by the host on what the sandbox reported, so it trusts nothing: JSON objects
-    must be one known tag, nesting stops at :data:`MAX_DEPTH`, and no more than
-    :data:`MAX_SAME_HASH` elements of a set (keys of a dict) may share a hash.
+    must be one known tag, nesting stops at :data:`MAX_DEPTH`, a value holds at most
+    :data:`MAX_ITEMS` values, an int at most :data:`MAX_INT_DIGITS` hex digits, a
+    complex two floats, and no more than :data:`MAX_SAME_HASH` elements of a set (keys
+    of a dict) may share a hash. Whatever it is given, it returns or raises
+    ``ValueError``: no other exception (an ``OverflowError``, a ``RecursionError``)
+    leaves it.
 
     Example::
 
@@ -106,22 +132,33 @@ def decode(data: object, depth: int = 0) -> object:
         except ValueError as err:
             print(err)  # not a value the sandbox sends: {'object': '<Anything>'}
     """
+    try:
+        return _decode(data, 0, [MAX_ITEMS])
+    except ValueError:
+        raise
+    except Exception as err:  # an overflow, a recursion, a type the bounds missed
+        raise ValueError(f"the value does not convert: {type(err).__name__}: {err}"[:300]) from None
+
+
+def _decode(data: object, depth: int, budget: list[int]) -> object:
     kind = type(data)
     if depth > MAX_DEPTH:
         raise ValueError(f"the value is nested more than {MAX_DEPTH} deep")
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError(f"the value holds more than {MAX_ITEMS} values")
     if data is None or kind in (bool, int, float, str):
         return data
     if kind is list:
-        return [decode(item, depth + 1) for item in data]  # type: ignore[attr-defined]
+        return [_decode(item, depth + 1, budget) for item in data]  # type: ignore[attr-defined]
     if kind is dict and len(data) == 1:  # type: ignore[arg-type]
         ((tag, body),) = data.items()  # type: ignore[attr-defined]
         if type(body) is str and tag in ("int", "bytes"):
-            return int(body, 16) if tag == "int" else bytes.fromhex(body)
-        numbers = type(body) is list and all(type(part) in (int, float) for part in body)
-        if tag == "complex" and numbers and len(body) == 2:  # type: ignore[arg-type]
-            return complex(body[0], body[1])  # type: ignore[index]
+            return _int(body) if tag == "int" else bytes.fromhex(body)
+        if tag == "complex" and type(body) is list and len(body) == 2:  # type: ignore[arg-type]
+            return _complex(body)  # type: ignore[arg-type]
         if type(body) is list and tag in ("tuple", "set", "frozenset", "dict"):
-            items = [decode(item, depth + 1) for item in body]
+            items = [_decode(item, depth + 1, budget) for item in body]
             if tag == "tuple":
                 return tuple(items)
             pairs = tag == "dict"
@@ -129,7 +166,43 @@ def decode(data: object, depth: int = 0) -> object:
                 raise ValueError("a dict is a list of [key, value] pairs")
             _check_hashes(tag, [item[0] for item in items] if pairs else items)
             return dict(items) if pairs else _HASHED[tag](items)  # type: ignore[arg-type]
-    raise ValueError(f"not a value the sandbox sends: {repr(data)[:200]}")
+    raise ValueError(f"not a value the sandbox sends: {_preview(data)}")
+
+
+def _preview(data: object) -> str:
+    try:
+        return repr(data)[:200]
+    except Exception:  # an int too long to show in decimal, a recursion
+        return f"a {type(data).__name__}"
+
+
+def _int(text: str) -> int:
+    """An ``{"int": "0x..."}`` body: a hex int of at most :data:`MAX_INT_DIGITS` digits."""
+    digits = text.lstrip("+-")
+    digits = digits[2:] if digits[:2].lower() == "0x" else digits
+    if len(digits) > MAX_INT_DIGITS:
+        raise ValueError(
+            f"an int of {len(digits)} hex digits, over the {MAX_INT_DIGITS} a value may have"
+        )
+    return int(text, 16)
+
+
+def _complex(parts: list) -> complex:
+    """A ``{"complex": [real, imag]}`` body: two floats (ints are read as floats, when they fit)."""
+    numbers = []
+    for part in parts:
+        if type(part) is float:
+            numbers.append(part)
+        elif type(part) is int:
+            try:
+                numbers.append(float(part))
+            except OverflowError:
+                raise ValueError(
+                    f"a complex part of {part.bit_length()} bits, too large for a float"
+                ) from None
+        else:
+            raise ValueError(f"a complex part that is no number: {_preview(part)[:60]}")
+    return complex(numbers[0], numbers[1])
 
 
 def _check_hashes(tag: str, keys: list) -> None:

@@ -5,7 +5,8 @@ bound each process's address space (``RLIMIT_AS``) and files (``RLIMIT_FSIZE``, 
 sized ``/work`` and ``/tmp``), but some kernel objects hold memory that neither counts:
 a ``memfd`` written with ``write()`` (never mapped), System V shared memory and message
 queues (they outlive the mapping), socket buffers (up to ``net.core.wmem_max`` each),
-io_uring rings, BPF maps, userfaultfd, perf buffers and inotify / fanotify marks. The
+io_uring rings, BPF maps, userfaultfd, perf buffers, inotify / fanotify marks, and
+extended attributes (``setxattr`` and its kin: tmpfs keeps user xattrs in memory). The
 filter (:func:`deny_filter`) makes each of those calls fail with ``EPERM``, as do the
 x32 ABI and any other architecture's calls (``int 0x80`` on x86-64). bubblewrap
 installs it (``--seccomp FD``) before it starts the program.
@@ -29,7 +30,7 @@ from mint_envkit.errors import SandboxError
 DENIED = (
     "memfd_create", "memfd_secret", "shmget", "msgget", "semget", "socket", "socketpair",
     "io_uring_setup", "bpf", "userfaultfd", "perf_event_open", "inotify_init",
-    "inotify_init1", "fanotify_init",
+    "inotify_init1", "fanotify_init", "setxattr", "lsetxattr", "fsetxattr", "setxattrat",
 )  # fmt: skip
 """The calls the filter refuses (``EPERM``).
 
@@ -46,7 +47,8 @@ _TABLES: dict[str, tuple[int, dict[str, int]]] = {
             "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "msgget": 68,
             "semget": 64, "socket": 41, "socketpair": 53, "io_uring_setup": 425, "bpf": 321,
             "userfaultfd": 323, "perf_event_open": 298, "inotify_init": 253,
-            "inotify_init1": 294, "fanotify_init": 300,
+            "inotify_init1": 294, "fanotify_init": 300, "setxattr": 188, "lsetxattr": 189,
+            "fsetxattr": 190, "setxattrat": 463,
         },
     ),
     # AUDIT_ARCH_AARCH64; numbers from asm-generic/unistd.h (it has no inotify_init)
@@ -56,7 +58,8 @@ _TABLES: dict[str, tuple[int, dict[str, int]]] = {
             "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "msgget": 186,
             "semget": 190, "socket": 198, "socketpair": 199, "io_uring_setup": 425, "bpf": 280,
             "userfaultfd": 282, "perf_event_open": 241, "inotify_init1": 26,
-            "fanotify_init": 262,
+            "fanotify_init": 262, "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7,
+            "setxattrat": 463,
         },
     ),
 }  # fmt: skip

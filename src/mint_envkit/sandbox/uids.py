@@ -8,6 +8,13 @@ an exclusive ``flock`` on that file (:func:`lease_uid`), so within one process a
 across processes at most one run holds an id. The kernel drops the lock when the
 holder dies, so a crashed trainer leaves no stale lock.
 
+The directory is made ``0700`` and must belong to this process's user, and each lock
+file is ``0600``: only that user (root, who leases ids) can open a lock file, so
+another local user cannot ``flock`` them all and block every sandbox run (before, the
+files were ``0644`` in a ``0755`` directory: anyone could open one read-only and lock
+it). A directory that belongs to another user, or that others may write, is refused
+with :class:`~mint_envkit.errors.SandboxError` rather than trusted.
+
 An id whose lock is free but under which processes run (something that does not take
 these locks uses it) is skipped and left alone; when every id of the range is held or
 busy, :func:`lease_uid` raises :class:`~mint_envkit.errors.SandboxError`: a collision is
@@ -31,6 +38,7 @@ import contextlib
 import fcntl
 import os
 import signal
+import stat
 import threading
 from pathlib import Path
 
@@ -130,17 +138,45 @@ class UidLease:
 
 
 def _lock_dir(lock_dir: str) -> Path:
+    """The lock directory, made ``0700``; refused unless it is this user's alone."""
     path = Path(lock_dir)
     with _MAKE_DIR:
         try:
-            path.mkdir(mode=0o755, parents=True, exist_ok=True)
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            found = os.lstat(path)
+            ours = stat.S_ISDIR(found.st_mode) and found.st_uid == os.geteuid()
+            if ours and stat.S_IMODE(found.st_mode) & 0o077:  # an older kit made it 0755
+                os.chmod(path, 0o700)
         except OSError as err:
             raise SandboxError(
                 f"cannot make the sandbox uid lock directory {lock_dir!r}: {err}; pass "
                 "uid_lock_dir= a directory this process can write, the same for every "
                 "trainer on this machine"
             ) from err
+    if not ours:
+        what = f"owned by uid {found.st_uid}" if stat.S_ISDIR(found.st_mode) else "no directory"
+        raise SandboxError(
+            f"the sandbox uid lock directory {lock_dir!r} is not a directory of this user "
+            f"(uid {os.geteuid()}; it is {what}): "
+            "another user could hold its locks and block every sandbox run; remove it, or "
+            "pass uid_lock_dir= a directory of this user's own"
+        )
     return path
+
+
+def _open_lock(path: Path) -> int:
+    """The lock file's descriptor, the file ``0600`` (an older kit made them ``0644``)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    except OSError as err:
+        raise SandboxError(f"cannot open the sandbox uid lock {path}: {err}") from err
+    try:
+        found = os.fstat(fd)
+        if found.st_uid == os.geteuid() and stat.S_IMODE(found.st_mode) & 0o077:
+            os.fchmod(fd, 0o600)
+    except OSError:
+        pass
+    return fd
 
 
 def lease_uid(base: int, count: int, *, lock_dir: str = DEFAULT_LOCK_DIR) -> UidLease:
@@ -160,11 +196,7 @@ def lease_uid(base: int, count: int, *, lock_dir: str = DEFAULT_LOCK_DIR) -> Uid
     directory = _lock_dir(lock_dir)
     busy: list[int] = []
     for uid in range(base, base + count):
-        path = directory / f"{uid}.lock"
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as err:
-            raise SandboxError(f"cannot open the sandbox uid lock {path}: {err}") from err
+        fd = _open_lock(directory / f"{uid}.lock")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -41,13 +41,13 @@ from mint_envkit.rollouts.backend import (
     resolve_connection,
     shared_local_backend,
 )
-from mint_envkit.rollouts.files import append_jsonl, check_writable, write_text_atomic
-from mint_envkit.rollouts.trackers import tracking_group
+from mint_envkit.runs.files import append_jsonl, check_writable, write_text_atomic
+from mint_envkit.runs.names import jsonable
+from mint_envkit.runs.store import METRICS, RESULTS, latest_results, utc_now
+from mint_envkit.runs.trackers import tracking_group
 from mint_envkit.sweep._env import grid_from_env, log_root_from_env
 from mint_envkit.sweep._grid import GridPoint, apply_fields, expand_grid, normalize_grid
 from mint_envkit.sweep._manifest import check_or_write_manifest, config_sha, exclusive
-from mint_envkit.sweep._names import jsonable
-from mint_envkit.sweep._store import METRICS, RESULTS, latest_results, utc_now
 from mint_envkit.sweep._summary import SweepSummary, build_summary
 
 Runner = Callable[[Config], Awaitable[Any] | Any]
@@ -226,6 +226,21 @@ class Sweep:
         )
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "points", points)
+
+    def clear(self) -> str | None:
+        """Delete this sweep's root and the checkpoints its runs saved (named in their
+        ``checkpoints.jsonl``, deleted from the store of ``base``'s backend); what was
+        deleted, in words, or None when the root does not exist. A root that holds files
+        but no ``sweep.json`` is kept (a :class:`~mint_envkit.errors.ConfigError`).
+
+        Example::
+
+            # not run: deletes files and checkpoints
+            print(sweep.clear())   # deleted runs/temps and the 4 checkpoint(s) its runs saved
+        """
+        from mint_envkit.sweep._clear import clear_root
+
+        return clear_root(self.root, self.base.backend, self.base.base_url)
 
     @classmethod
     def from_env(

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mint_envkit.rollouts.files import read_jsonl
+from mint_envkit.runs.files import read_jsonl
 from mint_envkit.sweep._answers import _number
 from mint_envkit.sweep._format import fmt_fixed
 from mint_envkit.sweep._rows import SummaryRow
@@ -55,6 +55,10 @@ Example::
 
 
 MIXED_KEY = "env/all/by_group/frac_mixed"
+POST_KL_KEY = "kl_post_reference_v2"
+"""The KL of the updated policy to the reference after the step (``Config.compute_post_kl``):
+half the mean squared logprob difference over the trained tokens, which is >= 0 whatever
+distribution drew the replies (the k1 estimate, ``..._v1``, is not at a temperature != 1)."""
 
 
 def _total(row: SummaryRow, key: str) -> int | None:
@@ -64,18 +68,26 @@ def _total(row: SummaryRow, key: str) -> int | None:
     return int(sum(values)) if values else None
 
 
-def _reference(row: SummaryRow) -> str:
-    """The KL reference model named in the run's ``config.json``, or a generic name."""
+def _config(row: SummaryRow) -> dict[str, Any]:
+    """The run's ``config.json`` ({} when it cannot be read)."""
     try:
         config = json.loads((Path(row.log_path) / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return "the reference model"
-    reference = config.get("kl_reference_config") if isinstance(config, dict) else None
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _reference(row: SummaryRow) -> str:
+    """The KL reference named in the run's ``config.json``, or a generic name."""
+    config = _config(row)
+    reference = config.get("kl_reference_config")
     base = reference.get("base_model") if isinstance(reference, dict) else None
     if not isinstance(base, str):
         return "the reference model"
-    model = config.get("model_name")
-    return f"{base} (the base model)" if base == model else base
+    checkpoint = reference.get("load_checkpoint_path")
+    if isinstance(checkpoint, str):
+        return f"the checkpoint {checkpoint} of {base}"
+    return f"{base} (the base model)" if base == config.get("model_name") else base
 
 
 def _checkpoint(row: SummaryRow) -> str:
@@ -85,7 +97,9 @@ def _checkpoint(row: SummaryRow) -> str:
         return "no checkpoint recorded"
     last = records[-1]
     path = last.get("sampler_path") or last.get("state_path") or "?"
-    return f"checkpoint {last.get('name', '?')} at step {last.get('step', '?')}: {path}"
+    # our loop records the steps done as "step"; tinker-cookbook's loop as "batch"
+    step = last.get("step", last.get("batch", "?"))
+    return f"checkpoint {last.get('name', '?')} at step {step}: {path}"
 
 
 def _trained(row: SummaryRow) -> str:
@@ -116,6 +130,9 @@ def _kl(row: SummaryRow) -> str:
             # step 0 samples with the initial weights: a fresh LoRA adapter is the base model
             words += ": a first step samples with the base model's weights"
         words += ")"
+    after = _number(row.metrics.final.get(POST_KL_KEY))
+    if after is not None:
+        words += f"; after the step, the updated policy's KL to it {after:.2g} (k2 estimate)"
     return words
 
 
@@ -156,12 +173,44 @@ def trained_words(row: SummaryRow, width: int = 96) -> str:
     return "\n".join(lines)
 
 
+def one_step_note(rows: Sequence[SummaryRow], width: int = 96) -> str | None:
+    """What a table of one step from a fresh adapter per config shows, and what it cannot.
+
+    None unless every config ran exactly one step and none started from a checkpoint.
+
+    Example::
+
+        print(one_step_note([row]))  # row: the module example's
+        # Every config took one step from a fresh adapter: ... a smoke test of the path
+        #   (sampling, training, the KL reference, the checkpoint), not a measure of quality.
+    """
+    if not rows or any(row.metrics.steps != 1 for row in rows):
+        return None
+    configs = [_config(row) for row in rows]
+    if any(config.get("load_checkpoint_path") for config in configs):
+        return None
+    rates = sorted({r for c in configs if (r := _number(c.get("learning_rate"))) is not None})
+    rate = f" at learning rate {', '.join(f'{r:g}' for r in rates)}" if rates else ""
+    text = (
+        "Every config took one step from a fresh adapter: its replies were sampled with the "
+        "base model's weights (a fresh LoRA adapter adds nothing), so its KL to the base "
+        "model before the step is 0 and a KL config differs from the KL-0 one only by the "
+        f"penalty's share of the advantages; one update{rate} moves the policy little (the "
+        "KL after the step, above). A table of such configs is a smoke test of the path "
+        "(sampling, training, the KL reference, the checkpoint), not a measure of quality."
+    )
+    lines = textwrap.wrap(text, width=width, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines)
+
+
 def trained_section(rows: Sequence[SummaryRow], width: int = 96) -> str:
-    """:data:`TRAINED_TITLE`, then :func:`trained_words` of each row.
+    """:data:`TRAINED_TITLE`, then :func:`trained_words` of each row (and
+    :func:`one_step_note` when every config took one step from a fresh adapter).
 
     Example::
 
         print(trained_section([row]))  # row: the module example's
     """
     body: list[Any] = [trained_words(row, width) for row in rows]
-    return "\n".join([TRAINED_TITLE, *body])
+    note = one_step_note(rows, width)
+    return "\n".join([TRAINED_TITLE, *body, *(["", note] if note else [])])

@@ -9,8 +9,10 @@ file, run as a script by the same interpreter (``python -I -S keeper.py PARENT G
 - makes itself a *child subreaper* (Linux ``PR_SET_CHILD_SUBREAPER``): every process
   below it whose parent exits is re-parented to it instead of to init, so all the
   server's descendants, ``setsid`` ones included, stay in its tree;
-- starts the server with its own stdin, stdout and stderr, then lets go of stdin and
-  stdout itself (the kit sees the server's end of file, not the keeper's);
+- starts the server in a process group of its own (so a process of the server that
+  stops or signals its own group, ``kill(0, SIGSTOP)``, does not reach the keeper),
+  with the keeper's stdin, stdout and stderr, then lets go of stdin and stdout itself
+  (the kit sees the server's end of file, not the keeper's);
 - ends the whole tree (SIGKILL to every descendant, round after round, until none is
   left) when the server exits, when it is sent SIGTERM, SIGINT or SIGHUP (passed on
   to the server, which gets ``GRACE`` seconds to exit first), or when its parent,
@@ -18,7 +20,11 @@ file, run as a script by the same interpreter (``python -I -S keeper.py PARENT G
   a pidfd, or polls ``getppid`` where there is none);
 - exits with the server's exit status (128 + the signal's number for a signal).
 
-What it cannot do: a process that SIGKILLs the keeper itself leaves its tree behind,
+What it cannot do alone: a process of the server can still signal the keeper by its pid
+(same user). The kit covers a stopped keeper (``SIGSTOP``): when a keeper has not
+ended within its time, the kit resumes it and ends the keeper's tree itself from
+outside (:func:`kill_tree`; a stopped keeper is still the subreaper that holds the
+tree together). A process that SIGKILLs the keeper itself leaves its tree behind,
 and a process started for the server by something outside its tree (a daemon it
 asks over a socket) was never in it. :func:`guarded` is how the kit wraps a command;
 where no keeper can run (not Linux, no interpreter path, no ``prctl``, or
@@ -152,6 +158,53 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def _state(pid: int) -> str:
+    """The process's state letter (``R``, ``S``, ``T`` stopped, ``Z`` zombie; ``""`` when gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def is_stopped(pid: int) -> bool:
+    """True when ``pid`` is stopped (``SIGSTOP``, ``SIGTSTP``) or traced.
+
+    Example::
+
+        assert not is_stopped(os.getpid())
+    """
+    return _state(pid) in ("T", "t")
+
+
+def kill_tree(root: int, wait_s: float = END_WAIT_S) -> bool:
+    """From outside: SIGKILL every live process below ``root`` until none is left, then
+    ``root``; False if some outlast ``wait_s``. Sync (sleeps between rounds).
+
+    For a keeper that did not end its own tree (it was stopped): while it lives, even
+    stopped, it is the subreaper its tree's orphans go to, so they stay below it.
+
+    Example::
+
+        # not run: kills processes
+        kill_tree(keeper_pid)  # True: the keeper and everything below it are gone
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = [pid for pid in descendants(root) if _state(pid) not in ("", "Z")]
+        if not left:
+            break
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(root, signal.SIGKILL)
+    return True
+
+
 def _reap(server: int) -> int | None:
     """Reap every ended child; the server's wait status if it was among them."""
     status = None
@@ -249,7 +302,9 @@ def main(argv: Sequence[str]) -> int:
     signal.signal(signal.SIGCHLD, lambda _number, _frame: None)
     try:
         reset = (signal.SIGPIPE, signal.SIGXFSZ, *_PASSED_ON, signal.SIGCHLD)
-        server = os.posix_spawnp(command[0], command, dict(os.environ), setsigdef=reset)
+        server = os.posix_spawnp(
+            command[0], command, dict(os.environ), setsigdef=reset, setpgroup=0
+        )
     except OSError as err:
         _say(f"cannot start {command[0]!r}: {err}")
         return 127

@@ -294,7 +294,7 @@ class McpConnection:
                 process = await start_process(
                     _filled(list(server.command), port),
                     stdin=subprocess.DEVNULL,
-                    stdout=errlog,
+                    stdout=None,  # into the capped log, with its stderr
                     stderr=errlog,
                     env=env,
                     cwd=server.cwd,

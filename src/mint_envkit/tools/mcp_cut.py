@@ -36,6 +36,12 @@ MAX_MCP_MESSAGE_BYTES = 4 * 1024 * 1024
 """The longest MCP message (a line over stdio, a body over HTTP) the kit reads whole."""
 TAIL_BYTES = 4096
 """The bytes kept of the end of a longer message (where its id may be)."""
+MAX_MCP_ITEMS = 10_000
+"""The most values of one ``tools/call`` answer handed to the SDK as they are: an answer
+with more (more content blocks, or structured content with more values, counted
+roughly as its commas) is read by the kit into text first (:func:`many_items`): the
+SDK's validation of 100k blocks held the interpreter's lock for seconds, stalling the
+episode's event loop in another thread."""
 CUT_META = "mint-envkit/cut"
 """The ``_meta`` key of a stand-in result: ``{"bytes": the answer's size, "limit": the bound,
 "failed": whether the answer was an error}`` (the stand-in itself is always ``isError``, so
@@ -179,17 +185,113 @@ def _string_start(head: bytes, keys: tuple[str, ...]) -> str:
 
 
 def message_id(message: Bounded, waiting: Mapping[Any, str]) -> Any:
-    """The id of the request a cut message answers, if it is one of ``waiting`` (else None).
+    """The id of the request a message answers (read from its start or end, without
+    parsing it whole), if it is one of ``waiting`` (else None).
 
     Example::
 
         message_id(message, {3: "tools/call"})  # 3
     """
-    for members in (_top_members(message.data), _trailing_members(message.tail)):
+    tail = message.tail if message.cut else message.data[-TAIL_BYTES:]
+    for members in (_top_members(message.data), _trailing_members(tail)):
         found = members.get("id")
         if found is not None and not isinstance(found, bool) and found in waiting:
             return found
     return None
+
+
+def undecodable(message: Bounded, waiting: Mapping[Any, str], why: str) -> dict[str, Any] | None:
+    """A JSON-RPC parse error answering the request an undecodable message was for, or None.
+
+    The SDK's stdio session drops a line its parser refuses (nesting past pydantic's
+    limit of about 200 levels, an integer out of its range, broken JSON) and the request
+    it answered waits for its whole timeout; this error answers it at once instead.
+
+    Example::
+
+        line = Bounded()
+        line.add(b'{"jsonrpc": "2.0", "id": 4, "result": ' + b"[" * 5000 + b"]" * 5000 + b"}")
+        undecodable(line, {4: "tools/call"}, "recursion limit exceeded")["error"]["code"]  # -32700
+    """
+    found = message_id(message, waiting)
+    if found is None:
+        return None
+    error = {
+        "code": -32700,
+        "message": (
+            f"the server's answer to {waiting[found]} ({message.size} bytes) does not "
+            f"decode: {why[:300]}"
+        ),
+    }
+    return {"jsonrpc": "2.0", "id": found, "error": error}
+
+
+def _items_text(result: dict[str, Any], limit: int) -> tuple[str, int, bool]:
+    """``(text, blocks, cut)``: the text blocks of ``result`` joined, up to ``limit`` chars."""
+    content = result.get("content")
+    blocks = content if isinstance(content, list) else []
+    parts: list[str] = []
+    size = 0
+    for index, block in enumerate(blocks):
+        if size > limit:
+            return "\n".join(parts)[:limit], len(blocks), True
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        else:
+            kind = block.get("type") if isinstance(block, dict) else None
+            parts.append(f"[{kind or 'unknown'} content, not shown]")
+        size += len(parts[-1]) + (1 if index else 0)
+    if blocks:
+        return "\n".join(parts)[:limit], len(blocks), size > limit
+    from mint_envkit.tools.results import result_text  # a light sibling: no cycle at import
+
+    structured = result.get("structuredContent")
+    text = result_text(structured, limit)
+    return text, 0, len(text) > limit
+
+
+def many_items(
+    message: Bounded, waiting: Mapping[Any, str], *, answers: Any = None
+) -> dict[str, Any] | None:
+    """A small stand-in for a ``tools/call`` answer with over :data:`MAX_MCP_ITEMS` values, or None.
+
+    Read with the standard library's parser (C, tens of ms for 4 MiB), its text
+    blocks are joined up to the bound on one message (structured content, when there
+    is no text, is written as JSON up to it), and the answer is replaced by one text
+    block with :data:`CUT_META` in its ``_meta`` (``items``: the blocks; ``cut``:
+    whether text was left out). Its structured content is not handed on: the SDK
+    would check it, value by value, against the tool's output schema.
+
+    Example::
+
+        line = Bounded()
+        line.add(json.dumps({"jsonrpc": "2.0", "id": 5, "result": {"content": [
+            {"type": "text", "text": str(i)} for i in range(20_000)]}}).encode())
+        many_items(line, {5: "tools/call"})["result"]["_meta"]  # {'mint-envkit/cut': {..., 'items': 20000}}
+    """
+    data = message.data
+    if message.cut or data.count(b",") <= MAX_MCP_ITEMS:
+        return None
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError):
+        return None  # the SDK's parser refuses it too: undecodable()
+    found = parsed.get("id") if isinstance(parsed, dict) else None
+    if answers in waiting:
+        found = answers
+    result = parsed.get("result") if isinstance(parsed, dict) else None
+    if found not in waiting or waiting[found] != "tools/call" or not isinstance(result, dict):
+        return None
+    text, blocks, cut = _items_text(result, message.limit)
+    meta = {"bytes": message.size, "limit": message.limit, "items": blocks, "cut": cut}
+    meta["failed"] = result.get("isError") is True
+    answer = {
+        "content": [{"type": "text", "text": text}],
+        "isError": True,
+        "resultType": "complete",
+    }
+    answer["_meta"] = {CUT_META: meta}
+    return {"jsonrpc": "2.0", "id": found, "result": answer}
 
 
 def stand_in(

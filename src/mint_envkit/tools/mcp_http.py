@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mint_envkit.tools.mcp_cut import MAX_MCP_MESSAGE_BYTES, Bounded, stand_in
+from mint_envkit.tools.mcp_cut import MAX_MCP_MESSAGE_BYTES, Bounded, many_items, stand_in
 
 _DROPPED_HEADERS = (b"content-length", b"content-encoding", b"transfer-encoding")
 
@@ -72,11 +72,13 @@ def bounded_http_client(limit: int = MAX_MCP_MESSAGE_BYTES) -> Any:
             finally:
                 await response.aclose()
             data = body.data
+            waiting = _waiting(request.content)
+            answers = next(iter(waiting), None)
             if body.cut:
-                waiting = _waiting(request.content)
-                answers = next(iter(waiting), None)
                 standing = stand_in(body, waiting, answers=answers)
                 data = json.dumps(standing).encode() if standing is not None else b""
+            elif (many := many_items(body, waiting, answers=answers)) is not None:
+                data = json.dumps(many).encode()
             headers = [
                 (name, value)
                 for name, value in response.headers.raw

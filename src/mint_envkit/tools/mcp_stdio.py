@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from mint_envkit.tools import keeper
-from mint_envkit.tools.mcp_cut import MAX_MCP_MESSAGE_BYTES, Bounded, stand_in
+from mint_envkit.tools.mcp_cut import (
+    MAX_MCP_MESSAGE_BYTES,
+    Bounded,
+    many_items,
+    stand_in,
+    undecodable,
+)
+from mint_envkit.tools.mcp_log import LogSink, relay
 
 KILL_WAIT_S = 3.0
 """Seconds a server's process (its keeper) has after SIGTERM before SIGKILL."""
@@ -41,6 +48,9 @@ EXIT_WAIT_S = 2.0
 """Seconds a stdio server has to exit once its stdin is closed, before SIGTERM."""
 _CHUNK = 1 << 20
 logger = logging.getLogger("mint_envkit.tools")
+
+
+_RELAYS: set[asyncio.Task[None]] = set()
 
 
 async def start_process(
@@ -54,21 +64,33 @@ async def start_process(
 ) -> asyncio.subprocess.Process:
     """Start ``command`` through a keeper, in a session (and process group) of its own.
 
+    Its stderr goes through a pipe into ``stderr``, capped at
+    :data:`~mint_envkit.tools.mcp_log.MAX_LOG_BYTES` (:mod:`~mint_envkit.tools.mcp_log`);
+    ``stdout`` is a pipe for the kit (``subprocess.PIPE``), or ``None`` to go into the
+    same capped log (an HTTP server's).
+
     Example::
 
         # not run: starts a server
-        process = await start_process(command, stdin=subprocess.DEVNULL, stdout=log,
+        process = await start_process(command, stdin=subprocess.DEVNULL, stdout=None,
                                       stderr=log, env=None, cwd=None)
     """
-    return await asyncio.create_subprocess_exec(
+    process = await asyncio.create_subprocess_exec(
         *keeper.guarded(command),
         stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         env=env,
         cwd=cwd,
         start_new_session=True,
     )
+    sink = LogSink(stderr, f"MCP server process {process.pid} ({' '.join(command)[:80]})")
+    streams = [process.stderr] + ([process.stdout] if stdout is None else [])
+    for stream in streams:
+        task = asyncio.ensure_future(relay(stream, sink))
+        _RELAYS.add(task)
+        task.add_done_callback(_RELAYS.discard)
+    return process
 
 
 async def _exited(process: asyncio.subprocess.Process, within_s: float) -> bool:
@@ -84,13 +106,15 @@ async def _exited(process: asyncio.subprocess.Process, within_s: float) -> bool:
 
 
 async def end_process(process: asyncio.subprocess.Process, *, close_stdin: bool = False) -> None:
-    """End a process :func:`start_process` started, and its tree; bounded, at most ~8 s.
+    """End a process :func:`start_process` started, and its tree; bounded, at most ~13 s.
 
     With ``close_stdin``, its stdin is closed first and it gets :data:`EXIT_WAIT_S`
     to exit (a stdio server ends at end of file). Then SIGTERM to its process group
-    (the keeper passes it on, gives the server its grace, then kills the tree), and
-    SIGKILL after :data:`KILL_WAIT_S`; last, SIGKILL to whatever is left of the
-    group (where no keeper ran).
+    (the keeper passes it on, gives the server its grace, then kills the tree). A
+    keeper that is stopped (something of the server sent it ``SIGSTOP``), or has not
+    exited :data:`KILL_WAIT_S` after the SIGTERM, has its tree ended from here
+    (:func:`~mint_envkit.tools.keeper.kill_tree`), then is SIGKILLed; last, SIGKILL to
+    whatever is left of the group (where no keeper ran).
 
     Example::
 
@@ -101,11 +125,20 @@ async def end_process(process: asyncio.subprocess.Process, *, close_stdin: bool 
         with contextlib.suppress(OSError, RuntimeError):
             process.stdin.close()
         await _exited(process, EXIT_WAIT_S)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        if process.returncode is not None:
-            break
+    stopped = process.returncode is None and keeper.is_stopped(process.pid)
+    if stopped:  # it cannot be trusted to end its tree: the kit does it at once
+        logger.warning(
+            "the keeper of MCP server process %d was stopped (SIGSTOP by a process of the "
+            "server?); the kit ends its tree itself",
+            process.pid,
+        )
+    if process.returncode is None and not stopped:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
+            os.killpg(process.pid, signal.SIGTERM)
+        await _exited(process, KILL_WAIT_S)
+    if process.returncode is None:  # the keeper did not end its tree: end it from here
+        if not await asyncio.to_thread(keeper.kill_tree, process.pid):
+            logger.warning("processes below MCP server process %d outlasted SIGKILL", process.pid)
         await _exited(process, KILL_WAIT_S)
     if process.returncode is None:
         logger.warning("MCP server process %d outlived SIGKILL; left behind", process.pid)
@@ -131,9 +164,12 @@ async def _lines(stream: asyncio.StreamReader, limit: int) -> AsyncIterator[Boun
         line.add(view[start:])
 
 
-def _message(line: Bounded, waiting: dict[Any, str]) -> Any:
+def read_message(line: Bounded, waiting: dict[Any, str]) -> Any:
     """The SDK's message for one line: a SessionMessage, an Exception (as the SDK's
-    own transport gives), or None (a blank line, or a cut one no request waits for)."""
+    own transport gives), or None (a blank line, or a cut one no request waits for).
+    A line that does not decode but answers a waiting request becomes a JSON-RPC
+    parse error for it (:func:`~mint_envkit.tools.mcp_cut.undecodable`), so the call
+    fails at once instead of at its timeout."""
     from mcp.shared.message import SessionMessage
     from mcp.types import JSONRPCError, JSONRPCResponse, jsonrpc_message_adapter
     from pydantic import ValidationError
@@ -153,10 +189,18 @@ def _message(line: Bounded, waiting: dict[Any, str]) -> Any:
         data = line.data
         if not data.strip():
             return None
+        many = many_items(line, waiting)
         try:
-            parsed = jsonrpc_message_adapter.validate_json(data, by_name=False)
-        except ValidationError as err:
-            return err
+            if many is not None:
+                parsed = jsonrpc_message_adapter.validate_python(many, by_name=False)
+            else:
+                parsed = jsonrpc_message_adapter.validate_json(data, by_name=False)
+        except ValidationError as err:  # too deep, a number out of range, not JSON
+            why = "; ".join(str(e.get("msg", "")) for e in err.errors()[:2]) or type(err).__name__
+            standing = undecodable(line, waiting, why)
+            if standing is None:
+                return err
+            parsed = jsonrpc_message_adapter.validate_python(standing, by_name=False)
     if isinstance(parsed, JSONRPCResponse | JSONRPCError):
         waiting.pop(parsed.id, None)
     return SessionMessage(parsed)
@@ -206,7 +250,7 @@ async def stdio_transport(
     async def read() -> None:
         async with reader_end:
             async for line in _lines(stdout, limit):
-                item = _message(line, waiting)
+                item = read_message(line, waiting)
                 if item is None:
                     continue
                 try:

@@ -15,13 +15,12 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from mint_envkit.errors import EnvError
 from mint_envkit.tools.mcp_connection import McpConnection, import_mcp, on_mcp_loop
-from mint_envkit.tools.mcp_cut import CUT_META
-from mint_envkit.tools.results import CutResult
+from mint_envkit.tools.mcp_cut import CUT_META, MAX_MCP_MESSAGE_BYTES
+from mint_envkit.tools.results import CutResult, result_text
 from mint_envkit.tools.schema import _parse_docstring
 from mint_envkit.tools.threads import ToolThreads
 
@@ -49,10 +48,14 @@ def _untitled(schema: Any) -> Any:
     return out
 
 
-def _content_text(result: Any) -> str:
-    """A ``CallToolResult``'s content as text for the model."""
+def _content_text(result: Any, limit: int = MAX_MCP_MESSAGE_BYTES) -> str:
+    """A ``CallToolResult``'s content as text for the model, at most about ``limit`` chars
+    (the blocks past it are not read; the message then ends where it was cut)."""
     parts: list[str] = []
+    size = 0
     for block in getattr(result, "content", None) or []:
+        if size > limit:
+            break
         kind = getattr(block, "type", "")
         if kind == "text":
             parts.append(str(block.text))
@@ -63,10 +66,21 @@ def _content_text(result: Any) -> str:
                 getattr(block, "resource", None), "mime_type", None
             )
             parts.append(f"[{kind or 'unknown'} content{f' ({mime})' if mime else ''}, not shown]")
+        size += len(parts[-1]) + 1
     structured = getattr(result, "structured_content", None)
     if not parts and structured is not None:
-        return json.dumps(structured, ensure_ascii=False)
+        return result_text(structured, limit)  # JSON, made only as far as the limit
     return "\n".join(parts)
+
+
+def _read_result(result: Any) -> tuple[str, Any, bool]:
+    """``(text, cut meta or None, failed)`` of a ``CallToolResult``: run on the MCP loop,
+    so a result of many blocks never costs the episode's event loop its conversion."""
+    text = _content_text(result)
+    meta = getattr(result, "meta", None)
+    cut = meta.get(CUT_META) if isinstance(meta, dict) else None
+    failed = cut.get("failed") if isinstance(cut, dict) else getattr(result, "is_error", False)
+    return text, cut, bool(failed)
 
 
 class McpTool:
@@ -135,24 +149,34 @@ class McpTool:
                 the message says which.
         """
         del threads
-        call = on_mcp_loop(self.connection.call(self.remote_name, arguments, timeout_s=timeout_s))
+        call = on_mcp_loop(self._call(arguments, timeout_s))
         wait = None if timeout_s is None else timeout_s + _GRACE_S
         try:
-            result = await asyncio.wait_for(call, wait)
+            text, cut, failed = await asyncio.wait_for(call, wait)
         except (TimeoutError, EnvError):
             raise
         except Exception as err:
             raise self._error(err) from err
-        text = _content_text(result)
-        meta = getattr(result, "meta", None)
-        cut = meta.get(CUT_META) if isinstance(meta, dict) else None
-        failed = cut.get("failed") if isinstance(cut, dict) else getattr(result, "is_error", False)
         if failed:
             raise EnvError(f"{self.name} failed: {text or 'the server gave no reason'}")
+        if isinstance(cut, dict) and "items" in cut:  # over MAX_MCP_ITEMS: read by the kit
+            if not cut.get("cut"):
+                return text
+            why = (
+                f"the {cut.get('limit')} chars the kit reads of an answer of {cut['items']} blocks"
+            )
+            return CutResult(text, total_bytes=int(cut.get("bytes", 0)), why=why)
         if isinstance(cut, dict):  # the answer was over the bound on one message
             why = f"the {cut.get('limit')}-byte bound the kit reads of one MCP message"
             return CutResult(text, total_bytes=int(cut.get("bytes", 0)), why=why)
         return text
+
+    async def _call(
+        self, arguments: dict[str, Any], timeout_s: float | None
+    ) -> tuple[str, Any, bool]:
+        """The call and the reading of its result, on the MCP loop."""
+        result = await self.connection.call(self.remote_name, arguments, timeout_s=timeout_s)
+        return _read_result(result)
 
     def _error(self, err: Exception) -> Exception:
         mcp = import_mcp()

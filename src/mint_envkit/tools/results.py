@@ -5,7 +5,9 @@ is not JSON). With a cap, the text is cut to that many chars and ends with a mar
 A value that is not a string is converted only as far as the cap reaches: its JSON is
 made piece by piece and the making stops past the cap, so a result of millions of
 elements costs the caller's event loop what the kept part costs, not the whole
-conversion. A :class:`CutResult` is a result already cut before it reached the kit
+conversion. A value that is not JSON (a ``set``, a list holding one) is written as
+``str()`` writes it, also piece by piece for the builtin containers (before, a
+3-million-element set was written whole: 1.03 s of the loop in issue 46's probe). A :class:`CutResult` is a result already cut before it reached the kit
 (an MCP server's answer over the bound on one message, see
 :mod:`~mint_envkit.tools.mcp_cut`); its marker says how big the answer was.
 
@@ -98,11 +100,74 @@ def _pieces(value: Any, room: int, path: set[int]) -> Iterator[str]:
     path.discard(id(value))
 
 
-def _shown(value: Any) -> str:
+_OPEN = {list: ("[", "]"), tuple: ("(", ")"), set: ("{", "}"), dict: ("{", "}")}
+
+
+def _repr_pieces(value: Any, room: int, path: set[int]) -> Iterator[str]:
+    """``repr(value)`` piece by piece for the builtin containers (what ``str()`` of one
+    writes); a string or bytes leaf cut to ``room`` chars first."""
+    kind = type(value)
+    if kind is str or kind is bytes:
+        yield repr(value[:room])
+        return
+    if kind not in (list, tuple, set, frozenset, dict):
+        yield _shown(value, whole=True)
+        return
+    if id(value) in path:  # as repr() marks a container inside itself
+        yield "{...}" if kind is dict else "[...]"
+        return
+    if kind is set and not value:
+        yield "set()"
+        return
+    if kind is frozenset:
+        yield "frozenset()" if not value else "frozenset({"
+        if not value:
+            return
+        opening, closing = "", "})"
+    else:
+        opening, closing = _OPEN[kind]
+    path.add(id(value))
+    yield opening
+    items = value.items() if kind is dict else value
+    for index, item in enumerate(items):
+        if index:
+            yield ", "
+        if kind is dict:
+            yield from _repr_pieces(item[0], room, path)
+            yield ": "
+            yield from _repr_pieces(item[1], room, path)
+        else:
+            yield from _repr_pieces(item, room, path)
+    if kind is tuple and len(value) == 1:
+        yield ","
+    yield closing
+    path.discard(id(value))
+
+
+def _shown(value: Any, whole: bool = False) -> str:
     try:
-        return str(value)
+        return repr(value) if whole else str(value)
     except Exception as err:
         return f"<a {type(value).__name__} that cannot be shown: {type(err).__name__}>"
+
+
+def _shown_within(value: Any, cap: int) -> str:
+    """``str(value)`` cut to ``cap`` chars and a marker; a builtin container (a set, a list
+    holding one) is written only as far as the cap reaches, never whole."""
+    if type(value) not in (list, tuple, set, frozenset, dict):
+        return capped(_shown(value), cap)
+    parts: list[str] = []
+    size = 0
+    try:
+        for piece in _repr_pieces(value, cap + 1, set()):
+            parts.append(piece)
+            size += len(piece)
+            if size > cap:
+                text = "".join(parts)
+                return f"{text[:cap]}\n[the rest cut: a tool result is capped at {cap} chars]"
+    except (RecursionError, ValueError):  # too deep; an int too long to write
+        return capped(_shown(value), cap)
+    return "".join(parts)
 
 
 def result_text(value: Any, cap: int | None) -> str:
@@ -137,5 +202,5 @@ def result_text(value: Any, cap: int | None) -> str:
                 text = "".join(parts)
                 return f"{text[:cap]}\n[the rest cut: a tool result is capped at {cap} chars]"
     except (TypeError, ValueError, RecursionError):
-        return capped(_shown(value), cap)
+        return _shown_within(value, cap)
     return "".join(parts)

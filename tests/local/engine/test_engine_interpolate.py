@@ -71,3 +71,44 @@ def test_a_combination_that_overflows_float32_is_refused() -> None:
     with pytest.raises(EngineError, match=r"not finite at layer .*q_proj.*smaller coefficients"):
         check_finite(spec, tensors)
     check_finite(*combine([(LoraSpec(rank=2), _lora(2, [Q], 0))], [10.0]))  # the bound: fine
+
+
+def _meta(engine, path: str) -> dict:
+    """A checkpoint's meta.json, read from the engine's state directory."""
+    import json
+
+    run, kind, name = path.removeprefix("tinker://").split("/", 2)
+    return json.loads((engine.state_dir / run / kind / name / "meta.json").read_text())
+
+
+def test_a_chain_of_interpolations_is_bounded_over_the_chain(engine) -> None:
+    """issue 46: each call was bounded alone (|c| <= 10), so chaining x10 interpolations
+    multiplied a trained delta by 10 per call (a uniform-logprob model from the 6th
+    call on, no error). Each checkpoint now records its gain, and a combination's gain
+    (sum of |c| x the sources' gains) is bounded by COEFFICIENT_MAX."""
+    from engine_kit import SMALL, trained_lora
+
+    from mint_envkit.local.bounds import COEFFICIENT_MAX
+    from mint_envkit.local.engine.interpolate import interpolate_checkpoints
+
+    model_id = trained_lora(engine, seed=3)
+    trained = engine.save_state(model_id, "chain-0", kind="sampler")
+    out = f"tinker://{model_id}/sampler_weights/"
+    ten = interpolate_checkpoints(engine, [trained], [COEFFICIENT_MAX], output=out + "chain-1")
+    assert _meta(engine, ten)["gain"] == COEFFICIENT_MAX
+    mixed = interpolate_checkpoints(engine, [ten, SMALL], [0.5, 0.5], output=out + "chain-mix")
+    assert _meta(engine, mixed)["gain"] == COEFFICIENT_MAX / 2
+    with pytest.raises(
+        EngineError, match=r"would hold 100 trained deltas .*source_paths\[0\] already 10"
+    ):
+        interpolate_checkpoints(engine, [ten], [COEFFICIENT_MAX], output=out + "chain-2")
+    with pytest.raises(EngineError, match="over the bound of 10"):
+        interpolate_checkpoints(engine, [ten, trained], [1.0, 0.5], output=out + "chain-3")
+    # trained further from the x10 checkpoint: what it saves keeps the gain
+    again = engine.create_lora_from_state(ten, with_optimizer=False)
+    resaved = engine.save_state(again, "chain-resaved", kind="sampler")
+    assert _meta(engine, resaved)["gain"] == COEFFICIENT_MAX
+    with pytest.raises(EngineError, match="over the bound of 10"):
+        interpolate_checkpoints(
+            engine, [resaved], [2.0], output=f"tinker://{again}/sampler_weights/chain-4"
+        )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mint_envkit.local.engine.checkpoints import CheckpointStore
-from mint_envkit.local.engine.scratch import STALE_UNTAGGED_S, scratch_prefix, sweep
+from mint_envkit.local.engine.scratch import STALE_UNTAGGED_S, scratch_prefix, start_ticks, sweep
 
 
 @pytest.fixture
@@ -34,9 +35,8 @@ def _state(kind_dir: Path) -> Path:
 def _tagged(
     kind_dir: Path, kind: str, pid: int, host: str | None = None, tail: str = "abc123_x"
 ) -> Path:
-    prefix = scratch_prefix(kind).replace(f"-{os.getpid()}-", f"-{pid}-")
-    if host is not None:
-        prefix = f"{kind}{host}-{pid}-"
+    own_host = scratch_prefix(kind)[len(kind) :].rsplit("-", 2)[0]
+    prefix = f"{kind}{host or own_host}-{pid}-"  # no start time: the liveness of the pid alone
     folder = kind_dir / f"{prefix}{tail}"
     folder.mkdir()
     (folder / "adapter_model.safetensors").write_bytes(b"partial")
@@ -108,3 +108,57 @@ def test_a_store_sweeps_when_it_opens(kind_dir: Path) -> None:
     dead = _tagged(kind_dir, ".tmp-", _dead_pid())
     store = CheckpointStore(_state(kind_dir))
     assert store.swept == [dead] and not dead.exists()
+
+
+def test_a_folder_of_an_earlier_process_with_this_pid_is_swept(kind_dir: Path) -> None:
+    """issue 46: a server that is pid 1 of its container counted itself as the owner of
+    its killed predecessor's folders (also pid 1), so they were never removed. The tag
+    holds the start time too: only this very process's folders are kept."""
+    own_host = scratch_prefix(".tmp-")[len(".tmp-") :].rsplit("-", 2)[0]
+    me, ticks = os.getpid(), start_ticks()
+    assert ticks is not None
+    older_format = kind_dir / f".tmp-{own_host}-{me}-abc123_x"  # a version before the start time
+    predecessor = kind_dir / f".tmp-{own_host}-{me}.{ticks - 1}-abc123_y"
+    mine = kind_dir / f".tmp-{own_host}-{me}.{ticks}-abc123_z"
+    for folder in (older_format, predecessor, mine):
+        folder.mkdir()
+    assert sorted(sweep(_state(kind_dir))) == sorted([older_format, predecessor])
+    assert mine.is_dir()
+
+
+PID_1_SAVE = """
+import os, sys, tempfile
+from pathlib import Path
+from mint_envkit.local.engine.scratch import scratch_prefix, sweep
+assert os.getpid() == 1, os.getpid()
+kind_dir = Path(sys.argv[1])
+if sys.argv[2] == "save":  # a save killed before its rename: its scratch folder stays
+    tmp = tempfile.mkdtemp(prefix=scratch_prefix(".tmp-"), dir=kind_dir)
+    Path(tmp, "adapter_model.safetensors").write_bytes(b"partial")
+    os._exit(137)  # as kill -9 would end it
+print(len(sweep(kind_dir.parent.parent)))
+"""
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0, reason="needs unshare")
+def test_a_server_that_is_pid_1_sweeps_its_killed_predecessors_saves(kind_dir: Path) -> None:
+    pid_1 = [
+        "unshare",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "--kill-child",
+        sys.executable,
+        "-c",
+        PID_1_SAVE,
+    ]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src")}
+    killed = subprocess.run(
+        [*pid_1, str(kind_dir), "save"], env=env, capture_output=True, text=True
+    )
+    assert killed.returncode == 137 and len(list(kind_dir.iterdir())) == 1, killed.stderr
+    restarted = subprocess.run(
+        [*pid_1, str(kind_dir), "open"], env=env, capture_output=True, text=True
+    )
+    assert restarted.returncode == 0, restarted.stderr
+    assert restarted.stdout.strip() == "1" and list(kind_dir.iterdir()) == []

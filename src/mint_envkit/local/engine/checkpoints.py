@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from mint_envkit.checks import is_number
 from mint_envkit.local.models.loader import resolve_model_name
 
 from .checkpoint_files import check_factors, check_fits, read_meta, read_tensors
@@ -90,6 +91,24 @@ def _optimizer_tensors(trainer: Trainer) -> dict[str, torch.Tensor]:
                 value = torch.tensor(float(value))
             out[f"{field}::{key}"] = value.detach().to("cpu", torch.float32).contiguous()
     return out
+
+
+def meta_gain(meta: dict[str, Any], path: str) -> float:
+    """How many trained deltas a checkpoint's weights may hold (its ``meta.json`` ``gain``;
+    1 for a checkpoint that holds what training made, more after an interpolation that
+    extrapolates: see :mod:`.interpolate`).
+
+    Example::
+
+        assert meta_gain({"lora": {}}, "tinker://run/weights/a") == 1.0
+    """
+    gain = meta.get("gain", 1.0)
+    if not is_number(gain) or not 0 <= gain < float("inf"):
+        raise EngineError(
+            f"checkpoint {path!r} is unreadable: its meta.json's gain is {gain!r}, not a "
+            "finite number >= 0; delete it and save it again"
+        )
+    return float(gain)
 
 
 class CheckpointStore:
@@ -199,6 +218,8 @@ class CheckpointStore:
                 "step": trainer.step,
                 "has_optimizer": with_optimizer,
             }
+            if trainer.gain != 1.0:  # an interpolation, or trained from one (interpolate.py)
+                meta["gain"] = trainer.gain
             if with_optimizer:
                 _save_file(_optimizer_tensors(trainer), str(tmp / "optimizer.safetensors"))
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
@@ -310,6 +331,7 @@ class CheckpointStore:
                 p.copy_(tensors[key])
                 p.grad = None
         trainer.optimizer.state.clear()
+        trainer.gain = meta_gain(meta, path)
         if with_optimizer:
             for key, p in trainer.params.items():
                 if f"exp_avg::{key}" not in opt:

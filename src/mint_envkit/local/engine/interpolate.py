@@ -37,9 +37,10 @@ from typing import Any, cast
 
 import torch
 
-from mint_envkit.local.bounds import coefficient_problem
+from mint_envkit.local.bounds import COEFFICIENT_MAX, coefficient_problem
 from mint_envkit.local.models.loader import resolve_model_name
 
+from .checkpoints import meta_gain
 from .core import Engine, _locked
 from .records import LORA_ALPHA, EngineError, LoraSpec, Trainer
 
@@ -214,6 +215,7 @@ def interpolate_checkpoints(
     _check_rank(
         [int(m["lora"]["rank"]) for m, c in zip(metas, coefs, strict=True) if m and c != 0.0]
     )
+    gain = chain_gain(source_paths, metas, coefs)
     check_output(engine, output, bases[0])
     loras: list[tuple[LoraSpec, dict[str, torch.Tensor]]] = []
     lora_coefs: list[float] = []
@@ -235,8 +237,37 @@ def interpolate_checkpoints(
         adapter="",
         params={},
         optimizer=cast(Any, None),
+        gain=gain,
     )
     return store.write(holder, "sampler_weights", name, tensors, False)
+
+
+def chain_gain(
+    source_paths: Sequence[str], metas: Sequence[dict[str, Any] | None], coefs: Sequence[float]
+) -> float:
+    """The combination's gain ``sum_k |c_k| * gain_k``; EngineError(user) past the bound.
+
+    A base model source has gain 0 (no delta).
+
+    Example::
+
+        meta = {"gain": 4.0}
+        assert chain_gain(["tinker://r/sampler_weights/a", "base"], [meta, None], [2.0, -1.0]) == 8.0
+    """
+    gains = [
+        0.0 if m is None else meta_gain(m, p) for p, m in zip(source_paths, metas, strict=True)
+    ]
+    gain = sum(abs(c) * g for c, g in zip(coefs, gains, strict=True))
+    if gain > COEFFICIENT_MAX:
+        held = ", ".join(f"source_paths[{i}] already {g:g}" for i, g in enumerate(gains) if g > 1.0)
+        raise EngineError(
+            f"the combination would hold {gain:g} trained deltas (sum of |coefficient| x each "
+            f"source's gain{': ' + held if held else ''}), over the bound of "
+            f"{COEFFICIENT_MAX:g} for a chain of interpolations (each call multiplies what "
+            "its sources hold); use smaller coefficients, or interpolate the original "
+            "checkpoints instead of an extrapolated one"
+        )
+    return gain
 
 
 @_locked

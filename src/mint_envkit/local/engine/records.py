@@ -209,6 +209,7 @@ class Trainer:
     params: dict[str, torch.nn.Parameter]
     optimizer: torch.optim.AdamW
     step: int = 0
+    gain: float = 1.0  # how many trained deltas its weights may hold (interpolate.py)
 
 
 @attrs.frozen

@@ -1,7 +1,9 @@
 """The scratch folders of checkpoint writes: named for their owner, swept at start-up.
 
-A save writes the new checkpoint into ``.tmp-<host>-<pid>-<random>`` beside its
-target and renames it into place; replacing or deleting a checkpoint first moves
+A save writes the new checkpoint into ``.tmp-<host>-<pid>.<start>-<random>`` beside its
+target (``<start>``: when the process started, in clock ticks since boot, so a later
+process that gets the same pid, such as a restarted pid 1 of a container, is not
+taken for the owner) and renames it into place; replacing or deleting a checkpoint first moves
 the old folder into ``.old-...`` / ``.del-...`` (:data:`SCRATCH_KINDS`). A process
 killed in between (``kill -9``, a power cut) leaves that folder behind: issue 33's
 probe found 15.5 MB of ``.tmp-*`` after one killed save, which no restart removed.
@@ -9,8 +11,12 @@ probe found 15.5 MB of ``.tmp-*`` after one killed save, which no restart remove
 opens a state directory (every server start) and removes the scratch folders no
 live process owns:
 
-- tagged with this host and a pid that no running process has (a pid that is
-  running, this process's own included, keeps its folders: it may be saving);
+- tagged with this host and a pid that no running process has, or that a process
+  started at another time has (a live owner keeps its folders: it may be saving;
+  before the start time was in the tag, a server that is pid 1 of its container
+  counted itself as the owner of its dead predecessor's folders, which stayed for good);
+- tagged with this host and this process's pid but no start time (a version before
+  the start time: never this process's, which writes it);
 - untagged (written by a version before the tag) and untouched for
   :data:`STALE_UNTAGGED_S`;
 - never another host's (a state directory on a shared disk): that host sweeps its own.
@@ -31,7 +37,7 @@ Example::
     state_dir = Path(tempfile.mkdtemp()).resolve()
     kind_dir = state_dir / "run-1" / "sampler_weights"
     kind_dir.mkdir(parents=True)
-    dead = kind_dir / (scratch_prefix(".tmp-").replace(f"-{os.getpid()}-", "-999999999-") + "x")
+    dead = kind_dir / (scratch_prefix(".tmp-").replace(f"-{os.getpid()}.", "-999999999.") + "x")
     dead.mkdir()                                  # a save whose process is gone
     mine = Path(tempfile.mkdtemp(prefix=scratch_prefix(".tmp-"), dir=kind_dir))  # a save running
     assert sweep(state_dir) == [dead] and mine.is_dir() and not dead.exists()
@@ -58,7 +64,9 @@ STALE_UNTAGGED_S = 3600.0
 removed: no save takes an hour, so no process still writes it."""
 
 _KIND_DIRS = ("weights", "sampler_weights")
-_TAGGED_RE = re.compile(r"\.(?:tmp|old|del)-(?P<host>[A-Za-z0-9._]+)-(?P<pid>\d+)-[A-Za-z0-9_]+")
+_TAGGED_RE = re.compile(
+    r"\.(?:tmp|old|del)-(?P<host>[A-Za-z0-9._]+)-(?P<pid>\d+)(?:\.(?P<start>\d+))?-[A-Za-z0-9_]+"
+)
 _UNTAGGED_RE = re.compile(r"\.(?:tmp|old|del)-[a-z0-9_]{8}")
 _NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 
@@ -67,22 +75,42 @@ def _host() -> str:
     return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
 
 
-def scratch_prefix(kind: str) -> str:
-    """The ``tempfile.mkdtemp`` prefix of a scratch folder of this process: kind, host, pid.
+def start_ticks(pid: int | None = None) -> int | None:
+    """When process ``pid`` (default: this one) started, in clock ticks since boot
+    (``/proc/<pid>/stat``), or None where it cannot be read.
 
     Example::
 
-        prefix = scratch_prefix(".tmp-")   # '.tmp-<host>-<pid>-'
-        assert prefix.startswith(".tmp-") and prefix.endswith(f"-{os.getpid()}-")
+        assert start_ticks() == start_ticks() is not None
+    """
+    try:
+        with open(f"/proc/{'self' if pid is None else pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def scratch_prefix(kind: str) -> str:
+    """The ``tempfile.mkdtemp`` prefix of a scratch folder of this process: kind, host, pid, start.
+
+    Example::
+
+        prefix = scratch_prefix(".tmp-")   # '.tmp-<host>-<pid>.<start ticks>-'
+        assert prefix.startswith(".tmp-") and f"-{os.getpid()}." in prefix
     """
     if kind not in SCRATCH_KINDS:
         raise ValueError(f"kind must be one of {SCRATCH_KINDS}, got {kind!r}")
-    return f"{kind}{_host()}-{os.getpid()}-"
+    start = start_ticks()
+    return f"{kind}{_host()}-{os.getpid()}{'' if start is None else f'.{start}'}-"
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
+def _alive(pid: int, start: int | None) -> bool:
+    if pid == os.getpid():  # this process, or an earlier one with its pid
+        return start is not None and start == start_ticks()
+    if start is not None:
+        ticks = start_ticks(pid)
+        if ticks is not None:
+            return ticks == start
     if pid <= 0:
         return False  # not a process id (0 and -1 would signal process groups)
     try:
@@ -107,7 +135,8 @@ def _newest_mtime(folder: Path) -> float:
 def _stale(entry: Path, now: float) -> bool:
     tagged = _TAGGED_RE.fullmatch(entry.name)
     if tagged is not None:
-        return tagged["host"] == _host() and not _alive(int(tagged["pid"]))
+        start = int(tagged["start"]) if tagged["start"] is not None else None
+        return tagged["host"] == _host() and not _alive(int(tagged["pid"]), start)
     if _UNTAGGED_RE.fullmatch(entry.name) is not None:
         return now - _newest_mtime(entry) > STALE_UNTAGGED_S
     return False

@@ -59,6 +59,14 @@ draws for that seed (docs/local-backend.md, "Big jobs")."""
 DEFAULT_IDLE_TIMEOUT_S = 30 * 60.0
 """Training clients and sessions idle this long are released."""
 
+DEFAULT_REQUEST_READ_S = 30.0
+"""Seconds a request may take to arrive whole (headers and body), from the connection's
+opening or the first byte after the previous answer (``http/connections.py``)."""
+
+DEFAULT_MAX_CONNECTIONS = 256
+"""Connections open at once; past it the one waiting longest without an answer in
+progress is closed (``http/connections.py``)."""
+
 BODY_BYTES_PER_TOKEN = 128
 """Bytes of JSON a forward/forward_backward body may spend per token it may hold (the SDK
 sends about 55 for an importance_sampling datum); ``asample`` gets half of this per token."""
@@ -89,7 +97,9 @@ def split_seed(seed: int | None, index: int) -> int | None:
 
 @attrs.frozen
 class Limits:
-    """The cost limits of one server (see the module docstring; every value in tokens).
+    """The cost limits of one server (see the module docstring; token counts), and how long
+    a request may take to arrive and how many connections may be open
+    (:mod:`~mint_envkit.local.http.connections`).
 
     Example::
 
@@ -113,6 +123,10 @@ class Limits:
     idle_timeout_s: float = attrs.field(
         default=DEFAULT_IDLE_TIMEOUT_S, validator=number(low=0, low_open=True, why="seconds")
     )
+    request_read_s: float = attrs.field(
+        default=DEFAULT_REQUEST_READ_S, validator=number(low=0, low_open=True, why="seconds")
+    )
+    max_connections: int = attrs.field(default=DEFAULT_MAX_CONNECTIONS, validator=integer())
 
     def check_forward(self, inputs: Sequence[Sequence[int]]) -> int:
         """The cost of a forward batch (datums x longest), or 413 past ``max_request_tokens``.

@@ -1,0 +1,219 @@
+"""The audit's own strict opinion of a reply's value: is it the reference answer?
+
+Beside the env's verdict, the audit reads each probe's value (what the env's parser read,
+or the text put in the env's format when the env logs no parsed value) and compares it
+with the reference by a strict, typed comparison of its own (:func:`strict_verdict`):
+
+- a **number** (the reference is one number: ``42``, ``-0.5``, ``1,000``, ``25/49``,
+  ``\\frac{1}{2}``): the value must be one finite number equal to it (exactly, as a
+  fraction; a difference below one part in 10^12 is float noise);
+  ``nan``, ``inf``, ``1e999`` or a word is *no finite number*;
+- **text**: equal after light normalisation (Unicode NFKC, so fullwidth letters are
+  letters; case; runs of whitespace, and the spacing around a comma or semicolon;
+  surrounding ``*``, ``_``, backticks or quotes; one final period); any other character
+  counts (``paris!``, ``par``, ``раris`` with a
+  Cyrillic ``р``);
+- a **structure** (a dict or list, or JSON text of one): the value must read as JSON (or a
+  Python literal) with the same fields and the same items in the same order, each
+  compared by the rules above; fields may come in any order.
+
+A reply the env scores right while this says it is not the answer (or cannot read it)
+is the audit's ``lenient`` finding, unless the env declares it: see
+:meth:`MessageEnv.audit_equivalent <mint_envkit.MessageEnv.audit_equivalent>` and
+:attr:`MessageEnv.audit_lenient <mint_envkit.MessageEnv.audit_lenient>`.
+
+Example::
+
+    from mint_envkit.auditing.strict import strict_verdict
+
+    strict_verdict("0.50", "1/2").same, strict_verdict("nan", "0.5").why
+    # (True, 'no finite number')
+    strict_verdict("Paris", "paris").same, strict_verdict("par", "paris").same   # (True, False)
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import unicodedata
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from mint_envkit.parsers import as_number, same_number
+
+NUMBER, TEXT, STRUCTURE = "number", "text", "structure"
+_NOISE = Fraction(1, 10**12)
+_MAX_DIGITS = 4000  # longer numbers compare by text (Fraction of a huge literal is slow)
+_WRAPPERS = "*_`'\"“”‘’"
+_SEPARATOR = re.compile(r"\s*([,;])\s*")  # "a,b" and "a , b" are "a, b": a list's spacing
+
+
+@attrs.frozen
+class Strict:
+    """The strict comparison's verdict on one value.
+
+    Attributes:
+        same: True (it is the answer), False (another value of the answer's kind), or
+            None (it cannot be read as one: no finite number, not a structure).
+        why: in words, for the report (``the answer``, ``another number``, ``no finite
+            number``, ``other text``, ``not JSON``, ``other fields``...).
+
+    Example::
+
+        Strict(False, "another number")
+    """
+
+    same: bool | None
+    why: str
+
+
+def answer_kind(answer: Any) -> str:
+    """``number``, ``structure`` or ``text``: how :func:`strict_verdict` compares.
+
+    Example::
+
+        answer_kind("25/49"), answer_kind({"a": 1}), answer_kind("Paris")
+        # ('number', 'structure', 'text')
+    """
+    if isinstance(answer, dict | list | tuple):
+        return STRUCTURE
+    if isinstance(answer, bool) or answer is None:
+        return TEXT
+    if isinstance(answer, str):
+        stripped = answer.strip()
+        if stripped[:1] in ("{", "[") and read_structure(stripped) is not None:
+            return STRUCTURE
+    return NUMBER if as_number(answer) is not None else TEXT
+
+
+def normalized_text(value: Any) -> str:
+    """Text after the light normalisation of the strict comparison.
+
+    Example::
+
+        normalized_text("  **Paris.** "), normalized_text("New  York")   # ('paris', 'new york')
+    """
+    text = unicodedata.normalize("NFKC", str(value)).strip()
+    for _ in range(3):  # "**'Paris'**"
+        if len(text) >= 2 and text[0] in _WRAPPERS and text[-1] == _closing(text[0]):
+            text = text[1:-1].strip()
+    text = _SEPARATOR.sub(r"\1 ", " ".join(text.split())).strip().casefold()
+    if text.endswith(".") and not text.endswith(".."):
+        text = text[:-1].rstrip()
+    return text
+
+
+def _closing(opening: str) -> str:
+    return {"“": "”", "‘": "’"}.get(opening, opening)
+
+
+def _number(value: Any) -> Fraction | None:
+    """The exact value of one finite number (None: not one)."""
+    if isinstance(value, float) and value != value:
+        return None
+    text = as_number(value)
+    if text is None or len(text) > _MAX_DIGITS:
+        return None
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def same_value(value: Any, answer: Any) -> bool:
+    """Whether two finite numbers are equal, exactly or within float noise (10^-12
+    relative); False when either is no finite number.
+
+    Example::
+
+        same_value("0.30000000000000004", "0.3"), same_value("0.3001", "0.3")   # (True, False)
+    """
+    if same_number(value, answer):
+        return True
+    a, b = _number(value), _number(answer)
+    if a is None or b is None:
+        return False
+    return abs(a - b) <= _NOISE * max(abs(a), abs(b))
+
+
+def read_structure(text: str) -> Any:
+    """``text`` read as JSON, else as a Python literal; None when it is neither.
+
+    Example::
+
+        read_structure('{"a": 1}'), read_structure("[1, 'x']"), read_structure("x")
+        # ({'a': 1}, [1, 'x'], None)
+    """
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def _same_leaf(value: Any, answer: Any) -> bool:
+    if isinstance(answer, bool) or answer is None or isinstance(value, bool) or value is None:
+        return value is answer or (value == answer and type(value) is type(answer))
+    if isinstance(answer, int | float) or isinstance(value, int | float):
+        return same_value(value, answer)
+    return normalized_text(value) == normalized_text(answer)
+
+
+def _same_structure(value: Any, answer: Any) -> str | None:
+    """None when equal, else what differs first."""
+    if isinstance(answer, dict):
+        if not isinstance(value, dict):
+            return "not an object"
+        missing = [k for k in answer if k not in value]
+        extra = [k for k in value if k not in answer]
+        if missing or extra:
+            return f"missing fields {missing}" if missing else f"extra fields {extra}"
+        for key in answer:
+            why = _same_structure(value[key], answer[key])
+            if why:
+                return f"field {key!r}: {why}"
+        return None
+    if isinstance(answer, list | tuple):
+        if not isinstance(value, list | tuple):
+            return "not a list"
+        if len(value) != len(answer):
+            return f"{len(value)} items, not {len(answer)}"
+        for i, (v, a) in enumerate(zip(value, answer, strict=True)):
+            why = _same_structure(v, a)
+            if why:
+                return f"item {i}: {why}"
+        return None
+    return None if _same_leaf(value, answer) else "another value"
+
+
+def strict_verdict(value: Any, answer: Any) -> Strict:
+    """Whether ``value`` is ``answer`` by the strict typed comparison (module docstring).
+
+    Example::
+
+        strict_verdict('{"b": 2, "a": 1}', {"a": 1, "b": 2}).same   # True: fields in any order
+        strict_verdict('{"a": 1}', {"a": 1, "b": 2}).why            # "missing fields ['b']"
+    """
+    if value is None:
+        return Strict(None, "nothing read")
+    kind = answer_kind(answer)
+    if kind == NUMBER:
+        if _number(value) is None:
+            return Strict(None, "no finite number")
+        same = same_value(value, answer)
+        return Strict(same, "the answer" if same else "another number")
+    if kind == STRUCTURE:
+        reference = read_structure(answer.strip()) if isinstance(answer, str) else answer
+        read = value if not isinstance(value, str) else read_structure(value.strip())
+        if read is None and not (isinstance(value, str) and value.strip() in ("null", "None")):
+            return Strict(None, "not JSON")
+        why = _same_structure(read, reference)
+        return Strict(why is None, why or "the answer")
+    same = normalized_text(value) == normalized_text(answer)
+    return Strict(same, "the answer" if same else "other text")
