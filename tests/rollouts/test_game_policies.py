@@ -6,9 +6,11 @@ import pytest
 
 from mint_envkit import DatasetBuilder
 from mint_envkit.rollouts.game_moves import (
+    Play,
     names_one_option,
     offered_options,
     options_in,
+    play_episodes,
 )
 from mint_envkit.rollouts.game_policies import (
     best_game_baseline,
@@ -45,6 +47,12 @@ async def _groups(env=ColourGameEnv, n=6):
         ("Is it red, green or blue?", ["red", "green", "blue"]),
         ("Pick one: A) red B) blue", ["A", "B"]),
         ("Valid moves: [e2e4], [d2d4]", ["[e2e4]", "[d2d4]"]),
+        (  # a TextArena turn: the game's [tags] and a move of the rules are not moves
+            "[GAME] For example, '[4]' marks the centre.\n[Player 1] [0]\n"
+            "Available Moves: '[1]', '[4]'\n[GAME] Now: '[2]', '[3]'",
+            ["[2]", "[3]"],
+        ),
+        ("[GAME] Board ...\n[Player 1] [0]\nAvailable Moves: '[8]'", ["[8]"]),
         ("I am thinking of a number between 1 and 5.", ["1", "2", "3", "4", "5"]),
         ("Higher.", []),
     ],
@@ -85,3 +93,18 @@ async def test_the_endings_are_held_to_an_honest_losing_episode():
     assert broken.held is False and broken.losing.reward == pytest.approx(-0.8)
     assert set(broken.above) == {"cut off at the reply limit on turn 1"}
     assert "ordering rule: BROKEN: 'cut off at the reply limit on turn 1'" in broken.lines()[-1]
+
+
+async def test_an_ending_the_game_finished_before_is_not_played():
+    """The trap: a TicTacToe game is over long before its turn limit, so "cut off on the
+    last turn" never happened, yet its winning moves were counted as that ending's."""
+    group = (await _groups(n=1))[0]  # the answer, red, is the first option: turn 1 wins
+
+    def first(view):
+        return view.options[0]
+
+    never = (await play_episodes(group, Play("last", first, "cut_off", -1)))[0]
+    assert never.won is True and never.ended is False
+    cut = (await play_episodes(group, Play("first turn", first, "cut_off", 0)))[0]
+    assert cut.won is False and cut.ended is True
+    assert (await play_episodes(group, Play("plain", first)))[0].ended is None

@@ -220,11 +220,17 @@ async def _add(
     legal: dict[str, list[float]],
 ) -> None:
     """Play ``probe`` on ``problem``; ``rewards``: what a win earns when success is judged
-    by reward (else None), and what a winning episode earns (for the shares)."""
+    by reward (else None), and what a winning episode earns (for the shares). An ending
+    the game finished before (a TicTacToe game is over long before its turn limit) is not
+    that ending: its episode does not count, and the probe is not measured on the problem
+    when none does."""
     right, wins = rewards
-    episodes = [
+    played = [
         (await play_episodes(problem.group, play, right_reward=right))[0] for play in probe.plays
     ]
+    episodes = [e for e in played if e.ended is not False]
+    if not episodes:
+        return
     found.add(probe.name, probe.kind, [_judged(e) for e in episodes], wins)
     if probe.kind == "non_answer" and all(play.ending is None for play in probe.plays):
         legal.setdefault(probe.name, []).extend(e.legal_share for e in episodes)

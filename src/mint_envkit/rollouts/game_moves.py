@@ -1,9 +1,10 @@
 """A game's moves: the options a conversation offers, policies that pick among them, and
 episodes played by them through the env's real path.
 
-The offered options (:func:`offered_options`): ``A) ... B) ...`` labels, ``[e2e4]`` moves,
-a list after a colon, "red, green or blue", quoted strings, bullets, a range "between 1
-and 100". A policy (:class:`Turn` -> reply) picks a move; a :class:`Play` is a policy
+The offered options (:func:`offered_options`): ``A) ... B) ...`` labels, ``[e2e4]`` moves
+(the newest line that ends in a list of them after a colon, when there is one), a list
+after a colon, "red, green or blue", quoted strings, bullets, a range "between 1 and
+100". A policy (:class:`Turn` -> reply) picks a move; a :class:`Play` is a policy
 with, optionally, an ending (cut off at the reply limit, no stop token) at a turn;
 :func:`play_episodes` plays it on a problem and judges each episode won by the env's
 success metric (:attr:`~mint_envkit.MessageEnv.success_metric`, else ``correct``)
@@ -38,6 +39,8 @@ from mint_envkit.rollouts.types import SampledTokens
 
 _COLON_LIST = re.compile(r":[ \t]*((?:[^,:;.?!\n]{1,40},[ \t]*)+[^,:;.?!\n]{1,40})")
 _BRACKETED = re.compile(r"\[([^\[\]\n]{1,30})\]")
+_MOVE = r"['\"]?\[[^\[\]\n]{1,30}\]['\"]?"
+_MOVE_LIST = re.compile(rf":[ \t]*({_MOVE}(?:[ \t]*,[ \t]*{_MOVE})*)[ \t]*$", re.M)
 _RANGE = re.compile(r"(?:between|from)\s+(-?\d+)\s+(?:and|to)\s+(-?\d+)|\b(\d+)(?:-|\.\.)(\d+)\b")
 _MAX_OPTIONS = 1000
 _MAX_WORDS = 3
@@ -52,10 +55,14 @@ def options_in(text: str) -> list[str]:
         options_in("Guess a colour: red, green, blue.")          # ['red', 'green', 'blue']
         options_in("I am thinking of a number between 1 and 4.")  # ['1', '2', '3', '4']
         options_in("Higher.")                                     # []
+        options_in("[GAME] Your turn. Available Moves: '[1]', '[5]'")  # ['[1]', '[5]']
     """
     found = prompt_candidates(text)
     if len(found["option"]) >= 2:
         return _distinct(c.text for c in found["option"])
+    listed = _MOVE_LIST.findall(text)
+    if listed:  # "Available Moves: '[1]', '[5]'" ending a line: the newest, not every [tag]
+        return _distinct(f"[{m}]" for m in _BRACKETED.findall(listed[-1]))
     bracketed = [f"[{m}]" for m in _BRACKETED.findall(text)]
     if len(bracketed) >= 2:
         return _distinct(bracketed)
@@ -252,6 +259,8 @@ class Episode:
             nothing of success).
         replies: each turn's reply; options: the moves offered at each turn.
         legal: every reply named exactly one offered move.
+        ended: whether the play's ending (cut off, no stop token) happened: False when
+            the game finished before the turn of it; None for a play without one.
 
     Example::
 
@@ -263,6 +272,7 @@ class Episode:
     won: bool | None
     replies: tuple[str, ...]
     options: tuple[tuple[str, ...], ...]
+    ended: bool | None = None
 
     @property
     def reward(self) -> float | None:
@@ -295,6 +305,7 @@ class _Player:
         self.play = play if isinstance(play, Play) else Play("reply", lambda v: play(v.messages))
         self.seed, self.answer, self.last = seed, answer, last
         self.sent: dict[int, list[tuple[str, tuple[str, ...]]]] = {}
+        self.ended: set[int] = set()  # the envs whose ending happened
 
     def _ends(self, turn: int) -> str | None:
         at = self.play.at if self.play.at >= 0 else self.last
@@ -314,6 +325,8 @@ class _Player:
                 self.answer, rng,
             )  # fmt: skip
             ending = self._ends(request.turn)
+            if ending is not None:
+                self.ended.add(index)
             text = _FILLER if ending == "cut_off" else self.play.policy(view)
             sent.append((text, options))
             tokens = list(tokenizer.encode(text, add_special_tokens=False))
@@ -381,6 +394,7 @@ async def play_episodes(
                 is_right(score, right_reward),
                 tuple(t for t, _ in sent),
                 tuple(o for _, o in sent),
+                None if player.play.ending is None else index in player.ended,
             )
         )
     return out
