@@ -36,8 +36,13 @@ def test_check_and_audit_take_a_verifiers_env_and_a_game_by_id(capsys) -> None:
     assert main(["check", "textarena:TicTacToe-v0", "--groups", "1", "--reply", script]) == 0
     out = capsys.readouterr().out
     assert "prefix check [qwen3] env 0: ok" in out and "'invalid_moves': 2.0" in out
-    assert main(["audit", "textarena:TicTacToe-v0", "--sample-model", "none"]) == 0
-    assert "audit of textarena:TicTacToe-v0" in capsys.readouterr().out
+    # TextArena reads a move as the first [cell] anywhere in the reply: a reply listing
+    # every free cell plays the first and wins like the 'first option' policy does (70%)
+    assert main(["audit", "textarena:TicTacToe-v0", "--sample-model", "none", "--json"]) == 1
+    record = json.loads(capsys.readouterr().out)
+    assert record["target"] == "textarena:TicTacToe-v0" and record["game"]
+    flagged = {f["probe"] for f in record["findings"] if f["kind"] == "exploit"}
+    assert flagged == {"lists_every_option", "repeats_feedback"}  # no ending the game skipped
     assert main(["check", "verifiers:vf-no-such-env"]) == 2
     assert "could not load the env 'vf-no-such-env'" in capsys.readouterr().err
 

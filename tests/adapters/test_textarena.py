@@ -172,3 +172,13 @@ def test_rewards_equal_the_games_own_played_alone(monkeypatch, tamper) -> None:
     same = all(ours[s] == theirs[s] for s in seeds) and ours_single == theirs_single
     assert same != tamper
     assert len(set(ours_single.values())) > 2  # secrets differ by seed: partial credit varies
+
+
+def test_a_game_by_id_takes_the_sources_keyword_arguments() -> None:
+    from mint_envkit.evaluation.spec import load_target
+
+    builder = load_target("textarena:TicTacToe-v0", env_args={"seeds": 2, "player": 1})
+    assert [p["seed"] for p in builder.problems] == [0, 1] and builder.env.player == 1
+    assert builder.env.success_metric == "won"
+    with pytest.raises(ConfigError, match=r"textarena:TicTacToe-v0 does not take the env args"):
+        load_target("textarena:TicTacToe-v0", env_args={"no_such": 1})

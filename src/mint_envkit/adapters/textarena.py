@@ -17,7 +17,10 @@ the game's ``error_allowance``) and gives each player a reward at the end. The g
   sample: the base model or a checkpoint), given the opponent's observations so far;
 - the reward is the game's own for the model's player, paid on the last turn; the
   metrics are ``invalid_moves`` (the model's rejected moves), ``won``, ``draw``,
-  ``lost`` (two players) or ``solved`` (one player: the game's reward is 1);
+  ``lost`` (two players) or ``solved`` (one player: the game's reward is 1), and the
+  env's :attr:`~mint_envkit.MessageEnv.success_metric` is ``won`` or ``solved``, so
+  evaluations, the audit and the loop's held-out evals judge episodes by it, beside
+  the trivial game policies (a random offered move, the first...);
 - a reply cut off, without a stop token or over ``max_turns`` earns the game's loss
   (``loss_reward``: -1 with two players, 0 alone), never more (the ordering rule).
 
@@ -436,6 +439,7 @@ def from_textarena(
             "player": player,
             "opponent": staticmethod(opponent) if callable(opponent) else opponent,
             "loss_reward": loss,
+            "success_metric": "won" if players == 2 else "solved",
             "system_prompt": system_prompt,
             "few_shot": [dict(m) for m in few_shot],
             "max_turns": max_turns,

@@ -126,7 +126,14 @@ def _sourced(source: Any, spec: str, ident: str, env_args: Mapping[str, Any]) ->
         raise ConfigError(f"{spec} does not take the env args {dict(env_args)!r}: {err}") from None
     except ValueError:  # no signature to check: let the call say
         pass
-    return source(ident, **env_args)
+    try:
+        return source(ident, **env_args)
+    except MintEnvkitError:
+        raise
+    except TypeError as err:  # an argument its **options passed on refused
+        if not env_args:
+            raise
+        raise ConfigError(f"{spec} does not take the env args {dict(env_args)!r}: {err}") from err
 
 
 def load_target(spec: str, *, env_args: Mapping[str, Any] | None = None) -> Any:
