@@ -1,28 +1,29 @@
 """Does GRPO teach SmolLM2-135M a TextArena game on a laptop? (issue 47, item 4)
 
-    python benchmarks/textarena_learning.py --seeds 0 1 2 --out runs/ta_learning
+    python benchmarks/textarena_learning.py --seeds 0 1 --out runs/ta_learning
     python benchmarks/textarena_learning.py --summary runs/ta_learning
 
 The game: TextArena's ``TicTacToe-v0`` through :func:`mint_envkit.adapters.from_textarena`,
 the model playing player 0 (it moves first) against the fixed ``"random"`` opponent (a
 random move among the ones the game lists), with the game's own reward (+1 win, 0 draw,
--1 loss) and its invalid-move rule (one warning, then the move that breaks it loses).
-A problem is a seed (the opponent's moves); training seeds are 0..N-1, the held-out ones
-start at 1,000,000 (never trained on).
+-1 loss) and its invalid-move rule (one warning, then the move that breaks it loses); the
+env's success metric is ``won``. A problem is a seed (the opponent's moves): training
+seeds are 0..N-1, the held-out ones start at 1,000,000 (never trained on).
 
-Per sampling seed: the held-out games are played greedily (T=1e-3) by the base model,
-then ``--steps`` GRPO steps train it (LoRA rank 16, ``--batch`` seeds x ``--group``
-games per step at T=1.0; a training reply cut off at ``--max-tokens`` is still played,
-``score_truncated``: the game reads its first bracketed move), then the held-out games
-are played again by the trained model.
-Each held-out evaluation is one :func:`mint_envkit.evaluate` at a reply limit where the
-base model is not cut off (``--eval-max-tokens``; the cut-off share is reported, and a
-claim is only made where it is at most 5%). Beside them, two trivial policies play the
-same held-out seeds through the same env: ``random``, a random listed move (8 games per
-seed), and ``first``, the first listed move. The summary says, per seed, the mean reward,
-win / draw / loss rates and invalid moves per game, before and after, and whether the
-after model beats the random-move policy beyond noise (a one-sided Welch test at 5%
-on the per-game rewards).
+Per sampling seed, :func:`mint_envkit.rl.run_training` on the embedded server (LoRA rank
+16, ``--steps`` steps of ``--batch`` seeds x ``--group`` games at T=1.0; a training reply
+cut off at ``--max-tokens`` is still played, ``score_truncated``: the game reads its first
+bracketed move). The loop's own held-out evals play every held-out seed once, greedily
+(T=1e-3), at ``--eval-max-tokens``, before the first step and after the last; when the
+first cuts off more than 5% of the replies the loop repeats both at a limit where it does
+not (``Config.uncut_evals``). Their figures are read from the run record
+(:mod:`mint_envkit.runs.record`): ``won`` (the env's success) and the mean reward before and
+after, the truncation share, and the best trivial game policy on the same seeds with
+whether the trained model beats it beyond noise (:mod:`mint_envkit.rollouts.game_policies`:
+a random offered move, always the first, repeating the first, the moves in order; each
+policy's own figures are in the table too). ``OUT/seed<N>/`` holds the run
+(metrics.jsonl, rollouts.jsonl: every held-out game's moves), ``OUT/seed<N>.json`` the
+figures and the held-out transcripts; ``--summary OUT`` reprints the table.
 """
 
 from __future__ import annotations
@@ -30,27 +31,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
-import random
-import statistics
+import sys
 import time
-import zlib
 from pathlib import Path
 from typing import Any
 
-import attrs
-
-from mint_envkit import Config, evaluate
+from mint_envkit import Config
 from mint_envkit.adapters import from_textarena
 from mint_envkit.rl import run_training
-from mint_envkit.rollouts import (
-    SamplingSettings,
-    ScriptedPolicy,
-    local_backend,
-    resolve_connection,
-    sampling_client,
-    service_client,
-)
+from mint_envkit.rollouts.game_policies import game_baselines
+from mint_envkit.runs.files import read_jsonl
+from mint_envkit.runs.record import FINAL, FINAL_UNCUT, TEST, UNCUT, eval_prefix, find_eval
 
 SMOLLM2 = "mint-envkit/smollm2-135m-instruct"
 GAME = "TicTacToe-v0"
@@ -68,16 +59,17 @@ EXAMPLE = [
 GREEDY = 1e-3  # the embedded backend takes temperatures > 0 only
 
 
-def builder(args: argparse.Namespace, model: str) -> Any:
-    """The training builder (train seeds) and the held-out one (test seeds, one game each)."""
-    train = from_textarena(
+def builder(args: argparse.Namespace) -> Any:
+    """Training seeds 0..steps*batch-1, held-out seeds from 1,000,000 (one game each)."""
+    return from_textarena(
         GAME,
         opponent="random",
         seeds=args.batch * max(args.steps, 1),
+        test_seeds=args.eval_n,
         system_prompt=SYSTEM_PROMPT,
         few_shot=EXAMPLE if args.example else (),
         max_turns=10,
-        model_name=model,
+        model_name=args.model,
         renderer_name="chat_template",
         batch_size=args.batch,
         group_size=args.group,
@@ -85,214 +77,154 @@ def builder(args: argparse.Namespace, model: str) -> Any:
         score_truncated=True,  # a reply cut off still moves: the game reads its first [cell]
         seed=args.seed,
     )
-    held_out = from_textarena(
-        GAME,
-        opponent="random",
-        seeds=list(range(1_000_000, 1_000_000 + args.eval_n)),
-        system_prompt=SYSTEM_PROMPT,
-        few_shot=EXAMPLE if args.example else (),
-        max_turns=10,
-        model_name=model,
-        renderer_name="chat_template",
-        batch_size=args.eval_n,
-        group_size=1,
-        shuffle=False,
-        max_generation_tokens=args.eval_max_tokens,
-    )
-    return train, held_out
 
 
-def games(rollouts: list[Any]) -> list[dict[str, float]]:
-    """Each game's reward and its last step's metrics (won, draw, lost, invalid_moves...)."""
-    out = []
-    for rollout in rollouts:
-        if rollout.error is not None:
-            raise RuntimeError(f"a held-out game failed: {rollout.error}")
-        for trajectory in rollout.trajectories:
-            metrics = dict(trajectory.metrics)
-            metrics["reward"] = sum(t.reward for t in trajectory.transitions)
-            out.append(metrics)
-    return out
-
-
-def figures(played: list[dict[str, float]]) -> dict[str, Any]:
-    """Mean reward, win / draw / loss rates, invalid moves per game, cut-off rate."""
-
-    def mean(key: str) -> float:
-        return statistics.fmean(g.get(key, 0.0) for g in played)
-
+def _game(rows: list[dict[str, Any]], split: str, *, last: bool) -> dict[str, Any] | None:
+    """One held-out eval of the record: its figures, and the game's invalid moves per game."""
+    found = find_eval(rows, split, last=last)
+    if found is None:
+        return None
+    row, figures = found
     return {
-        "n": len(played),
-        "reward": mean("reward"),
-        "won": mean("won"),
-        "draw": mean("draw"),
-        "lost": mean("lost"),
-        "invalid_moves": mean("invalid_moves"),
-        "cut_off": mean("truncated") + mean("context_overflow"),
-        "no_stop": mean("parse_error"),
-        "rewards": [g["reward"] for g in played],
+        "max_tokens": figures.max_tokens,
+        "won": figures.answers.success,
+        "reward": figures.mean_reward,
+        "truncated": figures.truncated_rate,
+        "invalid_moves": row.get(f"{eval_prefix(split)}/all/invalid_moves"),
+        "draw": row.get(f"{eval_prefix(split)}/all/draw"),
+        "best_trivial": figures.answers.baseline_name,
+        "best_trivial_won": figures.answers.baseline_correct,
+        "beats_trivial": figures.answers.beats_baseline,
     }
 
 
-async def held_out_eval(client: Any, held: Any, max_tokens: int) -> dict[str, Any]:
-    greedy = SamplingSettings(temperature=GREEDY, max_tokens=max_tokens)
-    result = await evaluate(held, client=client, samples=1, sampling=greedy, quiet=True)
-    return figures(games(result.rollouts))
-
-
-def random_move(messages: list[dict[str, Any]]) -> str:
-    """A random listed move, drawn from the game so far (so each game draws its own)."""
-    from mint_envkit.adapters.textarena import listed_moves
-
-    rng = random.Random(zlib.crc32(json.dumps(messages).encode()))
-    moves = listed_moves(messages[-1]["content"])
-    return rng.choice(moves) if moves else "[0]"
-
-
-def first_move(messages: list[dict[str, Any]]) -> str:
-    from mint_envkit.adapters.textarena import listed_moves
-
-    moves = listed_moves(messages[-1]["content"])
-    return moves[0] if moves else "[0]"
-
-
-async def trivial(held: Any) -> dict[str, Any]:
-    """The two trivial policies on the held-out seeds (random: 8 games per seed)."""
-    many = attrs.evolve(held, group_size=8)
-    out = {}
-    for name, policy, source in (("random", random_move, many), ("first", first_move, held)):
-        report = await ScriptedPolicy(policy).run(source)
-        played = [
-            {**m, "reward": r}
-            for group in report.groups
-            for r, m in zip(group.rewards, group.metrics, strict=True)
-        ]
-        out[name] = figures(played)
-    return out
-
-
-def beats(after: list[float], baseline: list[float]) -> tuple[bool, float]:
-    """One-sided Welch t-test at 5% (normal approximation): is ``after``'s mean higher?"""
-    ma, mb = statistics.fmean(after), statistics.fmean(baseline)
-    va = statistics.variance(after) if len(after) > 1 else 0.0
-    vb = statistics.variance(baseline) if len(baseline) > 1 else 0.0
-    se = math.sqrt(va / len(after) + vb / len(baseline))
-    if se == 0:
-        return ma > mb, 0.0 if ma > mb else 1.0
-    z = (ma - mb) / se
-    p = 0.5 * math.erfc(z / math.sqrt(2))
-    return p < 0.05, p
+def transcripts(run: Path, split: str) -> list[dict[str, Any]]:
+    """The held-out games of one eval: the seed, the model's moves, the reward, the reason."""
+    return [
+        {
+            "seed": r["problem"].get("seed"),
+            "max_tokens": r.get("max_tokens"),
+            "moves": r.get("replies"),
+            "reward": r.get("reward"),
+            "reason": (r.get("logs") or {}).get("reason"),
+        }
+        for r in read_jsonl(run / "rollouts.jsonl")
+        if r.get("split") == split and "replies" in r
+    ]
 
 
 async def one_seed(args: argparse.Namespace) -> dict[str, Any]:
+    """Train one seed; the held-out figures before and after, and the trivial policies."""
     t0 = time.monotonic()
-    model = args.model
-    train, held = builder(args, model)
-    async with local_backend([model]) as url:
-        config = Config(
-            dataset_builder=train,
-            model_name=model,
-            log_path=str(args.out / f"seed{args.seed}" / "run"),
-            learning_rate=args.lr,
-            lora_rank=16,
-            train_unembed=False,
-            temperature=1.0,
-            max_steps=max(args.steps, 1),
-            save_every=0,
-            eval_every=0,
-            backend="local",
-            base_url=url,
-            sampling_seed=args.seed,
-        )
-        async with service_client(resolve_connection("local", url)) as service:
-            base = await sampling_client(service, model)
-            before = await held_out_eval(base, held, args.eval_max_tokens)
-            print(f"seed {args.seed} before: {line(before)}", flush=True)
-            after, steps = before, []
-            if args.steps > 0:
-                result = await run_training(config)
-                trained = await sampling_client(
-                    service, model, result.final_checkpoint["sampler_path"]
-                )
-                after = await held_out_eval(trained, held, args.eval_max_tokens)
-                steps = step_lines(Path(config.log_path))
-            print(f"seed {args.seed} after:  {line(after)}", flush=True)
+    made = builder(args)
+    _train, test = await made()
+    trivial = await game_baselines(test.groups(), seed=args.seed)
+    run = args.out / f"seed{args.seed}"
+    config = Config(
+        dataset_builder=made,
+        model_name=args.model,
+        log_path=str(run),
+        learning_rate=args.lr,
+        lora_rank=16,
+        train_unembed=False,
+        temperature=1.0,
+        eval_temperature=GREEDY,
+        eval_max_tokens=args.eval_max_tokens,
+        eval_every=max(args.steps, 1),
+        max_steps=max(args.steps, 1),
+        save_every=0,
+        backend="local",
+        local_threads=args.threads,
+        sampling_seed=args.seed,
+    )
+    result = await run_training(config)
+    rows = read_jsonl(run / "metrics.jsonl")
+    steps = [
+        {
+            "step": r["step"],
+            "reward": r.get("env/all/reward/total"),
+            "won": r.get("env/all/won"),
+            "invalid_moves": r.get("env/all/invalid_moves"),
+            "truncated": r.get("env/all/truncated"),
+            "datums": r.get("train/datums"),
+        }
+        for r in rows
+        if "env/all/reward/total" in r
+    ]
     return {
         "game": GAME,
-        "model": model,
+        "model": args.model,
         "seed": args.seed,
         "steps": args.steps,
         "batch": args.batch,
         "group": args.group,
         "lr": args.lr,
         "train_max_tokens": args.max_tokens,
-        "eval_max_tokens": args.eval_max_tokens,
-        "before": before,
-        "after": after,
-        "trivial": await trivial(held),
+        "held_out_n": args.eval_n,
+        "before": _game(rows, TEST, last=False),
+        "after": _game(rows, FINAL, last=True),
+        "uncut_before": _game(rows, UNCUT, last=False),
+        "uncut_after": _game(rows, FINAL_UNCUT, last=True),
+        "claim": None if result.claim is None else result.claim.line(),
+        "trivial": {b.name: {"won": b.success, "reward": b.mean_reward} for b in trivial},
         "training": steps,
+        "held_out_games": {
+            "before": transcripts(run, TEST),
+            "after": transcripts(run, FINAL),
+        },
         "wall_s": round(time.monotonic() - t0, 1),
     }
 
 
-def step_lines(log_path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for text in (log_path / "metrics.jsonl").read_text().splitlines():
-        m = json.loads(text)
-        rows.append(
-            {
-                "step": m.get("step"),
-                "reward": m.get("env/all/reward/total", m.get("env/all/reward")),
-                "won": m.get("env/all/won"),
-                "invalid_moves": m.get("env/all/invalid_moves"),
-                "cut_off": m.get("env/all/truncated"),
-                "datums": m.get("train/datums"),
-            }
-        )
-    return rows
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
 
 
-def line(f: dict[str, Any]) -> str:
-    return (
-        f"reward {f['reward']:+.3f}  won {f['won']:.1%}  draw {f['draw']:.1%}  lost {f['lost']:.1%}"
-        f"  invalid moves/game {f['invalid_moves']:.2f}  cut off {f['cut_off']:.1%} (n={f['n']})"
-    )
+def _num(value: float | None, fmt: str = "+.3f") -> str:
+    return "n/a" if value is None else format(value, fmt)
 
 
-def summary(out: Path) -> str:
-    runs = [json.loads(p.read_text()) for p in sorted(out.glob("seed*/result.json"))]
+def summary(runs: list[dict[str, Any]]) -> str:
+    """The table of the seeds: held-out figures where nothing is cut off, the trivial policies."""
     if not runs:
-        return f"no results under {out}"
+        return "no results"
     r0 = runs[0]
     rows = [
         f"{r0['game']} vs a random listed move, {r0['model']}, {r0['steps']} steps x "
-        f"{r0['batch']} seeds x {r0['group']} games, lr {r0['lr']}, reply limit "
-        f"{r0['train_max_tokens']} (train) / {r0['eval_max_tokens']} (held-out, greedy), "
-        f"held-out n={r0['before']['n']}",
+        f"{r0['batch']} seeds x {r0['group']} games, lr {r0['lr']}, training reply limit "
+        f"{r0['train_max_tokens']}; held-out n={r0['held_out_n']} seeds, greedy",
         "",
-        "| seed | reward before | after | won before | after | invalid moves/game before "
-        "| after | cut off before | after | random move: reward, won | first move: reward, won "
-        "| after beats random move (p) | wall (s) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| seed | reply limit | won before | won after | reward before | reward after "
+        "| invalid moves/game before / after | cut off before / after "
+        "| best trivial policy: won | after beats it | wall (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
-        b, a, rnd, first = r["before"], r["after"], r["trivial"]["random"], r["trivial"]["first"]
-        ok, p = beats(a["rewards"], rnd["rewards"])
-        uncut = b["cut_off"] <= 0.05
-        verdict = ("yes" if ok else "no") if uncut else "n/a (base cut off)"
+        uncut = r["uncut_before"] is not None and r["uncut_after"] is not None
+        b, a = (r["uncut_before"], r["uncut_after"]) if uncut else (r["before"], r["after"])
+        if b is None or a is None:
+            rows.append(f"| {r['seed']} | the run logged no before/after evals | | | | | | | | |")
+            continue
+        beats = {True: "yes", False: "no"}.get(a["beats_trivial"], "n/a")
         rows.append(
-            f"| {r['seed']} | {b['reward']:+.3f} | {a['reward']:+.3f} | {b['won']:.1%} | "
-            f"{a['won']:.1%} | {b['invalid_moves']:.2f} | {a['invalid_moves']:.2f} | "
-            f"{b['cut_off']:.1%} | {a['cut_off']:.1%} | {rnd['reward']:+.3f}, {rnd['won']:.1%} "
-            f"| {first['reward']:+.3f}, {first['won']:.1%} | {verdict} ({p:.3f}) | {r['wall_s']:.0f} |"
+            f"| {r['seed']} | {b['max_tokens']} | {_pct(b['won'])} | {_pct(a['won'])} | "
+            f"{_num(b['reward'])} | {_num(a['reward'])} | {_num(b['invalid_moves'], '.2f')} / "
+            f"{_num(a['invalid_moves'], '.2f')} | {_pct(b['truncated'])} / "
+            f"{_pct(a['truncated'])} | {a['best_trivial']}: {_pct(a['best_trivial_won'])} | "
+            f"{beats} | {r['wall_s']:.0f} |"
         )
-    rows.append("")
-    rows.append("training (sampled at T=1.0, each step's seeds new): step, reward, won, invalid")
+    rows += ["", "the loop's before/after line:"]
+    rows += [f"- seed {r['seed']}: {r['claim']}" for r in runs]
+    rows += ["", "trivial game policies on the same held-out seeds (won, mean reward):"]
+    for r in runs:
+        parts = [f"{n} {_pct(v['won'])}, {_num(v['reward'])}" for n, v in r["trivial"].items()]
+        rows.append(f"- seed {r['seed']}: " + "; ".join(parts))
+    rows += ["", "training (T=1.0, each step's seeds new): step: reward / won / invalid / cut off"]
     for r in runs:
         curve = ", ".join(
-            f"{s['step']}: {s['reward']:+.2f} / {s['won'] or 0:.0%} / {s['invalid_moves'] or 0:.2f}"
+            f"{s['step']}: {_num(s['reward'], '+.2f')} / {_pct(s['won'])} / "
+            f"{_num(s['invalid_moves'], '.2f')} / {_pct(s['truncated'])}"
             for s in r["training"]
-            if s["reward"] is not None
         )
         rows.append(f"- seed {r['seed']}: {curve}")
     return "\n".join(rows)
@@ -310,24 +242,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-n", type=int, default=12, help="held-out seeds")
     p.add_argument("--model", default=SMOLLM2)
     p.add_argument("--example", type=int, default=1, help="1: one worked move (few_shot)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads of the server")
     p.add_argument("--out", type=Path, default=Path("runs/ta_learning"))
     p.add_argument("--summary", type=Path, default=None, help="print the table of a run dir")
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> None:
+def _results(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(out.glob("seed*.json"))]
+
+
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.summary is not None:
-        print(summary(args.summary))
-        return
+        print(summary(_results(args.summary)))
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:
+        print(f"=== seed {seed} ({time.strftime('%H:%M:%S')})", flush=True)
         run = argparse.Namespace(**{**vars(args), "seed": seed})
         result = asyncio.run(one_seed(run))
-        path = args.out / f"seed{seed}" / "result.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=2))
-    print(summary(args.out))
+        (args.out / f"seed{seed}.json").write_text(json.dumps(result, indent=1) + "\n")
+    table = summary(_results(args.out))
+    (args.out / "summary.md").write_text(table + "\n")
+    print(table)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
