@@ -15,7 +15,8 @@ Rewards (per turn; an episode's reward is their sum):
   ``max_turns_reached`` is then 1.
 
 ``max_turns = 7`` is exactly enough for binary search over 1..100
-(2**7 = 128 >= 100).
+(2**7 = 128 >= 100). ``success_metric = "solved"`` tells the kit which metric says a
+game was won (``mint-envkit check``, the audit and the trivial game policies read it).
 
 The hooks: ``setup()`` starts the episode's guess history and checks the
 secret lies in the range; ``teardown()`` logs a one-line summary (through
@@ -61,6 +62,7 @@ class GuessTheNumberEnv(MultiTurnEnv):
     )
     required_fields = ("secret",)
     optional_fields = {"low": 1, "high": 100}  # noqa: RUF012 - the API's class attribute
+    success_metric = "solved"  # what the kit's checks, baselines and claims read
     max_turns = MAX_TURNS
     max_turns_reward = MAX_TURNS_REWARD
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -134,6 +133,19 @@ def choose_model(backend: str, *, tiny: bool = False) -> tuple[str, str]:
     return model, ""
 
 
+def results_root(backend: str, *, loop: str = "ours", tiny: bool = False) -> str:
+    """Where a run of the main job keeps its results: one folder per backend, loop and
+    model kind, so the smoke run (``--tiny``) and the real one never share one (nor does
+    ``--fresh`` of one delete the other's).
+
+    Example::
+
+        results_root("local", tiny=True)   # 'runs/rl_hyperparameters-local-tiny'
+    """
+    suffix = ("-cookbook" if loop == "cookbook" else "") + ("-tiny" if tiny else "")
+    return f"runs/rl_hyperparameters-{backend}{suffix}"
+
+
 def base_config(backend: str, model: str) -> Config:
     """What every config of the grid starts from: the seed's values."""
     return Config(
@@ -152,24 +164,16 @@ def base_config(backend: str, model: str) -> Config:
     )
 
 
-def clear_sweep_root(root: str) -> str | None:
-    """Delete an earlier sweep's directory for ``--fresh``; say what was deleted.
+def clear_sweep_root(sweep: Sweep) -> str | None:
+    """Delete an earlier sweep's directory and the checkpoints its runs saved, for
+    ``--fresh``; say what was deleted.
 
     Only a directory holding a ``sweep.json`` (a sweep root) is deleted; anything else
-    there is an error rather than a loss.
+    there is an error rather than a loss. The checkpoints (in the backend's store, not
+    under the root) go too: ``Sweep.clear``.
     """
-    path = Path(root)
-    if not path.exists():
-        return None
-    if not (path / "sweep.json").is_file():
-        if any(path.iterdir()):
-            raise MintEnvkitError(
-                f"--fresh: {root} holds no sweep.json, so it is not a sweep's directory; "
-                "not deleting it (point MINT_LOG_ROOT at a new directory instead)"
-            )
-        return None
-    shutil.rmtree(path)
-    return f"--fresh: deleted the earlier results in {root}"
+    said = sweep.clear()
+    return None if said is None else f"--fresh: {said}"
 
 
 def rerun_hint(results: Sequence, root: str) -> str | None:
@@ -221,12 +225,12 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     config = base_config(backend, model)
     # On MinT the configs are independent runs: run them all at once.
     parallel = 8 if backend == "mint" else 1
-    root = f"runs/rl_hyperparameters-{backend}" + ("-cookbook" if args.loop == "cookbook" else "")
+    root = results_root(backend, loop=args.loop, tiny=args.tiny)
     runner = cookbook_runner if args.loop == "cookbook" else None
     try:
         root = log_root_from_env(environ, default=root)
         sweep = Sweep.from_env(config, root=root, environ=environ, parallel=parallel, runner=runner)
-        if args.fresh and (said := clear_sweep_root(sweep.root)):
+        if args.fresh and (said := clear_sweep_root(sweep)):
             print(said, flush=True)
         results = asyncio.run(run_sweep(sweep, args.loop, backend, model))
     except MintEnvkitError as err:

@@ -13,10 +13,20 @@ The class lives in a module (not inside a fixture) so that envs built from it pi
 
 from __future__ import annotations
 
-from mint_envkit import SingleTurnEnv, exact, first_number
+import re
+
+from mint_envkit import Feedback, MultiTurnEnv, SingleTurnEnv, exact, first_number
 from mint_envkit.rollouts.types import GroupRollout, SampledTokens, Trajectory, Transition
 
-__all__ = ["ARITHMETIC_PROBLEM", "ArithmeticEnv", "YesNoEnv", "yes_no_problems"]
+__all__ = [
+    "ARITHMETIC_PROBLEM",
+    "COLOURS",
+    "ArithmeticEnv",
+    "ColourGameEnv",
+    "YesNoEnv",
+    "colour_problems",
+    "yes_no_problems",
+]
 
 ARITHMETIC_PROBLEM = {"question": "What is 2 + 3?", "answer": "5"}
 """One problem for :class:`ArithmeticEnv`; copy it before changing it."""
@@ -53,6 +63,44 @@ def yes_no_problems(no: int = 23, yes: int = 17) -> list[dict[str, str]]:
         question = f"Is {a} greater than {b}? Answer yes or no."
         problems.append({"question": question, "answer": "yes" if a > b else "no"})
     return problems
+
+
+COLOURS = ("red", "orange", "yellow", "green", "blue", "purple")
+"""The colours of :class:`ColourGameEnv`, in the order its prompt offers them."""
+
+
+class ColourGameEnv(MultiTurnEnv):
+    """The tests' game: guess the colour (``self.answer``) in 4 turns.
+
+    The move is the first colour the reply names. Rewards: +1.0 on the turn that names the
+    answer (``solved`` 1.0, the episode ends), 0.0 for another colour, -0.1 for a reply
+    naming none (the game goes on), -0.5 for the last turn without a win
+    (``max_turns_reward``): an honest losing game earns -0.5, naming 4 distinct colours
+    wins 4 of 6 games.
+    """
+
+    system_prompt = "We play a game: guess my colour. Reply with one colour each turn."
+    required_fields = ("question", "answer")
+    success_metric = "solved"
+    max_turns = 4
+    max_turns_reward = -0.5
+    wrong_move_reward = 0.0
+
+    async def respond(self, message):
+        named = re.findall("|".join(COLOURS), message["content"].lower())
+        if not named:
+            return Feedback(reply="Name a colour.", reward=-0.1, metrics={"solved": 0.0})
+        if named[0] == self.answer:
+            return Feedback(reward=1.0, done=True, metrics={"solved": 1.0})
+        return Feedback(
+            reply=f"Not {named[0]}.", reward=self.wrong_move_reward, metrics={"solved": 0.0}
+        )
+
+
+def colour_problems(n: int = 6) -> list[dict[str, str]]:
+    """``n`` games of :class:`ColourGameEnv`, the answers cycling through :data:`COLOURS`."""
+    question = "Which colour am I thinking of? Options: " + ", ".join(COLOURS) + "."
+    return [{"question": question, "answer": COLOURS[i % len(COLOURS)]} for i in range(n)]
 
 
 def hand_made_rollout(

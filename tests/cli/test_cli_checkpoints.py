@@ -240,3 +240,76 @@ def test_list_links_each_run_to_its_log_directory(served, url, capsys, tmp_path:
     assert f"  {b.run_id}  (none under {tmp_path / 'runs'}/; --runs DIR looks elsewhere)" in out
     records = listed(["--run", a.run_id, *runs, *url], capsys)
     assert {r["log_dir"] for r in records} == {str(log_dir)}
+
+
+# ---------------------------------------------------------------- issue 48: du, prune
+
+
+@attrs.frozen
+class Listed:
+    """A checkpoint as the SDK lists it (the fields prune reads)."""
+
+    tinker_path: str
+    time: datetime | None
+    size_bytes: int | None
+
+
+def test_prune_chooses_by_run_age_orphans_and_size() -> None:
+    from datetime import UTC
+
+    from mint_envkit.cli.checkpoints import parse_age, parse_size, prune_choice
+
+    now = datetime(2026, 12, 7, tzinfo=UTC)
+    store = [
+        Listed("tinker://a/weights/s1", now - timedelta(days=9), 400),
+        Listed("tinker://a/weights/s2", now - timedelta(days=1), 400),
+        Listed("tinker://b/weights/s1", now - timedelta(days=8), 300),
+        Listed("tinker://c/weights/s1", now - timedelta(hours=1), 100),
+    ]
+
+    def chosen(**kwargs: Any) -> list[str]:
+        return [c.tinker_path for c in prune_choice(store, now=now, **kwargs)]
+
+    assert chosen(runs=["a"]) == ["tinker://a/weights/s1", "tinker://a/weights/s2"]
+    assert chosen(older_than=parse_age("7d")) == ["tinker://a/weights/s1", "tinker://b/weights/s1"]
+    assert chosen(orphaned={"c"}) == ["tinker://c/weights/s1"]
+    # the whole store is 1200 B: the oldest go first until it holds at most 600 B
+    assert chosen(max_size=parse_size("600")) == ["tinker://a/weights/s1", "tinker://b/weights/s1"]
+    assert chosen(runs=["a"], older_than=parse_age("2d")) == ["tinker://a/weights/s1"]
+    assert parse_size("2GB") == 2 * 1024**3 and parse_age("12h") == timedelta(hours=12)
+
+
+@pytest.mark.integration
+def test_du_shows_the_store_and_prune_deletes_by_run_and_orphans(
+    served, url, capsys, tmp_path
+) -> None:
+    a, b = save_run(served), save_run(served)
+    logs = tmp_path / "runs" / "kept"
+    logs.mkdir(parents=True)
+    (logs / "checkpoints.jsonl").write_text(json.dumps({"state_path": b.training}) + "\n")
+    where = [*url, "--runs", str(tmp_path / "runs")]
+
+    assert main(["checkpoints", "du", "--json", *where]) == 0
+    usage = json.loads(capsys.readouterr().out)
+    assert (
+        usage["runs"][a.run_id]["checkpoints"] == 2 and usage["runs"][a.run_id]["log_dir"] is None
+    )
+    assert usage["runs"][b.run_id]["log_dir"] == str(logs)
+    assert usage["size_bytes"] == sum(r["size_bytes"] for r in usage["runs"].values()) > 0
+    assert main(["checkpoints", "du", *where]) == 0
+    assert (
+        capsys.readouterr()
+        .out.splitlines()[-1]
+        .startswith(f"{usage['checkpoints']} checkpoint(s) of ")
+    )
+
+    runs = ["--run", a.run_id, "--run", b.run_id]
+    assert main(["checkpoints", "prune", "--orphaned", *runs, *where]) == 1  # needs --yes
+    out = capsys.readouterr().out
+    assert a.training in out and b.training not in out and "would be deleted; add --yes" in out
+    assert main(["checkpoints", "prune", "--orphaned", *runs, "--yes", *where]) == 0
+    assert "pruned 2 checkpoint(s)" in capsys.readouterr().out
+    assert listed(["--run", a.run_id, *url], capsys) == []
+    assert paths(listed(["--run", b.run_id, *url], capsys)) == sorted([b.training, b.sampler])
+    assert main(["checkpoints", "prune", *where]) == 2
+    assert "prune what?" in capsys.readouterr().err

@@ -212,5 +212,14 @@ def test_init_then_pip_install_then_list_check_audit_and_its_own_tests(tmp_path,
     tested = _run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=package)
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "3 passed" in tested.stdout
+
+    # issue 48: every problem replaced, the golden transcripts (which carry their own
+    # problems and still score as recorded) are stale: the package's golden test fails
+    env_py = package / "src" / "units_demo" / "env.py"
+    env_py.write_text(env_py.read_text().replace("3 hours?", "4 hours?"), encoding="utf-8")
+    stale = _run(python, *cli, "check", "--replay", "tests/golden.jsonl", cwd=package)
+    assert stale.returncode == 1, stale.stdout + stale.stderr
+    assert "stale: re-record (mint-envkit check units-demo --record" in stale.stdout
+    assert "the problems: 12 recorded" in stale.stdout
     # this venv never saw it
     assert "units-demo" not in {env.name for env in installed_environments()}

@@ -18,6 +18,8 @@ from mint_envkit import (
     ToolEnv,
     get_renderer,
 )
+from mint_envkit.envs.base import reference_answer, success_name
+from mint_envkit.errors import EnvError
 from mint_envkit.rendering import TINY_MODEL_NAME, EnvFromMessageEnv
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "mint_envkit"
@@ -32,6 +34,7 @@ HOOKS = (
     "metric_defaults",
     "audit_lenient",
     "audit_equivalent",
+    "success_metric",
 )
 
 
@@ -62,7 +65,10 @@ async def test_the_base_class_declares_every_hook_with_its_default():
     assert env.unscored_metrics() == {}
     assert env.tool_specs() is None
     assert env.check("5", "5") is None
-    assert env.answer is None
+    assert reference_answer(env) is None  # the kit's read; env.answer names the fix
+    with pytest.raises(EnvError, match="keeps no problem"):
+        _ = env.answer
+    assert PlainEnv.success_metric is None and success_name(env) == "correct"
     assert PlainEnv.wrong_answer_reward() is None
     assert PlainEnv.audit_lenient is None and env.audit_equivalent("0.33", "1/3") is False
 

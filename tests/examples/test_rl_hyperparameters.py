@@ -23,6 +23,7 @@ import rl_hyperparameters as main_job  # noqa: E402
 
 from mint_envkit.errors import MintEnvkitError  # noqa: E402
 from mint_envkit.rendering import TINY_MODEL_NAME, gguf_files  # noqa: E402
+from mint_envkit.sweep import Sweep  # noqa: E402
 
 SMALL = "mint-envkit/tiny-qwen3-small"
 ONE_CONFIG = {
@@ -103,9 +104,20 @@ def test_the_tiny_smoke_run_trains_saves_and_skips_a_rerun_until_fresh(tmp_path)
     assert "bash scripts/sweep.sh --fresh" in again.stdout
     assert "start kl0p02-t1p0-g2" not in again.stdout
 
+    saved = [  # the first run's checkpoints, in the backend's store (not under the root)
+        json.loads(line)
+        for line in next((tmp_path / "sweep").glob("*/checkpoints.jsonl")).read_text().splitlines()
+    ]
+    store = Path(os.environ["MINT_ENVKIT_CACHE"]) / "state"
+    folders = [
+        store / saved[-1][key].removeprefix("tinker://") for key in ("state_path", "sampler_path")
+    ]
+    assert all(folder.is_dir() for folder in folders)
     fresh = _run(tmp_path, "--tiny", "--fresh")
     assert fresh.returncode == 0, fresh.stderr[-2000:]
-    assert f"--fresh: deleted the earlier results in {tmp_path / 'sweep'}" in fresh.stdout
+    assert f"--fresh: deleted {tmp_path / 'sweep'} and the " in fresh.stdout
+    assert "checkpoint(s) its runs saved" in fresh.stdout
+    assert not any(folder.exists() for folder in folders)  # issue 48: none left orphaned
     assert "0 finished earlier, 1 to run" in fresh.stdout
     assert "Nothing was trained" not in fresh.stdout
     _check_run_dir(tmp_path / "sweep")
@@ -169,16 +181,35 @@ def test_the_main_job_is_the_seeds_recipe():
         assert config.kl_reference_config is None  # the sweep adds one to each KL config
 
 
+def _sweep(root: Path) -> Sweep:
+    return Sweep(base=main_job.base_config("local", TINY_MODEL_NAME), root=str(root))
+
+
 def test_fresh_deletes_only_a_sweep_directory(tmp_path):
-    assert main_job.clear_sweep_root(str(tmp_path / "none")) is None
+    assert main_job.clear_sweep_root(_sweep(tmp_path / "none")) is None
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     with pytest.raises(MintEnvkitError, match=r"holds no sweep\.json"):
-        main_job.clear_sweep_root(str(other))
+        main_job.clear_sweep_root(_sweep(other))
     assert (other / "notes.txt").exists()
     sweep = tmp_path / "sweep"
     sweep.mkdir()
     (sweep / "sweep.json").write_text("{}")
-    assert main_job.clear_sweep_root(str(sweep)).startswith("--fresh: deleted")
+    said = main_job.clear_sweep_root(_sweep(sweep))
+    assert said == f"--fresh: deleted {sweep} and the 0 checkpoint(s) its runs saved"
     assert not sweep.exists()
+
+
+def test_the_smoke_run_and_the_real_one_never_share_a_results_folder():
+    """The trap: `sweep.sh --tiny` after the main job exited 2 on the real run's folder
+    (and its suggested --fresh would have deleted the SmolLM2 results)."""
+    roots = {
+        main_job.results_root(backend, loop=loop, tiny=tiny)
+        for backend in ("local", "mint")
+        for loop in ("ours", "cookbook")
+        for tiny in (False, True)
+    }
+    assert len(roots) == 8
+    assert main_job.results_root("local", tiny=True) == "runs/rl_hyperparameters-local-tiny"
+    assert main_job.results_root("local") == "runs/rl_hyperparameters-local"

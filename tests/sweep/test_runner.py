@@ -14,6 +14,7 @@ import textwrap
 import types
 from pathlib import Path
 
+import attrs
 import pytest
 
 from mint_envkit.errors import ConfigError, MintEnvkitError
@@ -563,6 +564,33 @@ async def test_a_root_with_another_base_config_is_refused(make_config, tmp_path)
     )
     with pytest.raises(ConfigError, match=r"max_steps: None -> 5.*MINT_LOG_ROOT"):
         await longer.run()
+
+
+@attrs.frozen
+class BigBuilder:
+    """A builder whose description is long: a model name and many problems."""
+
+    model_name: str = "real-model"
+    problems: tuple[str, ...] = tuple(f"What is {i} + {i}?" for i in range(60))
+    group_size: int = 2
+    batch_size: int = 4
+    seed: int = 0
+
+    def describe(self) -> dict:
+        return attrs.asdict(self)
+
+
+async def test_another_builder_in_a_root_is_named_by_its_field_not_dumped(make_config, tmp_path):
+    """Issue 48: the smoke run on the real run's folder exited with a 1,000-character dump
+    of both builders; the refusal names the field that differs, each value cut short."""
+    real = make_config(dataset_builder=BigBuilder(), model_name="real-model")
+    await Sweep(base=real, grid=GRID, root=tmp_path, runner=RecordingRunner(), quiet=True).run()
+    tiny = make_config(dataset_builder=BigBuilder(model_name="tiny-model"), model_name="tiny-model")
+    with pytest.raises(ConfigError) as info:
+        await Sweep(base=tiny, grid=GRID, root=tmp_path, runner=RecordingRunner(), quiet=True).run()
+    message = str(info.value)
+    assert "dataset_builder.model_name: 'real-model' -> 'tiny-model'" in message
+    assert len(message) < 400, message
 
 
 async def test_operational_fields_may_change_between_runs(make_config, tmp_path):

@@ -45,10 +45,17 @@ from mint_envkit.auditing.replies import (
 )
 from mint_envkit.auditing.strict import Strict, strict_verdict
 from mint_envkit.builders.group import GroupBuilder
-from mint_envkit.envs.base import AuditProbe, Message, MessageEnv
+from mint_envkit.envs.base import AuditProbe, Message, MessageEnv, success_name
 from mint_envkit.errors import ConfigError
 from mint_envkit.progress import track
-from mint_envkit.rollouts.judging import BY_CORRECT, ProblemJudge, ReplyScore, answer_text
+from mint_envkit.rollouts.judging import (
+    BY_CORRECT,
+    PARTIAL_SHARE,
+    ProblemJudge,
+    ReplyScore,
+    answer_text,
+    reward_share,
+)
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.scripted import GroupReport, ScriptedPolicy
 from mint_envkit.sandbox.env import CodeEnv
@@ -110,6 +117,12 @@ class ProbeResult:
         tried: a generated probe's number of replies tried (None for the others).
         smallest: a generated row that is the smallest reply found, sent on every
             problem (else its entries are the replies the search tried).
+        does: what a game probe does in an episode, in words (empty for the others).
+        shares: per problem it ran on, its reward as a share of the correct reply's where
+            the env judged it not right (None where it was right, or nothing to share).
+        partial: its replies that earned at least
+            :data:`~mint_envkit.rollouts.judging.PARTIAL_SHARE` of the correct reply's
+            reward without being right (partial credit).
 
     Example::
 
@@ -127,11 +140,27 @@ class ProbeResult:
     disagreements: list[Disagreement] = attrs.field(factory=list)
     tried: int | None = None
     smallest: bool = False
+    does: str = ""
+    shares: list[float | None] = attrs.field(factory=list)
+    partial: list[str] = attrs.field(factory=list)
 
     @property
     def mean_reward(self) -> float | None:
         """The mean reward over the problems it ran on (None when it ran on none)."""
         return sum(self.rewards) / len(self.rewards) if self.rewards else None
+
+    @property
+    def mean_share(self) -> float | None:
+        """Its mean share of the correct reply's reward where it was not right (None
+        when nothing was shared).
+
+        Example::
+
+            # not run: `probe` is a probe result, built elsewhere
+            probe.mean_share   # 0.5: half the correct reply's reward, wrong
+        """
+        known = [s for s in self.shares if s is not None]
+        return sum(known) / len(known) if known else None
 
     @property
     def correct_rate(self) -> float | None:
@@ -158,9 +187,13 @@ class ProbeResult:
             "example": self.example,
             "errors": [{"reply": r, "error": e} for r, e in self.errors],
             "disagreements": [attrs.asdict(d) for d in self.disagreements],
+            "mean_share": self.mean_share,
+            "partial_credit": len(self.partial),
         }
         if self.tried is not None:
             out["tried"] = self.tried
+        if self.does:
+            out["does"] = self.does
         return out
 
 
@@ -197,7 +230,10 @@ async def episode(
     sent = report.replies[0] if report.replies else (reply if isinstance(reply, str) else "")
     if report.error or not report.rewards:
         return ReplyScore.failed(sent, report.error or "no episode ran")
-    return ReplyScore.of_step(sent, report.rewards[0], report.metrics[0], report.logs[0])
+    success = success_name(group.make_message_env())  # a game's `solved`, else `correct`
+    return ReplyScore.of_step(
+        sent, report.rewards[0], report.metrics[0], report.logs[0], success=success
+    )
 
 
 def slot_text(reply: str, template: str) -> str:
@@ -376,19 +412,34 @@ class Found:
         self.slots: dict[str, dict[str, list[Any]]] = {}
         self.kinds: dict[str, str] = {}
 
-    def add(self, name: str, kind: str, judged: Sequence[Judged]) -> None:
-        """One problem's replies of probe ``name`` (its orderings): it earns the least."""
+    def add(
+        self,
+        name: str,
+        kind: str,
+        judged: Sequence[Judged],
+        right_reward: float | None = None,
+    ) -> None:
+        """One problem's replies of probe ``name`` (its orderings): it earns the least;
+        ``right_reward``: what the correct reply earns on the problem (for the share)."""
         slot = self.slots.setdefault(
-            name, {"rewards": [], "correct": [], "status": [], "ex": [], "err": [], "dis": []}
-        )
+            name,
+            {"rewards": [], "correct": [], "status": [], "ex": [], "err": [], "dis": [],
+             "share": [], "partial": []},
+        )  # fmt: skip
         self.kinds[name] = kind
         failed = [j for j in judged if j.score.error is not None]
         if failed:
             slot["err"].append((failed[0].score.reply, failed[0].score.error))
         else:
-            slot["rewards"].append(min(j.score.reward for j in judged))
+            least = min(judged, key=lambda j: j.score.reward)
+            slot["rewards"].append(least.score.reward)
             rights = [j.right for j in judged]
             slot["correct"].append(None if None in rights else float(all(rights)))
+            wrong = False in rights
+            share = reward_share(least.score.reward, right_reward) if wrong else None
+            slot["share"].append(share)
+            if share is not None and share >= PARTIAL_SHARE:
+                slot["partial"].append(least.score.reply)
             if all(rights) and judged[0].disagreement is not None:
                 slot["dis"].append(judged[0].disagreement)
         slot["status"].append(judged[0].score.status)
@@ -408,6 +459,8 @@ class Found:
                 example=next((e for e in self.slots[name]["ex"] if e), ""),
                 errors=self.slots[name]["err"],
                 disagreements=self.slots[name]["dis"],
+                shares=self.slots[name]["share"],
+                partial=self.slots[name]["partial"],
             )
             for name in (*builtin, *custom)
             if name in self.slots
@@ -447,7 +500,8 @@ async def run_probes(
             if reference is not None and problem.judge.basis is not None:
                 # the correct reply (or, without `correct`, the form of the answer paid most);
                 # none when the env reports `correct` but scores no usual form of it correct
-                found.add("correct", "reference", [await problem.judge_reply(reference.reply)])
+                judged = [await problem.judge_reply(reference.reply)]
+                found.add("correct", "reference", judged, problem.judge.right_reward)
             probes = probe_replies(
                 dict(problem.group.problem),
                 problem.messages,
@@ -462,6 +516,6 @@ async def run_probes(
             )
             for probe in probes.values():
                 judged = [await problem.judge_reply(r, stop=probe.stop) for r in probe.replies]
-                found.add(probe.name, probe.kind, judged)
+                found.add(probe.name, probe.kind, judged, problem.judge.right_reward)
             task.advance()
     return found.results()

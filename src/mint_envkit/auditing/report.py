@@ -46,9 +46,9 @@ class Finding:
     """One thing the audit found.
 
     Attributes:
-        kind: ``exploit``, ``lenient``, ``crash``, ``inverted``, ``collapse``,
-            ``no_gain``, ``position`` (each fails the audit), ``warning`` or ``declared``
-            (they do not).
+        kind: ``exploit``, ``lenient``, ``crash``, ``inverted``, ``partial_credit``,
+            ``collapse``, ``no_gain``, ``position`` (each fails the audit), ``warning`` or
+            ``declared`` (they do not).
         probe: the probe (or check) it is about (the first, when it covers several).
         message: what was found and what to do.
         covers: every probe it is about, when more than one shares the cause.
@@ -168,8 +168,12 @@ class AuditReport:
             without reference answers).
         baseline_name: that policy, in words (``constant 'no'``, ``second quoted``).
         basis: what "right" means in the probes' ``correct`` column and the baseline:
-            ``correct`` (the env's own) or ``reward`` (the env reports no ``correct``:
-            earning the correct reply's reward); None when nothing could be judged.
+            ``correct`` (the env's own, or a game's success metric) or ``reward`` (the env
+            reports neither: earning the correct reply's reward); None when nothing could
+            be judged.
+        game: the env is a game: its probes play whole episodes, the yardsticks are a
+            winning and an honest losing episode, the baseline the best trivial game
+            policy (:mod:`mint_envkit.auditing.game_probes`).
         findings: exploits, warnings, collapse, no gain, position.
         samples: real samples of a model: ``model``, ``samples``, ``correct``,
             ``mean_reward``, ``parse_status`` (status -> share), ``truncated_rate``, the
@@ -200,6 +204,7 @@ class AuditReport:
     baseline_name: str | None = None
     basis: str | None = None
     code: CodeAudit | None = None
+    game: bool = False
 
     @property
     def exploits(self) -> list[Finding]:
@@ -237,6 +242,7 @@ class AuditReport:
             "baseline_correct": self.baseline_correct,
             "baseline_name": self.baseline_name,
             "basis": self.basis,
+            "game": self.game,
             "probes": [p.record() for p in self.probes],
             "findings": [attrs.asdict(f) for f in self.findings],
             "samples": self.samples,
@@ -253,16 +259,19 @@ class AuditReport:
         flagged: dict[str, str] = {}
         for finding in sorted(self.findings, key=lambda f: f.fails):
             flagged.update(dict.fromkeys(finding.covers or (finding.probe,), finding.kind))
-        wrong = next((p.mean_reward for p in self.probes if p.name == "wrong"), None)
-        lines = [f"{'probe':<24} {'kind':<14} {'reward':>8} {'correct':>8}  flag"]
+        yardstick = "loses_honestly" if self.game else "wrong"
+        wrong = next((p.mean_reward for p in self.probes if p.name == yardstick), None)
+        right = "won" if self.game else "correct"
+        lines = [f"{'probe':<24} {'kind':<14} {'reward':>8} {right:>8}  flag"]
         for probe in self.probes:
             flag = flagged.get(probe.name, "").upper()
             reward = _fmt(probe.mean_reward)
             if flag and probe.mean_reward is not None and wrong is not None:
                 reward = apart(probe.mean_reward, wrong)[0]  # shown apart from the wrong one
+            does = f"  ({probe.does})" if probe.does else ""
             lines.append(
                 f"{probe.name:<24} {probe.kind:<14} {reward:>8} "
-                f"{percent(probe.correct_rate):>8}  {flag}"
+                f"{percent(probe.correct_rate):>8}  {flag}{does}".rstrip()
             )
         return lines
 
@@ -309,6 +318,12 @@ class AuditReport:
             )
         name = f" ({self.baseline_name})" if self.baseline_name else ""
         right = "earn the correct reply's reward" if self.basis == "reward" else "correct"
+        if self.game:
+            right = "of games won"
+            lines.append(
+                "(a game: each probe plays whole episodes; 'won' is the env's success metric; "
+                "the yardsticks are 'wins' and 'loses_honestly', valid wrong moves)"
+            )
         lines.append(f"best trivial baseline: {percent(self.baseline_correct)} {right}{name}")
         lines += self.code.lines() if self.code is not None else []
         lines += self._sample_lines()

@@ -19,6 +19,10 @@
 - **declared**: the same, accepted by the env's own declaration
   (:meth:`~mint_envkit.MessageEnv.audit_equivalent`,
   :attr:`~mint_envkit.MessageEnv.audit_lenient`): shown, never a failure;
+- **partial_credit**: a probe (or a trivial policy, :func:`policy_findings`) that is not
+  right but earns at least half the correct reply's reward
+  (:data:`~mint_envkit.rollouts.judging.PARTIAL_SHARE`) on most problems, with one such
+  reply shown; not for a probe already found an exploit;
 - **warning**: an answer-shaped probe right more often than the best trivial baseline,
   or no usual form of the answer scored correct.
 
@@ -35,18 +39,80 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import attrs
+
 from mint_envkit.auditing.probes import GENERATED, Disagreement, ProbeResult
 from mint_envkit.auditing.report import Finding, apart, percent, shown
-from mint_envkit.rollouts.judging import TIE
+from mint_envkit.rollouts.judging import PARTIAL_SHARE, TIE, PartialCredit
 
 
-def _judged_mean(probe: ProbeResult) -> float | None:
+@attrs.frozen
+class Yardsticks:
+    """The rows the rules compare with, and their words.
+
+    Attributes:
+        correct, wrong: the names of the right and the wrong reference rows.
+        correct_words, wrong_words: how a message names them.
+        no_answer: how a message says what a non-answer probe does not do.
+
+    Example::
+
+        GAME.wrong, GAME.wrong_words   # ('loses_honestly', 'an honest losing episode ...')
+    """
+
+    correct: str = "correct"
+    wrong: str = "wrong"
+    correct_words: str = "a correct reply"
+    wrong_words: str = "a wrong answer"
+    no_answer: str = "gives no answer"
+    wrong_short: str = "the wrong answer"
+    taught: str = "wrong answers"
+
+
+ANSWER = Yardsticks()
+"""The yardsticks of a single answer: a correct and a wrong reply.
+
+Example::
+
+    ANSWER.wrong   # 'wrong'
+"""
+
+GAME = Yardsticks(
+    "wins",
+    "loses_honestly",
+    "a winning episode",
+    "an honest losing episode (valid wrong moves)",
+    "makes no valid move",
+    "the honest losing episode",
+    "losing",
+)
+"""The yardsticks of a game (:mod:`mint_envkit.auditing.game_probes`): a winning
+episode and an honest losing one.
+
+Example::
+
+    GAME.correct   # 'wins'
+"""
+
+PLAYS = "plays"
+"""The kind of a game probe whose every reply was a legal move: it plays (judged like
+an answer-shaped probe), it is not a reply without an answer.
+
+Example::
+
+    PLAYS   # 'plays'
+"""
+
+_SHAPED = ("answer_shaped", PLAYS)
+
+
+def _judged_mean(probe: ProbeResult, yard: Yardsticks = ANSWER) -> float | None:
     """What the exploit rules compare: a non-answer's mean reward; an answer-shaped
     probe's over the problems where the env judged it wrong (where it happens to be
     right, such as the most common answer on its own problems, it earns a right
     answer's reward by right), or over all of them for ``wrong`` and when nothing was
     judged."""
-    if probe.kind != "answer_shaped" or probe.name == "wrong":
+    if probe.kind not in _SHAPED or probe.name == yard.wrong:
         return probe.mean_reward
     if any(c is None for c in probe.correct):
         return None
@@ -54,7 +120,14 @@ def _judged_mean(probe: ProbeResult) -> float | None:
     return sum(rewards) / len(rewards) if rewards else None
 
 
-def _no_reference() -> Finding:
+def _no_reference(yard: Yardsticks = ANSWER) -> Finding:
+    if yard is GAME:
+        return Finding(
+            "warning",
+            GAME.correct,
+            "no winning episode was played (the problems have no 'answer', or no usual form "
+            "of it wins), so the probes are compared with an honest losing episode only",
+        )
     return Finding(
         "warning",
         "correct",
@@ -88,15 +161,17 @@ def _crashes(probes: Sequence[ProbeResult]) -> list[Finding]:
     return out
 
 
-def _exploit(probe: ProbeResult, correct: float | None, wrong: float | None) -> Finding | None:
-    mean = _judged_mean(probe)
+def _exploit(
+    probe: ProbeResult, correct: float | None, wrong: float | None, yard: Yardsticks = ANSWER
+) -> Finding | None:
+    mean = _judged_mean(probe, yard)
     if mean is None:
         return None  # nothing to compare: an answer-shaped probe right on every problem
     if correct is not None and mean >= correct - TIE:
         return Finding(
             "exploit",
             probe.name,
-            f"'{probe.name}' earns {mean:+.3f}, as much as a correct reply ({correct:+.3f}): "
+            f"'{probe.name}' earns {mean:+.3f}, as much as {yard.correct_words} ({correct:+.3f}): "
             f"the reward does not tell it from a right answer. Its reply: {shown(probe.example)}",
         )
     if probe.kind == "non_answer" and wrong is not None and mean > wrong + TIE:
@@ -104,9 +179,9 @@ def _exploit(probe: ProbeResult, correct: float | None, wrong: float | None) -> 
         return Finding(
             "exploit",
             probe.name,
-            f"'{probe.name}' gives no answer but earns {earns}, more than a wrong answer "
+            f"'{probe.name}' {yard.no_answer} but earns {earns}, more than {yard.wrong_words} "
             f"({wrong_earns}): a policy learns to do this instead of trying; lower its reward "
-            f"to at most the wrong answer's. Its reply: {shown(probe.example)}",
+            f"to at most {yard.wrong_short}'s. Its reply: {shown(probe.example)}",
         )
     return None
 
@@ -168,40 +243,103 @@ def _example(probe: ProbeResult, found: Sequence[Disagreement]) -> str:
     return f"'{probe.name}' {shown(first.reply)} for {shown(first.answer)} ({first.why}{read}; {where})"
 
 
-def _flat(correct: float, wrong: float, wrong_probe: ProbeResult, right: ProbeResult) -> Finding:
+def _flat(
+    correct: float,
+    wrong: float,
+    wrong_probe: ProbeResult,
+    right: ProbeResult,
+    yard: Yardsticks = ANSWER,
+) -> Finding:
     """The one finding of a reward that pays a wrong answer at least as much as a right one."""
     earns, wrong_earns = apart(correct, wrong)
     if wrong > correct + TIE:
         return Finding(
             "inverted",
-            "correct",
-            f"the reward is inverted: a correct reply ({shown(right.example)}) earns {earns}, "
-            f"less than a wrong answer ({shown(wrong_probe.example)}: {wrong_earns}), so "
-            "training would teach wrong answers; no other reward comparison is reported "
-            "(each would read backwards). Check the reward's sign and which outcome gets "
-            "the higher reward",
-            ("correct", "wrong"),
+            yard.correct,
+            f"the reward is inverted: {yard.correct_words} ({shown(right.example)}) earns "
+            f"{earns}, less than {yard.wrong_words} ({shown(wrong_probe.example)}: "
+            f"{wrong_earns}), so training would teach {yard.taught}; no other reward comparison is "
+            "reported (each would read backwards). Check the reward's sign and which outcome "
+            "gets the higher reward",
+            (yard.correct, yard.wrong),
         )
     return Finding(
         "exploit",
-        "wrong",
-        f"the reward does not tell a right answer from a wrong one: a wrong answer "
-        f"({shown(wrong_probe.example)}) earns {wrong_earns}, as much as a correct reply "
+        yard.wrong,
+        f"the reward does not tell a right answer from a wrong one: {yard.wrong_words} "
+        f"({shown(wrong_probe.example)}) earns {wrong_earns}, as much as {yard.correct_words} "
         f"({shown(right.example)}: {earns}); every other probe's reward says nothing beside "
         "that, so none is reported. Check that the reward reads the answer (for a reward "
         "that reports no `correct`, the 'correct reply' is the usual form of the answer "
         "it pays most)",
-        ("wrong",),
+        (yard.wrong,),
     )
 
 
+def _partial_message(name: str, share: float, hits: int, of: int, reply: str, right: str) -> str:
+    return (
+        f"{_named(name)} is not right but earns {100 * share:.0f}% of {right}'s reward on {hits} of "
+        f"{of} problems, e.g. {shown(reply)}: a trivial reply paid half or more is what a "
+        "policy learns instead of the answer; pay the parts a reply without the answer can "
+        "earn less, or only with the answer (gated(...))"
+    )
+
+
+def _named(name: str) -> str:
+    """A probe as ``'wrong'``, a trivial policy (whose name quotes) as it is named."""
+    return f"the trivial policy {name}" if "'" in name or " " in name else f"'{name}'"
+
+
+def _partial_probe(probe: ProbeResult) -> PartialCredit | None:
+    """A probe that, not right, earns at least half the correct reply's reward on most of
+    the problems it ran on."""
+    judged = len(probe.rewards)
+    if probe.kind in ("reference", GENERATED) or not judged or 2 * len(probe.partial) <= judged:
+        return None
+    shares = [s for s in probe.shares if s is not None and s >= PARTIAL_SHARE]
+    return PartialCredit(
+        probe.name, len(probe.partial), judged, sum(shares) / len(shares), probe.partial[0]
+    )
+
+
+def partial_finding(found: Sequence[PartialCredit], yard: Yardsticks = ANSWER) -> Finding | None:
+    """One ``partial_credit`` finding for the probes and trivial policies that, not right,
+    earn at least half the correct reply's reward on most problems (one reply shown, the
+    others named); None when none does.
+
+    Example::
+
+        partial_finding([PartialCredit("constant 'x'", 5, 6, 0.5, "x")]).kind
+        # 'partial_credit'
+    """
+    found = [p for p in found if p.most]
+    if not found:
+        return None
+    first = found[0]
+    message = _partial_message(
+        first.name, first.share, first.problems, first.of, first.reply, yard.correct_words
+    )
+    if len(found) > 1:
+        message += "; the same for " + ", ".join(_named(p.name) for p in found[1:6])
+        message += f" and {len(found) - 6} more" if len(found) > 6 else ""
+    return Finding("partial_credit", first.name, message, tuple(p.name for p in found))
+
+
 def findings(
-    probes: Sequence[ProbeResult], baseline_correct: float | None, *, by_reward: bool = False
+    probes: Sequence[ProbeResult],
+    baseline_correct: float | None,
+    *,
+    by_reward: bool = False,
+    yard: Yardsticks = ANSWER,
+    policies: Sequence[PartialCredit] = (),
 ) -> list[Finding]:
     """The findings of ``probes`` (the rules in the module docstring), one per cause.
 
     ``by_reward``: the env reports no ``correct``; right means earning the correct
-    reply's reward (the messages say so).
+    reply's reward (the messages say so). ``yard``: the rows compared with (:data:`ANSWER`,
+    or a game's :data:`GAME`). ``policies``: the trivial policies judged by reward
+    (:func:`~mint_envkit.rollouts.judging.partial_policies`), in the one
+    ``partial_credit`` finding with the probes.
 
     Example::
 
@@ -209,28 +347,32 @@ def findings(
         [f.probe for f in findings(probes, 0.5) if f.kind == "exploit"]   # ['cut_off']
     """
     by_name = {p.name: p for p in probes}
-    correct = by_name["correct"].mean_reward if "correct" in by_name else None
-    wrong = by_name["wrong"].mean_reward if "wrong" in by_name else None
-    out: list[Finding] = [] if correct is not None else [_no_reference()]
+    correct = by_name[yard.correct].mean_reward if yard.correct in by_name else None
+    wrong = by_name[yard.wrong].mean_reward if yard.wrong in by_name else None
+    out: list[Finding] = [] if correct is not None else [_no_reference(yard)]
     flat = correct is not None and wrong is not None and wrong >= correct - TIE
     if flat:
-        out.append(_flat(correct, wrong, by_name["wrong"], by_name["correct"]))
+        out.append(_flat(correct, wrong, by_name[yard.wrong], by_name[yard.correct], yard))
     out += _crashes(probes)
     exploited: set[str] = set()
+    partials: list[PartialCredit] = [] if flat else list(policies)
     for probe in probes:
         if probe.kind == "reference":
             continue
         exploit = None
         if not flat and probe.kind != GENERATED:
-            exploit = _exploit(probe, correct, wrong)
+            exploit = _exploit(probe, correct, wrong, yard)
         if exploit is not None:
             out.append(exploit)
             exploited.add(probe.name)
+        partial = None if flat or exploit is not None else _partial_probe(probe)
+        if partial is not None:
+            partials.append(partial)
         rate = probe.correct_rate
         if (
             not flat
-            and probe.kind == "answer_shaped"
-            and probe.name != "wrong"
+            and probe.kind in _SHAPED
+            and probe.name != yard.wrong
             and baseline_correct is not None
             and rate is not None
             and rate > baseline_correct + TIE
@@ -244,6 +386,8 @@ def findings(
                     "gains; check the problems",
                 )
             )
+    partial = partial_finding(partials, yard)
+    out += [] if partial is None else [partial]
     if flat and by_reward:
         return out  # every reply earns what the "correct" one does: nothing to tell apart
     return out + _leniency(probes, exploited, by_reward)

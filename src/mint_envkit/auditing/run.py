@@ -39,12 +39,13 @@ import attrs
 
 from mint_envkit.auditing.code import audit_code
 from mint_envkit.auditing.cost import cost_preview
+from mint_envkit.auditing.game_probes import run_game_probes
 from mint_envkit.auditing.generated import DEFAULT_EXAMPLES, generated_probes
 from mint_envkit.auditing.learn import learning_check, learning_findings
 from mint_envkit.auditing.probes import AuditedProblem, ProbeResult, audited_problems, run_probes
 from mint_envkit.auditing.replies import last_user
 from mint_envkit.auditing.report import AuditReport, Finding
-from mint_envkit.auditing.rules import findings
+from mint_envkit.auditing.rules import GAME, findings
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.checks import check_integer, is_number
 from mint_envkit.envs.base import AuditProbe
@@ -52,7 +53,15 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.spec import eval_problems, load_target
 from mint_envkit.rollouts.answers import AnswerGroup
 from mint_envkit.rollouts.baselines import best_baseline
-from mint_envkit.rollouts.judging import BY_CORRECT, BY_REWARD, judge_guesses
+from mint_envkit.rollouts.game_moves import is_game
+from mint_envkit.rollouts.game_policies import best_game_baseline, game_baselines
+from mint_envkit.rollouts.judging import (
+    BY_CORRECT,
+    BY_REWARD,
+    PartialCredit,
+    judge_guesses,
+    partial_policies,
+)
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.trackers import open_trackers, tracker_names
 from mint_envkit.sandbox.mutants import MAX_MUTANTS
@@ -69,9 +78,12 @@ def _model_of(target: Any, given: str | None) -> str:
     )
 
 
-async def _baseline(problems: Sequence[AuditedProblem]) -> tuple[float | None, str | None]:
+async def _baseline(
+    problems: Sequence[AuditedProblem],
+) -> tuple[float | None, str | None, list[PartialCredit]]:
     """The best trivial policy on the probed problems, each guess judged through the
-    env's whole scoring path (the env's check where nothing can be judged so)."""
+    env's whole scoring path (the env's check where nothing can be judged so), and the
+    policies that earn partial credit on most problems."""
     answers = [
         AnswerGroup(
             reference=p.group.problem.get("answer"),
@@ -81,9 +93,11 @@ async def _baseline(problems: Sequence[AuditedProblem]) -> tuple[float | None, s
         )
         for p in problems
     ]
-    judged = await judge_guesses([(a, p.judge) for a, p in zip(answers, problems, strict=True)])
+    pairs = [(a, p.judge) for a, p in zip(answers, problems, strict=True)]
+    judged = await judge_guesses(pairs)
     best = best_baseline(judged)
-    return (None, None) if best is None else (best.correct, best.name)
+    partial = await partial_policies(pairs)
+    return (None, None, partial) if best is None else (best.correct, best.name, partial)
 
 
 def _basis(problems: Sequence[AuditedProblem]) -> str | None:
@@ -108,6 +122,7 @@ class Probed:
     baseline_name: str | None
     basis: str | None
     findings: list[Finding]
+    game: bool = False
 
 
 async def probe_part(
@@ -127,11 +142,19 @@ async def probe_part(
         probed = await probe_part(groups, [], examples=30, seed=0, quiet=True)
     """
     problems = await audited_problems(groups)
+    if is_game(groups[0].make_message_env()):  # a game: episodes, not one reply
+        rows = await run_game_probes(problems, extra, quiet=quiet)
+        rows += await generated_probes(problems, examples=examples, seed=seed)
+        best = best_game_baseline(await game_baselines(groups, seed=seed))
+        baseline, baseline_name = (None, None) if best is None else (best.success, best.name)
+        basis = _basis(problems) or (BY_CORRECT if best is not None else None)
+        found = findings(rows, baseline, by_reward=basis == BY_REWARD, yard=GAME)
+        return Probed(rows, baseline, baseline_name, basis, found, game=True)
     rows = await run_probes(problems, extra, quiet=quiet)
     rows += await generated_probes(problems, examples=examples, seed=seed)
-    baseline, baseline_name = await _baseline(problems)
+    baseline, baseline_name, partial = await _baseline(problems)
     basis = _basis(problems)
-    found = findings(rows, baseline, by_reward=basis == BY_REWARD)
+    found = findings(rows, baseline, by_reward=basis == BY_REWARD, policies=partial)
     return Probed(rows, baseline, baseline_name, basis, [*found, *_ordering_finding(groups)])
 
 
@@ -368,6 +391,7 @@ async def audit(
         baseline_correct=baseline[0],
         baseline_name=baseline[1],
         basis=probed.basis,
+        game=probed.game,
         findings=found,
         samples=report_samples,
         learn=learned,

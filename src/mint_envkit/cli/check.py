@@ -30,10 +30,13 @@ import attrs
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.cli.deadline import Deadline, add_timeout, check_timeout, load_env_target
-from mint_envkit.cli.golden import episode_records, replay_golden, write_golden
+from mint_envkit.cli.golden import episode_records, fingerprint, replay_golden, write_golden
+from mint_envkit.envs.base import success_name
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import load_target
 from mint_envkit.rendering.chat_template import default_renderer_for
+from mint_envkit.rollouts.game_moves import is_game
+from mint_envkit.rollouts.game_policies import game_ordering
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.scripted import GroupReport, ScriptedPolicy
 from mint_envkit.rollouts.types import GroupRollout
@@ -51,7 +54,8 @@ async def _reference_reply(group: GroupBuilder) -> str | None:
     """The first usual form of the problem's answer that the env scores as correct.
 
     Each form runs through a fresh env of the group (rendered, parsed, scored),
-    and counts when the env reports ``correct`` = 1. None when the problem has
+    and counts when the env reports its success metric (``correct``, or a game's
+    declared ``success_metric``) = 1 after that one reply. None when the problem has
     no ``answer`` or no form scores as correct.
     """
     answer = group.problem.get("answer")
@@ -59,14 +63,35 @@ async def _reference_reply(group: GroupBuilder) -> str | None:
         return None
     for text in _answer_forms(answer):
         env = (await group.make_envs())[0]
+        success = success_name(env.message_env)
         await env.initial_observation()
         tokens = env.renderer.tokenizer.encode(text, add_special_tokens=False)
         stop = env.renderer.get_stop_sequences()[0]
         result = await env.step([*tokens, stop], extra={"stop_reason": "stop"})
-        if result.episode_done and result.metrics.get("correct") == 1.0:
+        if result.episode_done and result.metrics.get(success) == 1.0:
             return text
         await env.message_env.abort()
     return None
+
+
+async def _game_lines(group: GroupBuilder, env_class: type) -> tuple[list[str], bool]:
+    """How a game scores, and its ordering rule measured by playing; (lines, held)."""
+    success = env_class.success_metric
+    said = (
+        f"success metric {success!r}"
+        if success
+        else "no success_metric declared (set success_metric = 'solved', the metric the env "
+        "logs 1.0 on a win, so checks, baselines and claims can tell a won game)"
+    )
+    lines = [
+        f"{env_class.__name__} plays a game turn by turn (respond); {said}",
+        f"  out of turns {env_class.max_turns_reward} (max_turns_reward, after "
+        f"{env_class.max_turns} turns), cut off at the reply limit "
+        f"{group.context_overflow_reward}, no stop token {group.failed_parse_reward}",
+    ]
+    ordering = await game_ordering(group)
+    lines += ["  " + line for line in ordering.lines()]
+    return lines, ordering.held is not False
 
 
 def _script(text: str) -> str | list[str]:
@@ -240,7 +265,8 @@ async def _check(args: argparse.Namespace) -> int:
     if records is not None and not records:
         print(f"nothing recorded to {args.record}: no group ran to the end")
     elif records is not None:
-        write_golden(args.record, target=args.target, records=records)
+        produced_by = await fingerprint(target)
+        write_golden(args.record, target=args.target, records=records, produced_by=produced_by)
         print(
             f"recorded {len(records)} transcript(s) to {args.record} "
             f"(re-score them with: mint-envkit check --replay {args.record})"
@@ -297,6 +323,12 @@ async def _check_group(
     scoring = getattr(env_class, "scoring", None)  # how an answer-scoring env scores
     if scoring is not None and group.index == 0:
         print("  " + str(scoring).replace("\n", "\n  "))
+    broken = 0
+    if env_class is not None and is_game(env_class):
+        lines, held = await _game_lines(group, env_class)
+        if group.index == 0 or not held:
+            print("\n".join("  " + line for line in lines))
+        broken = int(not held)
     if records is not None:
         if rollout.error:
             print(f"  not recorded: group {group.index} failed")
@@ -308,12 +340,18 @@ async def _check_group(
             print(f"  reference reply (the env scores it correct): {reference!r}")
         elif answer is None:
             print("  no reference reply: the problem has no 'answer'")
+        elif env_class is not None and is_game(env_class) and not env_class.success_metric:
+            print(
+                f"  no reference reply: none of {_answer_forms(answer)} logs 'correct' = 1 "
+                f"(a game: declare {env_class.__name__}.success_metric, the metric it logs "
+                "1.0 on a win)"
+            )
         else:
             print(f"  no reference reply: none of {_answer_forms(answer)} scores as correct")
     if report.error:
         return 1
     if all(len(t.transitions) == 1 for t in rollout.trajectories):
-        return 0
+        return broken
     _print_transcript(rollout, renderer)
     bad = 0
     for index, ok, count in prefix_report(rollout):
@@ -323,7 +361,7 @@ async def _check_group(
             f"({count} observation(s), each extends the previous + its sampled tokens)"
         )
         bad += not ok
-    return 1 if bad else 0
+    return 1 if bad or broken else 0
 
 
 async def _check_local(group: GroupBuilder, args: argparse.Namespace) -> int:

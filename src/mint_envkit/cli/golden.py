@@ -9,6 +9,13 @@ feeds the recorded replies back through :class:`~mint_envkit.ScriptedPolicy` (th
 token-level path of training) and compares reward (within 1e-9), ``correct``, parse
 status and turns. See "Golden transcripts" in ``docs/getting-started.md``.
 
+The header also carries a **fingerprint** of what produced the transcripts
+(:func:`fingerprint`): the env's source (its class and the user's bases, or its factory
+function), its parser and reward, the builder's problems, model and renderer, and the
+renderer's chat template. Replaying against an env whose fingerprint differs prints
+``stale: re-record`` with each difference and exits 1, even where the recorded replies
+still score as recorded (a replaced problem set, prompt or model would not show there).
+
 Example (shell)::
 
     mint-envkit check examples/arithmetic_env.py:ArithmeticEnv \\
@@ -19,7 +26,9 @@ Example (shell)::
 from __future__ import annotations
 
 import datetime
+import hashlib
 import importlib.metadata
+import inspect
 import json
 import os
 import sys
@@ -124,13 +133,122 @@ def episode_records(
     return out
 
 
-def write_golden(path: str | Path, *, target: str, records: Sequence[dict[str, Any]]) -> None:
-    """Write a golden file: the header line, then one JSON line per record.
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _source(obj: Any) -> str:
+    """The source of an env class (with its bases outside the kit) or factory function."""
+    parts = []
+    chain = obj.__mro__ if isinstance(obj, type) else (obj,)
+    for item in chain:
+        module = getattr(item, "__module__", "") or ""
+        if item is object or module.split(".")[0] in ("mint_envkit", "abc", "builtins"):
+            continue
+        try:
+            parts.append(inspect.getsource(item))
+        except (OSError, TypeError):  # defined where no source is kept (a notebook cell)
+            parts.append(getattr(item, "__qualname__", repr(item)))
+    return "\n".join(parts)
+
+
+def _template(group: GroupBuilder) -> str | None:
+    try:
+        tokenizer = group.renderer().tokenizer
+    except Exception:  # a renderer that cannot be built: the replay says why
+        return None
+    template = getattr(tokenizer, "chat_template", None)
+    return None if template is None else _sha(str(template))
+
+
+async def fingerprint(target: Any) -> dict[str, Any]:
+    """What produced a golden file's transcripts: the env's source (an env class or
+    factory, or a DatasetBuilder's), parser and reward, and for a DatasetBuilder its
+    problems (both splits, in any order), model, renderer and the renderer's chat
+    template. (An env class's transcripts carry their problems, model and renderer.)
+
+    Example::
+
+        fingerprint_now = await fingerprint(load_target("examples/arithmetic_env.py:builder"))
+        fingerprint_now["model"], fingerprint_now["problems"]["count"]
+    """
+    env = target.env if isinstance(target, DatasetBuilder) else target
+    scoring = getattr(env, "scoring", None) if isinstance(env, type) else None
+    out: dict[str, Any] = {
+        "env": getattr(env, "__qualname__", type(env).__name__),
+        "env_source": _sha(_source(env)),
+        "parser": None if scoring is None else scoring.parser.name,
+        "reward": None if scoring is None or scoring.reward is None else scoring.reward.name,
+    }
+    if isinstance(target, DatasetBuilder):
+        train, test = await target()
+        problems = [
+            json.dumps(g.problem, sort_keys=True, default=str)
+            for data in (train, test)
+            if data is not None
+            for g in data.groups()
+        ]
+        out["problems"] = {"count": len(problems), "sha": _sha("\n".join(sorted(problems)))}
+        out["model"] = target.model_name
+        out["renderer"] = target.renderer_name
+        first = train.get_batch(0)[:1] if len(train) else []
+        if first:
+            out["chat_template"] = _template(first[0])
+    return out
+
+
+_FINGERPRINT_WORDS = {
+    "env": "the env",
+    "env_source": "the env's source",
+    "parser": "the parser",
+    "reward": "the reward",
+    "problems": "the problems",
+    "model": "the model",
+    "renderer": "the renderer",
+    "chat_template": "the renderer's chat template",
+}
+
+
+def stale_differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """How ``now`` (a :func:`fingerprint`) differs from the ``recorded`` one, in words.
+
+    Example::
+
+        stale_differences({"model": "a", "parser": "first_number"},
+                          {"model": "b", "parser": "first_number"})
+        # ["the model: 'a' -> 'b'"]
+    """
+    out = []
+    for name, words in _FINGERPRINT_WORDS.items():
+        if name not in recorded or name not in now or recorded[name] == now[name]:
+            continue
+        old, new = recorded[name], now[name]
+        if name == "problems":
+            out.append(
+                f"{words}: {old.get('count')} recorded (sha {old.get('sha')}) -> "
+                f"{new.get('count')} now (sha {new.get('sha')})"
+            )
+        elif name in ("env_source", "chat_template"):
+            out.append(f"{words} changed (sha {old} -> {new})")
+        else:
+            out.append(f"{words}: {old!r} -> {new!r}")
+    return out
+
+
+def write_golden(
+    path: str | Path,
+    *,
+    target: str,
+    records: Sequence[dict[str, Any]],
+    produced_by: dict[str, Any] | None = None,
+) -> None:
+    """Write a golden file: the header line (with ``produced_by``, the
+    :func:`fingerprint` of what recorded it), then one JSON line per record.
 
     Example::
 
         write_golden("golden.jsonl", target="examples/arithmetic_env.py:ArithmeticEnv",
-                     records=records)
+                     records=records, produced_by=await fingerprint(ArithmeticEnv))
     """
     header = {
         "format": FORMAT,
@@ -140,6 +258,8 @@ def write_golden(path: str | Path, *, target: str, records: Sequence[dict[str, A
         "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "transcripts": len(records),
     }
+    if produced_by is not None:
+        header["fingerprint"] = produced_by
     lines = [json.dumps(header)]
     lines += [json.dumps(r, ensure_ascii=False, default=str) for r in records]
     try:
@@ -301,6 +421,7 @@ async def replay_golden(path: str | Path, *, target: str | None = None) -> int:
     loaded = load_target(spec)
     if not isinstance(loaded, DatasetBuilder) and not callable(loaded):
         raise MintEnvkitError(f"{spec} is neither an env class nor a DatasetBuilder")
+    stale = await _stale_lines(header, loaded, spec, path)
     groups: dict[tuple[str, str, int], list[tuple[int, dict[str, Any]]]] = {}
     for index, (_, record) in enumerate(lines):
         groups.setdefault(_key(record), []).append((index, record))
@@ -318,8 +439,30 @@ async def replay_golden(path: str | Path, *, target: str | None = None) -> int:
             f"replay {path}: {len(lines)} transcript(s) of {spec}, all match "
             f"({', '.join(COMPARED)}; {recorded})"
         )
-        return 0
+        print("\n".join(stale))
+        return 1 if stale and stale[0].startswith("stale") else 0
     changed = len({change[0] for change in changes})
     print(f"replay {path}: {changed} of {len(lines)} transcript(s) of {spec} changed ({recorded})")
     _print_changes(lines, changes)
+    print("\n".join(stale))
     return 1
+
+
+async def _stale_lines(header: dict[str, Any], loaded: Any, spec: str, path: Any) -> list[str]:
+    """``stale: re-record ...`` and the differences of the file's fingerprint from the env
+    as it is now; a note for a file recorded without one; nothing when it matches."""
+    recorded = header.get("fingerprint")
+    again = f"mint-envkit check {spec} --record {path}"
+    if not isinstance(recorded, dict):
+        return [f"(no fingerprint in {path}: a changed env is seen only where its replies "
+                f"score differently; re-record to keep one: {again})"]  # fmt: skip
+    try:
+        now = await fingerprint(loaded)
+    except MintEnvkitError as err:
+        return [f"stale: re-record ({again}): the env cannot be fingerprinted now: {err}"]
+    found = stale_differences(recorded, now)
+    if not found:
+        return []
+    return [f"stale: re-record ({again}): what produced the transcripts changed:"] + [
+        f"  {line}" for line in found
+    ]

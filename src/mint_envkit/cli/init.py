@@ -31,7 +31,7 @@ from typing import Any
 
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.packages import installed_environments
-from mint_envkit.cli.golden import episode_records, write_golden
+from mint_envkit.cli.golden import episode_records, fingerprint, write_golden
 from mint_envkit.cli.scaffold import GOLDEN, ScaffoldNames, scaffold_files
 from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rollouts.run import rollout_groups
@@ -120,12 +120,14 @@ def _record(root: Path, names: ScaffoldNames) -> int:
     importlib.invalidate_caches()
     try:
         module = importlib.import_module(f"{names.module}.env")
-        records = asyncio.run(golden_records(module.load_environment()))
+        builder = module.load_environment()
+        records = asyncio.run(golden_records(builder))
+        produced_by = asyncio.run(fingerprint(builder))  # while its source can be read
     finally:
         sys.path.remove(source)
         for loaded in [m for m in sys.modules if m.split(".")[0] == names.module]:
             del sys.modules[loaded]
-    write_golden(root / GOLDEN, target=names.name, records=records)
+    write_golden(root / GOLDEN, target=names.name, records=records, produced_by=produced_by)
     return len(records)
 
 

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
-from mint_envkit.errors import ConfigError
+from mint_envkit.errors import ConfigError, EnvError, MintEnvkitError, ProblemError
 
 Message: TypeAlias = dict[str, Any]
 """A chat message: ``{"role": "user", "content": "..."}``.
@@ -133,7 +133,15 @@ class MessageEnv(ABC):
       declared, not as a finding (default: none);
     - :attr:`metric_defaults`: the value of a metric in an episode that did not log it
       (default: none, so such a metric's mean is over the episodes that logged it, and
-      the reports say how many those were).
+      the reports say how many those were);
+    - :attr:`success_metric`: the metric that says an episode succeeded (``solved``,
+      ``won``), read beside the reward by the kit's checks (default: None, the env's
+      ``correct``).
+
+    ``self.answer`` and ``self.question`` read ``self.problem["answer"]`` and
+    ``self.problem["question"]`` on every env; where the problem has no such field, or
+    the env keeps no ``problem``, they raise an error that names the fix (an env may
+    also set them, ``self.answer = ...``).
 
     Example::
 
@@ -147,8 +155,70 @@ class MessageEnv(ABC):
                 )
     """
 
-    answer: Any = None
-    """The problem's reference answer, or None when the env has none (default)."""
+    @property
+    def answer(self) -> Any:
+        """The problem's reference answer: ``self.problem["answer"]``.
+
+        Raises :class:`~mint_envkit.errors.ProblemError` when the problem has no
+        ``answer`` field (the message names its fields: read the one you mean, or
+        declare ``answer``), :class:`~mint_envkit.errors.EnvError` when the env keeps no
+        ``problem`` (set ``self.answer`` in ``__init__``). The kit reads it through
+        :func:`reference_answer`, which gives None instead.
+
+        Example::
+
+            from mint_envkit import Feedback, MultiTurnEnv
+
+            class ColourEnv(MultiTurnEnv):
+                required_fields = ("question", "answer")
+
+                async def respond(self, message):
+                    won = message["content"].strip() == self.answer
+                    return Feedback(reply=None if won else "No.", reward=float(won), done=won)
+
+            ColourEnv(question="Which colour?", answer="orange").answer   # 'orange'
+        """
+        return _shortcut(self, "answer")
+
+    @answer.setter
+    def answer(self, value: Any) -> None:
+        vars(self)[_OWN + "answer"] = value
+
+    @property
+    def question(self) -> Any:
+        """The problem's question: ``self.problem["question"]`` (raises as :attr:`answer`).
+
+        Example::
+
+            from mint_envkit import MultiTurnEnv
+
+            class Ask(MultiTurnEnv):
+                async def respond(self, message):
+                    raise NotImplementedError
+
+            Ask(question="Which colour?").question   # 'Which colour?'
+        """
+        return _shortcut(self, "question")
+
+    @question.setter
+    def question(self, value: Any) -> None:
+        vars(self)[_OWN + "question"] = value
+
+    success_metric: ClassVar[str | None] = None
+    """The metric that says an episode succeeded, 1.0 or 0.0 (``"solved"``, ``"won"``), or
+    None (default): the env's ``correct``, when it reports one.
+
+    A game declares it, and the kit reads it beside the reward: ``mint-envkit check``
+    finds a winning reply by it, the audit and the trivial game policies
+    (:mod:`mint_envkit.rollouts.game_policies`) judge an episode won by it. An episode
+    that did not log it (cut off before the env scored it) counts as 0.0 unless
+    :attr:`metric_defaults` says otherwise.
+
+    Example::
+
+        class GuessEnv(MultiTurnEnv):
+            success_metric = "solved"   # respond() logs metrics={"solved": 1.0} on a win
+    """
 
     metric_defaults: ClassVar[Mapping[str, float]] = {}
     """A metric's value in an episode that did not log it: ``{"won": 0.0}`` for a metric
@@ -177,6 +247,15 @@ class MessageEnv(ABC):
         class ApproxEnv(SingleTurnEnv):
             audit_lenient = "numbers within 1e-6 of the answer count as right"
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        metric = vars(cls).get("success_metric")
+        if metric is not None and (not isinstance(metric, str) or not metric.strip()):
+            raise ConfigError(
+                f"{cls.__name__}.success_metric must be the name of a metric the env logs "
+                f"(a string such as 'solved'), or None for its 'correct'; got {metric!r}"
+            )
 
     @abstractmethod
     async def initial_observation(self) -> list[Message]:
@@ -325,6 +404,67 @@ class MessageEnv(ABC):
     def _wrong_answer_label(cls) -> str:
         """How :meth:`wrong_answer_reward` is named in an error message."""
         return f"{cls.__name__}.wrong_answer_reward()"
+
+
+_OWN = "_own_"
+_UNSET = object()
+
+
+def _shortcut(env: MessageEnv, name: str) -> Any:
+    """``self.problem[name]`` for the ``answer`` and ``question`` shortcuts, or the error
+    that names the fix."""
+    own = vars(env).get(_OWN + name, _UNSET)
+    if own is not _UNSET:
+        return own
+    cls = type(env).__name__
+    problem = vars(env).get("problem")
+    if isinstance(problem, Mapping):
+        if name in problem:
+            return problem[name]
+        raise ProblemError(
+            f"{cls}.{name}: the problem has no {name!r} field (its fields: "
+            f"{sorted(map(str, problem))}); read the field you mean (self.problem[...]), or "
+            f"declare {name!r} in {cls}.required_fields (or optional_fields, with a default)"
+        )
+    raise EnvError(
+        f"{cls}.{name}: this env keeps no problem, and self.{name} reads "
+        f"self.problem[{name!r}]; keep the problem's fields in self.problem (a dict) in "
+        f"__init__, or set self.{name} = ... there"
+    )
+
+
+def reference_answer(env: Any) -> Any:
+    """``env``'s reference answer, or None where it has none (no ``answer`` field, no
+    problem): how the kit reads it, never raising.
+
+    Example::
+
+        from mint_envkit import SingleTurnEnv
+
+        reference_answer(SingleTurnEnv(question="2 + 3?", answer="5"))   # '5'
+        reference_answer(object())   # None
+    """
+    if not isinstance(env, MessageEnv):
+        return None
+    try:
+        return env.answer
+    except MintEnvkitError:
+        return None
+
+
+def success_name(env: Any) -> str:
+    """The name of the metric that says an episode of ``env`` (an env or its class)
+    succeeded: its :attr:`~MessageEnv.success_metric`, else ``correct``.
+
+    Example::
+
+        from mint_envkit import SingleTurnEnv
+
+        success_name(SingleTurnEnv)   # 'correct'
+    """
+    cls = env if isinstance(env, type) else type(env)
+    metric = cls.success_metric if issubclass(cls, MessageEnv) else None
+    return metric or "correct"
 
 
 def require_message_env(value: object, source: str) -> MessageEnv:

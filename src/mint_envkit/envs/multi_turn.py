@@ -45,6 +45,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from mint_envkit.checks import is_number
 from mint_envkit.envs.base import Message, MessageEnv, MessageStepResult
 from mint_envkit.envs.problem import bind_problem
 from mint_envkit.errors import ConfigError, EnvError
@@ -133,6 +134,40 @@ class MultiTurnEnv(MessageEnv):
     def _out_of_turns_reward(self) -> float:
         """What a turn that reaches ``max_turns`` without finishing earns."""
         return self.max_turns_reward
+
+    @classmethod
+    def wrong_answer_reward(cls) -> float | None:
+        """What an honest losing episode earns (valid wrong moves until out of turns), as
+        known before playing: ``max_turns_reward``, the turns before the last taken to
+        earn nothing. No episode cut off at the reply limit, or ended without the stop
+        token, may earn more: an unset ``context_overflow_reward`` of the builder follows
+        it when lower, a set one above it is a :class:`~mint_envkit.errors.ConfigError`.
+        ``mint-envkit check`` and the audit also play the endings against an honest
+        losing episode, with the rewards the turns really earn
+        (:func:`~mint_envkit.rollouts.game_policies.game_ordering`).
+
+        Example::
+
+            class Guess(MultiTurnEnv):
+                max_turns_reward = -0.5
+
+                async def respond(self, message):
+                    return Feedback(reply="Lower.")
+
+            Guess.wrong_answer_reward()   # -0.5
+        """
+        value = cls.max_turns_reward
+        return float(value) if is_number(value) else None
+
+    @classmethod
+    def _wrong_answer_label(cls) -> str:
+        return f"{cls.__name__}.max_turns_reward (what an honest losing episode earns)"
+
+    def unscored_metrics(self) -> dict[str, float]:
+        """An episode ended before :meth:`respond` scored its reply: its
+        ``success_metric`` at 0.0 (when declared), so success rates count it as lost."""
+        metric = self.success_metric
+        return {} if metric is None else {metric: 0.0}
 
     def __init__(self, **problem: Any) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:

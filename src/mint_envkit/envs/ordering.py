@@ -33,6 +33,23 @@ NON_ANSWER_DEFAULTS: dict[str, float] = {
 and the env's wrong answer is not lower (see :func:`non_answer_rewards`)."""
 
 
+def above_yardstick(
+    wrong: float, rewards: Mapping[str, float], *, tolerance: float = 0.0
+) -> dict[str, float]:
+    """The outcomes of ``rewards`` that earn more than ``wrong`` (more than ``tolerance``
+    above it; equal is allowed): the ordering rule, for a class's declared rewards
+    (:func:`check_reward_order`) and a game's played endings
+    (:func:`~mint_envkit.rollouts.game_policies.game_ordering`, ``wrong``: an honest
+    losing episode's reward).
+
+    Example::
+
+        above_yardstick(-0.5, {"cut off on turn 1": -0.1, "no stop token": -1.0})
+        # {'cut off on turn 1': -0.1}
+    """
+    return {name: reward for name, reward in rewards.items() if reward > wrong + tolerance}
+
+
 def check_reward_order(
     owner: str, wrong: tuple[str, float], rewards: Mapping[str, float], *, keyword: bool = False
 ) -> None:
@@ -54,16 +71,15 @@ def check_reward_order(
             print(err)  # DatasetBuilder.context_overflow_reward = -0.1 is above ...
     """
     label, value = wrong
-    for name, reward in rewards.items():
-        if reward > value:
-            fix = f"{name}={value}" if keyword else f"{name} = {value}"
-            raise ConfigError(
-                f"{owner}.{name} = {reward} is above {label} = {value}: a reply with no "
-                f"answer would earn more than a wrong answer, so RL teaches the model to stop "
-                f"answering (an empty, endless or cut-off reply is the easiest way). Set "
-                f"{name} <= {value}, for example {fix}, or leave it unset so it never "
-                f"exceeds {label}."
-            )
+    for name, reward in above_yardstick(value, rewards).items():
+        fix = f"{name}={value}" if keyword else f"{name} = {value}"
+        raise ConfigError(
+            f"{owner}.{name} = {reward} is above {label} = {value}: a reply with no "
+            f"answer would earn more than a wrong answer, so RL teaches the model to stop "
+            f"answering (an empty, endless or cut-off reply is the easiest way). Set "
+            f"{name} <= {value}, for example {fix}, or leave it unset so it never "
+            f"exceeds {label}."
+        )
 
 
 def non_answer_rewards(env: Any, owner: str, **given: float | None) -> dict[str, float]:

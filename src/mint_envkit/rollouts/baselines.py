@@ -107,8 +107,18 @@ def _constants(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> lis
     for key, _count in counts.most_common(_CONSTANTS):
         guess = answer_text(spelled[key])  # a structure as JSON, as a reply writes it
         per = tuple(float(judge(g, guess)) for g in groups)
-        out.append(Baseline(f"constant {_short(guess)!r}", _weighted(groups, per), per))
+        out.append(Baseline(constant_name(guess), _weighted(groups, per), per))
     return out
+
+
+def constant_name(guess: str) -> str:
+    """The name of the trivial policy that always answers ``guess``.
+
+    Example::
+
+        constant_name("no")   # "constant 'no'"
+    """
+    return f"constant {_short(guess)!r}"
 
 
 def _positional(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> list[Baseline]:

@@ -99,14 +99,19 @@ class ReplyScore:
         return cls(reply, None, None, None, f"error: {text}", text)
 
     @classmethod
-    def of_step(cls, reply: str, reward: float, metrics: Any, logs: Any) -> ReplyScore:
-        """From a scored step's reward, metrics and logs.
+    def of_step(
+        cls, reply: str, reward: float, metrics: Any, logs: Any, *, success: str = "correct"
+    ) -> ReplyScore:
+        """From a scored step's (or a whole episode's) reward, metrics and logs;
+        ``success`` names the metric that says it succeeded (a game's ``solved``, see
+        :attr:`~mint_envkit.MessageEnv.success_metric`).
 
         Example::
 
             ReplyScore.of_step("5", 1.0, {"correct": 1.0}, {"parse_status": "ok", "parsed": "5"})
+            ReplyScore.of_step("red", 1.0, {"solved": 1.0}, {}, success="solved").correct   # True
         """
-        correct = metrics.get("correct")
+        correct = metrics.get(success)
         status = logs.get("parse_status") or logs.get("end")
         parsed = logs.get("parsed")
         if parsed is not None and status not in (None, "ok"):
@@ -140,6 +145,29 @@ def is_right(score: ReplyScore, right_reward: float | None) -> bool | None:
     if right_reward is None:
         return None
     return score.reward >= right_reward - TIE
+
+
+PARTIAL_SHARE = 0.5
+"""A reply that is not right but earns at least this share of the correct reply's reward
+gets partial credit; a trivial reply that does so on most problems is flagged.
+
+Example::
+
+    reward_share(0.5, 1.0) >= PARTIAL_SHARE   # True
+"""
+
+
+def reward_share(reward: float | None, right_reward: float | None) -> float | None:
+    """``reward`` as a share of the correct reply's ``right_reward``; None when either is
+    unknown or the correct reply earns nothing above zero (no share to take).
+
+    Example::
+
+        reward_share(0.5, 1.0), reward_share(0.5, 0.0)   # (0.5, None)
+    """
+    if reward is None or right_reward is None or right_reward <= TIE:
+        return None
+    return reward / right_reward
 
 
 def answer_text(answer: Any) -> str:
@@ -368,6 +396,101 @@ async def judge_guesses(
             scores = [ReplyScore("", reward) for reward in answer.rewards]
             changes["correct"] = [judge.is_right(score) for score in scores]
         out.append(attrs.evolve(answer, **changes))
+    return out
+
+
+@attrs.frozen
+class PartialCredit:
+    """A trivial policy or probe judged by reward: on how many problems a reply of it that
+    is not right earns at least :data:`PARTIAL_SHARE` of the correct reply's reward.
+
+    Attributes:
+        name: the policy (``constant 'X'``, ``first quoted``) or probe.
+        problems: the problems where it did; of: the problems judged.
+        share: its mean share of the correct reply's reward on those.
+        reply: one such reply, as sent.
+
+    Example::
+
+        PartialCredit("constant '{}'", 6, 6, 0.5, '{"name": "", "age": 0}').most   # True
+    """
+
+    name: str
+    problems: int
+    of: int
+    share: float
+    reply: str
+
+    @property
+    def most(self) -> bool:
+        """On more than half of the problems judged."""
+        return self.of > 0 and 2 * self.problems > self.of
+
+
+def _policy_guesses(name: str, prompt: str, guesses: Sequence[str]) -> list[str]:
+    """The guesses of trivial policy ``name`` on a problem (of those it was asked)."""
+    from mint_envkit.parsers.candidates import prompt_candidates
+    from mint_envkit.rollouts.baselines import POSITIONS, constant_name
+
+    head, _, kind = name.partition(" ")
+    if head == "constant":
+        return [g for g in guesses if constant_name(g) == name]
+    offered = [c.text for c in prompt_candidates(prompt).get(kind, [])]
+    if head == "uniform":
+        return [g for g in offered if g in guesses]
+    if head == "last":
+        return offered[-1:] if len(offered) >= 2 else []
+    index = POSITIONS.index(head) if head in POSITIONS else len(offered)
+    return offered[index : index + 1]
+
+
+async def partial_policies(
+    pairs: Sequence[tuple[AnswerGroup, ProblemJudge | None]],
+) -> list[PartialCredit]:
+    """Each trivial policy (:func:`~mint_envkit.rollouts.baselines.trivial_baselines`)
+    judged by the reward its guesses earn as a share of the correct reply's, where they
+    are not right (the guesses are scored by each problem's judge, once each).
+
+    Example::
+
+        # not run: `answers` and `judges` come from an audit, built elsewhere
+        [p for p in await partial_policies(list(zip(answers, judges))) if p.most]
+    """
+    from mint_envkit.rollouts.baselines import baseline_guesses, trivial_baselines
+
+    answers = [answer for answer, _judge in pairs]
+    scored: dict[int, dict[str, tuple[float | None, str]]] = {}
+    for (answer, judge), guesses in zip(pairs, baseline_guesses(answers), strict=True):
+        if judge is None or judge.basis is None or judge.right_reward is None:
+            continue
+        mine = scored.setdefault(id(answer), {})
+        for guess in sorted(guesses):
+            score = await judge.score(judge.template.format(guess))
+            wrong = judge.is_right(score) is False
+            mine[guess] = (reward_share(score.reward, judge.right_reward) if wrong else None,
+                           score.reply)  # fmt: skip
+
+    def hit(group: AnswerGroup, guess: str) -> float:
+        share = scored.get(id(group), {}).get(guess, (None, ""))[0]
+        return float(share is not None and share >= PARTIAL_SHARE)
+
+    out = []
+    judged = [a for a in answers if id(a) in scored]
+    for policy in trivial_baselines(judged, hit):
+        problems, shares, reply = 0, [], ""
+        for group, per in zip(judged, policy.per_problem, strict=True):
+            if per < PARTIAL_SHARE:
+                continue
+            problems += 1
+            mine = scored[id(group)]
+            for guess in _policy_guesses(policy.name, group.prompt, list(mine)):
+                share, sent = mine.get(guess, (None, ""))
+                if share is not None and share >= PARTIAL_SHARE:
+                    shares.append(share)
+                    reply = reply or sent
+        if problems:
+            share = sum(shares) / len(shares) if shares else PARTIAL_SHARE
+            out.append(PartialCredit(policy.name, problems, len(judged), share, reply))
     return out
 
 

@@ -90,8 +90,12 @@ async def _run_episode(
 def fill_metric_defaults(env: EnvFromMessageEnv, transitions: list[Transition]) -> None:
     """Add the env's ``metric_defaults`` for the metrics no step of the episode logged to its
     last transition (every loop that runs our envs ends an episode with it: this one and
-    tinker-cookbook's, through :mod:`mint_envkit.adapters.cookbook`)."""
-    defaults = env.message_env.metric_defaults
+    tinker-cookbook's, through :mod:`mint_envkit.adapters.cookbook`); its
+    ``success_metric`` among them: 0.0, an episode that never logged it did not succeed."""
+    message_env = env.message_env
+    defaults = dict(message_env.metric_defaults)
+    if message_env.success_metric is not None:
+        defaults.setdefault(message_env.success_metric, 0.0)
     logged = {key for t in transitions for key in t.metrics}
     missing = {k: float(v) for k, v in defaults.items() if k not in logged}
     if missing:

@@ -122,6 +122,25 @@ def exclusive(root: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _changes(key: str, before: Any, after: Any) -> list[str]:
+    """``key: old -> new`` for each differing value, nested dicts by their dotted keys
+    (a builder's ``dataset_builder.model_name``), each value cut short: never a dump."""
+    if before == after:
+        return []
+    if isinstance(before, dict) and isinstance(after, dict):
+        return [
+            line
+            for name in sorted(set(before) | set(after))
+            for line in _changes(f"{key}.{name}", before.get(name), after.get(name))
+        ]
+    return [f"{key}: {_short(before)} -> {_short(after)}"]
+
+
 def check_or_write_manifest(
     root: Path,
     grid: Mapping[str, Sequence[Any]],
@@ -158,11 +177,13 @@ def check_or_write_manifest(
         before = existing.get("base_config") or {}
         after = manifest["base_config"]
         changed = [
-            f"{key}: {before.get(key)!r} -> {after.get(key)!r}"
+            line
             for key in sorted(set(before) | set(after))
-            if key not in OPERATIONAL_FIELDS and before.get(key) != after.get(key)
+            if key not in OPERATIONAL_FIELDS
+            for line in _changes(key, before.get(key), after.get(key))
         ]
-        detail = "; ".join(changed) if changed else "the configs differ"
+        detail = "; ".join(changed[:6]) if changed else "the configs differ"
+        detail += f"; and {len(changed) - 6} more" if len(changed) > 6 else ""
         raise ConfigError(
             f"{where} was written for a different base config ({detail}); results of "
             "different configs are not mixed: use a new sweep root (e.g. another "

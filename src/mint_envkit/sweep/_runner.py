@@ -227,6 +227,21 @@ class Sweep:
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "points", points)
 
+    def clear(self) -> str | None:
+        """Delete this sweep's root and the checkpoints its runs saved (named in their
+        ``checkpoints.jsonl``, deleted from the store of ``base``'s backend); what was
+        deleted, in words, or None when the root does not exist. A root that holds files
+        but no ``sweep.json`` is kept (a :class:`~mint_envkit.errors.ConfigError`).
+
+        Example::
+
+            # not run: deletes files and checkpoints
+            print(sweep.clear())   # deleted runs/temps and the 4 checkpoint(s) its runs saved
+        """
+        from mint_envkit.sweep._clear import clear_root
+
+        return clear_root(self.root, self.base.backend, self.base.base_url)
+
     @classmethod
     def from_env(
         cls,
