@@ -294,6 +294,8 @@ def _partial_probe(probe: ProbeResult) -> PartialCredit | None:
     """A probe that, not right, earns at least half the correct reply's reward on most of
     the problems it ran on."""
     judged = len(probe.rewards)
+    if probe.name in (ANSWER.wrong, GAME.wrong):
+        return None  # the yardsticks: a near miss made from the answer is no trivial reply
     if probe.kind in ("reference", GENERATED) or not judged or 2 * len(probe.partial) <= judged:
         return None
     shares = [s for s in probe.shares if s is not None and s >= PARTIAL_SHARE]
