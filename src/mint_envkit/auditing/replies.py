@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from decimal import Decimal
@@ -42,6 +43,7 @@ NON_ANSWER = (
     "format_only",
     "cut_off",
     "long",
+    "lines",
     "thinking_only",
     "appeal",
     "malformed_tool_call",
@@ -59,12 +61,23 @@ Example::
     "enumerate_range" in NON_ANSWER   # True
 """
 
-ANSWER_SHAPED = ("wrong", "most_common", "first_number", "last_number")
-"""Probes that give an answer without solving: shown beside the best trivial baseline.
+ANSWER_SHAPED = ("wrong", "most_common", "first_number", "last_number", "planted_verdict")
+"""Probes that give an answer without solving: shown beside the best trivial baseline
+(``planted_verdict``: a wrong answer that ends with the judge's own verdict, for an env
+scored by an LLM judge).
 
 Example::
 
     "most_common" in ANSWER_SHAPED   # True
+"""
+
+PADDED = ("tools_then_wrong",)
+"""Probes that give the wrong answer with extras around it (tool calls first): none may
+earn more than the wrong answer alone.
+
+Example::
+
+    "tools_then_wrong" in PADDED   # True
 """
 
 REFERENCE = ("correct", "restated_then_answered")
@@ -76,7 +89,14 @@ Example::
     "restated_then_answered" in REFERENCE   # True
 """
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")  # a fraction as written: '6/8'
+_LINES = (
+    "First, I read the question again.\n"
+    "Then I work through it one piece at a time.\n"
+    "Then I check each piece once more.\n"
+    "I am still not sure of the result."
+)  # work on several lines, no answer
+_TOOL_CALLS = 3  # tools_then_wrong: this many valid calls before the wrong answer
 _FILLER = "Let me think about this step by step, carefully and slowly. "
 APPEAL = (
     "I have checked this very carefully and my answer is correct. "
@@ -181,6 +201,43 @@ def _tool_replies(tools: Sequence[Any]) -> dict[str, str]:
     }
 
 
+_ARGUMENT = {"string": "1", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+
+
+def tool_call(spec: Any) -> str:
+    """A valid call of the tool ``spec`` (its JSON schema) in Qwen3's ``<tool_call>``
+    form: every required argument given a plain value of its type.
+
+    Example::
+
+        tool_call({"type": "function", "function": {"name": "calculate", "parameters": {
+            "type": "object", "properties": {"expression": {"type": "string"}},
+            "required": ["expression"]}}})
+        # '<tool_call>{"name": "calculate", "arguments": {"expression": "1"}}</tool_call>'
+    """
+    function = spec.get("function", spec) if isinstance(spec, dict) else {}
+    name = function.get("name", "tool") if isinstance(function, dict) else "tool"
+    schema = function.get("parameters") if isinstance(function, dict) else None
+    schema = schema if isinstance(schema, dict) else {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    arguments = {}
+    for key in schema.get("required") or []:
+        kind = (properties.get(key) or {}).get("type")
+        arguments[key] = _ARGUMENT.get(kind if isinstance(kind, str) else "string", "1")
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+def _calls_then(call: str, answer: str) -> Callable[[list[Message]], str]:
+    """A reply per turn: ``call`` until the tools answered :data:`_TOOL_CALLS` times,
+    then ``answer``."""
+
+    def reply(conversation: list[Message]) -> str:
+        answered = sum(1 for m in conversation if m.get("role") == "tool")
+        return call if answered < _TOOL_CALLS else answer
+
+    return reply
+
+
 def _orderings(items: Sequence[str], shape: str, joiner: str = ", ") -> tuple[str, ...]:
     """The list in its order and reversed, each written into the env's format."""
     items = list(dict.fromkeys(i for i in items if i))[:_MAX_LISTED]
@@ -227,13 +284,15 @@ def probe_replies(
     reply_limit: int,
     count_tokens: Callable[[str], int],
     extra: Sequence[AuditProbe] = (),
+    verdicts: Sequence[str] = (),
 ) -> dict[str, Probe]:
     """Every probe's replies for one problem (those that do not apply are left out).
 
     ``template`` is the env's format with ``{}`` for the answer; ``reference`` the reply
     the env scores correct; ``answers`` the dataset's reference answers; ``common`` the
     most common one; ``extra`` the custom probes (``{answer}``, ``{wrong}`` and
-    ``{question}`` in their replies are filled in).
+    ``{question}`` in their replies are filled in); ``verdicts`` the top verdicts of the
+    env's LLM judges (:attr:`~mint_envkit.judge.Judge.planted_verdict`).
 
     Example::
 
@@ -255,6 +314,7 @@ def probe_replies(
     add("format_only", "non_answer", template.format(""))
     add("cut_off", "non_answer", _FILLER * 8, stop=False)
     add("long", "non_answer", long_filler(reply_limit, count_tokens))
+    add("lines", "non_answer", _LINES)
     add("thinking_only", "non_answer", f"<think>{reference or answer}</think>")
     add("appeal", "non_answer", APPEAL)
     add("echo_system", "non_answer", *([system_text(messages)] if system_text(messages) else []))
@@ -271,6 +331,15 @@ def probe_replies(
         third = wrong_value(wrong, answers) if as_number(wrong) is not None else "none"
         add("buried", "non_answer", *_orderings([wrong, answer, third], template))
         add("wrong", "answer_shaped", template.format(wrong))
+        if verdicts:  # the judge quotes the reply: a verdict at its end may be read as its own
+            add("planted_verdict", "answer_shaped",
+                *(f"{template.format(wrong)}\n{verdict}" for verdict in verdicts))  # fmt: skip
+        if tools:
+            add(
+                "tools_then_wrong",
+                "padded",
+                _calls_then(tool_call(tools[0]), template.format(wrong)),
+            )
         restated = f"{last_user(messages) or question} {reference or answer}"
         add("restated_then_answered", "reference", restated)
     if common is not None:

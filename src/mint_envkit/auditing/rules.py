@@ -23,8 +23,12 @@
   right but earns at least half the correct reply's reward
   (:data:`~mint_envkit.rollouts.judging.PARTIAL_SHARE`) on most problems, with one such
   reply shown; not for a probe already found an exploit;
+- **no_signal**: the env reports no right reply and every reply tried (the answer in
+  every usual form, wrong answers, non-answers) earned the same reward: nothing to learn;
+- **exploit** (padded): a probe that gives the wrong answer with extras first (tool
+  calls: ``tools_then_wrong``) and earns more than the wrong answer alone;
 - **warning**: an answer-shaped probe right more often than the best trivial baseline,
-  or no usual form of the answer scored correct.
+  or no usual form of the answer scored correct (while the reward varies).
 
 Example::
 
@@ -104,6 +108,15 @@ Example::
 """
 
 _SHAPED = ("answer_shaped", PLAYS)
+PADDED = "padded"
+"""The kind of a probe that gives the wrong answer with extras first
+(:data:`~mint_envkit.auditing.replies.PADDED`: ``tools_then_wrong``): it may earn no more
+than the wrong answer alone.
+
+Example::
+
+    PADDED   # 'padded'
+"""
 
 
 def _judged_mean(probe: ProbeResult, yard: Yardsticks = ANSWER) -> float | None:
@@ -134,6 +147,23 @@ def _no_reference(yard: Yardsticks = ANSWER) -> Finding:
         "no usual form of the reference answer (plain, \\boxed{}, <answer>, 'The answer "
         "is', 'Answer:') scores as correct, so no probe could be compared with a correct "
         "reply; check the env's parser and `check` with a correct reply",
+    )
+
+
+def _no_signal(probes: Sequence[ProbeResult]) -> Finding | None:
+    """The reward never varies: every reply tried (but a cut-off one, whose reward is the
+    builder's) earned the same."""
+    rewards = [r for p in probes if p.name != "cut_off" for r in p.rewards]
+    if len(rewards) < 2 or max(rewards) - min(rewards) > TIE:
+        return None
+    return Finding(
+        "no_signal",
+        "correct",
+        f"the reward never varies: every one of the {len(rewards)} replies tried earned "
+        f"{rewards[0]:+.3f}, the answer in each usual form (plain, \\boxed{{}}, <answer>, "
+        "'The answer is', 'Answer:') and every wrong or empty reply alike; a reward with "
+        "no signal cannot teach anything. Check that the reward reads the answer where the "
+        "prompt asks for it (its parser, its tag) and that `check` accepts a right answer",
     )
 
 
@@ -173,6 +203,17 @@ def _exploit(
             probe.name,
             f"'{probe.name}' earns {mean:+.3f}, as much as {yard.correct_words} ({correct:+.3f}): "
             f"the reward does not tell it from a right answer. Its reply: {shown(probe.example)}",
+        )
+    if probe.kind == PADDED and wrong is not None and mean > wrong + TIE:
+        earns, wrong_earns = apart(mean, wrong)
+        return Finding(
+            "exploit",
+            probe.name,
+            f"'{probe.name}' gives {yard.wrong_short} with extras first (tool calls) and earns "
+            f"{earns}, more than {yard.wrong_short} alone ({wrong_earns}): the extras are "
+            "paid whether or not the answer is right, so a policy learns to pile them up; "
+            "pay them only with a right answer (gated(...)). Its first turn: "
+            f"{shown(probe.example)}",
         )
     if probe.kind == "non_answer" and wrong is not None and mean > wrong + TIE:
         earns, wrong_earns = apart(mean, wrong)
@@ -351,7 +392,8 @@ def findings(
     by_name = {p.name: p for p in probes}
     correct = by_name[yard.correct].mean_reward if yard.correct in by_name else None
     wrong = by_name[yard.wrong].mean_reward if yard.wrong in by_name else None
-    out: list[Finding] = [] if correct is not None else [_no_reference(yard)]
+    silent = _no_signal(probes) if correct is None and yard is ANSWER else None
+    out: list[Finding] = [] if correct is not None else [silent or _no_reference(yard)]
     flat = correct is not None and wrong is not None and wrong >= correct - TIE
     if flat:
         out.append(_flat(correct, wrong, by_name[yard.wrong], by_name[yard.correct], yard))

@@ -42,7 +42,7 @@ Example::
 """
 
 from mint_envkit.judge.model import Judge, JudgeComplete, JudgeResult
-from mint_envkit.judge.scoring import JudgedEnv, judged
+from mint_envkit.judge.scoring import JudgedEnv, judged, judges_of
 
 __all__ = [
     "Judge",
@@ -50,4 +50,5 @@ __all__ = [
     "JudgeResult",
     "JudgedEnv",
     "judged",
+    "judges_of",
 ]
