@@ -159,7 +159,10 @@ async def probe_part(
     baseline, baseline_name = (None, None) if best is None else (best.correct, best.name)
     basis = _basis(problems)
     found = findings(rows, baseline, by_reward=basis == BY_REWARD, policies=partial)
-    found += await prompt_findings(problems, baselines)
+    # a reward that pays wrong answers as much as right ones makes every policy "right":
+    # no baseline then says anything about the data
+    flat = any(f.kind == "inverted" or (f.kind, f.probe) == ("exploit", "wrong") for f in found)
+    found += await prompt_findings(problems, [] if flat else baselines)
     return Probed(rows, baseline, baseline_name, basis, [*found, *_ordering_finding(groups)])
 
 

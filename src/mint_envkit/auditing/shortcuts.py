@@ -43,7 +43,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.auditing.report import Finding, percent, shown
-from mint_envkit.envs.base import Message
+from mint_envkit.envs.base import Message, MessageEnv
 from mint_envkit.rollouts.baselines import Baseline
 
 SHORTCUT_MARGIN = 0.25
@@ -337,10 +337,10 @@ def declaration(env: Any) -> tuple[str, str | None]:
 
         declaration(None)   # ('the env', None)
     """
-    if env is None:
+    if not isinstance(env, MessageEnv):
         return "the env", None
     cls = type(env)
-    return cls.__name__, getattr(cls, "audit_shortcut", None)
+    return cls.__name__, cls.audit_shortcut
 
 
 async def prompt_findings(problems: Sequence[Any], baselines: Sequence[Baseline]) -> list[Finding]:
