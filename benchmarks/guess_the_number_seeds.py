@@ -2,10 +2,12 @@
 
     python benchmarks/guess_the_number_seeds.py --out runs/guess_seeds [--steps 8] [--seeds 0 1 2]
 
-Trains ``examples/guess_the_number.py``'s ``GuessTheNumberEnv`` as shipped (a secret in
-1..100, "Higher." / "Lower." after each guess, 7 turns; +1 for the turn that finds it, -0.1
-for a reply without a whole number, -0.5 for running out of turns) with ``run_training``
-on the embedded server, SmolLM2-135M-Instruct, one run per seed. Held out: ``--eval-n``
+Trains ``examples/guess_the_number.py``'s ``GuessTheNumberEnv`` (a secret in 1..100,
+"Higher." / "Lower." after each guess, 7 turns; +1 for the turn that finds it, -0.1 for a
+reply without a whole number, -0.5 for running out of turns or a reply cut off at the
+limit) with ``run_training`` on the embedded server, SmolLM2-135M-Instruct, one run per
+seed; its prompt is preceded by one worked game (:data:`WORKED_GAME`, the env's
+``few_shot``), or not with ``--zero-shot``. Held out: ``--eval-n``
 secrets drawn with another seed, never trained on, played greedily (T ~ 0) before the
 first step and after the last; the success rate is the env's success metric (``solved``,
 ``test/env/all/solved`` and ``test_final/env/all/solved`` of the loop's metrics). Beside
@@ -41,6 +43,26 @@ from mint_envkit.rl import run_training  # noqa: E402
 from mint_envkit.rollouts.game_policies import best_game_baseline, game_baselines  # noqa: E402
 
 MODEL = "mint-envkit/smollm2-135m-instruct"
+WORKED_GAME = [
+    {"role": "user", "content": "I am thinking of a number between 1 and 8."},
+    {"role": "assistant", "content": "4"},
+    {"role": "user", "content": "Higher."},
+    {"role": "assistant", "content": "6"},
+    {"role": "user", "content": "Lower."},
+    {"role": "assistant", "content": "5"},
+    {"role": "user", "content": "Correct, it was 5. New game."},
+]
+"""One worked game before the real one (the env's ``few_shot``): zero-shot, SmolLM2 does
+not play (it writes "I'll give you a number between 1 and 100. I..." and is cut off on
+every held-out game at 16 and at 48 tokens); with it, it replies with a number."""
+
+
+class WorkedGuessEnv(GuessTheNumberEnv):
+    """The shipped game, its prompt preceded by :data:`WORKED_GAME`."""
+
+    few_shot = WORKED_GAME
+
+
 EVAL_TEMPERATURE = 1e-3  # greedy in effect: the embedded backend takes temperatures > 0 only
 
 
@@ -54,7 +76,7 @@ def builder(args: argparse.Namespace, seed: int) -> DatasetBuilder:
     train = secrets(args.batch * args.steps, seed)
     held = secrets(args.eval_n, 10_000 + seed, frozenset(p["secret"] for p in train))
     return DatasetBuilder(
-        env=GuessTheNumberEnv,
+        env=GuessTheNumberEnv if args.zero_shot else WorkedGuessEnv,
         problems=train,
         test_problems=held,
         batch_size=args.batch,
@@ -117,6 +139,7 @@ async def one_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     return {
         "seed": seed,
         "model": args.model,
+        "prompt": "zero-shot" if args.zero_shot else "one worked game",
         "steps": args.steps,
         "held_out_n": args.eval_n,
         "before": _figures(first, "test"),
@@ -136,7 +159,8 @@ def summary(results: list[dict[str, Any]]) -> str:
     """The table of the seeds, with the means."""
     r0 = results[0]
     lines = [
-        f"{r0['model']}, {r0['steps']} steps, held-out n={r0['held_out_n']} secrets (greedy)",
+        f"{r0['model']}, prompt {r0['prompt']}, {r0['steps']} steps, held-out "
+        f"n={r0['held_out_n']} secrets (greedy)",
         "",
         "| seed | solved before | solved after | reward before | reward after | truncated "
         "before / after | best trivial game policy | wall (s) |",
@@ -168,7 +192,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=8, help="games per step")
     p.add_argument("--group", type=int, default=4, help="episodes per game")
     p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--max-tokens", type=int, default=8, help="the reply limit (a number)")
+    p.add_argument("--max-tokens", type=int, default=16, help="the reply limit (a number)")
+    p.add_argument(
+        "--zero-shot", action="store_true", help="the shipped prompt alone (no worked game)"
+    )
     p.add_argument("--eval-n", type=int, default=24)
     p.add_argument("--model", default=MODEL)
     p.add_argument("--threads", type=int, default=None, help="torch threads of the server")

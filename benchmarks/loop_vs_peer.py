@@ -117,7 +117,7 @@ def child_ours(args: argparse.Namespace) -> int:
 
     from mint_envkit import Config
     from mint_envkit.rl import train
-    from mint_envkit.rollouts.files import RunFiles
+    from mint_envkit.runs.files import RunFiles
 
     marks = Marks(args.base_url, tinker)
     marks.mark("process_imported")

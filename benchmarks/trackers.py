@@ -17,7 +17,7 @@ import tempfile
 
 ONE = r"""
 import sys, time
-from mint_envkit.rollouts.trackers import open_trackers
+from mint_envkit.runs.trackers import open_trackers
 name, folder, rows, numbers = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 t = time.perf_counter()
 trackers = open_trackers((name,), folder, {"learning_rate": 1e-4})

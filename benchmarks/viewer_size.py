@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine_info, median, table, write_result
 
-from mint_envkit.rollouts.files import append_jsonl_lines, write_json_atomic
+from mint_envkit.runs.files import append_jsonl_lines, write_json_atomic
 from mint_envkit.view import write_report
 
 WORDS = (

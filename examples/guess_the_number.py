@@ -67,10 +67,12 @@ class GuessTheNumberEnv(MultiTurnEnv):
     max_turns_reward = MAX_TURNS_REWARD
 
     def messages(self) -> list[Message]:
-        """The rules and the range; never the secret."""
+        """The rules, ``few_shot`` (worked games, none by default) and the range; never the
+        secret."""
         low, high = self.problem["low"], self.problem["high"]
         return [
             {"role": "system", "content": self.system_prompt},
+            *(dict(m) for m in self.few_shot),
             {"role": "user", "content": f"I am thinking of a number between {low} and {high}."},
         ]
 

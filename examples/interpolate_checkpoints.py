@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 
 from mint_envkit import Config, DatasetBuilder, ParseResult, SingleTurnEnv, last_number
+from mint_envkit.interpolation import interpolation_sweep
 from mint_envkit.rl import run_training
 from mint_envkit.rollouts import (
     BackendSettings,
@@ -37,7 +38,6 @@ from mint_envkit.rollouts import (
     pretrained_local_model,
     shared_local_backend,
 )
-from mint_envkit.sweep import interpolation_sweep
 
 
 class AdditionEnv(SingleTurnEnv):

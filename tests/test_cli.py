@@ -540,7 +540,7 @@ def test_summary_of_a_missing_directory_fails_with_a_message(tmp_path, capsys):
 
     assert code != 0
     assert out == ""
-    assert err.startswith("mint-envkit summary: error: ")
+    assert err.startswith("mint-envkit summary: ")
     assert str(missing / "sweep.json") in err
     assert not missing.exists()
 

@@ -43,15 +43,18 @@ RUN = (
     "mint_envkit.envs",
     "mint_envkit.errors",
     "mint_envkit.evaluation",
+    "mint_envkit.interpolation",
     "mint_envkit.judge",
     "mint_envkit.local",
     "mint_envkit.lru",
     "mint_envkit.parsers",
     "mint_envkit.progress",
+    "mint_envkit.replay",
     "mint_envkit.rendering",
     "mint_envkit.rewards",
     "mint_envkit.rl",
     "mint_envkit.rollouts",
+    "mint_envkit.runs",
     "mint_envkit.sandbox",
     "mint_envkit.sweep",
     "mint_envkit.tools",
@@ -255,7 +258,7 @@ def run_results(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Block], s
 
 def _package_given(module: str, given: dict[str, Block]) -> list[Block]:
     """The example of the subpackage a plain module is in (``mint_envkit.sweep`` for
-    ``mint_envkit.sweep._store``): the given of the package's modules too. The top-level
+    ``mint_envkit.runs.store``): the given of the package's modules too. The top-level
     package's example is nobody's given."""
     package = module.rpartition(".")[0]
     is_package = SRC.joinpath(*module.split("."), "__init__.py").is_file()

@@ -43,3 +43,50 @@ def test_off_and_disabled_print_nothing(monkeypatch):
     with track("y", 2, stream=out) as task:
         task.advance()
     assert out.getvalue() == "" and task.done == 1
+
+
+def test_the_phases_of_a_slow_unit_print_as_they_happen(monkeypatch):
+    """Inside a training step: sampling, scoring, training, saving, each as it starts;
+    during the first step, and after one that took MINT_ENVKIT_PROGRESS_EVERY_S or more."""
+    clock = [1000.0]
+    monkeypatch.setattr("mint_envkit.progress.time.monotonic", lambda: clock[0])
+    monkeypatch.setenv("MINT_ENVKIT_PROGRESS_EVERY_S", "5")
+    out = io.StringIO()
+    with track("train runs/x", total=3, unit="steps", stream=out) as task:
+        task.phase("step 0: sampling")
+        clock[0] += 90
+        task.phase("step 0: training")
+        clock[0] += 30
+        task.advance(detail="step 0  reward +0.1")  # a 120 s step
+        task.phase("step 1: sampling")  # the last step was slow: said
+        clock[0] += 1
+        task.advance()  # a 1 s step
+        task.phase("step 2: sampling")  # the last step was fast: not said
+    lines = [STAMP.sub("", line) for line in out.getvalue().splitlines()]
+    phases = [line for line in lines if ": step " in line and "into this step" in line]
+    assert phases == [
+        "train runs/x: step 0: sampling (0s into this step)",
+        "train runs/x: step 0: training (1m30s into this step)",
+        "train runs/x: step 1: sampling (0s into this step)",
+    ]
+
+
+def test_the_rate_and_eta_count_from_the_first_unit_however_slow():
+    task_out = io.StringIO()
+    with track("train", total=4, unit="steps", stream=task_out) as task:
+        assert task.pace() == ""  # nothing done yet: no rate to tell
+        task.start -= 240  # as if the first step took four minutes
+        task.advance()
+        pace = task.pace()
+    assert pace.startswith("4m00s/step") and "ETA 12m00s" in pace
+    assert "4m00s/step, ETA 12m00s" in task_out.getvalue()
+
+
+def test_say_and_text_table():
+    from mint_envkit.progress import say, text_table
+
+    out = io.StringIO()
+    say("a choice the kit made", stream=out)
+    assert out.getvalue() == "mint_envkit: a choice the kit made\n"
+    table = text_table([("name", "value"), ("a", 1), ("longer", 22)], right=(1,), indent="  ")
+    assert table.splitlines() == ["  name    value", "  a           1", "  longer     22"]

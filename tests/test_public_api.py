@@ -12,6 +12,7 @@ import sys
 import textwrap
 import types
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -359,3 +360,21 @@ def test_every_value_of_the_face_is_a_checked_constant():
         or hasattr(value, "__origin__")
     }
     assert values == checked, f"add to the attribute-docstring check: {sorted(values - checked)}"
+
+
+def test_the_typed_face_names_every_public_name_from_its_module():
+    """``__init__.pyi``: type checkers see each name of ``_FACE`` (the package loads them
+    lazily, which a checker cannot follow), imported from the module that defines it."""
+    stub = Path(mint_envkit.__file__).with_suffix(".pyi")
+    tree = ast.parse(stub.read_text())
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                assert alias.asname == alias.name, f"{alias.name}: re-export it as itself"
+                found[alias.name] = node.module
+    names = set(mint_envkit.__all__) - {"__version__"}
+    assert set(found) == names, "write src/mint_envkit/__init__.pyi again from _FACE"
+    for name, module in found.items():  # from the subpackage that names it
+        assert getattr(importlib.import_module(module), name) is getattr(mint_envkit, name), name
+    assert "__version__" in stub.read_text()

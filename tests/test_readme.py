@@ -37,3 +37,12 @@ def test_readme_example_runs_and_prints_what_it_says(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == expected
+
+
+def test_the_readme_counts_the_public_names_as_they_are():
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_architecture import public_face
+
+    names = {name for listed in public_face().values() for name in listed}
+    found = re.search(r"every public name \((\d+):", (ROOT / "README.md").read_text())
+    assert found and int(found.group(1)) == len(names), f"the README says {found and found[1]}"

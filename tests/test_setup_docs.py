@@ -31,6 +31,8 @@ def script_extras() -> dict[str, str]:
     for name in ("sweep", "test"):
         text = (SCRIPTS / f"{name}.sh").read_text(encoding="utf-8")
         [extras] = re.findall(r"^bash scripts/setup\.sh (\S+)$", text, flags=re.M)
+        if extras == '"$extras"':  # a variable: its first value (sweep.sh adds to it)
+            extras = re.findall(r"^extras=(\S+)$", text, flags=re.M)[0]
         out[name] = extras
     [default] = re.findall(r'^extras="\$\{1:-([^}]+)\}"$', SETUP, flags=re.M)
     out["setup"] = default

@@ -1,8 +1,12 @@
-"""Progress of long work: a live Rich display on a terminal, timestamped lines elsewhere.
+"""Progress of long work and the kit's other terminal output: a live Rich display on a
+terminal, timestamped lines elsewhere; one-line notes (:func:`say`) and text tables
+(:func:`text_table`).
 
 Every long operation of the kit (training steps, evaluations, the audit's probe stage,
 model conversion) reports through :func:`track`: one task with a count, a total, a rate
-and an ETA (a sweep prints its own line per config, with how many are done and an ETA).
+and an ETA from the first unit done (a sweep prints its own line per config, with how
+many are done and an ETA). Inside a long unit, :meth:`Task.phase` says what it is doing
+as it happens (a training step's sampling, scoring, training, saving).
 Where it goes depends on where stderr goes:
 
 - a terminal, with ``rich`` installed: one live display, each running task a bar
@@ -29,7 +33,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO
 
@@ -67,8 +71,49 @@ def _every_s() -> float:
 
 def _clock(seconds: float) -> str:
     seconds = max(0, round(seconds))
-    minutes, secs = divmod(seconds, 60)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def say(message: str, *, stream: TextIO | None = None) -> None:
+    """One line from the kit on stderr, ``mint_envkit: message`` (a warning, a choice it made).
+
+    Example::
+
+        say("the first held-out eval cuts off 40% of the replies at 16 tokens")
+    """
+    print(f"mint_envkit: {message}", file=stream or sys.stderr, flush=True)
+
+
+def text_table(
+    rows: Sequence[Sequence[Any]], *, right: Sequence[int] = (), indent: str = ""
+) -> str:
+    """``rows`` (the first is the header) as aligned text columns, two spaces apart.
+
+    Cells are ``str()``-ed; the columns in ``right`` are right-aligned; each line's
+    trailing spaces are cut.
+
+    Example::
+
+        print(text_table([("field", "changed"), ("reward", "2 of 3")], indent="  "))
+        #   field   changed
+        #   reward  2 of 3
+    """
+    cells = [[str(cell) for cell in row] for row in rows]
+    if not cells:
+        return ""
+    widths = [max(len(row[i]) for row in cells if i < len(row)) for i in range(len(cells[0]))]
+    lines = []
+    for row in cells:
+        padded = [
+            cell.rjust(width) if i in right else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=False))
+        ]
+        lines.append((indent + "  ".join(padded)).rstrip())
+    return "\n".join(lines)
 
 
 class Task:
@@ -96,6 +141,8 @@ class Task:
         self.fields: dict[str, Any] = {}
         self.start = time.monotonic()
         self._last_line = self.start
+        self._unit_start = self.start
+        self._last_unit_s = 0.0
         self._last_tenth = 0
         self._rich_id: Any = None
         if mode == "rich":
@@ -112,7 +159,6 @@ class Task:
             Progress,
             TextColumn,
             TimeElapsedColumn,
-            TimeRemainingColumn,
         )
 
         with _LOCK:
@@ -122,7 +168,9 @@ class Task:
                     BarColumn(),
                     MofNCompleteColumn(),
                     TimeElapsedColumn(),
-                    TimeRemainingColumn(),
+                    # the kit's own rate and ETA: from the first unit done, however long
+                    # (Rich's estimate forgets a unit slower than its 30 s window)
+                    TextColumn("{task.fields[pace]}"),
                     TextColumn("{task.fields[info]}"),
                     console=Console(file=self.stream),
                     transient=False,
@@ -130,7 +178,7 @@ class Task:
                 _LIVE["progress"].start()
             _LIVE["tasks"] += 1
             self._rich_id = _LIVE["progress"].add_task(
-                self.label, total=self.total, completed=self.done, info=""
+                self.label, total=self.total, completed=self.done, info="", pace=""
             )
 
     def _line(self, text: str) -> None:
@@ -138,19 +186,57 @@ class Task:
         print(f"[{stamp}] {text}", file=self.stream, flush=True)
         self._last_line = time.monotonic()
 
+    def pace(self) -> str:
+        """The rate and the time left, from the units done since the start (none before
+        the first): ``2.50/s, ETA 4s``, or for slow units ``1m53s/step, ETA 7m32s``.
+
+        Example::
+
+            task.pace()   # '' before the first unit (task: the class example's)
+        """
+        counted = self.done - self._first
+        elapsed = time.monotonic() - self.start
+        if counted <= 0 or elapsed <= 0:
+            return ""
+        rate = counted / elapsed
+        if rate >= 1:
+            text = f"{rate:.2f}/s" if rate < 10 else f"{rate:.0f}/s"
+        else:
+            text = f"{_clock(1 / rate)}/{self.unit.rstrip('s') or 'unit'}"
+        if self.total is not None and self.done < self.total:
+            text += f", ETA {_clock((self.total - self.done) / rate)}"
+        return text
+
+    def _info(self) -> str:
+        return "  ".join(f"{k} {v}".strip() for k, v in self.fields.items())
+
     def _status(self) -> str:
         elapsed = time.monotonic() - self.start
-        rate = (self.done - self._first) / elapsed if elapsed > 0 else 0.0
         count = f"{self.done}/{self.total}" if self.total is not None else f"{self.done}"
-        parts = [
-            f"{self.label}: {count} {self.unit}",
-            f"{rate:.2f}/s" if rate < 10 else f"{rate:.0f}/s",
-        ]
-        if self.total is not None and 0 < self.done < self.total and rate > 0:
-            parts.append(f"ETA {_clock((self.total - self.done) / rate)}")
+        parts = [f"{self.label}: {count} {self.unit}"]
+        if self.pace():
+            parts.append(self.pace())
         parts.append(f"elapsed {_clock(elapsed)}")
-        info = "  ".join(f"{k} {v}".strip() for k, v in self.fields.items())
+        info = self._info()
         return ", ".join(parts) + (f"  {info}" if info else "")
+
+    def phase(self, text: str) -> None:
+        """Say what the unit under way is doing now (``step 3: sampling``), as it happens.
+
+        On the live display it stands beside the count until the unit is done; as a
+        line (with the unit's time so far) when units are slow: during the first unit,
+        and after one that took ``MINT_ENVKIT_PROGRESS_EVERY_S`` (5 s) or more.
+
+        Example::
+
+            task.phase("step 1: sampling")   # task: the class example's
+        """
+        self.fields["now"] = text
+        if self.mode == "rich":
+            _LIVE["progress"].update(self._rich_id, info=self._info(), pace=self.pace())
+        elif self.mode == "plain" and (self.done == self._first or self._last_unit_s >= _every_s()):
+            took = _clock(time.monotonic() - self._unit_start)
+            self._line(f"{self.label}: {text} ({took} into this {self.unit.rstrip('s')})")
 
     def advance(self, n: int = 1, detail: str | None = None, **fields: Any) -> None:
         """Count ``n`` more units done; ``fields`` replace the shown figures, ``detail``
@@ -162,12 +248,14 @@ class Task:
             task.advance(detail="step 1  reward +0.310  correct 0.31")
         """
         self.done += n
+        now = time.monotonic()
+        self._last_unit_s, self._unit_start = now - self._unit_start, now
+        self.fields.pop("now", None)
         self.fields.update(fields)
         if detail is not None:
             self.fields = {"": detail, **{k: v for k, v in self.fields.items() if k}}
         if self.mode == "rich":
-            info = "  ".join(f"{k} {v}".strip() for k, v in self.fields.items())
-            _LIVE["progress"].update(self._rich_id, advance=n, info=info)
+            _LIVE["progress"].update(self._rich_id, advance=n, info=self._info(), pace=self.pace())
         elif self.mode == "plain":
             tenth = 10 * self.done // self.total if self.total else 0
             now = time.monotonic()

@@ -152,6 +152,9 @@ async def test_the_cookbooks_own_loop_trains_our_env_for_two_steps(tiny_local_se
     steps = [m for m in lines if "progress/batch" in m]
     assert [m["progress/batch"] for m in steps] == [0, 1]
     assert all("env/all/reward/total" in m and "env/all/correct" in m for m in steps)
+    # what each step trained: 2 groups x 4 replies, one datum each (the cookbook keeps
+    # constant groups and has no zero-advantage skip)
+    assert [m["train/datums"] for m in steps] == [8, 8]
     assert "test/env/all/reward/total" in steps[0]  # the cookbook's own held-out eval
     assert done["sampler_path"].startswith("tinker://")
     assert lines[-1]["loop"] == "tinker-cookbook" and "test_final/env/all/correct" in lines[-1]

@@ -20,7 +20,9 @@ SMALL = "mint-envkit/tiny-qwen3-small"
 PRICES = {"sample": 2.0, "prefill": 0.5, "train": 3.0}
 
 
-async def test_samples_learning_and_cost(tmp_path):
+async def test_samples_learning_and_cost(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
     report = await audit(
         envs.add_builder,
         sample_model=SMALL,
@@ -31,7 +33,10 @@ async def test_samples_learning_and_cost(tmp_path):
         planned_steps=10,
         prices=PRICES,
         out_dir=tmp_path,
+        loggers=("mlflow",),
     )
+    # the audit's learning run and its summary row: one tracker store, in the audit's folder
+    assert [p.relative_to(tmp_path) for p in tmp_path.rglob("mlflow.db")] == [Path("mlflow.db")]
     samples = report.samples
     assert samples["model"] == SMALL and samples["episodes"] == report.problems * 2
     assert sum(samples["parse_status"].values()) == pytest.approx(1.0)

@@ -21,7 +21,7 @@ import pytest
 import mint_envkit
 from mint_envkit import exact
 from mint_envkit.cli import main
-from mint_envkit.cli.golden import FORMAT
+from mint_envkit.replay.golden import FORMAT
 from shared_envs import ARITHMETIC_PROBLEM, ArithmeticEnv
 
 ENVS = '''

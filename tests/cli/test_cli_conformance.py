@@ -36,9 +36,9 @@ def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 def _conform(server: Any, tmp_path, capsys, *more: str) -> tuple[int, dict[str, Row], str]:
     """Run the command against ``server``: (exit code, rows by call, stdout)."""
-    out = tmp_path / "rows.json"
+    out = tmp_path / "conformance.json"
     argv = ["conformance", "--base-url", server.base_url, "--backend", "local", "--model", SMALL]
-    code = main([*argv, "--json", str(out), *more])
+    code = main([*argv, "--out", str(tmp_path), *more])
     stdout = capsys.readouterr().out
     record = json.loads(out.read_text())
     assert record["exit_code"] == code
@@ -53,9 +53,9 @@ def test_the_default_run_starts_an_embedded_server(tmp_path, monkeypatch, capsys
     for name in ("MINT_API_KEY", "TINKER_API_KEY", "MINT_ENVKIT_BACKEND", "MINT_BASE_MODEL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MINT_ENVKIT_STATE_DIR", str(tmp_path / "state"))
-    out = tmp_path / "out" / "rows.json"
+    out = tmp_path / "out" / "conformance.json"
 
-    code = main(["conformance", "--row", "sampler vs learner", "--json", str(out)])
+    code = main(["conformance", "--row", "sampler vs learner", "--out", str(out.parent)])
 
     stdout = capsys.readouterr().out
     record = json.loads(out.read_text())

@@ -34,7 +34,7 @@ def test_usage_errors_exit_2_naming_the_command(capsys):
     assert main(["nope"]) == 2
     assert "invalid choice: 'nope'" in capsys.readouterr().err
     assert main(["summary", "--help"]) == 0
-    assert capsys.readouterr().out.startswith("usage: mint-envkit summary [-h] SWEEP_DIR")
+    assert capsys.readouterr().out.startswith("usage: mint-envkit summary [-h] [--json] SWEEP_DIR")
 
 
 def test_the_light_commands_never_import_torch():

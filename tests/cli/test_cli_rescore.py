@@ -23,14 +23,14 @@ import pytest
 
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.cli import main
-from mint_envkit.cli.rescore_records import reply_text
 from mint_envkit.evaluation.spec import load_target
 from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rendering.renderer import get_renderer
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.replay.runs import reply_text
 from mint_envkit.rollouts.records import rollout_records
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.scripted import ScriptedPolicy
+from mint_envkit.runs.files import RunFiles
 
 ENVS = '''
 """Envs for the rescore tests."""
@@ -206,7 +206,7 @@ def test_a_changed_reward_incorrect_is_reported_record_by_record(tmp_path, envs,
     report = tmp_path / "rescore.json"
 
     code, out, _err = invoke(
-        ["rescore", str(run), f"{path}:AddEnv", "--show", "3", "--json", str(report)], capsys
+        ["rescore", str(run), f"{path}:AddEnv", "--show", "3", "--out", str(tmp_path)], capsys
     )
 
     assert code == 1

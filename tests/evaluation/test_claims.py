@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from mint_envkit.evaluation.claims import uncut_budget
+from mint_envkit.runs.record import Figures
 
 
 def _measured(rates: dict[int, float]):
     asked: list[int] = []
 
-    async def measure(max_tokens: int) -> dict:
+    async def measure(max_tokens: int) -> Figures:
         asked.append(max_tokens)
-        return {"truncated_rate": rates[max_tokens], "max_tokens": max_tokens}
+        return Figures(truncated_rate=rates[max_tokens], max_tokens=max_tokens)
 
     return measure, asked
 

@@ -12,8 +12,8 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation import comparison_table, evaluate_many
 from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rollouts import BackendSettings, SamplingSettings
-from mint_envkit.rollouts.answers import ANSWER_KEYS, ANSWER_TEXTS
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
+from mint_envkit.runs.record import AnswerFigures
 from mint_envkit.view import write_report
 from shared_envs import ArithmeticEnv, YesNoEnv, yes_no_problems
 
@@ -142,7 +142,8 @@ async def test_an_evaluation_reports_the_answer_figures(tmp_path, tiny_local_ser
         YesNoEnv, problems=problems, out_dir=str(out), **_options(tiny_local_server)
     )
     summary = result.summary
-    assert {*ANSWER_KEYS, *ANSWER_TEXTS} <= set(summary)
+    keys = [f"answers/{field.name}" for field in attrs.fields(AnswerFigures)]
+    assert set(keys) <= set(summary)
     assert summary["answers/baseline_correct"] == 0.75
     assert summary["answers/truncated"] == summary["truncated_rate"]
     assert 0 <= summary["answers/distinct"] <= 16 and 0.0 <= summary["answers/top_share"] <= 1.0
@@ -151,7 +152,7 @@ async def test_an_evaluation_reports_the_answer_figures(tmp_path, tiny_local_ser
     if summary["answers/beats_baseline"] == 1.0:  # beyond noise, so above it
         assert summary["correct"] > 0.75
     written = json.loads((out / "summary.json").read_text())
-    assert {key: written[key] for key in ANSWER_KEYS} == {key: summary[key] for key in ANSWER_KEYS}
+    assert {key: written[key] for key in keys} == {key: summary[key] for key in keys}
     line = json.loads((out / "base" / "metrics.jsonl").read_text())
     assert line["eval/answers/baseline_correct"] == 0.75
     table = comparison_table([result])
@@ -210,8 +211,10 @@ async def test_the_loop_evals_report_the_answer_figures(tmp_path, tiny_local_ser
     (metrics,) = RunFiles(run.log_path).metrics()
     for split in ("test", "test_final"):
         assert metrics[f"{split}/env/all/answers/baseline_correct"] == 0.75
-        for key in ANSWER_KEYS:
-            value = metrics.get(f"{split}/env/all/{key}")
-            assert value is None or isinstance(value, int | float), (split, key)
-        assert f"{split}/env/all/answers/top" not in metrics  # strings stay out of metrics
+        texts = ("baseline_name", "top", "position", "judged_by")
+        for field in attrs.fields(AnswerFigures):
+            value = metrics.get(f"{split}/env/all/answers/{field.name}")
+            kind = str if field.name in texts else int | float
+            assert value is None or isinstance(value, kind), (split, field.name)
         assert metrics[f"{split}/env/all/answers/baseline_name"] == "constant 'no'"
+        assert metrics[f"{split}/max_tokens"] == 4

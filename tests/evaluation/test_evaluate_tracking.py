@@ -8,7 +8,7 @@ import pytest
 
 from mint_envkit import evaluate
 from mint_envkit.errors import ConfigError, MissingExtraError
-from mint_envkit.evaluation.tracking import tracker_row
+from mint_envkit.evaluation.files import metric_line
 from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rollouts import BackendSettings, SamplingSettings
 from shared_envs import ArithmeticEnv
@@ -26,8 +26,8 @@ PROBLEMS = [{"question": f"What is {i} + {i}?", "answer": str(2 * i)} for i in r
 ALL = ("tensorboard", "wandb", "mlflow")
 
 
-def test_the_row_is_the_metrics_line_and_the_text_figures():
-    row = tracker_row({"mean_reward": 0.5, "pass@": {"1": 0.25}, "answers/top": "4"})
+def test_the_row_is_the_metrics_line_with_the_text_figures():
+    row = metric_line({"mean_reward": 0.5, "pass@": {"1": 0.25}, "answers/top": "4"})
     assert row == {
         "step": 0,
         "eval/mean_reward": 0.5,

@@ -62,8 +62,9 @@ async def test_generated_problems_are_seeded_and_solvable():
 
 def test_the_main_jobs_cut_off_replies_earn_no_more_than_a_wrong_answer():
     builder = main_job.dataset_builder("mint-envkit/tiny-qwen3")
-    assert issubclass(builder.env, example.ArithmeticEnv)  # MainJobEnv: one worked example
+    # the seed's own env (1.0 / -0.25 on the first number), not this example's
+    assert (builder.env.reward_correct, builder.env.reward_incorrect) == (1.0, -0.25)
     report = ScriptedPolicy(["5"], end_with_stop=False).run_sync(builder, max_batches=1)
     rewards = [reward for group in report.groups for reward in group.rewards]
-    assert rewards and all(r <= example.ArithmeticEnv.reward_incorrect for r in rewards)
+    assert rewards and all(r <= builder.env.reward_incorrect for r in rewards)
     assert all(m["truncated"] == 1.0 for g in report.groups for m in g.metrics)

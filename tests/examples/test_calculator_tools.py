@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import calculator_tools as example
 
 from mint_envkit import ScriptedPolicy
-from mint_envkit.rollouts.files import read_jsonl
 from mint_envkit.rollouts.run import rollout_groups
+from mint_envkit.runs.files import read_jsonl
 
 
 @pytest.mark.parametrize(
@@ -111,7 +111,7 @@ async def test_rollout_records_keep_every_message_of_the_conversation(policy):
 async def test_the_calculator_env_trains_three_steps_on_the_embedded_backend(tmp_path, monkeypatch):
     from mint_envkit import Config
     from mint_envkit.rl.train import run_training
-    from mint_envkit.rollouts.files import RunFiles
+    from mint_envkit.runs.files import RunFiles
 
     monkeypatch.setenv("MINT_ENVKIT_STATE_DIR", str(tmp_path / "state"))
     builder = example.make_builder(example.word_problems(2), group_size=2)

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import distill_arithmetic
 import sft_then_rl
 
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 
 from mint_envkit.rl.checkpoints import prune_checkpoints, stale_checkpoints
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 
 
 def _record(name: str, step: int) -> dict:

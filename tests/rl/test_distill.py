@@ -12,7 +12,7 @@ from mint_envkit import Config, DatasetBuilder, SingleTurnEnv, first_number
 from mint_envkit.errors import ConfigError
 from mint_envkit.rendering import get_tokenizer
 from mint_envkit.rl import run_distillation
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 
 MODEL = "mint-envkit/tiny-qwen3-small"
 

@@ -91,4 +91,4 @@ async def test_the_evals_reply_limit_can_be_larger_than_trainings(tmp_path):
     files.append_metrics(
         {"step": 0, **metrics, **{k.replace("test/", "test_final/"): v for k, v in metrics.items()}}
     )
-    assert run_claim(config, files).before["max_tokens"] == 64
+    assert run_claim(config, files).before.max_tokens == 64

@@ -29,7 +29,7 @@ from mint_envkit import Config, DatasetBuilder, KLReferenceConfig, SingleTurnEnv
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl.datums import Sample, plan_datums, to_datums
 from mint_envkit.rl.kl import kl_shaped_advantages
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 
 COOKBOOK = Path(importlib.util.find_spec("tinker_cookbook").origin).parent
 

@@ -13,7 +13,7 @@ from mint_envkit.errors import BackendError
 from mint_envkit.local import server as server_module
 from mint_envkit.rl.train import run_training
 from mint_envkit.rollouts.backend import local_api_key
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from mint_envkit.rl.sft import (
     supervised_datum,
     supervised_examples,
 )
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 
 MODEL = "mint-envkit/tiny-qwen3-small"
 

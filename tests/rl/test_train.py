@@ -14,7 +14,7 @@ from mint_envkit import Config, DatasetBuilder, KLReferenceConfig, SingleTurnEnv
 from mint_envkit.errors import BackendError, MintEnvkitError
 from mint_envkit.rl.train import main
 from mint_envkit.rollouts.backend import preflight
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 from sdk_sessions import heartbeat_stopped, record_service_clients
 
 pytestmark = pytest.mark.integration

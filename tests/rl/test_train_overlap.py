@@ -13,7 +13,7 @@ import pytest
 from mint_envkit import Config, DatasetBuilder, MessageStepResult, SingleTurnEnv
 from mint_envkit.rl import train
 from mint_envkit.rl.train import main
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ import pytest
 from mint_envkit import Config, DatasetBuilder, SingleTurnEnv, first_number
 from mint_envkit.errors import ConfigError, MissingExtraError
 from mint_envkit.rl.train import main
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 from tracker_records import (
     mlflow_history,
     mlflow_run,

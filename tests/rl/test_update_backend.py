@@ -18,7 +18,7 @@ from mint_envkit import Config, DatasetBuilder, MessageStepResult, SingleTurnEnv
 from mint_envkit.rl.datums import Sample, plan_datums, to_datums
 from mint_envkit.rl.diagnostics import learner_logprobs, post_kl_metrics
 from mint_envkit.rl.train import main, train_on_batch
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 
 pytestmark = pytest.mark.integration
 

@@ -23,6 +23,7 @@ from mint_envkit.rollouts.judging import (
     step_reply,
 )
 from mint_envkit.rollouts.run import rollout_groups
+from mint_envkit.runs.record import Figures
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "auditing"))  # lenient_envs
 
@@ -58,24 +59,24 @@ def test_the_one_rule():
 )
 async def test_an_evaluation_baseline_goes_through_the_env_parser(builder, constant):
     figures, rollouts, groups = await _figures(builder, lambda m: "nowhere")
-    assert figures["answers/baseline_correct"] == 0.5
-    assert figures["answers/baseline_name"] == f"constant {constant!r}"
-    assert figures["answers/judged_by"] == "correct"
+    assert figures.baseline_correct == 0.5
+    assert figures.baseline_name == f"constant {constant!r}"
+    assert figures.judged_by == "correct"
     # the env's check alone on the raw guess (what the figures read before) says 0%
-    assert answer_figures(rollout_answers(rollouts, groups))["answers/baseline_correct"] == 0.0
+    assert answer_figures(rollout_answers(rollouts, groups)).baseline_correct == 0.0
 
 
 async def test_a_plain_function_reward_keeps_baseline_and_collapse_figures():
     # always "no": right on 6 of 10 problems, exactly the constant 'no' baseline
     figures, _rollouts, _groups = await _figures(envs.plain_reward_builder, lambda m: "no")
-    assert figures["answers/judged_by"] == "reward"
-    assert figures["answers/reward_correct"] == 0.6
-    assert figures["answers/baseline_correct"] == 0.6
-    assert figures["answers/baseline_name"] == "constant 'no'"
-    assert figures["answers/beats_baseline"] == 0.0 and figures["answers/collapse"] == 1.0
+    assert figures.judged_by == "reward"
+    assert figures.reward_correct == 0.6
+    assert figures.baseline_correct == 0.6
+    assert figures.baseline_name == "constant 'no'"
+    assert figures.beats_baseline is False and figures.collapse is True
     note = collapse_note(figures, None)
     assert "earning the correct reply's reward 0.600 does not beat" in note
-    line = headline({"correct": None, **figures})
+    line = headline(Figures(correct=None, answers=figures))
     assert line.startswith("earning the correct reply's reward 60.0% (best trivial baseline 60.0%")
 
 

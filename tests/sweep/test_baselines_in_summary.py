@@ -174,9 +174,17 @@ def test_not_beating_the_baseline_is_flagged(tmp_path):
     logged = run_lines(0.5, 0.55, **answers("test_final", baseline_correct=0.575, beats_baseline=0))
     computed = run_lines(0.5, 0.575, **answers("test_final", baseline_correct=0.575))
     trusted = run_lines(0.5, 0.6, **answers("test_final", baseline_correct=0.6, beats_baseline=1))
-    root = write_sweep(tmp_path / "s", {"logged": logged, "computed": computed, "trusted": trusted})
+    # above the baseline, but not beyond the paired test's noise: said in words
+    noisy = run_lines(0.1, 0.281, **answers("test_final", baseline_correct=0.125, beats_baseline=0))
+    runs = {"logged": logged, "computed": computed, "trusted": trusted, "noisy": noisy}
+    root = write_sweep(tmp_path / "s", runs)
     flags = {name: cells[5:] for name, cells in held_out_rows(load_summary(root).table()).items()}
-    assert flags == {"logged": ["<= baseline"], "computed": ["<= baseline"], "trusted": []}
+    assert flags == {
+        "logged": ["<= baseline"],
+        "computed": ["<= baseline"],
+        "trusted": [],
+        "noisy": ["not beyond noise"],
+    }
 
 
 @pytest.mark.parametrize(

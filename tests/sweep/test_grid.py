@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from mint_envkit import DatasetBuilder, SingleTurnEnv
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl.config import Config, KLReferenceConfig
+from mint_envkit.runs.names import config_name, format_value
 from mint_envkit.sweep import DEFAULT_GRID, grid_from_env, log_root_from_env
 from mint_envkit.sweep._grid import apply_fields, expand_grid, normalize_grid
-from mint_envkit.sweep._names import config_name, format_value
 
 DEFAULT_NAMES = [
     "kl0p0-t0p7-g2",
@@ -77,7 +77,7 @@ def test_names_are_stable_across_processes():
     code = textwrap.dedent(
         """
         import json
-        from mint_envkit.sweep._names import config_name
+        from mint_envkit.runs.names import config_name
         params = [{"kl_penalty_coef": 0.02, "temperature": 0.7, "group_size": 4},
                   {"learning_rate": 3e-4, "loss_fn": "ppo", "loss_fn_config": {"clip": 0.2}},
                   {"model_name": "a" * 300}]

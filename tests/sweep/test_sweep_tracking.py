@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 from mint_envkit.sweep import Sweep
 from tracker_records import mlflow_history, mlflow_run, offline_tracker_env, wandb_runs
 

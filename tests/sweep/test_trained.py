@@ -79,3 +79,13 @@ def test_no_note_for_longer_runs_or_a_warm_start(tmp_path):
     warm = _row(tmp_path, "warm", [STEP], {**BASE, "load_checkpoint_path": "tinker://r/w/x"})
     assert one_step_note([fresh, warm]) is None
     assert "Every config" not in trained_section([fresh, longer])
+
+
+def test_a_cookbook_runs_checkpoint_names_its_step(tmp_path):
+    """tinker-cookbook's loop records the steps done as "batch" (ours as "step")."""
+    row = _row(tmp_path, "cb", [{**STEP, "progress/batch": 0}], BASE)
+    record = {"name": "final", "batch": 1, "sampler_path": "tinker://r/sampler_weights/final"}
+    (tmp_path / "cb" / "checkpoints.jsonl").write_text(json.dumps(record) + "\n")
+    words = " ".join(trained_words(row).split())
+    assert "checkpoint final at step 1: tinker://r/sampler_weights/final" in words
+    assert "8 datums trained" in words

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mint_envkit.rollouts.files import append_jsonl, append_jsonl_lines, write_json_atomic
+from mint_envkit.runs.files import append_jsonl, append_jsonl_lines, write_json_atomic
 
 SYSTEM = {
     "role": "system",

@@ -144,3 +144,20 @@ def test_a_collapse_shows_its_banner_answers_and_baseline(browser, sweep_dir, ev
     chart = re.search(r'data-metric="test/env/all/correct".*?</svg>', text, re.S).group(0)
     assert 'data-baseline="kl0p0-g2"' in chart and 'stroke-dasharray="5 3"' in chart
     assert 'data-metric="test/env/all/answers/top_share"' in text
+
+
+def test_a_runs_training_health_is_charted_by_default(browser, tmp_path, run_maker):
+    """Issue 48 item 3: the viewer draws truncation and signal charts by default (the
+    trap: its default charts showed the reward rising and nothing else)."""
+    from mint_envkit.runs.files import append_jsonl
+    from mint_envkit.runs.record import TrainingHealth
+
+    run = run_maker(tmp_path / "run", steps=1)
+    for step, cut in ((1, 0.94), (2, 1.0)):
+        health = TrainingHealth(truncated=cut, signal=0.0, advantaged=0.0, grad_norm=0.0)
+        append_jsonl(
+            run / "metrics.jsonl", {"step": step, "env/all/reward/total": -0.5, **health.metrics()}
+        )
+    text = browser.dom(write_report(run))
+    for key in ("health/truncated", "health/signal"):
+        assert f'data-metric="{key}"' in text, key

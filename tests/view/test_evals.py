@@ -3,8 +3,10 @@ the baseline's name, each episode's problem, an evaluation's figures read as hel
 
 from __future__ import annotations
 
-from mint_envkit.rollouts.files import append_jsonl
-from mint_envkit.view.evals import held_out_line, is_eval_line, problem_of, problems_by_label
+from mint_envkit.runs.files import append_jsonl
+from mint_envkit.runs.record import EVAL, Figures
+from mint_envkit.sweep import HeldOutAnswers
+from mint_envkit.view.evals import is_eval_line, problem_of, problems_by_label
 from mint_envkit.view.load import TEXT_LIMIT, load_report_data
 
 
@@ -36,13 +38,14 @@ def test_an_evaluation_line_reads_as_a_final_held_out_one():
             "eval/answers/baseline_name": "first option", "eval/answers/collapse": 0.0}  # fmt: skip
     assert is_eval_line(line)
     assert not is_eval_line({"step": 0, "eval/correct": 0.5, "test/env/all/correct": 0.5})
-    assert held_out_line(line) == {
-        "step": 0,
-        "test_final/env/all/correct": 0.5,
-        "test_final/env/all/reward/total": 0.1,
-        "test_final/env/all/answers/baseline_name": "first option",
-        "test_final/env/all/answers/collapse": 0.0,
-    }
+    figures = Figures.from_metrics(line, EVAL)
+    assert (figures.correct, figures.mean_reward, figures.pass_at) == (0.5, 0.1, {"2": 0.75})
+    answers = HeldOutAnswers.from_figures(None, figures, split=EVAL, step=0)
+    assert (answers.baseline_name, answers.collapse, answers.correct_after) == (
+        "first option",
+        False,
+        0.5,
+    )
 
 
 def test_an_eval_folder_is_an_eval_page(eval_dir):

@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from mint_envkit.rollouts.files import append_jsonl, append_jsonl_lines
+from mint_envkit.runs.files import append_jsonl, append_jsonl_lines
 from mint_envkit.view import write_report
 
 CHROMIUM = next(
@@ -220,3 +220,83 @@ def test_a_training_record_with_its_problem_shows_it(browser, run_dir):
         r'<div class="group" data-group="3"[^>]*>(.*?)<div class="gprompt">', dom, re.S
     )
     assert "secret 41" in text_of(group.group(1)) and "high 100" in text_of(group.group(1))
+
+
+def _cut_off_run(run_maker, root, *, uncut: bool):
+    """A run whose base model was cut off (77.5% at 16 tokens): 0.125 -> 0.75 there, and,
+    with ``uncut``, 0.50 -> 0.75 at 64 tokens where nothing is cut off, as the loop logs it
+    (the rows written by the run record)."""
+    from mint_envkit.runs.record import (
+        FINAL,
+        FINAL_UNCUT,
+        TEST,
+        UNCUT,
+        AnswerFigures,
+        Figures,
+    )
+
+    run = run_maker(root, steps=2)
+
+    def row(split, correct, truncated, max_tokens, baseline, beats):
+        answers = AnswerFigures(
+            baseline_correct=baseline, baseline_name="constant '4'", beats_baseline=beats
+        )
+        figures = Figures(max_tokens=max_tokens, answers=answers)
+        env = {"correct": correct, "truncated": truncated, "parsed": 1 - truncated}
+        return {**figures.metrics(split), **{f"{split}/env/all/{k}": v for k, v in env.items()}}
+
+    first = {"step": 0, **row(TEST, 0.125, 0.775, 16, 0.125, False)}
+    last = {"step": 1, **row(FINAL, 0.75, 0.0, 16, 0.125, True)}
+    if uncut:
+        first.update(row(UNCUT, 0.5, 0.0, 64, 0.125, True))
+        last.update(row(FINAL_UNCUT, 0.75, 0.0, 64, 0.125, True))
+    append_jsonl_lines(run / "metrics.jsonl", [first, last])
+    return run
+
+
+def test_the_headline_is_the_uncut_before_and_after_with_the_cut_off_figure_beside_it(
+    browser, tmp_path, run_maker
+):
+    run = _cut_off_run(run_maker, tmp_path / "cut", uncut=True)
+    page = write_report(run)
+    dom = browser.dom(page)
+    table = dom.split('<table class="runs"', 1)[1].split("</table>", 1)[0]
+    cell = text_of(table.split('class="num held">', 1)[1].split("</td>", 1)[0])
+    # the headline: measured where nothing is cut off
+    assert cell.startswith("0.5 → 0.75BASE TRUNCATED"), cell
+    # beside it: the cut-off figure and its warning, in words
+    assert "BASE TRUNCATED 78%" in cell and "cut off at 16 tokens: 0.125 → 0.75" in cell
+    assert "the figures above are at 64 tokens, where it is not" in cell
+    # the banner says it too (written into the page: it shows without JavaScript)
+    banner = text_of(dom.split('class="banner truncated"', 1)[1].split("</div>", 1)[0])
+    assert "BASE TRUNCATED 77.5%: this compares reply lengths, not the task" in banner
+    assert "where it is not cut off: correct 50.0% -> 75.0%" in banner
+    browser.screenshot(page, tmp_path / "uncut-headline.png", "", (1200, 1000))
+
+
+def test_a_cut_off_run_without_an_uncut_eval_warns_and_not_beyond_noise_is_in_words(
+    browser, tmp_path, run_maker
+):
+    run = _cut_off_run(run_maker, tmp_path / "cut", uncut=False)
+    noisy = run_maker(tmp_path / "noisy", steps=2)  # 0.281 against 0.125, not beyond noise
+    append_jsonl_lines(
+        noisy / "metrics.jsonl",
+        [
+            {"step": 0, "test/env/all/correct": 0.1},
+            {
+                "step": 1,
+                "test_final/env/all/correct": 0.281,
+                "test_final/env/all/answers/baseline_correct": 0.125,
+                "test_final/env/all/answers/beats_baseline": 0.0,
+            },
+        ],
+    )
+    dom = browser.dom(write_report(run))
+    cell = text_of(dom.split('class="num held">', 1)[1].split("</td>", 1)[0])
+    assert cell.startswith("0.125 → 0.75BASE") and "BASE TRUNCATED 78%" in cell
+    assert "no reply limit where it is not was measured" in cell
+    page = write_report(noisy)
+    dom = browser.dom(page)
+    assert '<span class="badge warn">not beyond noise</span>' in dom
+    assert "&lt;= baseline" not in dom
+    browser.screenshot(page, tmp_path / "not-beyond-noise.png", "", (1200, 800))

@@ -10,8 +10,11 @@ logs are the cookbook's. After its last step, the final sampler checkpoint is ev
 on the builder's test split with our one evaluation (``evaluate``, at the config's eval
 sampling) and the figures are added to the last line of the run's ``metrics.jsonl`` as
 ``test_final/env/all/...`` (with ``"loop": "tinker-cookbook"``), where our loop writes
-them, so a sweep's table reads both loops alike. The cookbook logs no ``train/datums``:
-a sweep's "What each config trained" counts none for its runs.
+them, so a sweep's table reads both loops alike. The cookbook logs no ``train/datums``;
+while it trains, its step's end (``compute_full_batch_metrics_and_get_sampling_client``,
+which receives the step's datums) is wrapped to add ``train/datums`` to that step's
+metrics, so a sweep's "What each config trained" counts what the cookbook trained
+(every datum: it has no zero-advantage skip).
 
 Example::
 
@@ -21,8 +24,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +36,7 @@ import attrs
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.run import evaluate
 from mint_envkit.rollouts.backend import connect
+from mint_envkit.runs.record import FINAL, eval_prefix
 
 _NO_COOKBOOK_EQUIVALENT = {
     "top_p": 1.0,
@@ -127,9 +133,25 @@ async def _final_eval(config: Any, connection: Any, sampler: str | None) -> dict
         split="test",
         quiet=True,
     )
-    figures = result.metrics("test_final/env")
+    figures = {**result.metrics(eval_prefix(FINAL)), **result.figures.metrics(FINAL)}
     _add_to_last_step(Path(config.log_path) / "metrics.jsonl", figures)
     return figures
+
+
+@contextlib.contextmanager
+def _counting_datums(train: Any) -> Iterator[None]:
+    """While the cookbook trains, each step's metrics also say how many datums it trained."""
+    original = train.compute_full_batch_metrics_and_get_sampling_client
+
+    async def counted(training_client: Any, i_batch: int, data_D: Any, *args: Any, **kw: Any):
+        sampling_client, metrics = await original(training_client, i_batch, data_D, *args, **kw)
+        return sampling_client, {**metrics, "train/datums": len(data_D)}
+
+    train.compute_full_batch_metrics_and_get_sampling_client = counted
+    try:
+        yield
+    finally:
+        train.compute_full_batch_metrics_and_get_sampling_client = original
 
 
 async def train_with_cookbook(config: Any) -> dict[str, Any]:
@@ -151,7 +173,8 @@ async def train_with_cookbook(config: Any) -> dict[str, Any]:
         # the cookbook's loop talks through tinker, which reads its key from here
         os.environ["TINKER_API_KEY"] = connection.api_key or previous or "tml-mint-envkit"
         try:
-            await train.main(cookbook_config(config, base_url=connection.base_url))
+            with _counting_datums(train):
+                await train.main(cookbook_config(config, base_url=connection.base_url))
             sampler = _final_sampler(Path(config.log_path))
             figures = await _final_eval(config, connection, sampler)
         finally:
@@ -159,4 +182,4 @@ async def train_with_cookbook(config: Any) -> dict[str, Any]:
                 os.environ.pop("TINKER_API_KEY", None)
             else:
                 os.environ["TINKER_API_KEY"] = previous
-    return {"sampler_path": sampler, "test_final": figures}
+    return {"sampler_path": sampler, FINAL: figures}

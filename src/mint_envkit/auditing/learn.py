@@ -31,10 +31,9 @@ import attrs
 
 from mint_envkit.auditing.report import Finding
 from mint_envkit.builders.dataset import DatasetBuilder
-from mint_envkit.evaluation.claims import summary_from_metrics
-from mint_envkit.evaluation.counterfactual import KEYS as COUNTERFACTUAL
 from mint_envkit.evaluation.figures import headline
-from mint_envkit.rollouts.answers import ANSWER_KEYS, ANSWER_TEXTS
+from mint_envkit.runs.files import RunFiles
+from mint_envkit.runs.record import FINAL, TEST, Figures, TrainingHealth, find_eval
 
 EVAL_TEMPERATURE = 1e-3
 """The learning check's held-out evals are greedy in effect (the backend takes T > 0).
@@ -43,16 +42,6 @@ Example::
 
     EVAL_TEMPERATURE < 0.01   # True
 """
-
-
-def _figures(row: Mapping[str, Any], prefix: str, max_tokens: int) -> dict[str, Any]:
-    """An eval's summary read back from the loop's metrics line."""
-    head = f"{prefix}/all/"
-    out = summary_from_metrics(row, prefix, max_tokens)
-    for key in (*ANSWER_KEYS, *ANSWER_TEXTS, *COUNTERFACTUAL):
-        if head + key in row:
-            out[key] = row[head + key]
-    return out
 
 
 async def learning_check(
@@ -71,7 +60,7 @@ async def learning_check(
 
         # not run: trains on the local backend
         learned = await learning_check(builder, model, 8, "runs/audit/learn", {})
-        learned["after"]["answers/beats_baseline"]
+        learned["after"]["answers/beats_baseline"]   # the final eval's summary
     """
     from mint_envkit.rl.config import Config
     from mint_envkit.rl.train import run_training
@@ -92,20 +81,26 @@ async def learning_check(
         **options,
     )
     result = await run_training(config)
-    from mint_envkit.rollouts.files import RunFiles
-
     rows = RunFiles(log_path).metrics()
-    first = next((m for m in rows if "test/env/all/reward/total" in m), {})
-    last = next((m for m in reversed(rows) if "test_final/env/all/reward/total" in m), {})
-    after = _figures(last, "test_final/env", reply_limit)
+    first, last = find_eval(rows, TEST), find_eval(rows, FINAL, last=True)
+    before = Figures() if first is None else first[1]
+    after = Figures() if last is None else last[1]
     return {
         "model": model,
         "steps": steps,
         "log_path": log_path,
-        "before": _figures(first, "test/env", reply_limit),
-        "after": after,
+        "before": attrs.evolve(before, max_tokens=reply_limit).summary(),
+        "after": attrs.evolve(after, max_tokens=reply_limit).summary(),
         "claim": None if result.claim is None else result.claim.record(),
         "headline": headline(after) if last else None,
+        # each step's training health (truncation, signal, advantages, gradient), and
+        # whether some could teach nothing
+        "health": [
+            {"step": row.get("step"), **attrs.asdict(health)}
+            for row in rows
+            if (health := TrainingHealth.from_metrics(row)) is not None
+        ],
+        "not_learning": result.not_learning,
     }
 
 
@@ -118,10 +113,11 @@ def learning_findings(learned: Mapping[str, Any]) -> list[Finding]:
         learning_findings({"steps": 8, "after": {"answers/collapse": 1.0}, "claim": None})
         # [Finding(kind='collapse', ...), Finding(kind='warning', ...)]
     """
-    after, steps = learned.get("after") or {}, learned["steps"]
+    after, steps = Figures.from_summary(learned.get("after") or {}), learned["steps"]
     claim = learned.get("claim")
     out = []
-    if after.get("answers/collapse") == 1.0:
+    permuted = after.counterfactual
+    if after.answers.collapse:
         out.append(
             Finding(
                 "collapse",
@@ -130,15 +126,15 @@ def learning_findings(learned: Mapping[str, Any]) -> list[Finding]:
                 f"{headline(after)}; the gain is a trivial policy's, not the task's",
             )
         )
-    if after.get("counterfactual/position_following") == 1.0:
+    if permuted.position_following:
         out.append(
             Finding(
                 "position",
                 "learn",
                 f"after {steps} steps the answers follow the position of the offered "
                 f"candidates, not their content: with them permuted, "
-                f"{after['counterfactual/same_position']:.0%} of the answers kept the "
-                f"position and {after['counterfactual/same_content']:.0%} the content",
+                f"{permuted.same_position or 0.0:.0%} of the answers kept the "
+                f"position and {permuted.same_content or 0.0:.0%} the content",
             )
         )
     if claim is None or claim.get("beats_baseline") is None:
@@ -157,8 +153,10 @@ def learning_findings(learned: Mapping[str, Any]) -> list[Finding]:
             Finding(
                 "no_gain",
                 "learn",
-                f"after {steps} steps held-out correctness does not beat the best trivial "
-                f"baseline beyond noise: {claim['line']}",
+                f"after {steps} steps held-out {after.answers.success_metric or 'correctness'} "
+                f"does not beat the best trivial baseline beyond noise: {claim['line']}",
             )
         )
+    if learned.get("not_learning"):  # steps that could teach nothing: why, and the fix
+        out.append(Finding("warning", "learn", learned["not_learning"]))
     return out

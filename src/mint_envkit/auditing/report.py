@@ -111,6 +111,14 @@ class Verdict:
         return f"FAIL: {', '.join(self.failed)} found, see above{note}"
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _norm(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
 
@@ -285,6 +293,15 @@ class AuditReport:
             f"{s.get('max_tokens', '?')} tokens): {s.get('headline', '')}",
             f"  mean reward {_fmt(s['mean_reward'])}; parse status: {statuses}",
         ]
+        tools = s.get("tools") or {}
+        if tools.get("calls_per_episode") is not None:
+            lines.append(
+                f"  tool calls {tools['calls_per_episode']:.2f}/episode, "
+                f"{percent(tools.get('calling'))} of episodes call a tool, "
+                f"{percent(tools.get('valid'))} of calls valid, {percent(tools.get('errors'))} "
+                f"errors ({percent(tools.get('timeouts'))} timeouts)"
+                + (f"; per tool: {tools['per_tool']}" if tools.get("per_tool") else "")
+            )
         if s.get("collapse"):
             lines.append("  their answers collapse (a warning, below: it is the base model's)")
         return lines
@@ -298,6 +315,19 @@ class AuditReport:
         lines.append("  " + (claim["line"] if claim else "no before/after evals were logged"))
         if learn.get("headline"):
             lines.append(f"  after: {learn['headline']}")
+        health = learn.get("health") or []
+        if health:
+            lines.append(
+                "  per step: truncated / groups with signal / datums with an advantage / "
+                "gradient norm: "
+                + ", ".join(
+                    f"{_share(h.get('truncated'))} / {_share(h.get('signal'))} / "
+                    f"{_share(h.get('advantaged'))} / {_norm(h.get('grad_norm'))}"
+                    for h in health
+                )
+            )
+        if learn.get("not_learning"):
+            lines.append(f"  {learn['not_learning']}")
         return lines
 
     def table(self) -> str:

@@ -18,7 +18,9 @@ Four parts, each optional but the first:
 Example::
 
     # not run: loads a model on the local backend
-    from mint_envkit.auditing import audit
+    import attrs
+
+from mint_envkit.auditing import audit
 
     report = await audit("examples/rl_hyperparameters.py:builder",
                          sample_model="mint-envkit/tiny-qwen3", learn_steps=0)
@@ -28,6 +30,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
 from collections import Counter
@@ -51,7 +54,7 @@ from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.checks import check_integer, is_number
 from mint_envkit.envs.base import AuditProbe
 from mint_envkit.errors import ConfigError
-from mint_envkit.evaluation.spec import eval_problems, load_target
+from mint_envkit.evaluation.spec import SAMPLES, eval_problems, load_target
 from mint_envkit.rollouts.answers import AnswerGroup, agrees
 from mint_envkit.rollouts.baselines import Baseline, trivial_baselines
 from mint_envkit.rollouts.game_moves import is_game
@@ -64,7 +67,7 @@ from mint_envkit.rollouts.judging import (
     partial_policies,
 )
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
-from mint_envkit.rollouts.trackers import open_trackers, tracker_names
+from mint_envkit.runs.trackers import open_trackers, tracker_names, tracking_group
 from mint_envkit.sandbox.mutants import MAX_MUTANTS
 from mint_envkit.sandbox.reward import shared_runs
 
@@ -174,21 +177,22 @@ async def _samples(
     result = await evaluate(target, model_name=model, **options)
     statuses = Counter(status or "none" for p in result.problems for status in p.parse_status)
     total = sum(statuses.values()) or 1
-    summary = result.summary
+    figures = result.figures
     if out_dir is not None:
         _write_samples(out_dir / "samples.jsonl", result)
     return (
         {
             "model": model,
-            "samples": summary.get("samples"),
-            "max_tokens": summary.get("max_tokens"),
-            "episodes": summary["episodes"],
-            "correct": summary["correct"],
-            "mean_reward": summary["mean_reward"],
-            "truncated_rate": summary.get("truncated_rate"),
+            "samples": result.summary.get("samples"),
+            "max_tokens": figures.max_tokens,
+            "episodes": figures.episodes,
+            "correct": figures.correct,
+            "mean_reward": figures.mean_reward,
+            "truncated_rate": figures.truncated_rate,
             "parse_status": {k: v / total for k, v in statuses.items()},
             "headline": result.headline(),
-            **{key.split("/", 1)[1]: v for key, v in summary.items() if key.startswith("answers/")},
+            **attrs.asdict(figures.answers),
+            "tools": attrs.asdict(figures.tools),  # an env with tools: how the samples used them
         },
         result,
     )
@@ -267,7 +271,7 @@ async def audit(
     search: int = DEFAULT_EXAMPLES,
     seed: int = 0,
     sample_model: str | None = None,
-    samples: int = 4,
+    samples: int = SAMPLES,
     max_tokens: int | None = None,
     learn_steps: int = 0,
     learn_options: Mapping[str, Any] | None = None,
@@ -389,9 +393,11 @@ async def audit(
         options = {"max_tokens": max_tokens, **options, **(learn_options or {})}
         if trackers:
             options.setdefault("loggers", trackers)
-        learned = await learning_check(
-            target, sample_model, learn_steps, str(where / "learn"), options
-        )
+        # one tracker store for the audit: its learning run and its summary row (_track)
+        with _grouped(trackers, home):
+            learned = await learning_check(
+                target, sample_model, learn_steps, str(where / "learn"), options
+            )
         found.extend(learning_findings(learned))
     report = AuditReport(
         target=label,
@@ -415,6 +421,13 @@ async def audit(
     return report
 
 
+def _grouped(loggers: Sequence[str], home: Path | None) -> contextlib.AbstractContextManager:
+    """The audit's tracker runs as one group in ``home`` (one MLflow store, one W&B group)."""
+    if not loggers or home is None:
+        return contextlib.nullcontext()
+    return tracking_group(home.resolve().name, home)
+
+
 def _track(report: AuditReport, loggers: Sequence[str], home: Path) -> None:
     """The audit as one tracker row: each probe's mean reward, the baseline, the samples'
     figures and the verdict (``audit/...``)."""
@@ -429,7 +442,8 @@ def _track(report: AuditReport, loggers: Sequence[str], home: Path) -> None:
     for key, value in (report.samples or {}).items():
         if is_number(value):
             row[f"audit/samples/{key}"] = value
-    tracked = open_trackers(loggers, home / "tracking", {"target": report.target}, name="audit")
+    with _grouped(loggers, home):
+        tracked = open_trackers(loggers, home / "tracking", {"target": report.target}, name="audit")
     try:
         tracked.log({k: v for k, v in row.items() if v is not None}, step=0)
     finally:

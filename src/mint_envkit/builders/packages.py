@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 import inspect
 import sys
@@ -142,8 +143,11 @@ def not_installed(name: str) -> str:
         # "no installed env is named 'no-such-env' (installed: none); install an env ..."
     """
     names = sorted({env.name for env in installed_environments()})
+    squashed = {n.replace("_", "-").lower(): n for n in names}
+    close = difflib.get_close_matches(name.replace("_", "-").lower(), list(squashed), n=1)
+    guess = f"; did you mean {squashed[close[0]]!r}?" if close else ""
     return (
-        f"no installed env is named {name!r} (installed: {', '.join(names) or 'none'}); "
+        f"no installed env is named {name!r} (installed: {', '.join(names) or 'none'}){guess}; "
         f"install an env package into this Python ({sys.executable}) with pip install "
         "PACKAGE, or pip install -e DIR for one made by mint-envkit init NAME DIR; "
         "mint-envkit list shows the installed envs"
@@ -263,6 +267,10 @@ def _load(env: EnvPackage, kwargs: dict[str, Any]) -> DatasetBuilder:
         builder = function(**kwargs)
     except SystemExit as err:
         raise ConfigError(f"{where} called sys.exit({err.code!r}) in load_environment") from None
+    except Exception as err:  # the package's own error: the env, its data, these arguments
+        raise ConfigError(
+            f"{where}: load_environment(**{kwargs!r}) raised {type(err).__name__}: {err}"
+        ) from err
     if not isinstance(builder, DatasetBuilder):
         raise ConfigError(
             f"{where} returned a value of type {type(builder).__name__}, not a DatasetBuilder; its "

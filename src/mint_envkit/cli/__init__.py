@@ -30,7 +30,10 @@ Subcommands (each module has ``configure(parser)``, which adds its options, and
   (:mod:`.list_envs`).
 
 A command's module is imported, and its options added, only when that command runs
-(or prints its help): ``mint-envkit view`` never imports torch. Exit 2 is a usage error.
+(or prints its help): ``mint-envkit view`` never imports torch. Every command keeps one
+convention (:mod:`.command`): ``--json`` prints JSON to stdout, ``--out`` writes files,
+and the exit codes of :data:`~mint_envkit.cli.command.EXIT_CODES` (0 ok, 1 findings, 2
+usage or setup error, 3 internal error), applied once, in :func:`main`.
 
 Example (shell)::
 
@@ -47,9 +50,24 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
+
+DESCRIPTION = (
+    "mint-envkit: write RL environments for language models, check their rewards on your "
+    "laptop, evaluate and train them on the embedded backend or on MinT."
+)
+"""The first line of ``mint-envkit --help``."""
+
+EPILOG = """\
+every command: --json prints its result as JSON on stdout, --out writes files;
+--env-args '{...}' passes keyword arguments to an env's load_environment.
+exit codes: 0 ok; 1 findings or failed checks; 2 a usage or setup error (a bad flag,
+an env that does not import, a missing file); 3 an internal error (please report it).
+"mint-envkit COMMAND --help" describes a command."""
 
 __all__ = ["main"]
 
@@ -94,6 +112,13 @@ class _Command(argparse.ArgumentParser):
         return super().format_help()
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("mint-envkit")
+    except importlib.metadata.PackageNotFoundError:  # a source tree that is not installed
+        return "unknown (not installed)"
+
+
 def parser() -> argparse.ArgumentParser:
     """The ``mint-envkit`` parser: every command a subparser (options added when it is used).
 
@@ -101,7 +126,13 @@ def parser() -> argparse.ArgumentParser:
 
         parser().parse_args(["view", "runs/demo"]).run_dir   # 'runs/demo'
     """
-    top = argparse.ArgumentParser(prog="mint-envkit", description=__doc__.split("\n\n")[0])
+    top = argparse.ArgumentParser(
+        prog="mint-envkit",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top.add_argument("--version", action="version", version=f"mint-envkit {_version()}")
     sub = top.add_subparsers(dest="command", required=True, parser_class=_Command)
     for name, (module, line) in COMMANDS.items():
         sub.add_parser(name, help=line, module=module)
@@ -109,8 +140,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, exit_process: bool = False) -> int:
-    """Entry point of ``mint-envkit``; returns the exit code (2 for a usage error).
+    """Entry point of ``mint-envkit``; returns the exit code (see
+    :data:`~mint_envkit.cli.command.EXIT_CODES`).
 
+    A usage error (argparse's, or ``parser.error`` in a command) is 2; so is a
+    :class:`~mint_envkit.errors.MintEnvkitError` or an SDK error answered with a status:
+    one line on stderr, after the command's name, naming flags as the user typed them.
+    Any other exception is the tool's own failure: its traceback, then 3.
     ``exit_process`` (the installed command only, see :func:`console_main`): ``serve``
     ends the process as soon as the server has stopped.
 
@@ -119,12 +155,34 @@ def main(argv: Sequence[str] | None = None, *, exit_process: bool = False) -> in
         main(["check", "examples/arithmetic_env.py:ArithmeticEnv",
               "--problem", '{"question": "What is 2 + 3?", "answer": "5"}'])
     """
+    from mint_envkit.cli.command import flag_names, sdk_error_message
+    from mint_envkit.errors import MintEnvkitError
+
+    args = None
     try:
         args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
         args.exit_process = exit_process
         return int(args._run(args, args._parser))
     except SystemExit as exc:  # argparse's usage errors and --help, and parser.error in run
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    except KeyboardInterrupt:
+        print("mint-envkit: interrupted", file=sys.stderr, flush=True)
+        return 130
+    except Exception as err:
+        prog = f"mint-envkit {args.command}" if args is not None else "mint-envkit"
+        command = getattr(args, "_parser", None)
+        message = str(err) if isinstance(err, MintEnvkitError) else sdk_error_message(err)
+        if message is not None:
+            print(f"{prog}: {flag_names(message, command)}", file=sys.stderr, flush=True)
+            return 2
+        traceback.print_exc()
+        print(
+            f"{prog}: internal error ({type(err).__name__}: {err}); this is a bug in "
+            "mint-envkit or a library it calls: please report it with the traceback above",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 3
 
 
 def console_main() -> int:

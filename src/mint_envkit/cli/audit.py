@@ -16,12 +16,10 @@ Example (shell)::
 from __future__ import annotations
 
 import argparse
-import sys
-import traceback
 
-from mint_envkit.cli.command import run_command, sdk_error_message
+from mint_envkit.cli.command import add_env_args, env_target, run_command
 from mint_envkit.cli.problems import add_problem_options, problems_from_args
-from mint_envkit.errors import MintEnvkitError
+from mint_envkit.evaluation.spec import SAMPLES
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME as SMOLLM2
 
 
@@ -49,6 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="ENV_SPEC",
         help="MODULE:NAME, path/to/file.py:NAME or an installed env's name (mint-envkit list)",
     )
+    add_env_args(parser)
     parser.add_argument(
         "--model", default=None, help="the model whose tokenizer renders prompts (env classes)"
     )
@@ -80,7 +79,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"sample this model for parse and truncation rates (default {SMOLLM2}; "
         "'none' to skip)",
     )
-    parser.add_argument("--samples", type=int, default=4, help="samples per problem")
+    parser.add_argument(
+        "--samples", type=int, default=SAMPLES, help=f"samples per problem (default {SAMPLES})"
+    )
     parser.add_argument(
         "--max-tokens", type=int, default=None, help="the reply limit (default: the builder's)"
     )
@@ -110,6 +111,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a code env: mutate each reference solution at most N times to measure its "
         "tests (default 20; 0 skips)",
     )
+    # the audit's parameters its errors name, as the flags the user typed
+    parser.flag_aliases = {  # type: ignore[attr-defined]
+        "learn_steps": "--learn",
+        "planned_steps": "--steps",
+        "model_name": "--model",
+        "out_dir": "--out",
+        "learn_options": "--learning-rate",
+    }
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -123,7 +132,7 @@ async def _run(args: argparse.Namespace) -> int:
     sample_model = None if args.sample_model in ("", "none") else args.sample_model
     learn_options = {} if args.learning_rate is None else {"learning_rate": args.learning_rate}
     report = await audit(
-        args.target,
+        env_target(args),
         model_name=args.model,
         problems=problems_from_args(args),
         limit=args.limit,
@@ -152,43 +161,6 @@ async def _run(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-async def _guarded(args: argparse.Namespace) -> int:
-    """:func:`_run`, with the audit's own failures (not the env's, not bad input) as 3."""
-    try:
-        return await _run(args)
-    except MintEnvkitError:
-        raise  # a usage or setup error: run_command prints it, exit 2
-    except Exception as err:
-        if sdk_error_message(err) is not None:
-            raise  # the backend answered with a status: exit 2
-        traceback.print_exc()
-        print(
-            f"mint-envkit audit: the audit itself failed ({type(err).__name__}: {err}); "
-            "this is a bug in mint_envkit, not a finding about your env: please report it "
-            "with the traceback above",
-            file=sys.stderr,
-        )
-        return 3
-
-
-def _import_error(target: str) -> str | None:
-    """Why ``target`` (an ENV_SPEC) does not import, or None when it does (or when the
-    failure is one run_command reports itself)."""
-    from mint_envkit.evaluation.spec import load_target
-
-    try:
-        load_target(target)
-    except MintEnvkitError:
-        return None
-    except Exception as err:  # the env's own module raised while it was imported
-        where = traceback.extract_tb(err.__traceback__)[-1]
-        return (
-            f"cannot import {target}: {type(err).__name__}: {err} "
-            f"({where.filename}:{where.lineno}); fix the module, then run the audit again"
-        )
-    return None
-
-
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``mint-envkit audit ...``; returns the exit code: 0 pass, 1 findings, 2 usage or
     setup error, 3 the audit itself failed.
@@ -198,17 +170,13 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         main(["audit", "examples/rl_hyperparameters.py:builder", "--sample-model", "none"])
     """
     if args.search is not None and args.search < 0:
-        parser.print_usage(sys.stderr)
-        print("mint-envkit audit: --search must be >= 0", file=sys.stderr)
-        return 2
-    failed = _import_error(args.target)
-    if failed is not None:
-        print(f"mint-envkit audit: {failed}", file=sys.stderr)
-        return 2
+        parser.error(f"--search must be >= 0 (generated replies per family), got {args.search}")
+    if args.learn < 0:
+        parser.error(f"--learn must be >= 0 (training steps), got {args.learn}")
     return run_command(
         "mint-envkit audit",
         parser,
         args,
         positive=("limit", "samples", "max_tokens"),
-        run=_guarded,
+        run=_run,
     )

@@ -6,7 +6,7 @@ unparsable one): the command prints the rendered prompt, each reply's reward,
 parse status and metrics, and for multi-turn envs the transcript and the prefix
 check. ``--local`` also samples one group from the tiny model.
 ``--record FILE`` saves the episodes as golden transcripts and ``--replay FILE``
-re-scores them (:mod:`mint_envkit.cli.golden`).
+re-scores them (:mod:`mint_envkit.replay.golden`).
 
 Example (shell)::
 
@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +28,13 @@ import attrs
 
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.group import GroupBuilder
+from mint_envkit.cli.command import add_env_args
 from mint_envkit.cli.deadline import Deadline, add_timeout, check_timeout, load_env_target
-from mint_envkit.cli.golden import episode_records, fingerprint, replay_golden, write_golden
 from mint_envkit.envs.base import success_name
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import load_target
 from mint_envkit.rendering.chat_template import default_renderer_for
+from mint_envkit.replay.golden import episode_records, fingerprint, replay_golden, write_golden
 from mint_envkit.rollouts.game_moves import is_game
 from mint_envkit.rollouts.game_policies import game_ordering
 from mint_envkit.rollouts.run import rollout_groups
@@ -234,7 +234,7 @@ def _builder(target: Any, args: argparse.Namespace, renderer: str, group_size: i
 
 
 async def _check(args: argparse.Namespace) -> int:
-    target = load_target(args.target)
+    target = load_target(args.target, env_args=args.env_args)
     scripts = [_script(text) for text in args.reply or []]
     group_size = args.group_size or max(3, len(scripts))
     if scripts and len(scripts) > group_size:
@@ -404,6 +404,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="MODULE:NAME, path/to/file.py:NAME or an installed env's name (mint-envkit list); "
         "with --replay: instead of the file's own",
     )
+    add_env_args(parser)
     parser.add_argument("--problem", action="append", help="a problem as JSON (env classes)")
     parser.add_argument(
         "--reply",
@@ -477,14 +478,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("give the env or builder to check (MODULE:NAME), or --replay FILE")
     check_timeout(args.timeout, parser)
     with Deadline(args.timeout, "check") as deadline:
-        try:
-            if args.target is not None:
-                deadline.phase = f"loading {args.target}"
-                load_env_target(args.target)  # before the loop: it may start one of its own
-            deadline.phase = "checking"
-            if args.replay is not None:
-                return asyncio.run(replay_golden(args.replay, target=args.target))
-            return asyncio.run(_check(args))
-        except MintEnvkitError as err:
-            print(f"mint-envkit check: {err}", file=sys.stderr)
-            return 2
+        if args.target is not None:  # before the loop: the module may start one of its own
+            deadline.phase = f"loading {args.target}"
+            load_env_target(args.target, env_args=args.env_args)
+        deadline.phase = "checking"
+        if args.replay is not None:
+            return asyncio.run(replay_golden(args.replay, target=args.target))
+        return asyncio.run(_check(args))

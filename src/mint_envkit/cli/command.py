@@ -1,8 +1,12 @@
-"""Running a command that awaits its work: one exit-code rule.
+"""What every command shares: the exit codes, the error rule, ``--env-args``, running async work.
 
-Exit 0/1 is what the work returns; 2 is a usage error (an option below 1), a
-:class:`~mint_envkit.errors.MintEnvkitError` or an SDK error answered with a status (its
-message on stderr, after the command name, without a traceback).
+One convention holds in every command (:data:`EXIT_CODES`, printed by
+``mint-envkit --help``): 0 ok; 1 findings or failed checks; 2 a usage or setup error (a
+bad flag, an env that does not import, a missing file: one line on stderr, naming the
+flag or the file and line); 3 an internal error (the tool itself failed: its traceback,
+and how to report it). ``--json`` prints the command's result as JSON on stdout;
+``--out`` writes files. :func:`mint_envkit.cli.main` applies the error rule once, for
+every command; a command returns 0 or 1 (or 2 for a usage error it finds itself).
 
 Example::
 
@@ -13,11 +17,68 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import re
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
-from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import load_target
+
+EXIT_CODES = {
+    0: "ok",
+    1: "findings or failed checks (an exploit, a change, a failed row)",
+    2: "a usage or setup error (a bad flag, an env that does not import, a missing file)",
+    3: "an internal error (the tool itself failed; please report it with its traceback)",
+}
+"""The exit codes of every ``mint-envkit`` command.
+
+Example::
+
+    EXIT_CODES[2]   # 'a usage or setup error (...)'
+"""
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"not JSON ({err}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"a JSON object ({{...}}), got {text!r}")
+    return value
+
+
+def add_env_args(parser: argparse.ArgumentParser) -> None:
+    """Add ``--env-args '{...}'``: keyword arguments of the env's ``load_environment``.
+
+    Example::
+
+        add_env_args(argparse.ArgumentParser())
+    """
+    parser.add_argument(
+        "--env-args",
+        type=_json_object,
+        default=None,
+        metavar="JSON",
+        help="keyword arguments for the env's load_environment (an installed env's name, "
+        "or a MODULE:FUNCTION that returns a DatasetBuilder), as a JSON object",
+    )
+
+
+def env_target(args: argparse.Namespace) -> Any:
+    """The env the command works on: ``args.target`` as given, or (with ``--env-args``)
+    the DatasetBuilder its ``load_environment`` makes with them.
+
+    Example::
+
+        env_target(argparse.Namespace(target="examples/arithmetic_env.py:ArithmeticEnv",
+                                      env_args=None))   # the spec, as given
+    """
+    env_args = getattr(args, "env_args", None)
+    if env_args is None or args.target is None:
+        return args.target
+    return load_target(args.target, env_args=env_args)
 
 
 def run_command(
@@ -25,7 +86,7 @@ def run_command(
     parser: argparse.ArgumentParser,
     args: argparse.Namespace,
     *,
-    positive: Sequence[str],
+    positive: Sequence[str] = (),
     run: Callable[[argparse.Namespace], Awaitable[int]],
 ) -> int:
     """Check the ``positive`` options of ``args`` are >= 1, then ``await run(args)``.
@@ -34,7 +95,8 @@ def run_command(
     a module that runs something at import (``ScriptedPolicy(...).run_sync(builder)``,
     which starts an event loop of its own) loads as it does under ``python file.py``;
     the command's own :func:`~mint_envkit.evaluation.spec.load_target` then gets the
-    module already imported.
+    module already imported. Errors follow :data:`EXIT_CODES` (in
+    :func:`mint_envkit.cli.main`).
 
     Example::
 
@@ -44,22 +106,13 @@ def run_command(
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.print_usage(sys.stderr)
-            print(f"{prog}: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
+            flag = "--" + name.replace("_", "-")
+            print(f"{prog}: {flag} must be >= 1, got {value}", file=sys.stderr)
             return 2
-    try:
-        target = getattr(args, "target", None)
-        if isinstance(target, str) and target:
-            load_target(target)  # before the loop: the module (or package) may start one
-        return asyncio.run(run(args))
-    except MintEnvkitError as err:
-        print(f"{prog}: {err}", file=sys.stderr)
-        return 2
-    except Exception as err:
-        message = sdk_error_message(err)
-        if message is None:
-            raise
-        print(f"{prog}: {message}", file=sys.stderr)
-        return 2
+    target = getattr(args, "target", None)
+    if isinstance(target, str) and target:  # before the loop: the module may start one
+        load_target(target, env_args=getattr(args, "env_args", None))
+    return asyncio.run(run(args))
 
 
 def sdk_error_message(err: BaseException) -> str | None:
@@ -74,5 +127,30 @@ def sdk_error_message(err: BaseException) -> str | None:
     if not isinstance(status, int) or not type(err).__module__.startswith(("tinker", "mint")):
         return None
     body = getattr(err, "body", None)
-    detail = body.get("error") if isinstance(body, dict) else None
+    detail = body.get("error") if isinstance(body, Mapping) else None
     return f"{detail} (HTTP {status})" if isinstance(detail, str) else str(err)
+
+
+def flag_names(message: str, parser: argparse.ArgumentParser | None) -> str:
+    """``message`` with the command's Python parameter names written as its flags
+    (``max_tokens`` -> ``--max-tokens``), so an error names what the user typed.
+
+    Only names with an underscore are rewritten (``limit`` is also a word); a command
+    names more in its module's ``FLAGS`` (parameter -> flag).
+
+    Example::
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--max-tokens", type=int)
+        flag_names("max_tokens must be >= 1, got 0", parser)   # '--max-tokens must be >= 1, got 0'
+    """
+    if parser is None:
+        return message
+    names: dict[str, str] = dict(getattr(parser, "flag_aliases", {}))
+    for action in parser._actions:  # argparse keeps its options nowhere public
+        longs = [s for s in action.option_strings if s.startswith("--")]
+        if longs and "_" in action.dest:
+            names.setdefault(action.dest, longs[0])
+    for name, flag in sorted(names.items(), key=lambda item: -len(item[0])):
+        message = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", flag, message)
+    return message

@@ -8,7 +8,7 @@ setup error (a bad option, no backend), 3 when the command itself failed.
 Example (shell)::
 
     mint-envkit conformance                                  # the embedded backend
-    mint-envkit conformance --model mint-envkit/tiny-qwen3-small --json rows.json
+    mint-envkit conformance --model mint-envkit/tiny-qwen3-small --out rows
     mint-envkit conformance --backend mint                   # MinT (needs MINT_API_KEY)
     mint-envkit conformance --base-url http://127.0.0.1:8765 --backend local
     mint-envkit conformance --row "ppo clipping" --row temperature
@@ -19,15 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import traceback
 from pathlib import Path
 
 from mint_envkit.cli.command import run_command
 from mint_envkit.conformance.probe import AGREEMENT_BOUNDS
 from mint_envkit.conformance.report import run_conformance
 from mint_envkit.conformance.rows import Row
-from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rollouts.settings import BACKENDS
+from mint_envkit.runs.files import write_json_atomic
 
 PROG = "mint-envkit conformance"
 
@@ -71,7 +70,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="run only this row (a name or a part of one; repeatable) and the rows it needs",
     )
-    parser.add_argument("--json", default=None, metavar="FILE", help="also write the rows here")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument(
+        "--out", default=None, metavar="DIR", help="also write DIR/conformance.json"
+    )
 
 
 def _progress(row: Row) -> None:
@@ -79,30 +81,25 @@ def _progress(row: Row) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    try:
-        report = await run_conformance(
-            backend=args.backend,
-            base_url=args.base_url,
-            model=args.model,
-            dtype=args.dtype,
-            timeout_s=args.timeout,
-            rows=args.row,
-            on_row=_progress,
-        )
-    except MintEnvkitError:
-        raise  # a usage or setup error: run_command prints it, exit 2
-    except Exception as err:
-        if getattr(err, "status_code", None) is not None:
-            raise  # the server refused the session (a key, a model): run_command, exit 2
-        print(f"{PROG}: internal error:\n{traceback.format_exc()}", file=sys.stderr)
-        return 3
-    print(report.heading())
-    print(report.table())
+    report = await run_conformance(
+        backend=args.backend,
+        base_url=args.base_url,
+        model=args.model,
+        dtype=args.dtype,
+        timeout_s=args.timeout,
+        rows=args.row,
+        on_row=_progress,
+    )
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(report.record(), indent=2) + "\n"
-        Path(args.json).write_text(text, encoding="utf-8")
-        print(f"rows: {args.json}")
+        print(json.dumps(report.record(), indent=2))
+    else:
+        print(report.heading())
+        print(report.table())
+    if args.out:
+        path = Path(args.out) / "conformance.json"
+        write_json_atomic(path, report.record())
+        if not args.json:
+            print(f"rows: {path}")
     return report.exit_code
 
 
@@ -112,7 +109,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     Example::
 
-        main(["conformance", "--model", "mint-envkit/tiny-qwen3-small", "--json", "rows.json"])
+        main(["conformance", "--model", "mint-envkit/tiny-qwen3-small", "--out", "rows"])
     """
     if not args.timeout > 0:
         parser.print_usage(sys.stderr)

@@ -25,6 +25,7 @@ import argparse
 import os
 import sys
 import threading
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
@@ -109,9 +110,10 @@ def check_timeout(value: float, parser: argparse.ArgumentParser) -> None:
         parser.error(f"--timeout must be a positive number of seconds, got {value}")
 
 
-def load_env_target(spec: str) -> Any:
+def load_env_target(spec: str, env_args: Mapping[str, Any] | None = None) -> Any:
     """:func:`~mint_envkit.evaluation.spec.load_target`, with a ``sys.exit`` in the env's
-    import made a :class:`~mint_envkit.errors.ConfigError` (exit 2) that says so.
+    import made a :class:`~mint_envkit.errors.ConfigError` (exit 2) that says so;
+    ``env_args`` are ``--env-args``, the keyword arguments of its ``load_environment``.
 
     Example::
 
@@ -120,7 +122,7 @@ def load_env_target(spec: str) -> Any:
     from mint_envkit.evaluation.spec import load_target
 
     try:
-        return load_target(spec)
+        return load_target(spec, env_args=env_args)
     except SystemExit as err:
         raise ConfigError(
             f"loading {spec} called sys.exit({err.code!r}) (at import, or in its "

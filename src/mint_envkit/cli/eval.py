@@ -13,13 +13,14 @@ Example (shell)::
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from mint_envkit.cli.command import run_command
+from mint_envkit.cli.command import add_env_args, env_target, run_command
 from mint_envkit.cli.problems import (
     add_sampling_options,
     backend_from_args,
@@ -29,8 +30,11 @@ from mint_envkit.cli.problems import (
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.claims import TRUNCATION_OK, learning_claim, uncut_budget
 from mint_envkit.evaluation.compare import comparison_table
-from mint_envkit.evaluation.run import evaluate, evaluate_many, labels
+from mint_envkit.evaluation.run import EVAL_CONCURRENCY, evaluate, evaluate_many, labels
+from mint_envkit.progress import say
 from mint_envkit.rollouts.openai_endpoint import OpenAIEndpoint
+from mint_envkit.runs.record import Figures
+from mint_envkit.runs.trackers import TRACKERS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="ENV_SPEC",
         help="MODULE:NAME, path/to/file.py:NAME or an installed env's name (mint-envkit list)",
     )
+    add_env_args(parser)
     parser.add_argument(
         "--model", default=None, help="the base model (of the checkpoints); default the builder's"
     )
@@ -65,8 +70,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_sampling_options(parser)
     parser.add_argument("--renderer", default=None, help="default: the builder's, else qwen3")
     parser.add_argument("--out", default=None, help="default: runs/eval-<name>-<time>")
-    parser.add_argument("--concurrency", type=int, default=16, help="problems at once")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help=f"problems at once (default {EVAL_CONCURRENCY})",
+    )
     parser.add_argument("--no-report", action="store_true", help="skip the viewer page")
+    parser.add_argument(
+        "--logger",
+        action="append",
+        default=[],
+        choices=TRACKERS,
+        help="an experiment tracker for each checkpoint's figures (under --out; repeat it)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print summary.json (and the claims) as JSON"
+    )
     _openai_options(parser)
 
 
@@ -109,7 +129,7 @@ async def _openai_results(args: argparse.Namespace, out: str) -> list[Any]:
         max_retries=args.openai_retries,
     )
     result = await evaluate(
-        args.target,
+        env_target(args),
         client=endpoint,
         model_name=args.tokenizer,
         samples=args.samples,
@@ -120,6 +140,7 @@ async def _openai_results(args: argparse.Namespace, out: str) -> list[Any]:
         limit=args.limit,
         out_dir=out,
         label=labels([args.model])[0],
+        loggers=tuple(args.logger),
     )
     used = result.summary["usage"]
     print(
@@ -130,13 +151,15 @@ async def _openai_results(args: argparse.Namespace, out: str) -> list[Any]:
     return [result]
 
 
-async def _claims(args: argparse.Namespace, results: list[Any]) -> list[str]:
+async def _claims(args: argparse.Namespace, results: list[Any]) -> list[tuple[str, Any]]:
     """Each checkpoint against the base model (the first), measured where the base is not
     cut off: when it is at this reply limit, the base and the checkpoints are evaluated
-    again at a limit where it is not (the same ladder as the training loop's)."""
-    base = results[0].summary
-    uncut: list[Any] = []
-    if (base.get("truncated_rate") or 0.0) > TRUNCATION_OK:
+    again at a limit where it is not (the same ladder as the training loop's), and each
+    re-run says so first."""
+    base = results[0].figures
+    uncut: list[Figures] = []
+    limit = base.max_tokens or 0
+    if (base.truncated_rate or 0.0) > TRUNCATION_OK:
         settings = sampling_from_args(args)
         common = {
             "model_name": args.model,
@@ -151,24 +174,31 @@ async def _claims(args: argparse.Namespace, results: list[Any]) -> list[str]:
         async def at(max_tokens: int, checkpoints: list[str | None]) -> list[Any]:
             sampling = attrs.evolve(settings, max_tokens=max_tokens)
             return await evaluate_many(
-                args.target, checkpoints=checkpoints, sampling=sampling, **common
+                env_target(args), checkpoints=checkpoints, sampling=sampling, **common
             )
 
-        async def measure(max_tokens: int) -> dict[str, Any]:
-            return (await at(max_tokens, [None]))[0].summary
+        async def measure(max_tokens: int) -> Figures:
+            say(
+                f"the base model is cut off on {base.truncated_rate:.0%} of its replies at "
+                f"{limit} tokens: evaluating it again at {max_tokens} tokens"
+            )
+            return (await at(max_tokens, [None]))[0].figures
 
-        found = await uncut_budget(
-            measure, int(base["max_tokens"]), ceiling=2048, first_rate=base.get("truncated_rate")
-        )
+        found = await uncut_budget(measure, limit, ceiling=2048, first_rate=base.truncated_rate)
         if found is not None:
             others = [r.summary["checkpoint"] for r in results[1:]]
-            uncut = [found[1], *(r.summary for r in await at(found[0], others))]
-    lines = []
+            say(
+                f"evaluating the {len(others)} checkpoint(s) again at {found[0]} tokens, "
+                "where the base model is not cut off"
+            )
+            uncut = [found[1], *(r.figures for r in await at(found[0], others))]
+    claims = []
     for position, result in enumerate(results[1:], start=1):
         pair = (uncut[0], uncut[position]) if uncut else None
-        claim = learning_claim(base, result.summary, pair)
-        lines.append(f"{result.summary.get('label')} vs base: {claim.line()}")
-    return lines
+        claims.append(
+            (str(result.summary.get("label")), learning_claim(base, result.figures, pair))
+        )
+    return claims
 
 
 def _checkpoints(args: argparse.Namespace) -> list[str | None]:
@@ -180,7 +210,7 @@ def _checkpoints(args: argparse.Namespace) -> list[str | None]:
 
 async def _tinker_results(args: argparse.Namespace, out: str) -> list[Any]:
     return await evaluate_many(
-        args.target,
+        env_target(args),
         model_name=args.model,
         checkpoints=_checkpoints(args),
         samples=args.samples,
@@ -191,6 +221,7 @@ async def _tinker_results(args: argparse.Namespace, out: str) -> list[Any]:
         renderer_name=args.renderer,
         limit=args.limit,
         out_dir=out,
+        loggers=tuple(args.logger),
     )
 
 
@@ -203,6 +234,19 @@ async def _run(args: argparse.Namespace) -> int:
     else:
         results = await _tinker_results(args, out)
     first = results[0].summary
+    compared = first.get("checkpoint") is None and len(results) > 1
+    claims = await _claims(args, results) if compared else []
+    report = None
+    if not args.no_report:
+        from mint_envkit.view import write_report
+
+        report = write_report(out)
+    if args.json:
+        record = json.loads((Path(out) / "summary.json").read_text(encoding="utf-8"))
+        record["claims"] = {label: claim.record() for label, claim in claims}
+        record["report"] = None if report is None else str(report)
+        print(json.dumps(record, indent=2, default=str))
+        return 0
     source = (
         f"from {args.problems}"
         if args.problems
@@ -214,14 +258,11 @@ async def _run(args: argparse.Namespace) -> int:
         f"{first['max_tokens']} tokens)"
     )
     print(comparison_table(results))
-    if results[0].summary.get("checkpoint") is None and len(results) > 1:
-        for line in await _claims(args, results):
-            print(line)
+    for label, claim in claims:
+        print(f"{label} vs base: {claim.line()}")
     print(f"per problem: {Path(out) / 'results.jsonl'}  summary: {Path(out) / 'summary.json'}")
-    if not args.no_report:
-        from mint_envkit.view import write_report
-
-        print(f"report: {write_report(out)}")
+    if report is not None:
+        print(f"report: {report}")
     return 0
 
 

@@ -22,6 +22,7 @@ import asyncio
 import importlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 import shutil
 import sys
@@ -31,9 +32,9 @@ from typing import Any
 
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.packages import installed_environments
-from mint_envkit.cli.golden import episode_records, fingerprint, write_golden
 from mint_envkit.cli.scaffold import GOLDEN, ScaffoldNames, scaffold_files
 from mint_envkit.errors import ConfigError, MintEnvkitError
+from mint_envkit.replay.golden import episode_records, fingerprint, write_golden
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.scripted import ScriptedPolicy
 
@@ -189,6 +190,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("name", metavar="NAME", help="the env's name, e.g. units-demo")
     parser.add_argument("dir", metavar="DIR", nargs="?", help="where to write it (default ./NAME)")
+    parser.add_argument(
+        "--json", action="store_true", help="print the package's folder and files as JSON"
+    )
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -204,6 +208,16 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"mint-envkit init: {err}", file=sys.stderr)
         return 2
     names = ScaffoldNames.of(args.name)
+    if args.json:
+        record = {
+            "folder": str(folder),
+            "name": names.name,
+            "module": names.module,
+            "files": [str(folder / path) for path in sorted(files)],
+            "golden_transcripts": transcripts,
+        }
+        print(json.dumps(record, indent=2))
+        return 0
     print(f"created {folder}: the env package {names.name} (module {names.module})")
     for path in sorted(files):
         print(f"  {folder / path}")

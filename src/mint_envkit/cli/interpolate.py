@@ -12,10 +12,11 @@ Example (shell)::
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
-from mint_envkit.cli.command import run_command
+from mint_envkit.cli.command import add_env_args, env_target, run_command
 from mint_envkit.cli.problems import (
     add_sampling_options,
     backend_from_args,
@@ -23,7 +24,8 @@ from mint_envkit.cli.problems import (
     sampling_from_args,
 )
 from mint_envkit.errors import MintEnvkitError
-from mint_envkit.sweep import interpolation_sweep
+from mint_envkit.evaluation.spec import SAMPLES
+from mint_envkit.interpolation import interpolation_sweep
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "Re-running with the same --out skips the finished points."
     )
     parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
+    add_env_args(parser)
     parser.add_argument("--model", required=True, help="the checkpoints' base model")
     parser.add_argument(
         "--checkpoint",
@@ -61,6 +64,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="one mix as comma-separated coefficients, one per checkpoint; repeat it",
     )
     parser.add_argument("--out", required=True, help="the sweep folder (resumable)")
+    parser.add_argument("--json", action="store_true", help="print the points as JSON")
     add_sampling_options(parser)
 
 
@@ -87,21 +91,24 @@ def grid_from_args(args: argparse.Namespace) -> list[Any]:
 
 async def _run(args: argparse.Namespace) -> int:
     result = await interpolation_sweep(
-        args.target,
+        env_target(args),
         model_name=args.model,
         checkpoints=args.checkpoint,
         grid=grid_from_args(args),
         root=args.out,
-        samples=args.samples,
+        samples=args.samples or SAMPLES,
         split=args.split,
         problems=problems_from_args(args),
         limit=args.limit,
         sampling=sampling_from_args(args),
         backend=backend_from_args(args),
     )
-    print(result.table())
     out = Path(args.out)
-    print(f"table: {out / 'interpolation.csv'}  figure: {out / 'interpolation.png'}")
+    if args.json:
+        print(json.dumps([point.record() for point in result.points], indent=2))
+    else:
+        print(result.table())
+        print(f"table: {out / 'interpolation.csv'}  figure: {out / 'interpolation.png'}")
     return 0 if all(p.status == "ok" for p in result.points) else 1
 
 

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from mint_envkit.builders.packages import EnvPackage, find_environment, installed_environments
 from mint_envkit.errors import MintEnvkitError
+from mint_envkit.progress import text_table
 
 HEAD = ("name", "package", "version", "entry point", "description")
 DEFAULT_TIMEOUT_S = 30.0
@@ -147,6 +148,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"seconds each env's module has to import, in a process of its own (default "
         f"{DEFAULT_TIMEOUT_S:g})",
     )
+    parser.add_argument("--json", action="store_true", help="print the envs as JSON")
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -160,6 +162,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not (0 < args.timeout < float("inf")):
         parser.error(f"--timeout must be a positive number of seconds, got {args.timeout}")
     envs = installed_environments()
+    if args.json:
+        listed, problems = rows(envs, args.timeout)
+        print(json.dumps([dict(zip(HEAD, row, strict=True)) for row in listed], indent=2))
+        for problem in problems:
+            print(f"mint-envkit list: {problem}", file=sys.stderr)
+        return 1 if problems else 0
     if not envs:
         print(
             f"no env packages installed in this Python ({sys.executable}); make one with "
@@ -167,10 +175,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
         return 0
     table, problems = rows(envs, args.timeout)
-    widths = [max(len(row[c]) for row in [HEAD, *table]) for c in range(len(HEAD) - 1)]
-    for row in [HEAD, *table]:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        print("  ".join([*cells, row[-1]]).rstrip())
+    print(text_table([HEAD, *table]))
     for problem in problems:
         print(f"mint-envkit list: {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from mint_envkit.errors import MintEnvkitError
-from mint_envkit.evaluation.spec import SPLITS
+from mint_envkit.evaluation.spec import SAMPLES, SPLITS
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 
 
@@ -38,7 +38,9 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
 
         add_sampling_options(argparse.ArgumentParser())
     """
-    parser.add_argument("--samples", type=int, default=4, help="completions per problem (K)")
+    parser.add_argument(
+        "--samples", type=int, default=None, help=f"completions per problem (K; default {SAMPLES})"
+    )
     parser.add_argument("--split", choices=SPLITS, default=None, help="default: test if any")
     add_problem_options(parser)
     parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
@@ -51,7 +53,7 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("auto", "local", "mint"), default="auto")
 
 
-def sampling_from_args(args: argparse.Namespace, concurrency: int = 16) -> SamplingSettings:
+def sampling_from_args(args: argparse.Namespace) -> SamplingSettings:
     """The :class:`~mint_envkit.rollouts.SamplingSettings` the sampling options give.
 
     Example::
@@ -63,7 +65,7 @@ def sampling_from_args(args: argparse.Namespace, concurrency: int = 16) -> Sampl
         temperature=args.temperature,
         max_tokens=args.max_tokens,
         seed=args.seed,
-        max_concurrent_groups=getattr(args, "concurrency", None) or concurrency,
+        max_concurrent_groups=getattr(args, "concurrency", None),  # None: the evaluation's
     )
 
 

@@ -8,9 +8,7 @@ Example (shell)::
 from __future__ import annotations
 
 import argparse
-import sys
-
-from mint_envkit.errors import ConfigError
+import json
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -22,21 +20,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """
     parser.description = "Print a sweep's table and write summary.csv and summary.png again."
     parser.add_argument("sweep_dir", metavar="SWEEP_DIR", help="the sweep root (holds sweep.json)")
+    parser.add_argument(
+        "--json", action="store_true", help="print the rows as JSON (the CSV's columns)"
+    )
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Print the table of ``args.sweep_dir``; 0, or 2 with the reason on stderr.
+    """Print the table of ``args.sweep_dir``; 0 (a sweep that is not one is a
+    :class:`~mint_envkit.errors.ConfigError`: exit 2 with the reason on stderr).
 
     Example::
 
-        run(argparse.Namespace(sweep_dir="runs/arithmetic-sweep"), parser)   # 0
+        main(["summary", "runs/arithmetic-sweep"])   # 0
     """
     from mint_envkit.sweep import load_summary
 
-    try:
-        summary = load_summary(args.sweep_dir)
-        print(summary.report(summary.write_files()), flush=True)
-    except ConfigError as err:
-        print(f"mint-envkit summary: error: {err}", file=sys.stderr, flush=True)
-        return 2
+    summary = load_summary(args.sweep_dir)
+    files = summary.write_files()
+    if args.json:
+        print(json.dumps(summary.csv_rows(), indent=2, default=str))
+    else:
+        print(summary.report(files), flush=True)
     return 0

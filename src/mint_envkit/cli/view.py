@@ -13,10 +13,10 @@ Example (shell)::
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 
-from mint_envkit.errors import ConfigError
 from mint_envkit.view import write_report
 
 
@@ -34,6 +34,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run's log_path or a sweep's root")
     parser.add_argument("--out", help="the HTML file to write (default RUN_DIR/view.html)")
     parser.add_argument("--open", action="store_true", help="open it in the default browser")
+    parser.add_argument(
+        "--json", action="store_true", help="print the page's path and warnings as JSON"
+    )
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -46,14 +49,14 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        try:
-            path = write_report(args.run_dir, args.out)
-        except ConfigError as err:
-            print(f"mint-envkit view: error: {err}", file=sys.stderr, flush=True)
-            return 2
+        path = write_report(args.run_dir, args.out)  # a ConfigError: exit 2 (cli.main)
     for warning in caught:
         print(f"mint-envkit view: warning: {warning.message}", file=sys.stderr, flush=True)
-    print(path, flush=True)
+    if args.json:
+        notes = [str(warning.message) for warning in caught]
+        print(json.dumps({"report": str(path), "warnings": notes}, indent=2), flush=True)
+    else:
+        print(path, flush=True)
     if args.open:
         import webbrowser
 

@@ -216,8 +216,14 @@ class MessageEnv(ABC):
 
     Example::
 
+        from mint_envkit import Feedback, MultiTurnEnv
+
         class GuessEnv(MultiTurnEnv):
             success_metric = "solved"   # respond() logs metrics={"solved": 1.0} on a win
+
+            async def respond(self, message):
+                won = message["content"].strip() == "7"
+                return Feedback(reward=float(won), done=won, metrics={"solved": float(won)})
     """
 
     metric_defaults: ClassVar[Mapping[str, float]] = {}

@@ -23,7 +23,9 @@ cut, with a marker. ``docs/tools.md`` tells how tools run.
 Metrics (every turn, counts so far): ``tool_calls`` (every call the model
 wrote, readable or not), ``invalid_tool_calls`` (calls that were not run:
 unreadable, unknown tool, bad arguments, over the limit), ``tool_errors``
-(calls that ran and raised or timed out); ``turns`` at the end; ``correct``
+(calls that ran and raised or timed out); each turn's log ``tool_calls`` lists its
+calls, ``{"name", "status"}`` with status ``ok``, ``invalid``, ``error`` or ``timeout``
+(evaluations read their tool figures from them, per tool); ``turns`` at the end; ``correct``
 and ``parsed`` as in ``SingleTurnEnv`` (0 until a final answer is scored; absent
 when ``reward_fn`` checks no answer).
 
@@ -309,8 +311,8 @@ class ToolEnv(AnswerScoring, MultiTurnEnv):
         threads = self._tool_threads
         try:
             value = await tool.run(arguments, timeout_s=self.tool_timeout_s, threads=threads)
-        except TimeoutError:
-            return name, "error", f"Error: {name} timed out after {self.tool_timeout_s:g} s."
+        except TimeoutError:  # counted with the errors; its log's status says timeout
+            return name, "timeout", f"Error: {name} timed out after {self.tool_timeout_s:g} s."
         except EnvError as err:  # every tool thread is busy: not run
             return name, "error", f"Error: {err}."
         except Exception as err:

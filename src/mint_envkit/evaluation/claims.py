@@ -9,20 +9,23 @@ one by doubling the limit). The gain is split into **format** (the parse rate) a
 **content** (correct among parsed replies), and the *after* model is compared with the
 best trivial baseline.
 
-:func:`learning_claim` works on evaluation summaries (:attr:`EvalResult.summary`, or a
-training run's eval metrics read back with :func:`summary_from_metrics`); the audit's
-learning check, ``mint-envkit eval --compare``, the training loop's first and final
-evals and the demo all print its :meth:`LearningClaim.line`.
+:func:`learning_claim` works on evaluations' figures
+(:class:`~mint_envkit.runs.record.Figures`: :attr:`EvalResult.figures`, a training run's
+eval metrics read back with :meth:`Figures.from_metrics`, or a summary dict); the
+audit's learning check, ``mint-envkit eval --compare``, the training loop's first and
+final evals and the demo all print its :meth:`LearningClaim.line`.
 
 Example::
 
     from mint_envkit.evaluation.claims import learning_claim
+    from mint_envkit.runs.record import AnswerFigures, Figures
 
-    before = {"correct": 0.10, "parse_failure_rate": 0.775, "truncated_rate": 0.775,
-              "max_tokens": 16}
-    after = {"correct": 0.775, "parse_failure_rate": 0.0, "truncated_rate": 0.0,
-             "max_tokens": 16, "answers/baseline_correct": 0.05,
-             "answers/baseline_name": "constant '31'", "answers/beats_baseline": 1.0}
+    before = Figures(correct=0.10, parse_failure_rate=0.775, truncated_rate=0.775,
+                     max_tokens=16)
+    after = Figures(correct=0.775, parse_failure_rate=0.0, truncated_rate=0.0,
+                    max_tokens=16, answers=AnswerFigures(
+                        baseline_correct=0.05, baseline_name="constant '31'",
+                        beats_baseline=True))
     claim = learning_claim(before, after)
     claim.cut_off   # True: the base model was cut off on 77.5% of its replies
     print(claim.line())
@@ -30,17 +33,19 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
+
+from mint_envkit.runs.record import FINAL, FINAL_UNCUT, TEST, UNCUT, Figures, find_eval
 
 TRUNCATION_OK = 0.05
 """The largest share of cut-off base-model replies at which a before/after claim holds.
 
 Example::
 
-    {"truncated_rate": 0.025}["truncated_rate"] <= TRUNCATION_OK   # True: it compares the task
+    0.025 <= TRUNCATION_OK   # True: 2.5% cut off, the claim compares the task
 """
 
 BUDGET_GROWTH = (2, 4, 8)
@@ -62,28 +67,36 @@ def _points(before: Any, after: Any) -> str:
     return f"{100 * (after - before):+.1f} points"
 
 
-def parsed_rate(summary: Mapping[str, Any]) -> float | None:
-    """The share of replies that parsed (1 - ``parse_failure_rate``).
-
-    Example::
-
-        parsed_rate({"parse_failure_rate": 0.25})   # 0.75
-    """
-    failures = summary.get("parse_failure_rate")
-    return None if failures is None else 1.0 - failures
-
-
-def content_rate(summary: Mapping[str, Any]) -> float | None:
+def content_rate(figures: Figures) -> float | None:
     """Correct among the parsed replies: ``correct / parsed`` (None when nothing parsed).
 
     Example::
 
-        content_rate({"correct": 0.3, "parse_failure_rate": 0.4})   # 0.5
+        content_rate(Figures(correct=0.3, parse_failure_rate=0.4))   # 0.5
     """
-    parsed, correct = parsed_rate(summary), summary.get("correct")
+    parsed, correct = figures.parsed, figures.correct
     if parsed is None or correct is None or parsed <= 0:
         return None
     return min(1.0, correct / parsed)
+
+
+def _reward(value: Any) -> str:
+    return "n/a" if value is None else f"{value:+.3f}"
+
+
+def _success(figures: Figures) -> float | None:
+    """What a claim's gain compares: a game's success, else correctness."""
+    if figures.answers.success_metric is not None:
+        return figures.answers.success
+    return figures.correct
+
+
+def _figures(value: Figures | Mapping[str, Any]) -> Figures:
+    return value if isinstance(value, Figures) else Figures.from_summary(value)
+
+
+def _maybe_figures(value: Figures | Mapping[str, Any] | None) -> Figures | None:
+    return None if value is None else _figures(value)
 
 
 @attrs.frozen
@@ -91,7 +104,8 @@ class LearningClaim:
     """A before/after comparison of two evaluations on the same problems and seeds.
 
     Attributes:
-        before, after: the two summaries at the asked reply limit.
+        before, after: the two evaluations' figures at the asked reply limit (a summary
+            dict is read as :meth:`Figures.from_summary`).
         uncut_before, uncut_after: the same at a reply limit where the before model is
             not cut off (None when the asked limit already is such, or none was measured).
 
@@ -101,19 +115,19 @@ class LearningClaim:
         claim.gain, claim.format_gain, claim.content_gain
     """
 
-    before: Mapping[str, Any]
-    after: Mapping[str, Any]
-    uncut_before: Mapping[str, Any] | None = None
-    uncut_after: Mapping[str, Any] | None = None
+    before: Figures = attrs.field(converter=_figures)
+    after: Figures = attrs.field(converter=_figures)
+    uncut_before: Figures | None = attrs.field(default=None, converter=_maybe_figures)
+    uncut_after: Figures | None = attrs.field(default=None, converter=_maybe_figures)
 
     @property
     def cut_off(self) -> bool:
         """Whether the before model was cut off on more than :data:`TRUNCATION_OK` of replies."""
-        truncated = self.before.get("truncated_rate")
+        truncated = self.before.truncated_rate
         return truncated is not None and truncated > TRUNCATION_OK
 
     @property
-    def honest(self) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+    def honest(self) -> tuple[Figures, Figures] | None:
         """The (before, after) pair measured where nothing is cut off, or None."""
         if not self.cut_off:
             return self.before, self.after
@@ -123,11 +137,13 @@ class LearningClaim:
 
     @property
     def gain(self) -> float | None:
-        """The correctness gain where nothing is cut off (None when not measured there)."""
+        """The correctness gain (a game's: its success metric's) where nothing is cut off
+        (None when not measured there)."""
         pair = self.honest
-        if pair is None or pair[0].get("correct") is None or pair[1].get("correct") is None:
+        if pair is None:
             return None
-        return pair[1]["correct"] - pair[0]["correct"]
+        before, after = (_success(f) for f in pair)
+        return None if before is None or after is None else after - before
 
     @property
     def format_gain(self) -> float | None:
@@ -135,7 +151,7 @@ class LearningClaim:
         pair = self.honest
         if pair is None:
             return None
-        before, after = parsed_rate(pair[0]), parsed_rate(pair[1])
+        before, after = pair[0].parsed, pair[1].parsed
         return None if before is None or after is None else after - before
 
     @property
@@ -152,25 +168,43 @@ class LearningClaim:
         """Whether the after model beats the best trivial baseline beyond noise, where
         nothing is cut off (None when not known)."""
         pair = self.honest
-        flag = None if pair is None else pair[1].get("answers/beats_baseline")
-        return None if flag is None else flag == 1.0
+        return None if pair is None else pair[1].answers.beats_baseline
 
-    def _part(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    def _part(self, before: Figures, after: Figures) -> str:
+        limit = "?" if before.max_tokens is None else before.max_tokens
+        metric = after.answers.success_metric or before.answers.success_metric
+        if metric is not None:  # a game: its success metric, beside the reward
+            return self._game_part(before, after, metric, limit)
         text = (
-            f"correct {_pct(before.get('correct'))} -> {_pct(after.get('correct'))} "
-            f"({_points(before.get('correct'), after.get('correct'))}: format, parsed "
-            f"{_pct(parsed_rate(before))} -> {_pct(parsed_rate(after))}; content, correct "
+            f"correct {_pct(before.correct)} -> {_pct(after.correct)} "
+            f"({_points(before.correct, after.correct)}: format, parsed "
+            f"{_pct(before.parsed)} -> {_pct(after.parsed)}; content, correct "
             f"among parsed {_pct(content_rate(before))} -> {_pct(content_rate(after))}) at "
-            f"{before.get('max_tokens', '?')} tokens (base truncated "
-            f"{_pct(before.get('truncated_rate'))})"
+            f"{limit} tokens (base truncated {_pct(before.truncated_rate)})"
         )
-        baseline = after.get("answers/baseline_correct")
+        baseline = after.answers.baseline_correct
         if baseline is not None:
-            verdict = {1.0: "beats", 0.0: "does not beat"}.get(
-                after.get("answers/beats_baseline"), "is not compared with"
+            verdict = {True: "beats", False: "does not beat"}.get(
+                after.answers.beats_baseline, "is not compared with"
             )
-            name = after.get("answers/baseline_name") or "trivial policy"
+            name = after.answers.baseline_name or "trivial policy"
             text += f"; after {verdict} the best trivial baseline {_pct(baseline)} ({name})"
+        return text
+
+    def _game_part(self, before: Figures, after: Figures, metric: str, limit: Any) -> str:
+        b, a = before.answers.success, after.answers.success
+        text = (
+            f"{metric} {_pct(b)} -> {_pct(a)} ({_points(b, a)}), mean reward "
+            f"{_reward(before.mean_reward)} -> {_reward(after.mean_reward)} at {limit} tokens "
+            f"(base truncated {_pct(before.truncated_rate)})"
+        )
+        baseline = after.answers.baseline_correct
+        if baseline is not None:
+            verdict = {True: "beats", False: "does not beat"}.get(
+                after.answers.beats_baseline, "is not compared with"
+            )
+            name = after.answers.baseline_name or "trivial game policy"
+            text += f"; after {verdict} the best trivial game policy {_pct(baseline)} ({name})"
         return text
 
     def line(self) -> str:
@@ -186,7 +220,7 @@ class LearningClaim:
         if not self.cut_off:
             return text
         text += (
-            f"; BASE TRUNCATED {_pct(self.before.get('truncated_rate'))}: this compares reply "
+            f"; BASE TRUNCATED {_pct(self.before.truncated_rate)}: this compares reply "
             "lengths, not the task"
         )
         if self.uncut_before is not None and self.uncut_after is not None:
@@ -203,14 +237,14 @@ class LearningClaim:
             claim.record()["cut_off"]   # True (claim: the module example's)
         """
 
-        def part(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
-            if summary is None:
+        def part(figures: Figures | None) -> dict[str, Any] | None:
+            if figures is None:
                 return None
-            keys = ("correct", "truncated_rate", "max_tokens", "answers/baseline_correct")
-            out = {k: summary.get(k) for k in keys}
-            out["parsed"] = parsed_rate(summary)
-            out["baseline_name"] = summary.get("answers/baseline_name")
-            return out
+            return {
+                **figures.summary(),
+                "parsed": figures.parsed,
+                "baseline_name": figures.answers.baseline_name,
+            }
 
         return {
             "before": part(self.before),
@@ -227,11 +261,12 @@ class LearningClaim:
 
 
 def learning_claim(
-    before: Mapping[str, Any],
-    after: Mapping[str, Any],
-    uncut: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
+    before: Figures | Mapping[str, Any],
+    after: Figures | Mapping[str, Any],
+    uncut: tuple[Figures | Mapping[str, Any], Figures | Mapping[str, Any]] | None = None,
 ) -> LearningClaim:
-    """The :class:`LearningClaim` of two summaries, with the uncut pair when measured.
+    """The :class:`LearningClaim` of two evaluations' figures (or summaries), with the
+    uncut pair when measured.
 
     Example::
 
@@ -247,14 +282,14 @@ def learning_claim(
 
 
 async def uncut_budget(
-    measure: Callable[[int], Awaitable[Mapping[str, Any]]],
+    measure: Callable[[int], Awaitable[Figures]],
     limit: int,
     ceiling: int,
     first_rate: float | None = None,
-) -> tuple[int, Mapping[str, Any]] | None:
+) -> tuple[int, Figures] | None:
     """The smallest of ``limit`` x :data:`BUDGET_GROWTH` (at most ``ceiling``) at which
     ``measure(max_tokens)`` (an evaluation of the before model) is cut off on at most
-    :data:`TRUNCATION_OK` of its replies, with that summary; None when none is.
+    :data:`TRUNCATION_OK` of its replies, with its figures; None when none is.
 
     It stops early when a larger limit cuts off as large a share as the limit before it
     (``first_rate`` is the share at ``limit``): those replies do not end with more room
@@ -265,7 +300,7 @@ async def uncut_budget(
     Example::
 
         async def looping(max_tokens):  # 3 of 40 replies never end
-            return {"truncated_rate": 0.075, "max_tokens": max_tokens}
+            return Figures(truncated_rate=0.075, max_tokens=max_tokens)
 
         assert await uncut_budget(looping, limit=96, ceiling=2048, first_rate=0.1) is None
         # not run: needs a sampling client (a running backend)
@@ -276,34 +311,40 @@ async def uncut_budget(
         budget = limit * growth
         if budget > ceiling:
             return None
-        summary = await measure(budget)
-        truncated = summary.get("truncated_rate")
+        figures = await measure(budget)
+        truncated = figures.truncated_rate
         if truncated is not None and truncated <= TRUNCATION_OK:
-            return budget, summary
+            return budget, figures
         if truncated is not None and previous is not None and truncated >= previous:
             return None  # more room did not end more replies
         previous = truncated
     return None
 
 
-def summary_from_metrics(row: Mapping[str, Any], prefix: str, max_tokens: int) -> dict[str, Any]:
-    """An eval summary read back from a training run's metrics line (``<prefix>/all/...``).
+def run_claim_of(
+    rows: Sequence[Mapping[str, Any]], max_tokens: int | None = None
+) -> LearningClaim | None:
+    """A training run's before/after claim from its metrics rows: its first held-out eval
+    against its final one, with their uncut evals when it ran them (None when the run
+    has not logged both). ``max_tokens`` is the reply limit of a run written before
+    its figures carried it.
 
     Example::
 
-        summary_from_metrics({"test/env/all/correct": 0.5, "test/env/all/parsed": 0.75,
-                              "test/env/all/truncated": 0.25}, "test/env", 16)
-        # {'correct': 0.5, 'parse_failure_rate': 0.25, 'truncated_rate': 0.25, 'max_tokens': 16}
+        rows = [{"step": 0, "test/env/all/correct": 0.25, "test/max_tokens": 16},
+                {"step": 9, "test_final/env/all/correct": 0.5, "test_final/max_tokens": 16}]
+        run_claim_of(rows).gain   # 0.25
     """
-    head = f"{prefix}/all/"
-    parsed = row.get(head + "parsed")
-    out: dict[str, Any] = {
-        "correct": row.get(head + "correct"),
-        "parse_failure_rate": None if parsed is None else 1.0 - parsed,
-        "truncated_rate": row.get(head + "truncated"),
-        "max_tokens": max_tokens,
-    }
-    for key in ("baseline_correct", "baseline_name", "beats_baseline"):
-        if head + "answers/" + key in row:
-            out["answers/" + key] = row[head + "answers/" + key]
-    return out
+    first, last = find_eval(rows, TEST), find_eval(rows, FINAL, last=True)
+    if first is None or last is None:
+        return None
+    before, after = (
+        f
+        if f.max_tokens is not None or max_tokens is None
+        else attrs.evolve(f, max_tokens=max_tokens)
+        for f in (first[1], last[1])
+    )
+    uncut_before = Figures.from_metrics(first[0], UNCUT)
+    uncut_after = Figures.from_metrics(last[0], FINAL_UNCUT)
+    pair = None if uncut_before is None or uncut_after is None else (uncut_before, uncut_after)
+    return learning_claim(before, after, pair)

@@ -16,6 +16,7 @@ from typing import Any
 
 from mint_envkit.evaluation.metrics import ProblemResult
 from mint_envkit.evaluation.run import EvalResult
+from mint_envkit.progress import text_table
 from mint_envkit.rollouts.answers import collapse_note
 
 BY = ("correct", "reward")
@@ -55,35 +56,41 @@ def per_problem(base: EvalResult, other: EvalResult, by: str = "correct") -> dic
 
 # kind: "rate" (3 decimals, a difference), "count" (an integer, a difference),
 # "flag" (yes/no), "text" (quoted, shortened; None is unparsed), "unknown" (n/a)
-_ANSWER_ROWS = (
-    ("baseline correct", "answers/baseline_correct", "rate"),
-    ("best baseline", "answers/baseline_name", "text"),
-    ("beats baseline", "answers/beats_baseline", "flag"),
-    ("distinct answers", "answers/distinct", "count"),
-    ("answer entropy", "answers/entropy", "rate"),
-    ("top answer share", "answers/top_share", "rate"),
-    ("top answer", "answers/top", "text"),
-)
-
-
 def _rows(result: EvalResult) -> list[tuple[str, Any, str]]:
-    summary = result.summary
-    rows = [("mean reward", summary["mean_reward"], "rate")]
-    rows += [(f"pass@{k}", value, "rate") for k, value in summary["pass@"].items()]
-    rows.append(("correct", summary.get("correct"), "rate"))
-    for label, key, kind in _ANSWER_ROWS:
-        # the top answer is None for unparsed replies, and when it was not computed
-        known = kind != "text" or summary.get("answers/top_share") is not None
-        rows.append((label, summary.get(key), kind if known else "unknown"))
-    rows.append(("answer position", summary.get("answers/position"), "text"))
-    rows.append(("position share", summary.get("answers/position_share"), "rate"))
-    rows.append(("parse failures", summary["parse_failure_rate"], "rate"))
-    rows.append(("truncated", summary.get("truncated_rate"), "rate"))
-    rows.append(("collapse", summary.get("answers/collapse"), "flag"))
-    if summary.get("counterfactual/pairs"):
-        rows.append(("permuted: correct", summary.get("counterfactual/correct"), "rate"))
-        rows.append(("permuted: content", summary.get("counterfactual/same_content"), "rate"))
-        rows.append(("permuted: position", summary.get("counterfactual/same_position"), "rate"))
+    figures = result.figures
+    answers, permuted = figures.answers, figures.counterfactual
+    # the top answer is None for unparsed replies, and when it was not computed
+    text = "text" if answers.top_share is not None else "unknown"
+    rows = [("mean reward", figures.mean_reward, "rate")]
+    rows += [(f"pass@{k}", value, "rate") for k, value in figures.pass_at.items()]
+    rows += [
+        ("correct", figures.correct, "rate"),
+        ("baseline correct", answers.baseline_correct, "rate"),
+        ("best baseline", answers.baseline_name, text),
+        ("beats baseline", answers.beats_baseline, "flag"),
+        ("distinct answers", answers.distinct, "count"),
+        ("answer entropy", answers.entropy, "rate"),
+        ("top answer share", answers.top_share, "rate"),
+        ("top answer", answers.top, text),
+        ("answer position", answers.position, "text"),
+        ("position share", answers.position_share, "rate"),
+        ("parse failures", figures.parse_failure_rate, "rate"),
+        ("truncated", figures.truncated_rate, "rate"),
+        ("collapse", answers.collapse, "flag"),
+    ]
+    if answers.success_metric is not None:  # a game: its success metric
+        rows.insert(1 + len(figures.pass_at), (answers.success_metric, answers.success, "rate"))
+    tools = figures.tools
+    if tools.calls_per_episode is not None:  # an env with tools: how the episodes used them
+        rows.append(("tool calls/episode", tools.calls_per_episode, "rate"))
+        rows.append(("episodes calling", tools.calling, "rate"))
+        rows.append(("valid calls", tools.valid, "rate"))
+        rows.append(("tool errors", tools.errors, "rate"))
+        rows.append(("tool timeouts", tools.timeouts, "rate"))
+    if permuted.pairs:
+        rows.append(("permuted: correct", permuted.correct, "rate"))
+        rows.append(("permuted: content", permuted.same_content, "rate"))
+        rows.append(("permuted: position", permuted.same_position, "rate"))
     return rows
 
 
@@ -134,14 +141,7 @@ def comparison_table(results: Sequence[EvalResult]) -> str:
         body.append([metric, *(_cell(v, k) for v, k in cells), *diffs])
     errors = [str(r.summary["errors"]) for r in results]
     body.append(["failed problems", *errors, *([""] * (len(results) - 1))])
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            cell.rjust(w) if i else cell.ljust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in [header, *body]
-    ]
+    lines = text_table([header, *body], right=range(1, len(header))).splitlines()
     first = results[0].summary
     for name, other in zip(names[1:], results[1:], strict=True):
         for by, words in zip(BY, ("share correct", "mean reward"), strict=True):
@@ -156,7 +156,7 @@ def comparison_table(results: Sequence[EvalResult]) -> str:
             "these are plain counts on the same problems and seeds, not a significance test"
         )
     for name, result in zip(names, results, strict=True):
-        note = collapse_note(result.summary, result.summary.get("correct"))
+        note = collapse_note(result.figures.answers, result.figures.correct)
         if note:
             lines.append(f"{name}: {note}")
     return "\n".join(lines)

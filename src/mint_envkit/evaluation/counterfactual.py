@@ -6,27 +6,27 @@ The problems whose env gives a perturbation
 candidates rotated, the answer moved with them) are evaluated a second time, on the same
 seeds, and every reply is paired with its counterpart on the original prompt. A pair
 *follows the content* when both give the same answer, and *follows the position* when the
-answers differ but sit at the same position among the prompt's candidates. Figures, in
-an evaluation's summary:
+answers differ but sit at the same position among the prompt's candidates. The figures
+(:class:`~mint_envkit.runs.record.CounterfactualFigures`, an evaluation's
+``figures.counterfactual``):
 
-- ``counterfactual/problems``: how many problems were perturbed;
-- ``counterfactual/correct``: correctness on the perturbed prompts;
-- ``counterfactual/pairs``: the pairs where both answers name a candidate of their prompt;
-- ``counterfactual/same_content``, ``counterfactual/same_position``: their shares;
-- ``counterfactual/position_following``: 1.0 when at least half of the pairs (and more
+- ``problems``: how many problems were perturbed;
+- ``correct``: correctness on the perturbed prompts;
+- ``pairs``: the pairs where both answers name a candidate of their prompt;
+- ``same_content``, ``same_position``: their shares;
+- ``position_following``: True when at least half of the pairs (and more
   than follow the content) follow the position, with at least 5 pairs.
 
 Example::
 
     # not run: needs a sampling client (a running backend)
-    figures = await counterfactual_figures(chosen, client, settings, original)
-    figures["counterfactual/same_position"], figures["counterfactual/position_following"]
+    figures = counterfactual_figures(rollouts, chosen, again, changed, where, correct)
+    figures.same_position, figures.position_following
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import attrs
 
@@ -34,31 +34,17 @@ from mint_envkit.evaluation.spec import EvalProblems
 from mint_envkit.parsers.candidates import Candidate, prompt_candidates
 from mint_envkit.rollouts.answers import AnswerGroup, answer_key, rollout_answers
 from mint_envkit.rollouts.types import GroupRollout
+from mint_envkit.runs.record import CounterfactualFigures
 
 FOLLOWING_SHARE = 0.5
 """The share of pairs following the position at which the model is position-following.
 
 Example::
 
-    {"counterfactual/same_position": 0.9}["counterfactual/same_position"] >= FOLLOWING_SHARE
+    0.9 >= FOLLOWING_SHARE   # True: 90% of the pairs kept the position
 """
 
 _MIN_PAIRS = 5
-
-KEYS = (
-    "counterfactual/problems",
-    "counterfactual/correct",
-    "counterfactual/pairs",
-    "counterfactual/same_content",
-    "counterfactual/same_position",
-    "counterfactual/position_following",
-)
-"""The figures of the check, in report order.
-
-Example::
-
-    "counterfactual/same_position" in KEYS   # True
-"""
 
 
 def perturbed(chosen: EvalProblems) -> tuple[EvalProblems, list[int]]:
@@ -111,7 +97,9 @@ def _position(group: AnswerGroup, value: str | None) -> int | None:
     return None
 
 
-def compare(original: Sequence[AnswerGroup], changed: Sequence[AnswerGroup]) -> dict[str, Any]:
+def compare(
+    original: Sequence[AnswerGroup], changed: Sequence[AnswerGroup]
+) -> CounterfactualFigures:
     """The pair figures of replies on the original and the perturbed prompts (same order).
 
     Example::
@@ -120,7 +108,7 @@ def compare(original: Sequence[AnswerGroup], changed: Sequence[AnswerGroup]) -> 
                         prompt="First: 'pear' or 'apple'?")
         b = AnswerGroup(reference="apple", parsed=["pear"], correct=[False],
                         prompt="First: 'apple' or 'pear'?")
-        compare([a] * 5, [b] * 5)["counterfactual/position_following"]   # 1.0
+        compare([a] * 5, [b] * 5).position_following   # True
     """
     pairs = content = position = 0
     for before, after in zip(original, changed, strict=True):
@@ -133,14 +121,15 @@ def compare(original: Sequence[AnswerGroup], changed: Sequence[AnswerGroup]) -> 
                 content += 1
             elif pa == pb:
                 position += 1
-    out: dict[str, Any] = {"counterfactual/pairs": pairs}
-    out["counterfactual/same_content"] = content / pairs if pairs else None
-    out["counterfactual/same_position"] = position / pairs if pairs else None
     following = None
     if pairs >= _MIN_PAIRS:
-        following = float(position / pairs >= FOLLOWING_SHARE and position > content)
-    out["counterfactual/position_following"] = following
-    return out
+        following = position / pairs >= FOLLOWING_SHARE and position > content
+    return CounterfactualFigures(
+        pairs=pairs,
+        same_content=content / pairs if pairs else None,
+        same_position=position / pairs if pairs else None,
+        position_following=following,
+    )
 
 
 def counterfactual_figures(
@@ -150,8 +139,8 @@ def counterfactual_figures(
     changed: EvalProblems,
     where: Sequence[int],
     correct: float | None,
-) -> dict[str, Any]:
-    """The figures of the check (:data:`KEYS`) from the two evaluations' rollouts.
+) -> CounterfactualFigures:
+    """The figures of the check from the two evaluations' rollouts.
 
     ``where`` are the positions in ``chosen`` of the perturbed problems; ``correct`` the
     correctness on the perturbed prompts.
@@ -169,9 +158,4 @@ def counterfactual_figures(
         if a and b:  # a problem that failed on either side has no pair
             before.extend(a)
             after.extend(b)
-    figures = compare(before, after)
-    return {
-        "counterfactual/problems": len(where),
-        "counterfactual/correct": correct,
-        **{k: figures.get(k) for k in KEYS[2:]},
-    }
+    return attrs.evolve(compare(before, after), problems=len(where), correct=correct)

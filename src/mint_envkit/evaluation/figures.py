@@ -1,7 +1,7 @@
 """An evaluation's figures, computed once: means, pass@k, answers, baselines, and its line.
 
-:func:`evaluation_figures` is the summary of one evaluation (what ``summary.json``
-holds beside the settings): the per-problem figures of
+:func:`evaluation_figures` is the :class:`~mint_envkit.runs.record.Figures` of one
+evaluation (what ``summary.json`` holds beside the settings): the per-problem figures of
 :mod:`mint_envkit.evaluation.metrics` and the answer figures of
 :mod:`mint_envkit.rollouts.answers` (the best trivial baseline, diversity, positions,
 collapse). :func:`headline` says it in one line, the same wherever it is printed.
@@ -9,43 +9,30 @@ collapse). :func:`headline` says it in one line, the same wherever it is printed
 Example::
 
     from mint_envkit.evaluation.figures import headline
+    from mint_envkit.runs.record import AnswerFigures, Figures
 
-    headline({"correct": 0.45, "parse_failure_rate": 0.0, "truncated_rate": 0.05,
-              "answers/baseline_correct": 0.05, "answers/baseline_name": "constant '31'",
-              "answers/beats_baseline": 1.0, "answers/distinct": 30})
+    headline(Figures(correct=0.45, parse_failure_rate=0.0, truncated_rate=0.05,
+                     answers=AnswerFigures(baseline_correct=0.05, baseline_name="constant '31'",
+                                           beats_baseline=True, distinct=30)))
     # "correct 45.0% (best trivial baseline 5.0%, constant '31': beats it), parsed 100.0%, ..."
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from mint_envkit.evaluation.counterfactual import KEYS as COUNTERFACTUAL_KEYS
+import attrs
+
+from mint_envkit.envs.base import success_name
 from mint_envkit.evaluation.metrics import ProblemResult, summarize
-from mint_envkit.rollouts.answers import (
-    ANSWER_KEYS,
-    answer_figures,
-    answer_metrics,
-    collapse_note,
-)
+from mint_envkit.rollouts.answers import answer_figures, collapse_note, success_figures
+from mint_envkit.rollouts.game_moves import is_game
+from mint_envkit.rollouts.game_policies import best_game_baseline, game_baselines
 from mint_envkit.rollouts.judging import judged_answers
+from mint_envkit.rollouts.tool_figures import tool_figures
 from mint_envkit.rollouts.types import GroupRollout
-
-NUMERIC = (
-    "mean_reward",
-    "correct",
-    "parse_failure_rate",
-    "truncated_rate",
-    *ANSWER_KEYS,
-    *COUNTERFACTUAL_KEYS,
-)
-"""The numeric figures of a summary besides pass@k (what the viewer and the loop plot).
-
-Example::
-
-    "truncated_rate" in NUMERIC   # True
-"""
+from mint_envkit.runs.record import Figures
 
 
 async def evaluation_figures(
@@ -53,78 +40,85 @@ async def evaluation_figures(
     rollouts: Sequence[GroupRollout],
     groups: Sequence[Any],
     samples: int,
-) -> dict[str, Any]:
+) -> Figures:
     """The figures of one evaluation: :func:`~mint_envkit.evaluation.metrics.summarize`
     and :func:`~mint_envkit.rollouts.answers.answer_figures` (the baselines' guesses
     judged through the env, :func:`~mint_envkit.rollouts.judging.judged_answers`), in
-    one dict.
+    one value.
 
     Example::
 
         # not run: needs an evaluation's results and rollouts
-        (await evaluation_figures(results, rollouts, groups, samples=4))["answers/baseline_name"]
+        (await evaluation_figures(results, rollouts, groups, samples=4)).answers.baseline_name
     """
-    return {
-        **summarize(results, samples),
-        **answer_figures(await judged_answers(rollouts, groups)),
-    }
+    answers = answer_figures(await judged_answers(rollouts, groups))
+    env = _message_env(groups)
+    if env is not None and is_game(env):  # a game: its success beside its trivial policies
+        best = best_game_baseline(await game_baselines(groups))
+        answers = attrs.evolve(answers, **success_figures(rollouts, success_name(env), best))
+    return attrs.evolve(summarize(results, samples), answers=answers, tools=tool_figures(rollouts))
 
 
-def figure_metrics(summary: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    """The answer and counterfactual figures of ``summary`` as the loop's metrics,
-    ``<prefix>/all/answers/...`` and ``<prefix>/all/counterfactual/...``.
-
-    Example::
-
-        figure_metrics({"answers/baseline_correct": 0.5}, "test/env")
-        # {'test/env/all/answers/baseline_correct': 0.5}
-    """
-    out = answer_metrics(summary, prefix)
-    for key in COUNTERFACTUAL_KEYS:
-        if summary.get(key) is not None:
-            out[f"{prefix}/all/{key}"] = summary[key]
-    return out
+def _message_env(groups: Sequence[Any]) -> Any:
+    """The first group's message env (None when the groups make none)."""
+    make = getattr(groups[0], "make_message_env", None) if groups else None
+    try:
+        return None if make is None else make()
+    except Exception:  # an env that cannot be made: its rollouts say why
+        return None
 
 
 def _pct(value: Any) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def headline(summary: Mapping[str, Any]) -> str:
+def headline(figures: Figures) -> str:
     """An evaluation in one line: correctness beside the best trivial baseline (and
     whether it beats it beyond noise), parse and truncation rates, distinct answers,
     then the collapse note when there is one.
 
     Example::
 
-        headline({"correct": 0.525, "answers/baseline_correct": 0.5,
-                  "answers/baseline_name": "second quoted", "answers/beats_baseline": 0.0})
+        from mint_envkit.runs.record import AnswerFigures, Figures
+
+        headline(Figures(correct=0.525, answers=AnswerFigures(
+            baseline_correct=0.5, baseline_name="second quoted", beats_baseline=False)))
         # 'correct 52.5% (best trivial baseline 50.0%, second quoted: does not beat it), ...'
     """
-    correct = summary.get("correct")
-    baseline = summary.get("answers/baseline_correct")
-    text = f"correct {_pct(correct)}"
-    if correct is None and summary.get("answers/reward_correct") is not None:
+    answers, permuted = figures.answers, figures.counterfactual
+    text = f"correct {_pct(figures.correct)}"
+    if figures.correct is None and answers.reward_correct is not None:
         # a plain-function reward reports no `correct`: right is earning its reward
-        text = f"earning the correct reply's reward {_pct(summary['answers/reward_correct'])}"
-    if baseline is not None:
-        beats = summary.get("answers/beats_baseline")
-        verdict = {1.0: "beats it", 0.0: "does not beat it"}.get(beats, "not compared")
-        name = summary.get("answers/baseline_name") or "trivial policy"
-        text += f" (best trivial baseline {_pct(baseline)}, {name}: {verdict})"
-    failures = summary.get("parse_failure_rate")
-    parsed = None if failures is None else 1.0 - failures
-    text += f", parsed {_pct(parsed)}, truncated {_pct(summary.get('truncated_rate'))}"
-    if summary.get("answers/distinct") is not None:
-        text += f", {summary['answers/distinct']} distinct answers"
-    if summary.get("counterfactual/pairs"):
+        text = f"earning the correct reply's reward {_pct(answers.reward_correct)}"
+    game = answers.success_metric is not None
+    if game:  # a game: its success metric, beside the reward
+        text = f"{answers.success_metric} {_pct(answers.success)}"
+    if answers.baseline_correct is not None:
+        verdict = {True: "beats it", False: "does not beat it"}.get(
+            answers.beats_baseline, "not compared"
+        )
+        name = answers.baseline_name or "trivial policy"
+        kind = "trivial game policy" if game else "trivial baseline"
+        text += f" (best {kind} {_pct(answers.baseline_correct)}, {name}: {verdict})"
+    if game and figures.mean_reward is not None:
+        text += f", mean reward {figures.mean_reward:+.3f}"
+    text += f", parsed {_pct(figures.parsed)}, truncated {_pct(figures.truncated_rate)}"
+    if answers.distinct is not None:
+        text += f", {answers.distinct} distinct answers"
+    tools = figures.tools
+    if tools.calls_per_episode is not None:
+        text += (
+            f"; tool calls {tools.calls_per_episode:.2f}/episode, {_pct(tools.calling)} of "
+            f"episodes call a tool, {_pct(tools.valid)} of calls valid, {_pct(tools.errors)} "
+            f"errors ({_pct(tools.timeouts)} timeouts)"
+        )
+    if permuted.pairs:
         text += (
             f"; with the offered candidates permuted: correct "
-            f"{_pct(summary.get('counterfactual/correct'))}, the answers follow the content "
-            f"{_pct(summary.get('counterfactual/same_content'))}, the position "
-            f"{_pct(summary.get('counterfactual/same_position'))}"
+            f"{_pct(permuted.correct)}, the answers follow the content "
+            f"{_pct(permuted.same_content)}, the position {_pct(permuted.same_position)}"
         )
-        if summary.get("counterfactual/position_following") == 1.0:
+        if permuted.position_following:
             text += " (POSITION-FOLLOWING)"
-    note = collapse_note(summary, correct)
+    note = collapse_note(answers, figures.correct)
     return text + (f"; {note}" if note else "")

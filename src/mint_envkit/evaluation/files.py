@@ -26,11 +26,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mint_envkit.evaluation.figures import NUMERIC
 from mint_envkit.evaluation.metrics import ProblemResult, pass_ks
-from mint_envkit.rollouts.files import append_jsonl, append_jsonl_lines, write_json_atomic
 from mint_envkit.rollouts.records import rollout_records
 from mint_envkit.rollouts.types import GroupRollout
+from mint_envkit.runs.files import append_jsonl, append_jsonl_lines, write_json_atomic
+from mint_envkit.runs.record import EVAL, Figures
 
 RUN_FOLDER_FILES = ("rollouts.jsonl", "metrics.jsonl", "config.json")
 """The files of a checkpoint's folder (the run format the viewer reads).
@@ -43,24 +43,16 @@ Example::
 
 
 def metric_line(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``metrics.jsonl`` line of an evaluation (step 0, ``eval/`` keys) for the viewer.
-
-    The figures, pass@k and the numeric answer figures (``eval/answers/...``); a
-    figure that is None is left out.
+    """The ``metrics.jsonl`` line of an evaluation for the viewer and the trackers: step 0
+    and its figures (:meth:`Figures.metrics <mint_envkit.runs.record.Figures.metrics>`
+    of split ``eval``); a figure that is None is left out.
 
     Example::
 
         metric_line({"mean_reward": 0.5, "pass@": {"1": 0.25}})
         # {'step': 0, 'eval/mean_reward': 0.5, 'eval/pass@1': 0.25}
     """
-    line: dict[str, Any] = {"step": 0}
-    for key in NUMERIC:
-        if summary.get(key) is not None:
-            line[f"eval/{key}"] = summary[key]
-    for k, value in (summary.get("pass@") or {}).items():
-        if value is not None:
-            line[f"eval/pass@{k}"] = value
-    return line
+    return {"step": 0, **Figures.from_summary(summary).metrics(EVAL)}
 
 
 def _fresh(path: Path) -> Path:
@@ -87,10 +79,11 @@ def write_run_folder(
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     both = len({r.split for r in results}) > 1
+    limit = Figures.from_summary(summary).max_tokens
     records: list[dict[str, Any]] = []
     for result, rollout in zip(results, rollouts, strict=True):
         split = f"eval:{result.split}" if both else "eval"
-        records.extend(rollout_records(0, [rollout], {}, split))
+        records.extend(rollout_records(0, [rollout], {}, split, max_tokens=limit))
     append_jsonl_lines(_fresh(out / "rollouts.jsonl"), records)
     append_jsonl(_fresh(out / "metrics.jsonl"), metric_line(summary))
     write_json_atomic(out / "config.json", {k: v for k, v in summary.items() if k != "pass@"})

@@ -23,6 +23,7 @@ import attrs
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.rollouts.types import GroupRollout
+from mint_envkit.runs.record import Figures
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -169,12 +170,12 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def summarize(results: Sequence[ProblemResult], samples: int) -> dict[str, Any]:
+def summarize(results: Sequence[ProblemResult], samples: int) -> Figures:
     """The evaluation's figures: means over problems (pass@k) and over samples (reward).
 
-    Keys: ``problems``, ``episodes``, ``errors`` (failed problems, left out
+    Fields set: ``problems``, ``episodes``, ``errors`` (failed problems, left out
     of every mean), ``mean_reward``, ``correct`` (mean over samples),
-    ``pass@`` (k -> mean pass@k; None when the env reports no ``correct``),
+    ``pass_at`` (k -> mean pass@k; None when the env reports no ``correct``),
     ``parse_failure_rate`` (of the samples whose parse status is known; a
     reply cut off at ``max_tokens`` counts as unparsed), ``truncated_rate``
     (the share of samples cut off; None when the env reports no ``truncated``).
@@ -182,7 +183,7 @@ def summarize(results: Sequence[ProblemResult], samples: int) -> dict[str, Any]:
     Example::
 
         # not run: `results` is problem results, built elsewhere
-        summarize(results, samples=4)["pass@"]["1"]   # 0.25
+        summarize(results, samples=4).pass_at["1"]   # 0.25
     """
     ran = [r for r in results if r.error is None]
     rewards = [reward for r in ran for reward in r.rewards]
@@ -191,16 +192,16 @@ def summarize(results: Sequence[ProblemResult], samples: int) -> dict[str, Any]:
     truncated = [t for r in ran for t in r.truncated if t is not None]
     known = [r for r in ran if r.c is not None]
     every = bool(ran) and len(known) == len(ran)
-    return {
-        "problems": len(results),
-        "episodes": len(rewards),
-        "errors": len(results) - len(ran),
-        "mean_reward": _mean(rewards),
-        "correct": _mean([float(bool(f)) for f in correct]) if every else None,
-        "pass@": {
+    return Figures(
+        problems=len(results),
+        episodes=len(rewards),
+        errors=len(results) - len(ran),
+        mean_reward=_mean(rewards),
+        correct=_mean([float(bool(f)) for f in correct]) if every else None,
+        pass_at={
             str(k): _mean([r.pass_at(k) or 0.0 for r in known]) if every else None
             for k in pass_ks(samples)
         },
-        "parse_failure_rate": _mean([0.0 if flag else 1.0 for flag in parsed]),
-        "truncated_rate": _mean([float(t > 0.5) for t in truncated]),
-    }
+        parse_failure_rate=_mean([0.0 if flag else 1.0 for flag in parsed]),
+        truncated_rate=_mean([float(t > 0.5) for t in truncated]),
+    )

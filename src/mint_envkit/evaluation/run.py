@@ -38,7 +38,7 @@ import attrs
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.counterfactual import counterfactual_figures, perturbed
-from mint_envkit.evaluation.figures import evaluation_figures, figure_metrics, headline
+from mint_envkit.evaluation.figures import evaluation_figures, headline
 from mint_envkit.evaluation.files import write_results, write_run_folder
 from mint_envkit.evaluation.metrics import ProblemResult, problem_result, summarize
 from mint_envkit.evaluation.spec import EvalProblems, eval_problems
@@ -51,6 +51,7 @@ from mint_envkit.rollouts.run import rollout_group
 from mint_envkit.rollouts.sampler import seeded_sampler
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.types import GroupRollout
+from mint_envkit.runs.record import CounterfactualFigures, Figures
 
 EVAL_CONCURRENCY = 64
 """Groups an evaluation rolls out at once when its settings say None.
@@ -76,11 +77,8 @@ class EvalResult:
     Attributes:
         summary: what ``summary.json`` holds: ``model``, ``checkpoint``, ``backend``,
             ``split``, ``samples``, ``seed``, ``temperature``, ``max_tokens`` and the
-            figures ``mean_reward``, ``correct``, ``pass@`` (k -> value),
-            ``parse_failure_rate``, ``truncated_rate``, ``problems``, ``episodes``,
-            ``errors``, and the answer figures ``answers/...`` (the best trivial
-            baseline and its name, diversity, collapse; see
-            :mod:`mint_envkit.evaluation.figures`).
+            figures (:meth:`Figures.summary <mint_envkit.runs.record.Figures.summary>`);
+            read them typed as :attr:`figures`.
         problems: one :class:`~mint_envkit.evaluation.ProblemResult` per problem.
         rollouts: the rollout of each problem, in the same order.
         out_dir: where the files were written (None when not asked).
@@ -98,28 +96,40 @@ class EvalResult:
     out_dir: str | None = None
 
     @property
+    def figures(self) -> Figures:
+        """The figures of :attr:`summary`, typed (the run record's
+        :class:`~mint_envkit.runs.record.Figures`).
+
+        Example::
+
+            # not run: `result` is an EvalResult, built elsewhere
+            result.figures.answers.baseline_name   # "constant '31'"
+        """
+        return Figures.from_summary(self.summary)
+
+    @property
     def mean_reward(self) -> float | None:
         """The mean reward over every sample of the problems that ran."""
-        return self.summary["mean_reward"]
+        return self.figures.mean_reward
 
     @property
     def correct(self) -> float | None:
         """The share of samples the env scored correct (None when it reports none)."""
-        return self.summary["correct"]
+        return self.figures.correct
 
     @property
     def parse_failure_rate(self) -> float | None:
         """The share of samples whose answer did not parse."""
-        return self.summary["parse_failure_rate"]
+        return self.figures.parse_failure_rate
 
     @property
     def truncated_rate(self) -> float | None:
         """The share of samples cut off at the reply limit."""
-        return self.summary["truncated_rate"]
+        return self.figures.truncated_rate
 
     def pass_at(self, k: int) -> float | None:
         """The mean unbiased pass@k over problems (k as reported: 1, powers of two, K)."""
-        table = self.summary["pass@"]
+        table = self.figures.pass_at
         if str(k) not in table:
             raise ConfigError(f"pass@{k} was not computed; reported k: {', '.join(table)}")
         return table[str(k)]
@@ -128,7 +138,8 @@ class EvalResult:
         """The training loop's metrics of this evaluation: ``<prefix>/all/...``.
 
         The reward and env metrics of every episode (as a training step logs them)
-        and the numeric answer figures.
+        and the answer and counterfactual figures
+        (:meth:`Figures.metrics <mint_envkit.runs.record.Figures.metrics>`).
 
         Example::
 
@@ -137,7 +148,7 @@ class EvalResult:
         """
         return {
             **rollout_metrics(self.rollouts, prefix),
-            **figure_metrics(self.summary, prefix),
+            **self.figures.metrics(prefix=prefix),
         }
 
     def headline(self) -> str:
@@ -150,7 +161,7 @@ class EvalResult:
             print(result.headline())
             # correct 45.0% (best trivial baseline 5.0%: constant '31'; beats it), ...
         """
-        return headline(self.summary)
+        return headline(self.figures)
 
 
 def _label(checkpoint: str | None) -> str:
@@ -207,19 +218,19 @@ async def _counterfactual(
     quiet: bool,
     rollouts: list[GroupRollout],
     wanted: bool | None,
-) -> dict[str, Any]:
-    """The counterfactual check's figures (empty when not wanted or nothing is perturbed)."""
+) -> CounterfactualFigures:
+    """The counterfactual check's figures (all None when not wanted or nothing is perturbed)."""
     if wanted is False:
-        return {}
+        return CounterfactualFigures()
     changed, where = perturbed(chosen)
     if not where or (wanted is None and 2 * len(where) < len(chosen.pairs)):
-        return {}
+        return CounterfactualFigures()
     again = await _roll(changed, client, settings, f"{label} (candidates permuted)", quiet)
     results = [
         problem_result(split, group.problem, rollout)
         for (split, group), rollout in zip(changed.pairs, again, strict=True)
     ]
-    correct = summarize(results, chosen.samples)["correct"]
+    correct = summarize(results, chosen.samples).correct
     return counterfactual_figures(rollouts, chosen, again, changed, where, correct)
 
 
@@ -256,6 +267,13 @@ async def evaluate_groups(
         problem_result(split, group.problem, rollout)
         for (split, group), rollout in zip(chosen.pairs, rollouts, strict=True)
     ]
+    figures = attrs.evolve(
+        await evaluation_figures(per_problem, rollouts, groups, chosen.samples),
+        max_tokens=settings.max_tokens,
+        counterfactual=await _counterfactual(
+            chosen, client, settings, label, quiet, rollouts, counterfactual
+        ),
+    )
     summary = {
         **dict(describe or {}),
         "label": label,
@@ -263,12 +281,8 @@ async def evaluate_groups(
         "samples": chosen.samples,
         "seed": settings.seed,
         "temperature": settings.temperature,
-        "max_tokens": settings.max_tokens,
-        **(await evaluation_figures(per_problem, rollouts, groups, chosen.samples)),
+        **figures.summary(),
     }
-    summary.update(
-        await _counterfactual(chosen, client, settings, label, quiet, rollouts, counterfactual)
-    )
     if isinstance(client, OpenAIEndpoint):  # what the server was sent, with its token counts
         summary["usage"] = client.usage()
     summary["seconds"] = round(time.monotonic() - t0, 3)

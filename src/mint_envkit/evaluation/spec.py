@@ -20,9 +20,12 @@ Example::
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
+import inspect
 import sys
+import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,16 @@ from mint_envkit.builders.packages import installed_environments, load_environme
 from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError, MintEnvkitError
 
+SAMPLES = 4
+"""Samples per problem of an evaluation when none is asked (``evaluate``, ``mint-envkit
+eval``, the audit's samples, interpolation sweeps): the one default.
+
+Example::
+
+    # not run: `builder` is your DatasetBuilder, built elsewhere
+    (await eval_problems(builder)).samples == SAMPLES   # True
+"""
+
 SPLITS = ("test", "train", "all")
 """The splits an evaluation can run on (None picks ``test`` when there is one, else ``train``).
 
@@ -45,10 +58,67 @@ Example::
 """
 
 
-def load_target(spec: str) -> Any:
+def _import_error(path: Path, err: BaseException) -> MintEnvkitError:
+    """One line: the env file, the line of it that failed, and the error."""
+    line = getattr(err, "lineno", None) if isinstance(err, SyntaxError) else None
+    if line is None:
+        here = str(path.resolve())
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == here]
+        line = frames[-1].lineno if frames else None
+    where = f"{path}:{line}" if line else str(path)
+    text = err.msg if isinstance(err, SyntaxError) else str(err)
+    return MintEnvkitError(
+        f"{where}: {type(err).__name__}: {text} (while importing the env file; fix it and "
+        "run again)"
+    )
+
+
+def _close(name: str, names: Sequence[str]) -> str:
+    """`` did you mean 'x'?`` for the nearest of ``names``, or nothing."""
+
+    def squash(text: str) -> str:
+        return text.replace("_", "-").lower()
+
+    by_squash = {squash(n): n for n in names}
+    found = difflib.get_close_matches(squash(name), list(by_squash), n=1, cutoff=0.6)
+    return f" did you mean {by_squash[found[0]]!r}?" if found else ""
+
+
+def _called(found: Any, spec: str, env_args: Mapping[str, Any]) -> Any:
+    """``found`` (a load_environment function) called with ``env_args``."""
+    if isinstance(found, DatasetBuilder | type) or not callable(found):
+        what = "a class" if isinstance(found, type) else f"a {type(found).__name__}"
+        raise ConfigError(
+            f"env_args are keyword arguments for a load_environment, but {spec} names "
+            f"{what}; give an installed env's name or a MODULE:FUNCTION that returns a "
+            "DatasetBuilder, or no env_args"
+        )
+    try:
+        inspect.signature(found).bind(**env_args)
+    except TypeError as err:
+        raise ConfigError(f"{spec} does not take the env args {dict(env_args)!r}: {err}") from None
+    except ValueError:  # no signature to check: let the call say
+        pass
+    try:
+        builder = found(**env_args)
+    except Exception as err:  # the env's own error, with these arguments
+        raise ConfigError(
+            f"{spec}(**{dict(env_args)!r}) raised {type(err).__name__}: {err}"
+        ) from err
+    if not isinstance(builder, DatasetBuilder):
+        raise ConfigError(
+            f"{spec} returned a {type(builder).__name__}, not a DatasetBuilder; with "
+            "--env-args it must return mint_envkit.DatasetBuilder(env=..., problems=...)"
+        )
+    return builder
+
+
+def load_target(spec: str, *, env_args: Mapping[str, Any] | None = None) -> Any:
     """The object an ENV_SPEC names: ``MODULE:NAME``, ``path/to/file.py:NAME``, or the
     name of an installed env package (no ``:``), whose DatasetBuilder it returns
-    (:func:`~mint_envkit.load_environment` with no arguments; docs/env-packages.md).
+    (:func:`~mint_envkit.load_environment`, with ``env_args`` as its keyword arguments;
+    docs/env-packages.md). With ``env_args``, a ``MODULE:NAME`` must name a function
+    that takes them and returns a DatasetBuilder.
 
     A file is imported under a private module name with its folder last on
     ``sys.path`` (its siblings import; a file called ``math.py`` cannot
@@ -58,9 +128,10 @@ def load_target(spec: str) -> Any:
 
     Raises:
         MintEnvkitError: the spec has no ``:`` and names no installed env (a
-            ConfigError listing the installed ones), the file or module does not
-            exist, or it has no such attribute (the message names it); an installed
-            env's errors (:func:`~mint_envkit.load_environment`).
+            ConfigError listing the installed ones, and the nearest name), the file or
+            module does not exist or fails to import (one line: the file, the line, the
+            error), or it has no such attribute (the message names it and the nearest);
+            an installed env's errors (:func:`~mint_envkit.load_environment`).
 
     Example::
 
@@ -73,7 +144,7 @@ def load_target(spec: str) -> Any:
                 f"my_pkg.envs:builder) or the name of an installed env, got {spec!r}: "
                 + not_installed(spec)
             )
-        return load_environment(spec)
+        return load_environment(spec, **(env_args or {}))
     module_ref, name = spec.rsplit(":", 1)
     if module_ref.endswith(".py") or "/" in module_ref:
         path = Path(module_ref)
@@ -94,6 +165,9 @@ def load_target(spec: str) -> Any:
             sys.modules[private] = module
             try:
                 module_spec.loader.exec_module(module)
+            except Exception as err:
+                del sys.modules[private]
+                raise _import_error(path, err) from err
             except BaseException:
                 del sys.modules[private]
                 raise
@@ -103,8 +177,10 @@ def load_target(spec: str) -> Any:
         except ImportError as err:
             raise MintEnvkitError(f"cannot import {module_ref}: {err}") from None
     if not hasattr(module, name):
-        raise MintEnvkitError(f"{module_ref} has no attribute {name!r}")
-    return getattr(module, name)
+        public = [n for n in dir(module) if not n.startswith("_")]
+        raise MintEnvkitError(f"{module_ref} has no attribute {name!r};{_close(name, public)}")
+    found = getattr(module, name)
+    return found if env_args is None else _called(found, spec, env_args)
 
 
 @attrs.frozen
@@ -225,7 +301,7 @@ async def eval_problems(
     taken as they are: ``split`` is then only their name, default ``test``).
     ``split`` None means ``test`` when the builder holds a test split, else ``train``;
     ``all`` is train then test. ``limit`` keeps the first problems of each split;
-    ``samples`` defaults to 4.
+    ``samples`` defaults to :data:`SAMPLES`.
 
     Raises:
         ConfigError: ``split`` is unknown, or ``test`` on a builder with no test split;
@@ -246,7 +322,7 @@ async def eval_problems(
         return _built(target, split or "test", limit)
     if split is not None and split not in SPLITS:
         raise ConfigError(f"split must be one of {', '.join(SPLITS)} (or None), got {split!r}")
-    samples = 4 if samples is None else samples
+    samples = SAMPLES if samples is None else samples
     check_integer(samples, "samples")
     builder = _builder(
         target,

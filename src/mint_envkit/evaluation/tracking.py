@@ -6,7 +6,7 @@ one tracker run in its run folder (``out_dir/<label>``, see
 ``metrics.jsonl`` line (``eval/mean_reward``, ``eval/pass@k``, the numeric answer
 figures) and the text answer figures (``eval/answers/baseline_name``) at step 0, its
 settings (model, checkpoint, samples, seed, temperature, ...) as the config. The
-trackers and their rules are :mod:`mint_envkit.rollouts.trackers`'.
+trackers and their rules are :mod:`mint_envkit.runs.trackers`'.
 
 Example::
 
@@ -21,8 +21,7 @@ from typing import Any
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.files import metric_line
-from mint_envkit.rollouts.answers import ANSWER_TEXTS
-from mint_envkit.rollouts.trackers import TrackingGroup, open_trackers, tracker_names
+from mint_envkit.runs.trackers import TrackingGroup, open_trackers, tracker_names
 
 SETTINGS = (
     "env",
@@ -65,25 +64,11 @@ def eval_loggers(loggers: Any, out_dir: str | None) -> tuple[str, ...]:
     return names
 
 
-def tracker_row(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The row an evaluation logs: its ``metrics.jsonl`` line and the text answer figures.
-
-    Example::
-
-        tracker_row({"mean_reward": 0.5, "answers/baseline_name": "constant '5'"})
-        # {'step': 0, 'eval/mean_reward': 0.5, 'eval/answers/baseline_name': "constant '5'"}
-    """
-    row = metric_line(summary)
-    for key in ANSWER_TEXTS:
-        if isinstance(summary.get(key), str):
-            row[f"eval/{key}"] = summary[key]
-    return row
-
-
 def log_summary(
     loggers: Sequence[str], folder: str, summary: Mapping[str, Any], out_dir: str
 ) -> None:
-    """Log one evaluated checkpoint to the trackers: :func:`tracker_row` at step 0.
+    """Log one evaluated checkpoint to the trackers: its ``metrics.jsonl`` line
+    (:func:`~mint_envkit.evaluation.files.metric_line`, the text figures with it) at step 0.
 
     A new tracker run each time (a folder written again is a new evaluation), named
     by the summary's label, in the group named after ``out_dir``.
@@ -100,6 +85,6 @@ def log_summary(
     name = str(summary.get("label") or Path(folder).name)
     trackers = open_trackers(loggers, folder, settings, name=name, group=group, fresh=True)
     try:
-        trackers.log(tracker_row(summary), step=0)
+        trackers.log(metric_line(summary), step=0)
     finally:
         trackers.close()

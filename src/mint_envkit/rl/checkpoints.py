@@ -6,7 +6,7 @@ N periodic checkpoints (and every ``final`` one) are kept: older ones are
 deleted through the SDK's REST client (``DELETE .../checkpoints/...``), so
 retention works on MinT as on the embedded backend, and ``checkpoints.jsonl``
 gets a line ``{"name", "step", "state_path", "sampler_path", "deleted":
-true, "time"}`` for each (see :meth:`~mint_envkit.rollouts.files.RunFiles.checkpoints`).
+true, "time"}`` for each (see :meth:`~mint_envkit.runs.files.RunFiles.checkpoints`).
 
 Example::
 
@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from mint_envkit.rl.config import Config
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 
 logger = logging.getLogger(__name__)
 

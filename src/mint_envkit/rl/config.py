@@ -45,7 +45,7 @@ from mint_envkit.local.bounds import temperature_problem
 from mint_envkit.rl.agreement import builder_value, check_builder_owned
 from mint_envkit.rl.kl import KLReferenceConfig
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
-from mint_envkit.rollouts.trackers import tracker_names
+from mint_envkit.runs.trackers import tracker_names
 
 Backend = Literal["auto", "mint", "local"]
 LOSS_FNS = ("importance_sampling", "ppo")
@@ -238,7 +238,7 @@ class Config:
             of ``"tensorboard"``, ``"wandb"``, ``"mlflow"`` (extras of the same names; a
             missing one is a MissingExtraError here), default ``()``; offline under
             ``log_path`` unless their own settings say otherwise
-            (:mod:`mint_envkit.rollouts.trackers`).
+            (:mod:`mint_envkit.runs.trackers`).
 
     Example::
 

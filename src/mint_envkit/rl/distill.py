@@ -37,7 +37,7 @@ import attrs
 
 from mint_envkit.checks import check_number
 from mint_envkit.errors import ConfigError, MintEnvkitError
-from mint_envkit.progress import Task, track
+from mint_envkit.progress import Task, say, track
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
 from mint_envkit.rl.config import Config
 from mint_envkit.rl.evals import evaluate_split
@@ -46,7 +46,6 @@ from mint_envkit.rl.sampling import sample_batch
 from mint_envkit.rl.teacher import RecordingGroup, TeacherSample, reverse_kl_datum, teacher_samples
 from mint_envkit.rl.train import (
     RunResult,
-    _say,
     open_training_client,
     run_result,
 )
@@ -56,10 +55,10 @@ from mint_envkit.rollouts.backend import (
     resolve_backend,
     service_client,
 )
-from mint_envkit.rollouts.files import RunFiles
 from mint_envkit.rollouts.records import progress_line, rollout_metrics, rollout_records
 from mint_envkit.rollouts.sampler import sampler_snapshot
 from mint_envkit.rollouts.settings import BackendSettings
+from mint_envkit.runs.files import RunFiles
 
 
 def _check(teacher: Any, temperature: Any) -> None:
@@ -291,13 +290,14 @@ async def run_distillation(config: Config, *, teacher: str, temperature: float =
         "distill_temperature": temperature,
     }
     files.write_config(public)
+    files.write_code_state()
     checkpoint = files.last_checkpoint()
     start = int(checkpoint["step"]) if checkpoint else 0
     if checkpoint and start >= total:
         return run_result(config, files, start, checkpoint, start, resolve_backend(config.backend))
     with files.tracking(config.loggers, public):  # Config.loggers get every metrics row
         async with connect(_serving(config, teacher)) as connection:
-            _say(f"distilling {teacher} into {config.model_name} on {connection.describe()}")
+            say(f"distilling {teacher} into {config.model_name} on {connection.describe()}")
 
             async def train(current: Connection) -> dict[str, Any] | None:
                 return await _train(
@@ -307,5 +307,5 @@ async def run_distillation(config: Config, *, teacher: str, temperature: float =
             checkpoint = await train_watched(config, connection, files, train, total)
     result = run_result(config, files, total, checkpoint, start, connection.backend)
     if result.claim is not None:
-        _say(result.claim.line())
+        say(result.claim.line())
     return result

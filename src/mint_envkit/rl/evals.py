@@ -11,8 +11,8 @@ The final eval also runs the counterfactual check when the problems offer candid
 (:mod:`mint_envkit.evaluation.counterfactual`: ``test_final/env/all/counterfactual/...``).
 
 When the first eval cuts off more than 5% of the replies (``Config.uncut_evals``), it is
-repeated at a reply limit where it does not (``test_uncut/...``, with
-``test_uncut/max_tokens``), and so is the final one (``test_final_uncut/...``):
+repeated at a reply limit where it does not (split ``test_uncut``, its figures with
+their reply limit), and so is the final one (``test_final_uncut``):
 :func:`run_claim` then says the gain where nothing is cut off (see
 :mod:`mint_envkit.evaluation.claims`).
 
@@ -25,23 +25,32 @@ Example::
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from mint_envkit.evaluation.claims import (
+    TRUNCATION_OK,
     LearningClaim,
-    learning_claim,
-    summary_from_metrics,
+    run_claim_of,
     uncut_budget,
 )
 from mint_envkit.evaluation.run import evaluate
+from mint_envkit.progress import say
 from mint_envkit.rl.config import Config
 from mint_envkit.rollouts.answers import collapse_note
-from mint_envkit.rollouts.files import RunFiles
 from mint_envkit.rollouts.records import rollout_records
+from mint_envkit.runs.files import RunFiles
+from mint_envkit.runs.record import (
+    FINAL,
+    FINAL_UNCUT,
+    TEST,
+    UNCUT,
+    Figures,
+    eval_prefix,
+    find_eval,
+)
 
 UNCUT_CEILING = 2048
 """The largest reply limit an uncut eval tries (tokens).
@@ -52,10 +61,6 @@ Example::
 """
 
 
-def _say(message: str) -> None:
-    print(f"mint_envkit: {message}", file=sys.stderr, flush=True)
-
-
 async def _one(
     config: Config,
     files: RunFiles,
@@ -64,26 +69,27 @@ async def _one(
     step: int,
     split: str,
     max_tokens: int,
-) -> tuple[dict[str, Any], Any]:
+) -> tuple[dict[str, Any], Figures]:
     sampling = attrs.evolve(config.eval_sampling, max_tokens=max_tokens)
     # the counterfactual check (candidates permuted) on the final eval only: None = auto
-    wanted = None if split.startswith("test_final") else False
+    wanted = None if split in (FINAL, FINAL_UNCUT) else False
     result = await evaluate(
         test_data, client=client, sampling=sampling, quiet=True, counterfactual=wanted
     )
-    files.append_rollouts(rollout_records(step, result.rollouts, {}, split))
-    note = collapse_note(result.summary, result.correct)
+    records = rollout_records(step, result.rollouts, {}, split, max_tokens=max_tokens)
+    files.append_rollouts(records)
+    figures = result.figures
+    note = collapse_note(figures.answers, figures.correct)
     if note:
-        _say(f"{split} eval at step {step}: {note}")
-    return result.metrics(f"{split}/env"), result.summary
+        say(f"{split} eval at step {step}: {note}")
+    # the env's metrics and the figures under the split's prefix, and the reply limit
+    return {**result.metrics(eval_prefix(split)), **figures.metrics(split)}, figures
 
 
 def _recorded_budget(files: RunFiles, current: Mapping[str, Any]) -> int | None:
     """The uncut reply limit the first eval found (this step's metrics, else the files)."""
-    for row in (current, *files.metrics()):
-        if "test_uncut/max_tokens" in row:
-            return int(row["test_uncut/max_tokens"])
-    return None
+    found = find_eval([current, *files.metrics()], UNCUT)
+    return None if found is None else found[1].max_tokens
 
 
 async def evaluate_split(
@@ -107,66 +113,56 @@ async def evaluate_split(
         metrics = await evaluate_split(config, files, test_data, client, step=0)
         metrics["test/env/all/correct"], metrics["test/env/all/answers/baseline_name"]
     """
-    split = "test_final" if final else "test"
+    split = FINAL if final else TEST
     limit = config.eval_sampling.max_tokens or config.max_tokens
-    metrics, summary = await _one(config, files, test_data, client, step, split, limit)
+    metrics, figures = await _one(config, files, test_data, client, step, split, limit)
     if not config.uncut_evals:
         return metrics
     if final:
         budget = _recorded_budget(files, current or {})
         if budget is not None:
-            more, _ = await _one(config, files, test_data, client, step, "test_final_uncut", budget)
-            metrics.update({**more, "test_final_uncut/max_tokens": budget})
+            more, _ = await _one(config, files, test_data, client, step, FINAL_UNCUT, budget)
+            metrics.update(more)
         return metrics
-    if step != 0 or (summary.get("truncated_rate") or 0.0) <= 0.05:
+    cut = figures.truncated_rate or 0.0
+    if step != 0 or cut <= TRUNCATION_OK:
         return metrics
 
-    async def measure(max_tokens: int) -> dict[str, Any]:
-        found, at = await _one(config, files, test_data, client, step, "test_uncut", max_tokens)
-        measured.update({**found, "test_uncut/max_tokens": max_tokens})
+    async def measure(max_tokens: int) -> Figures:
+        found, at = await _one(config, files, test_data, client, step, UNCUT, max_tokens)
+        measured.clear()  # the limit that ends the search is the one the metrics keep
+        measured.update(found)
+        tried.append(max_tokens)
         return at
 
     measured: dict[str, Any] = {}
-    found = await uncut_budget(measure, limit, UNCUT_CEILING, summary.get("truncated_rate"))
+    tried: list[int] = []
+    found = await uncut_budget(measure, limit, UNCUT_CEILING, figures.truncated_rate)
     if found is None:
-        _say(
-            f"the first held-out eval cuts off {summary['truncated_rate']:.0%} of the replies at "
-            f"{limit} tokens, and still more than 5% at "
-            f"{measured.get('test_uncut/max_tokens')} tokens (the larger limits tried stop "
-            "once more room ends no more replies): the run's before/after figures "
-            "compare reply lengths, not the task"
+        say(
+            f"the first held-out eval cuts off {cut:.0%} of the replies at {limit} tokens, "
+            f"and still more than 5% at {tried[-1] if tried else limit} tokens (the larger "
+            "limits tried stop once more room ends no more replies): the run's before/after "
+            "figures compare reply lengths, not the task"
         )
         return metrics
-    _say(
-        f"the first held-out eval cuts off {summary['truncated_rate']:.0%} of the replies at "
-        f"{limit} tokens; the run also evaluates at {found[0]} tokens (where "
-        f"{found[1]['truncated_rate']:.0%} are), first and last"
+    say(
+        f"the first held-out eval cuts off {cut:.0%} of the replies at {limit} tokens; the "
+        f"run also evaluates at {found[0]} tokens (where {found[1].truncated_rate or 0.0:.0%} "
+        "are), first and last"
     )
     return {**metrics, **measured}
 
 
 def run_claim(config: Config, files: RunFiles) -> LearningClaim | None:
     """The run's before/after claim: its first held-out eval against its final one (None
-    when the run has not logged both).
+    when the run has not logged both; see
+    :func:`~mint_envkit.evaluation.claims.run_claim_of`).
 
     Example::
 
         # not run: needs a finished run's files
         print(run_claim(config, files).line())
     """
-    rows = files.metrics()
-    first = next((r for r in rows if "test/env/all/reward/total" in r), None)
-    last = next((r for r in reversed(rows) if "test_final/env/all/reward/total" in r), None)
-    if first is None or last is None:
-        return None
     limit = config.eval_sampling.max_tokens or config.max_tokens
-    before = summary_from_metrics(first, "test/env", limit)
-    after = summary_from_metrics(last, "test_final/env", limit)
-    uncut = None
-    if "test_uncut/max_tokens" in first and "test_final_uncut/max_tokens" in last:
-        budget = int(first["test_uncut/max_tokens"])
-        uncut = (
-            summary_from_metrics(first, "test_uncut/env", budget),
-            summary_from_metrics(last, "test_final_uncut/env", budget),
-        )
-    return learning_claim(before, after, uncut)
+    return run_claim_of(files.metrics(), limit)

@@ -29,7 +29,7 @@ from mint_envkit.errors import BackendError, MintEnvkitError
 from mint_envkit.local.messages import SERVER_SHUTTING_DOWN
 from mint_envkit.rl.config import Config
 from mint_envkit.rollouts.backend import Connection
-from mint_envkit.rollouts.files import RunFiles
+from mint_envkit.runs.files import RunFiles
 
 T = TypeVar("T")
 

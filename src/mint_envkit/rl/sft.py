@@ -36,7 +36,7 @@ from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rl.checkpoints import save_checkpoint
 from mint_envkit.rl.config import Config
 from mint_envkit.rollouts.backend import connect, service_client
-from mint_envkit.rollouts.files import RunFiles, read_jsonl
+from mint_envkit.runs.files import RunFiles, read_jsonl
 
 
 def _passes(
@@ -314,6 +314,7 @@ async def fine_tune_on_rollouts(
         "sft_batch_size": batch_size,
     }
     files.write_config(public)
+    files.write_code_state()
     plan = _batches(len(examples), batch_size, epochs, config.sampling_seed)
     async with (
         connect(config.backend_settings) as connection,

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import time
 from typing import Any
 
@@ -42,7 +41,7 @@ import attrs
 
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.claims import LearningClaim
-from mint_envkit.progress import Task, track
+from mint_envkit.progress import Task, say, track
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint, start_checkpoint
 from mint_envkit.rl.config import Config, uses_kl_reference
 from mint_envkit.rl.diagnostics import no_update_note
@@ -52,15 +51,18 @@ from mint_envkit.rl.kl import kl_shaped_advantages, open_reference
 from mint_envkit.rl.offpolicy import BatchPipeline, staleness_metrics, versioned_records
 from mint_envkit.rl.phases import ScoredBatch, score_batch, start_training, train_on_batch
 from mint_envkit.rl.sampling import preload_renderers, sample_batch
+from mint_envkit.rl.teaching import StallWatch, health_summary, replies_truncated, step_health
 from mint_envkit.rollouts.backend import (
     Connection,
     connect,
     resolve_backend,
     service_client,
 )
-from mint_envkit.rollouts.files import RunFiles
 from mint_envkit.rollouts.records import progress_line
 from mint_envkit.rollouts.sampler import sampler_snapshot
+from mint_envkit.rollouts.tool_figures import tool_figures
+from mint_envkit.runs.files import RunFiles
+from mint_envkit.runs.record import Figures
 
 __all__ = [
     "RunResult",
@@ -88,6 +90,8 @@ class RunResult:
         claim: the run's before/after claim (its first held-out eval against its final
             one, measured where nothing is cut off; see
             :mod:`mint_envkit.evaluation.claims`), None without both evals.
+        not_learning: how many steps could teach nothing, why and the fix
+            (:func:`~mint_envkit.rl.teaching.health_summary`); None when every step could.
 
     Example::
 
@@ -103,14 +107,11 @@ class RunResult:
     resumed_from: int
     backend: str
     claim: LearningClaim | None = None
+    not_learning: str | None = None
 
 
 def _fields(config: Config, *names: str) -> dict[str, Any]:
     return {name: getattr(config, name) for name in names}
-
-
-def _say(message: str) -> None:
-    print(f"mint_envkit: {message}", file=sys.stderr, flush=True)
 
 
 @attrs.frozen
@@ -125,6 +126,7 @@ class _Run:
     training: Any
     reference: Any
     rest: Any  # the SDK's REST client: deletes old checkpoints
+    stalls: StallWatch = attrs.field(factory=StallWatch)  # steps in a row that teach nothing
 
 
 async def open_training_client(
@@ -133,14 +135,14 @@ async def open_training_client(
     """The run's training client: resumed from ``checkpoint``, warm-started from
     ``config.load_checkpoint_path``, or a fresh LoRA (RL and distillation alike)."""
     if checkpoint:
-        _say(f"resuming {config.log_path} at step {checkpoint['step']}")
+        say(f"resuming {config.log_path} at step {checkpoint['step']}")
         files.forget_after(int(checkpoint["step"]))
         return await service.create_training_client_from_state_with_optimizer_async(
             checkpoint["state_path"]
         )
     files.forget_after(0)
     if config.load_checkpoint_path:  # a warm start: its weights, a fresh optimizer
-        _say(f"starting from the weights of {config.load_checkpoint_path}")
+        say(f"starting from the weights of {config.load_checkpoint_path}")
         return await service.create_training_client_from_state_async(config.load_checkpoint_path)
     return await service.create_lora_training_client_async(
         base_model=config.model_name,
@@ -183,8 +185,13 @@ def _eval_due(run: _Run, step: int) -> bool:
     return bool(every and run.test_data is not None and step % every == 0)
 
 
+def _phase(task: Task | None, step: int, what: str) -> None:
+    if task is not None:
+        task.phase(f"step {step}: {what}")
+
+
 async def _sample_with_this_version(
-    run: _Run, step: int, pipeline: BatchPipeline, metrics: dict[str, Any]
+    run: _Run, step: int, pipeline: BatchPipeline, metrics: dict[str, Any], task: Task | None
 ) -> None:
     """The step's snapshot: the held-out eval when due, then the batches it samples."""
     # An unnamed (ephemeral) snapshot of weight version ``step``, requested
@@ -193,6 +200,7 @@ async def _sample_with_this_version(
     sampling_client = await pipeline.snapshot(step, run.training)
     if _eval_due(run, step):
         # before this version's training batches start: the engine never mixes the two
+        _phase(task, step, "held-out eval")
         metrics.update(await _evaluate(run, sampling_client, step))
         metrics["time/eval"] = time.monotonic() - t0
     pipeline.launch(step, sampling_client)
@@ -209,6 +217,7 @@ class _Submitted:
     checkpoint: asyncio.Task[dict[str, Any]] | None
     submitted_at: float
     episodes: int
+    truncated: float | None = None  # the share of its sampled replies cut off
 
     def cancel(self) -> None:
         for pending in (self.update, self.checkpoint):
@@ -216,8 +225,11 @@ class _Submitted:
                 pending.cancel()
 
 
-async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitted:
-    """One step up to its update (and checkpoint saves, when due) submitted."""
+async def submit_step(
+    run: _Run, step: int, pipeline: BatchPipeline, task: Task | None = None
+) -> _Submitted:
+    """One step up to its update (and checkpoint saves, when due) submitted; ``task``
+    hears each phase as it starts."""
     config, files = run.config, run.files
     step_start = time.monotonic()
     metrics: dict[str, Any] = {"step": step}
@@ -225,7 +237,8 @@ async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitt
     # first, and the snapshot of this step's weights samples the later batches after it.
     ahead = pipeline.sampled_ahead(step)
     if not ahead:
-        await _sample_with_this_version(run, step, pipeline, metrics)
+        await _sample_with_this_version(run, step, pipeline, metrics, task)
+    _phase(task, step, "sampling")
     t0 = time.monotonic()
     prepared = await pipeline.take(step)
     metrics["time/sample"] = time.monotonic() - t0
@@ -234,6 +247,7 @@ async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitt
     metrics.update(staleness_metrics(prepared))
     rollouts = prepared.batch.rollouts
 
+    _phase(task, step, "scoring")
     try:
         scored = score_batch(
             step, rollouts, remove_constant_reward_groups=config.remove_constant_reward_groups
@@ -243,6 +257,7 @@ async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitt
         raise MintEnvkitError(f"{err}. Tracebacks are in {files.rollouts_path}.") from None
     metrics.update(scored.metrics)
     metrics.update(prepared.kl_metrics())
+    metrics.update(Figures(tools=tool_figures(rollouts)).metrics(prefix="env"))  # an env with tools
 
     samples, reference, behaviour = prepared.trained(scored.advantages)
     token_advantages = [s.token_advantages() for s in samples]
@@ -257,6 +272,7 @@ async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitt
         )
     files.append_rollouts(versioned_records(prepared, scored.advantages))
 
+    _phase(task, step, "training")
     submitted_at = time.monotonic()
     update = await start_training(
         run.training,
@@ -273,18 +289,33 @@ async def submit_step(run: _Run, step: int, pipeline: BatchPipeline) -> _Submitt
     # right behind the update: the saves hold exactly the weights after this step
     checkpoint = await start_checkpoint(run.training, config, step + 1, run.total)
     if ahead:
-        await _sample_with_this_version(run, step, pipeline, metrics)
-    return _Submitted(step, step_start, metrics, update, checkpoint, submitted_at, len(rollouts))
+        await _sample_with_this_version(run, step, pipeline, metrics, task)
+    return _Submitted(
+        step,
+        step_start,
+        metrics,
+        update,
+        checkpoint,
+        submitted_at,
+        len(rollouts),
+        replies_truncated(rollouts),
+    )
 
 
 async def finish_step(run: _Run, submitted: _Submitted, task: Task) -> dict[str, Any] | None:
     """Await a submitted step's results; append its metrics (and checkpoint); return that."""
     config, files, step = run.config, run.files, submitted.step
+    _phase(task, step, "training")
     metrics = {**submitted.metrics, **(await submitted.update)}
     metrics["time/train"] = time.monotonic() - submitted.submitted_at
+    health = step_health(metrics, submitted.truncated)
+    metrics.update(health.metrics())
+    if run.config.eval_every and run.test_data is not None and step + 1 == run.total:
+        _phase(task, step, "final held-out eval")
     metrics.update(await _final_evaluation(run, step, metrics))
     checkpoint = None
     if submitted.checkpoint is not None:
+        _phase(task, step, "saving")
         t3 = time.monotonic()
         checkpoint = await submitted.checkpoint
         metrics["time/save"] = time.monotonic() - t3
@@ -294,8 +325,8 @@ async def finish_step(run: _Run, submitted: _Submitted, task: Task) -> dict[str,
         files.append_checkpoint(checkpoint)
         await prune_checkpoints(run.rest, config, files)
     line = progress_line(step, metrics)
-    note = no_update_note(metrics, submitted.episodes)
-    task.advance(detail=line + (f"  {note}" if note else ""))
+    notes = [no_update_note(metrics, submitted.episodes), run.stalls.note(health)]
+    task.advance(detail="  ".join([line, *(n for n in notes if n)]))
     return checkpoint
 
 
@@ -312,7 +343,7 @@ async def run_steps(run: _Run, steps: range, pipeline: BatchPipeline, task: Task
     checkpoint, before = None, None
     try:
         for step in steps:
-            current = await submit_step(run, step, pipeline)
+            current = await submit_step(run, step, pipeline, task)
             if before is not None:
                 done, before = before, None
                 try:
@@ -361,19 +392,20 @@ async def run_training(config: Config) -> RunResult:
     total = config.max_steps or len(train_data)
     public = config.public_dict()
     files.write_config(public)
+    files.write_code_state()
     checkpoint = files.last_checkpoint()
     start = int(checkpoint["step"]) if checkpoint else 0
     if checkpoint and start >= total:
         # Finished earlier: report it without starting a backend.
         return run_result(config, files, start, checkpoint, start, resolve_backend(config.backend))
 
-    # Config.loggers: every metrics row also goes to the trackers (rollouts/trackers.py).
+    # Config.loggers: every metrics row also goes to the trackers (runs/trackers.py).
     with files.tracking(config.loggers, public):
         async with connect(config.backend_settings) as connection:
             if connection.backend == "local":
-                _say(f"training on the embedded local backend at {connection.base_url}")
+                say(f"training on the embedded local backend at {connection.base_url}")
                 home = _local_checkpoint_home(connection)
-                _say(f"checkpoints: {home} (mint-envkit checkpoints list)")
+                say(f"checkpoints: {home} (mint-envkit checkpoints list)")
 
             # A lost backend fails within Config.backend_lost_after_s, naming the URL, the
             # step and how to resume; an embedded server this run started is restarted once.
@@ -383,7 +415,9 @@ async def run_training(config: Config) -> RunResult:
             checkpoint = await train_watched(config, connection, files, train, total)
     result = run_result(config, files, total, checkpoint, start, connection.backend)
     if result.claim is not None:
-        _say(result.claim.line())
+        say(result.claim.line())
+    if result.not_learning is not None:
+        say(result.not_learning)
     return result
 
 
@@ -451,4 +485,5 @@ def run_result(
         resumed_from=start,
         backend=backend,
         claim=run_claim(config, files),
+        not_learning=health_summary(metrics),
     )

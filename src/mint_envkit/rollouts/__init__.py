@@ -32,13 +32,13 @@ from mint_envkit.rollouts.backend import (
     service_client,
     shared_local_backend,
 )
-from mint_envkit.rollouts.files import RunFiles, read_jsonl
 from mint_envkit.rollouts.openai_endpoint import OpenAIEndpoint
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.sampler import Sampler, SampleRequest
 from mint_envkit.rollouts.scripted import GroupReport, ScriptedPolicy, ScriptedReport
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.types import GroupRollout, SampledTokens, Trajectory, Transition
+from mint_envkit.runs.files import RunFiles, read_jsonl
 
 __all__ = [
     "BackendSettings",

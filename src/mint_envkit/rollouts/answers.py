@@ -3,9 +3,10 @@
 Correctness alone cannot tell learning from a shortcut. On a yes/no env whose references
 are 57.5% "no", a model that answers "no" to everything is 57.5% correct; on "which word
 comes first, 'pear' or 'apple'?" a model that always takes the second word is right half
-the time. Beside correctness an evaluation therefore reports, over the same problems:
+the time. Beside correctness an evaluation therefore reports, over the same problems, the
+:class:`~mint_envkit.runs.record.AnswerFigures` (the run record's, which names them):
 
-- ``answers/baseline_correct`` and ``answers/baseline_name``: the best policy of a
+- ``baseline_correct`` and ``baseline_name``: the best policy of a
   family that does not read the question's meaning (a constant answer, the candidate
   the prompt offers at a position, a uniform pick among them; see
   :mod:`mint_envkit.rollouts.baselines`), each guess judged the way the env judges a
@@ -13,29 +14,29 @@ the time. Beside correctness an evaluation therefore reports, over the same prob
   (:func:`~mint_envkit.rollouts.judging.judged_answers`; an env whose reward needs a
   model or a sandbox: by its ``check``, and where that says nothing, by
   :func:`answer_key`).
-- ``answers/judged_by``: what "right" means in these figures: ``correct`` (the env's
+- ``judged_by``: what "right" means in these figures: ``correct`` (the env's
   own ``correct``) or ``reward`` (the env reports none, as a plain-function reward:
   a reply is right when it earns what the correct reply earns), and then
-  ``answers/reward_correct``, the share of replies right by that rule.
-- ``answers/beats_baseline``: 1.0 when correctness beats that baseline beyond noise (a
+  ``reward_correct``, the share of replies right by that rule.
+- ``beats_baseline``: correctness beats that baseline beyond noise (a
   one-sided paired test over problems, :func:`~mint_envkit.rollouts.baselines.beats`).
-- ``answers/distinct``, ``answers/entropy`` (nats), ``answers/top_share``: how many
+- ``distinct``, ``entropy`` (nats), ``top_share``: how many
   distinct parsed answers, their entropy, and the share of all replies taken by the
-  most common value (an unparsed reply counts as the value ``None``); ``answers/top``
+  most common value (an unparsed reply counts as the value ``None``); ``top``
   is that value.
-- ``answers/position``, ``answers/position_share``, ``answers/position_concentrated``:
+- ``position``, ``position_share``, ``position_concentrated``:
   the position among the prompt's candidates the answers take most, its share, and
   whether they concentrate there while the references do not.
-- ``answers/truncated``: the share of replies cut off at the token limit.
-- ``answers/concentrated``: 1.0 when the most common value is an answer (not the
+- ``truncated``: the share of replies cut off at the token limit.
+- ``concentrated``: the most common value is an answer (not the
   unparsed replies: that is a format failure, shown by the parse and truncation rates)
   and ``top_share >= 0.8``, while the references take at least two values and the most
   common reference's share is below 0.8.
-- ``answers/collapse``: 1.0 when the answers concentrate on one value or one position,
-  or when correctness is above 0 and not above the baseline (a trivial policy explains it).
+- ``collapse``: the answers concentrate on one value or one position,
+  or correctness is above 0 and not above the baseline (a trivial policy explains it).
 
 The computation (:func:`answer_figures`) is pure; :func:`rollout_answers` reads its
-input from rollouts, and :func:`answer_metrics` gives the loop's prefixed metrics.
+input from rollouts.
 
 Example::
 
@@ -43,7 +44,7 @@ Example::
 
     groups = [AnswerGroup(reference="no", parsed=["no"], correct=[True]),
               AnswerGroup(reference="yes", parsed=["no"], correct=[False])]
-    answer_figures(groups)["answers/collapse"]   # 1.0
+    answer_figures(groups).collapse   # True
 """
 
 from __future__ import annotations
@@ -61,36 +62,7 @@ from mint_envkit.errors import ConfigError
 from mint_envkit.parsers import as_number
 from mint_envkit.rollouts.baselines import beats, best_baseline, position_figures
 from mint_envkit.rollouts.types import GroupRollout, Trajectory
-
-ANSWER_KEYS = (
-    "answers/baseline_correct",
-    "answers/distinct",
-    "answers/entropy",
-    "answers/top_share",
-    "answers/truncated",
-    "answers/concentrated",
-    "answers/position_share",
-    "answers/position_reference_share",
-    "answers/position_concentrated",
-    "answers/beats_baseline",
-    "answers/collapse",
-    "answers/reward_correct",
-)
-"""The numeric answer figures, in report order (the text ones are :data:`ANSWER_TEXTS`).
-
-Example::
-
-    "answers/collapse" in ANSWER_KEYS   # True
-"""
-
-ANSWER_TEXTS = ("answers/baseline_name", "answers/top", "answers/position", "answers/judged_by")
-"""The answer figures that are text: the best baseline's name, the most common answer,
-the most common position, what "right" means (``correct`` or ``reward``).
-
-Example::
-
-    "answers/baseline_name" in ANSWER_TEXTS   # True
-"""
+from mint_envkit.runs.record import AnswerFigures
 
 CONCENTRATED_SHARE = 0.8
 """The share of replies on one value (and the most common reference's ceiling) of the rule.
@@ -98,7 +70,7 @@ CONCENTRATED_SHARE = 0.8
 Example::
 
     # not run: needs the answer figures of an evaluation
-    figures["answers/top_share"] >= CONCENTRATED_SHARE
+    answer_figures(groups).top_share >= CONCENTRATED_SHARE
 """
 
 
@@ -228,23 +200,23 @@ def _diversity(groups: Sequence[AnswerGroup], n: int) -> dict[str, Any]:
     entropy = sum(c / total * math.log(total / c) for c in answered.values()) if total else 0.0
     top_key, top_count = counts.most_common(1)[0]
     return {
-        "answers/distinct": len(answered),
-        "answers/entropy": entropy,
-        "answers/top_share": top_count / n,
-        "answers/top": spelled[top_key],
+        "distinct": len(answered),
+        "entropy": entropy,
+        "top_share": top_count / n,
+        "top": spelled[top_key],
     }
 
 
-def _concentrated(groups: Sequence[AnswerGroup], top_share: float) -> float:
+def _concentrated(groups: Sequence[AnswerGroup], top_share: float) -> bool:
     references: Counter[str] = Counter()
     for group in groups:
         key = answer_key(group.reference)
         if key is not None:
             references[key] += len(group.parsed)
     if len(references) < 2:
-        return 0.0
+        return False
     reference_share = max(references.values()) / sum(references.values())
-    return float(top_share >= CONCENTRATED_SHARE and reference_share < CONCENTRATED_SHARE)
+    return top_share >= CONCENTRATED_SHARE and reference_share < CONCENTRATED_SHARE
 
 
 def _per_problem_correct(groups: Sequence[AnswerGroup]) -> list[float] | None:
@@ -253,14 +225,14 @@ def _per_problem_correct(groups: Sequence[AnswerGroup]) -> list[float] | None:
     return [sum(bool(f) for f in g.correct) / len(g.correct) for g in groups]
 
 
-def answer_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
-    """The answer figures of these groups: :data:`ANSWER_KEYS` and :data:`ANSWER_TEXTS`.
+def answer_figures(groups: Sequence[AnswerGroup]) -> AnswerFigures:
+    """The answer figures of these groups.
 
     A figure that cannot be computed is None: the baseline when a problem has no
     reference answer; ``beats_baseline`` also when a reply has no ``correct``; the
     diversity figures and ``concentrated`` when the env logs no parsed answers; the
     position figures when too few answers name a candidate of the prompt; every
-    figure when there are no replies. ``collapse`` is 1.0 when ``concentrated`` or
+    figure when there are no replies. ``collapse`` is True when ``concentrated`` or
     ``position_concentrated`` is, or when correctness (over the same replies) is
     above 0 and not above the baseline.
 
@@ -269,61 +241,85 @@ def answer_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
         no, yes = (AnswerGroup(reference=r, parsed=["no"], correct=[r == "no"])
                    for r in ("no", "yes"))
         figures = answer_figures([no, no, yes])
-        figures["answers/baseline_correct"], figures["answers/baseline_name"]
-        # (0.666..., "constant 'no'")
-        figures["answers/collapse"]   # 1.0: correct 2/3 is the always-"no" baseline
+        figures.baseline_correct, figures.baseline_name   # (0.666..., "constant 'no'")
+        figures.collapse   # True: correct 2/3 is the always-"no" baseline
     """
     groups = [g for g in groups if g.parsed]
-    out: dict[str, Any] = dict.fromkeys((*ANSWER_KEYS, *ANSWER_TEXTS))
     n = sum(len(g.parsed) for g in groups)
     if n == 0:
-        return out
-    out["answers/truncated"] = sum(sum(bool(t) for t in g.truncated) for g in groups) / n
+        return AnswerFigures()
+    out: dict[str, Any] = {"truncated": sum(sum(bool(t) for t in g.truncated) for g in groups) / n}
     baseline = best_baseline(groups)
     correct = _correct(groups, n)
     if baseline is not None:
-        out["answers/baseline_correct"] = baseline.correct
-        out["answers/baseline_name"] = baseline.name
+        out.update(baseline_correct=baseline.correct, baseline_name=baseline.name)
     reasons: list[bool] = []
     if any(g.reports_parsed for g in groups):
         out.update(_diversity(groups, n))
         # Unparsed replies are a format failure (shown by the parse and truncation
         # rates), not a collapse onto one answer.
-        top_is_an_answer = out.get("answers/top") is not None
-        concentrated = _concentrated(groups, out["answers/top_share"])
-        out["answers/concentrated"] = concentrated if top_is_an_answer else 0.0
-        reasons.append(out["answers/concentrated"] == 1.0)
+        out["concentrated"] = out["top"] is not None and _concentrated(groups, out["top_share"])
+        reasons.append(out["concentrated"])
         out.update(position_figures(groups))
-        reasons.append(out["answers/position_concentrated"] == 1.0)
+        reasons.append(out.get("position_concentrated") is True)
     bases = {g.judged_by for g in groups}
-    out["answers/judged_by"] = next((b for b in ("reward", "correct") if b in bases), None)
-    if out["answers/judged_by"] == "reward":
-        out["answers/reward_correct"] = correct
+    out["judged_by"] = next((b for b in ("reward", "correct") if b in bases), None)
+    if out["judged_by"] == "reward":
+        out["reward_correct"] = correct
     model = _per_problem_correct(groups)
     if baseline is not None and correct is not None and model is not None:
-        out["answers/beats_baseline"] = float(beats(model, baseline.per_problem)[0])
+        out["beats_baseline"] = beats(model, baseline.per_problem)[0]
         reasons.append(0.0 < correct <= baseline.correct)
-    out["answers/collapse"] = float(any(reasons)) if reasons else None
-    return out
+    out["collapse"] = any(reasons) if reasons else None
+    return AnswerFigures(**out)
 
 
-def answer_metrics(figures: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    """The answer figures as the loop's metrics, ``<prefix>/all/answers/...``.
-
-    The numeric ones, and the best baseline's name (``answers/baseline_name``, text);
-    figures that could not be computed (None, see :func:`answer_figures`) are left out.
+def success_figures(
+    rollouts: Sequence[GroupRollout], metric: str, baseline: Any | None
+) -> dict[str, Any]:
+    """A game's answer figures: the share of its episodes won by ``metric`` (each judged
+    by :func:`~mint_envkit.rollouts.judging.is_right`, the one rule), beside ``baseline``,
+    the best trivial game policy (a
+    :class:`~mint_envkit.rollouts.game_policies.GameBaseline` played on the same
+    problems, in the same order), whether it beats it beyond noise and whether success
+    above 0 is no more than it (``collapse``).
 
     Example::
 
-        # not run: needs an evaluation's rollouts and groups
-        answer_metrics(answer_figures(rollout_answers(rollouts, groups)), "test/env")
-        # {'test/env/all/answers/baseline_correct': 0.575, ..., 'test/env/all/answers/collapse': 1.0}
+        # not run: needs a game's rollouts and its baseline
+        success_figures(rollouts, "solved", best)["success"]   # 0.25
     """
-    keys = (*ANSWER_KEYS, "answers/baseline_name")
-    return {f"{prefix}/all/{key}": figures[key] for key in keys if figures.get(key) is not None}
+    from mint_envkit.rollouts.judging import ReplyScore, is_right
+
+    per_problem: list[float] = []
+    won = episodes = 0
+    for rollout in rollouts:
+        if rollout.error is not None or not rollout.trajectories:
+            continue
+        verdicts = [
+            bool(
+                is_right(
+                    ReplyScore.of_step("", t.total_reward, t.metrics, {}, success=metric), None
+                )
+            )
+            for t in rollout.trajectories
+        ]
+        per_problem.append(sum(verdicts) / len(verdicts))
+        won, episodes = won + sum(verdicts), episodes + len(verdicts)
+    out: dict[str, Any] = {
+        "success_metric": metric,
+        "success": won / episodes if episodes else None,
+    }
+    if baseline is None or baseline.success is None or not episodes:
+        return out
+    out["baseline_correct"], out["baseline_name"] = baseline.success, baseline.name
+    if len(per_problem) == len(baseline.per_problem):
+        out["beats_baseline"] = beats(per_problem, baseline.per_problem)[0]
+    out["collapse"] = 0.0 < out["success"] <= baseline.success
+    return out
 
 
-def collapse_note(figures: Mapping[str, Any], correct: float | None) -> str | None:
+def collapse_note(figures: AnswerFigures, correct: float | None) -> str | None:
     """A one-line warning when ``figures`` flag a collapse, else None.
 
     Example::
@@ -331,28 +327,27 @@ def collapse_note(figures: Mapping[str, Any], correct: float | None) -> str | No
         collapse_note(answer_figures(groups), 0.575)
         # "answers collapse: 100% of replies are 'no'; correct 0.575 does not beat ..."
     """
-    if figures.get("answers/collapse") != 1.0:
+    if not figures.collapse:
         return None
     parts = []
-    if figures.get("answers/concentrated") == 1.0:
-        share, top = figures["answers/top_share"], figures.get("answers/top")
-        # a figure read back from the loop's metrics has no top answer (text stays out)
-        what = "unparsed" if top is None else f"{_short(top)!r}"
-        if "answers/top" not in figures:
-            what = "one answer"
-        parts.append(f"{share:.0%} of replies are {what}")
-    if figures.get("answers/position_concentrated") == 1.0:
+    if figures.concentrated and figures.top_share is not None:
+        # a figure read back from an older run's metrics has no top answer
+        what = "one answer" if figures.top is None else f"{_short(figures.top)!r}"
+        parts.append(f"{figures.top_share:.0%} of replies are {what}")
+    if figures.position_concentrated and figures.position_share is not None:
         parts.append(
-            f"{figures['answers/position_share']:.0%} of the answers are the "
-            f"{figures['answers/position']} candidate of the prompt (the references: "
-            f"{figures['answers/position_reference_share']:.0%})"
+            f"{figures.position_share:.0%} of the answers are the "
+            f"{figures.position} candidate of the prompt (the references: "
+            f"{figures.position_reference_share or 0.0:.0%})"
         )
-    baseline = figures.get("answers/baseline_correct")
+    baseline = figures.baseline_correct
     what = "correct"
-    if correct is None and figures.get("answers/reward_correct") is not None:
-        correct, what = figures["answers/reward_correct"], "earning the correct reply's reward"
+    if correct is None and figures.reward_correct is not None:
+        correct, what = figures.reward_correct, "earning the correct reply's reward"
+    if figures.success_metric is not None:  # a game: its success beside its trivial policies
+        correct, what = figures.success, figures.success_metric
     if correct is not None and baseline is not None and 0.0 < correct <= baseline:
-        name = figures.get("answers/baseline_name") or "a trivial policy"
+        name = figures.baseline_name or "a trivial policy"
         parts.append(
             f"{what} {correct:.3f} does not beat the best trivial baseline {baseline:.3f} ({name})"
         )

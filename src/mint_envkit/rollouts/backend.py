@@ -169,7 +169,7 @@ class _EmbeddedServer:
     async def start(self) -> str:
         from mint_envkit.local.engine.core import default_state_dir
         from mint_envkit.local.server import LocalServer
-        from mint_envkit.rollouts.files import check_writable
+        from mint_envkit.runs.files import check_writable
 
         check_writable(
             default_state_dir(), what="the local backend's state dir (MINT_ENVKIT_STATE_DIR)"

@@ -346,7 +346,7 @@ more than the references hold there) is a concentration on that position.
 
 Example::
 
-    {"answers/position_share": 0.725}["answers/position_share"] >= POSITION_SHARE   # True
+    0.725 >= POSITION_SHARE   # True: a position share of 72.5% is a concentration
 """
 
 POSITION_EXCESS = 0.2
@@ -370,30 +370,26 @@ def position_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
     For each kind of candidate, the replies whose parsed answer is one of the
     prompt's candidates are placed (``first``, ``second``, ...); the most common
     placement over all kinds is reported with its share, beside the share of the
-    references at the same placement. ``answers/position_concentrated`` is 1.0 when
-    that share is at least :data:`POSITION_SHARE` and :data:`POSITION_EXCESS` above the
-    references' (with at least 8 replies placed), else 0.0; None when too few
-    replies name a candidate. A kind whose candidates are the same on every problem
-    (``yes or no``) is left out: there a position is a constant answer, which the
-    concentration figures already see (option labels ``A``, ``B``... stay: they point
-    at texts that change).
+    references at the same placement (the fields ``position``, ``position_share``,
+    ``position_reference_share`` of :class:`~mint_envkit.runs.record.AnswerFigures`).
+    ``position_concentrated`` is True when that share is at least :data:`POSITION_SHARE`
+    and :data:`POSITION_EXCESS` above the references' (with at least 8 replies placed);
+    every one is None (the dict is empty) when too few replies name a candidate. A kind
+    whose candidates are the same on every problem (``yes or no``) is left out: there a
+    position is a constant answer, which the concentration figures already see (option
+    labels ``A``, ``B``... stay: they point at texts that change).
 
     Example::
 
         figures = position_figures(groups)   # the module example's
-        figures["answers/position"], figures["answers/position_concentrated"]  # ('first quoted', 0.0)
+        figures.get("position"), figures.get("position_concentrated")
+        # (None, None): too few replies name a candidate to call a position
     """
     from mint_envkit.rollouts.answers import answer_key
 
     def same(a: str, b: str) -> bool:
         return answer_key(a) == answer_key(b)
 
-    out: dict[str, Any] = {
-        "answers/position": None,
-        "answers/position_share": None,
-        "answers/position_reference_share": None,
-        "answers/position_concentrated": None,
-    }
     best: tuple[float, str, float] | None = None
     found = [prompt_candidates(group.prompt) for group in groups]
     for kind in ("quoted", "option", "option_text", "listed", "alternative", "number"):
@@ -421,14 +417,15 @@ def position_figures(groups: Sequence[AnswerGroup]) -> dict[str, Any]:
         if best is None or share - reference_share > best[0] - best[2]:
             best = (share, f"{place} {kind}", reference_share)
     if best is None:
-        return out
+        return {}
     share, where, reference_share = best
-    out["answers/position"] = where
-    out["answers/position_share"] = share
-    out["answers/position_reference_share"] = reference_share
-    concentrated = share >= POSITION_SHARE and share - reference_share >= POSITION_EXCESS
-    out["answers/position_concentrated"] = float(concentrated)
-    return out
+    return {
+        "position": where,
+        "position_share": share,
+        "position_reference_share": reference_share,
+        "position_concentrated": share >= POSITION_SHARE
+        and share - reference_share >= POSITION_EXCESS,
+    }
 
 
 def _short(text: str, limit: int = 40) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.checks import is_integer
 from mint_envkit.errors import BackendError, ConfigError
 
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -39,7 +40,7 @@ def _check_openai_model(_instance: Any, _attribute: Any, value: Any) -> None:
 
 
 def _positive(_instance: Any, attribute: Any, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < attribute.metadata["low"]:
+    if not is_integer(value) or value < attribute.metadata["low"]:
         raise ConfigError(
             f"{attribute.name} must be an integer >= {attribute.metadata['low']}, got {value!r}"
         )

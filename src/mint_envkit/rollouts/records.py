@@ -4,7 +4,7 @@ Example::
 
     from mint_envkit import DatasetBuilder, SingleTurnEnv
     from mint_envkit.rollouts import ScriptedPolicy
-    from mint_envkit.rollouts.files import RunFiles, read_jsonl
+    from mint_envkit.runs.files import RunFiles, read_jsonl
     from mint_envkit.rollouts.run import rollout_groups
 
     builder = DatasetBuilder(env=SingleTurnEnv, problems=[{"question": "2 + 3?", "answer": "5"}],
@@ -99,6 +99,8 @@ def rollout_records(
     rollouts: Sequence[GroupRollout],
     advantages: Mapping[int, Sequence[float]],
     split: str,
+    *,
+    max_tokens: int | None = None,
 ) -> list[dict[str, Any]]:
     """The ``rollouts.jsonl`` lines of one step: one per episode, one per failed group.
 
@@ -111,19 +113,23 @@ def rollout_records(
 
     ``advantages`` maps a group's position in ``rollouts`` to one advantage
     per episode (groups that do not train are absent: their episodes get
-    ``"advantage": None``).
+    ``"advantage": None``). ``max_tokens``, an evaluation's reply limit, goes in each
+    line: a step's evaluations of one split at several limits (the loop's uncut evals)
+    stay apart.
 
     Example::
 
         assert rollout_records(0, rollouts, {}, "test")[0]["reward"] == 1.0  # the module example's
     """
     records: list[dict[str, Any]] = []
+    limit = {} if max_tokens is None else {"max_tokens": max_tokens}
     for position, rollout in enumerate(rollouts):
         if rollout.error is not None:
             records.append(
                 {
                     "step": step,
                     "split": split,
+                    **limit,
                     "group": rollout.index,
                     "problem": rollout.problem,
                     "prompt": rollout.messages,
@@ -138,6 +144,7 @@ def rollout_records(
                 {
                     "step": step,
                     "split": split,
+                    **limit,
                     "group": rollout.index,
                     "member": member,
                     "problem": rollout.problem,

@@ -46,15 +46,16 @@ Example::
     # or from the MINT_RL_* variables (8 configs by default):
     sweep = Sweep.from_env(config, root="runs/arithmetic-sweep")
 
-:func:`interpolation_sweep` mixes checkpoints on a grid of coefficients (MinT's
-``interpolate_checkpoints``) and evaluates each mix, resumable the same way.
+:func:`interpolation_sweep` (from :mod:`mint_envkit.interpolation`, also named here)
+mixes checkpoints on a grid of coefficients (MinT's ``interpolate_checkpoints``) and
+evaluates each mix, resumable the same way.
 """
 
+from mint_envkit.interpolation.results import InterpolationSweep
+from mint_envkit.interpolation.run import interpolation_sweep
 from mint_envkit.sweep._answers import HeldOutAnswers, held_out_answers
 from mint_envkit.sweep._env import DEFAULT_GRID, grid_from_env, log_root_from_env
 from mint_envkit.sweep._grid import GridPoint, apply_fields
-from mint_envkit.sweep._interpolation import interpolation_sweep
-from mint_envkit.sweep._interpolation_results import InterpolationSweep
 from mint_envkit.sweep._rows import SummaryRow
 from mint_envkit.sweep._runner import Sweep, SweepResult
 from mint_envkit.sweep._summary import SweepSummary, load_summary

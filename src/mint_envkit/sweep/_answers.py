@@ -2,13 +2,12 @@
 
 Correctness alone cannot tell learning from majority-class collapse: on a yes/no env
 whose test answers are 57.5% "no", a model that answers "no" to everything is 57.5%
-correct. Each evaluation therefore logs, beside ``test/env/all/correct`` (and
-``test_final/env/all/correct`` after the last update), the ``answers/*`` metrics:
-``baseline_correct`` and ``baseline_name`` (the best trivial policy's correctness and
-name: a constant answer, the prompt's candidate at a position, a uniform pick), ``distinct``,
-``entropy``, ``top_share``, ``truncated``, ``concentrated``, ``beats_baseline`` and
-``collapse``. :func:`held_out_answers` reads them from a run's metrics, one
-evaluation's worth; runs written before these metrics existed give None for each.
+correct. Each held-out evaluation of a run therefore logs, beside its correctness, the
+answer figures of the run record (:class:`~mint_envkit.runs.record.AnswerFigures`: the
+best trivial policy's correctness and name, distinct answers, entropy, top share,
+truncation, concentration, whether correctness beats the baseline, collapse).
+:func:`held_out_answers` reads them from a run's metrics, one evaluation's worth; runs
+written before these figures existed give None for each.
 
 Example::
 
@@ -35,26 +34,7 @@ from typing import Any
 import attrs
 
 from mint_envkit.checks import is_integer, is_number
-
-ANSWER_METRICS = (
-    "baseline_correct",
-    "distinct",
-    "entropy",
-    "top_share",
-    "truncated",
-    "concentrated",
-    "beats_baseline",
-    "collapse",
-)
-"""The ``answers/*`` metrics of an evaluation, logged as ``<split>/env/all/answers/<name>``.
-
-Example::
-
-    keys = [f"test_final/env/all/answers/{name}" for name in ANSWER_METRICS]
-    assert keys[0] == "test_final/env/all/answers/baseline_correct"
-"""
-
-_SPLITS = ("test_final", "test")
+from mint_envkit.runs.record import FINAL, TEST, Figures, find_eval
 
 
 def _number(value: Any) -> float | None:
@@ -64,36 +44,8 @@ def _number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _flag(value: Any) -> bool | None:
-    """A 0/1 metric as a bool (True/False are accepted too); None when it is neither."""
-    if isinstance(value, bool):
-        return value
-    number = _number(value)
-    return None if number not in (0.0, 1.0) else number == 1.0
-
-
-def _count(value: Any) -> int | None:
-    number = _number(value)
-    return int(number) if number is not None and number >= 0 and number.is_integer() else None
-
-
-def _non_negative(value: Any) -> float | None:
-    number = _number(value)
-    return number if number is not None and number >= 0 else None
-
-
-def _rate(value: Any) -> float | None:
-    number = _number(value)
-    return number if number is not None and 0.0 <= number <= 1.0 else None
-
-
 def _fixed(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
-
-
-def _has_eval(line: Mapping[str, Any], split: str) -> bool:
-    prefix = f"{split}/env/all/"
-    return any(isinstance(key, str) and key.startswith(prefix) for key in line)
 
 
 @attrs.frozen
@@ -101,30 +53,26 @@ class HeldOutAnswers:
     """Held-out correctness before and after training, beside the best trivial baseline.
 
     Every figure is None when the run did not log it (an env without ``correct``,
-    no evaluation, or a run older than the ``answers/*`` metrics) or logged an odd
+    no evaluation, or a run older than the answer figures) or logged an odd
     value (a string, a null, a number out of range).
 
     Attributes:
         split: the evaluation read: ``"test_final"`` (after the last update),
-            ``"test"`` (the latest periodic evaluation, only with ``latest=True``)
-            or None (no evaluation).
+            ``"test"`` (the latest periodic evaluation, only with ``latest=True``),
+            ``"eval"`` (an evaluation's folder) or None (no evaluation).
         step: the step whose metrics line holds that evaluation.
-        correct_before: ``test/env/all/correct`` of the first step (before any update).
-        correct_after: ``correct`` of that evaluation.
-        baseline: ``answers/baseline_correct``: the best trivial policy's correctness
-            (of those that do not read the question's meaning: a constant answer, the
-            candidate the prompt offers at a position, a uniform pick among them).
-        baseline_name: ``answers/baseline_name``: that policy, in words
-            (``constant '28'``, ``second quoted``).
-        distinct: ``answers/distinct``: how many distinct parsed answers.
-        entropy: ``answers/entropy``, in nats.
-        top_share: ``answers/top_share``: the share of replies giving the most common answer.
-        truncated: ``answers/truncated`` (else the env's ``truncated`` metric): the
-            share of replies cut off at the token limit.
-        concentrated: ``answers/concentrated``.
-        beats_baseline: ``answers/beats_baseline``.
-        collapse: ``answers/collapse``.
-        top: ``answers/top``, the most common answer, when the run logged it as text.
+        correct_before: correctness of the first step's held-out eval (before any update).
+        correct_after: correctness of that evaluation.
+        baseline: the best trivial policy's correctness (of those that do not read the
+            question's meaning: a constant answer, the candidate the prompt offers at a
+            position, a uniform pick among them).
+        baseline_name: that policy, in words (``constant '28'``, ``second quoted``).
+        distinct: how many distinct parsed answers.
+        entropy: their entropy, in nats.
+        top_share: the share of replies giving the most common answer.
+        truncated: the share of replies cut off at the token limit.
+        concentrated, beats_baseline, collapse: the answer figures of those names.
+        top: the most common answer, when the run logged it.
 
     Example::
 
@@ -147,11 +95,52 @@ class HeldOutAnswers:
     collapse: bool | None = None
     top: str | None = None
 
+    @classmethod
+    def from_figures(
+        cls,
+        before: Figures | None,
+        after: Figures | None,
+        *,
+        split: str | None = None,
+        step: int | None = None,
+    ) -> HeldOutAnswers:
+        """The held-out answers of two evaluations' figures (the run record's): the first,
+        before any update, and the one read (``split`` at ``step``).
+
+        Example::
+
+            from mint_envkit.runs.record import AnswerFigures, Figures
+
+            after = Figures(correct=0.5, answers=AnswerFigures(baseline_correct=0.5))
+            HeldOutAnswers.from_figures(None, after, split="eval").flag   # '<= baseline'
+        """
+        correct_before = None if before is None else before.correct
+        if after is None:
+            return cls(correct_before=correct_before)
+        answers = after.answers
+        truncated = answers.truncated if answers.truncated is not None else after.truncated_rate
+        return cls(
+            split=split,
+            step=step,
+            correct_before=correct_before,
+            correct_after=after.correct,
+            baseline=answers.baseline_correct,
+            baseline_name=answers.baseline_name,
+            distinct=answers.distinct,
+            entropy=answers.entropy,
+            top_share=answers.top_share,
+            truncated=truncated,
+            concentrated=answers.concentrated,
+            beats_baseline=answers.beats_baseline,
+            collapse=answers.collapse,
+            top=answers.top,
+        )
+
     @property
     def at_or_below_baseline(self) -> bool:
         """Whether correctness does not beat the best trivial baseline.
 
-        ``answers/beats_baseline`` decides when it was logged; else
+        ``beats_baseline`` decides when it was logged; else
         ``correct_after <= baseline``. False when either is unknown.
 
         Example::
@@ -166,19 +155,31 @@ class HeldOutAnswers:
 
     @property
     def flag(self) -> str:
-        """``"COLLAPSE"``, ``"<= baseline"`` or ``""``: what the sweep table's Flag column says.
+        """What the sweep table's Flag column and the viewer say: ``"COLLAPSE"``,
+        ``"<= baseline"``, ``"not beyond noise"`` or ``""``.
 
-        ``COLLAPSE`` when ``answers/collapse`` is 1; else ``<= baseline`` when
-        correctness does not beat the baseline (see :attr:`at_or_below_baseline`).
+        ``COLLAPSE`` when the answers collapse; else, when correctness does not beat the
+        baseline (see :attr:`at_or_below_baseline`), ``<= baseline`` if it is at or below
+        it and ``not beyond noise`` if it is above it but not by more than the paired
+        test's noise.
 
         Example::
 
             assert HeldOutAnswers(collapse=True).flag == "COLLAPSE"
             assert HeldOutAnswers(correct_after=0.6, baseline=0.575).flag == ""
+            above = HeldOutAnswers(correct_after=0.281, baseline=0.125, beats_baseline=False)
+            assert above.flag == "not beyond noise"
         """
         if self.collapse:
             return "COLLAPSE"
-        return "<= baseline" if self.at_or_below_baseline else ""
+        if not self.at_or_below_baseline:
+            return ""
+        above = (
+            self.correct_after is not None
+            and self.baseline is not None
+            and self.correct_after > self.baseline
+        )
+        return "not beyond noise" if above else "<= baseline"
 
     @property
     def known(self) -> bool:
@@ -223,7 +224,7 @@ class HeldOutAnswers:
                 f"best trivial baseline {_fixed(self.baseline)} ({policy})"
                 + (", so the rise is no evidence of learning" if rise else "")
             )
-        return f"the {where}: " + ("; ".join(parts) or "answers/collapse is 1")
+        return f"the {where}: " + ("; ".join(parts) or "the answers collapse")
 
     def as_dict(self) -> dict[str, Any]:
         """The figures with ``flag``, ``known`` and ``note`` (:meth:`collapse_note`), JSON-ready.
@@ -244,11 +245,10 @@ def held_out_answers(
     """Read the held-out figures from a run's metrics, one merged line per step.
 
     ``history`` is :attr:`RunMetrics.history <mint_envkit.sweep._rows.RunMetrics>` (or
-    any list of metrics lines). The evaluation read is the final one
-    (``test_final/env/all/...``, after the last update); with ``latest=True`` a run
-    without one (still running, or stopped early) gives its latest periodic
-    evaluation (``test/env/all/...``) instead. ``correct_before`` is always the
-    first line's ``test/env/all/correct``.
+    any list of metrics lines). The evaluation read is the final one (after the last
+    update); with ``latest=True`` a run without one (still running, or stopped early)
+    gives its latest periodic evaluation instead. ``correct_before`` is always the
+    first line's held-out correctness.
 
     Example::
 
@@ -256,38 +256,12 @@ def held_out_answers(
         assert held_out_answers(history[:1]).split is None  # no evaluation after the updates
     """
     lines = [line for line in history if isinstance(line, Mapping)]
-    before = _rate(lines[0].get("test/env/all/correct")) if lines else None
-    found: tuple[str, Mapping[str, Any]] | None = None
-    for split in _SPLITS if latest else _SPLITS[:1]:
-        line = next((m for m in reversed(lines) if _has_eval(m, split)), None)
-        if line is not None:
-            found = (split, line)
-            break
-    if found is None:
-        return HeldOutAnswers(correct_before=before)
-    split, line = found
-    base = f"{split}/env/all/"
-
-    def answer(name: str) -> Any:
-        return line.get(f"{base}answers/{name}")
-
-    truncated = _rate(answer("truncated"))
-    step = line.get("step")
-    top = answer("top")
-    name = answer("baseline_name")
-    return HeldOutAnswers(
-        split=split,
-        step=step if is_integer(step) else None,
-        correct_before=before,
-        correct_after=_rate(line.get(f"{base}correct")),
-        baseline=_rate(answer("baseline_correct")),
-        baseline_name=name if isinstance(name, str) and name else None,
-        distinct=_count(answer("distinct")),
-        entropy=_non_negative(answer("entropy")),
-        top_share=_rate(answer("top_share")),
-        truncated=truncated if truncated is not None else _rate(line.get(f"{base}truncated")),
-        concentrated=_flag(answer("concentrated")),
-        beats_baseline=_flag(answer("beats_baseline")),
-        collapse=_flag(answer("collapse")),
-        top=top if isinstance(top, str) else None,
-    )
+    before = Figures.from_metrics(lines[0], TEST) if lines else None
+    for split in (FINAL, TEST) if latest else (FINAL,):
+        found = find_eval(lines, split, last=True)
+        if found is not None:
+            step = found[0].get("step")
+            return HeldOutAnswers.from_figures(
+                before, found[1], split=split, step=step if is_integer(step) else None
+            )
+    return HeldOutAnswers.from_figures(before, None)

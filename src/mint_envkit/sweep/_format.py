@@ -2,7 +2,7 @@
 
 Example::
 
-    assert text_grid([["KL", "Steps"], [fmt_kl(0.02), fmt_fixed(None, 3)]]) == "KL    Steps\\n0.02  -"
+    assert [fmt_kl(0.02), fmt_fixed(None, 3)] == ["0.02", "-"]
 """
 
 from __future__ import annotations
@@ -37,15 +37,6 @@ def fmt_fixed(value: float | None, digits: int) -> str:
         return "-"
     text = f"{value:.{digits}f}"
     return text.lstrip("-") if float(text) == 0 else text  # no "-0.000"
-
-
-def text_grid(rows: Sequence[Sequence[str]]) -> str:
-    """Rows of cells as left-aligned columns two spaces apart, without trailing spaces."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip()
-        for r in rows
-    )
 
 
 HELD_OUT_HEADERS = ("Corr before", "Corr after", "Baseline", "Trunc", "Distinct", "Flag")

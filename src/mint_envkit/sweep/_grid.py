@@ -31,7 +31,7 @@ import attrs
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl.agreement import BUILDER_OWNED, builder_value
 from mint_envkit.rl.config import Config, KLReferenceConfig, uses_kl_reference
-from mint_envkit.sweep._names import BUILDER_PREFIX, config_name, jsonable, key_order, short_hash
+from mint_envkit.runs.names import BUILDER_PREFIX, config_name, jsonable, key_order, short_hash
 
 # Config fields a grid cannot vary: the builder is replaced field by field,
 # and the sweep owns each run's log_path.

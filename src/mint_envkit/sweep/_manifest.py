@@ -13,7 +13,7 @@ Example::
     config = Config(dataset_builder=builder, log_path="unused")
 
     from mint_envkit.sweep import Sweep
-    from mint_envkit.sweep._store import read_manifest
+    from mint_envkit.runs.store import read_manifest
 
     sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep")
     root = Path(sweep.root)
@@ -47,9 +47,9 @@ from typing import Any
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.rl.config import Config
-from mint_envkit.rollouts.files import write_json_atomic
-from mint_envkit.sweep._names import jsonable
-from mint_envkit.sweep._store import MANIFEST, read_manifest, utc_now
+from mint_envkit.runs.files import write_json_atomic
+from mint_envkit.runs.names import jsonable
+from mint_envkit.runs.store import MANIFEST, read_manifest, utc_now
 
 _MANIFEST_FORMAT = 1
 

@@ -21,12 +21,13 @@ Example::
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mint_envkit.checks import is_integer
+from mint_envkit.runs.files import replacing
+from mint_envkit.runs.record import Figures
 from mint_envkit.sweep._format import baseline_names
 
 if TYPE_CHECKING:
@@ -76,9 +77,8 @@ def plot_rewards(summary: SweepSummary, path: Path) -> Path | None:
         if curves:
             _correct_curves(figure.add_subplot(lines, cols, cols + 2), rows, answers)
     figure.tight_layout()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
-    figure.savefig(tmp, dpi=100)
-    os.replace(tmp, path)
+    with replacing(path) as tmp:
+        figure.savefig(tmp, dpi=100)
     return path
 
 
@@ -230,17 +230,20 @@ def _baseline_label(answers: Sequence[HeldOutAnswers]) -> str:
     return f"best trivial baseline ({names})" if names else "best trivial baseline"
 
 
-def _eval_points(history: Sequence[Any], name: str) -> list[tuple[int, float]]:
-    """(updates before the eval, value) of a held-out metric: each eval, then the final one."""
-    from mint_envkit.sweep._answers import _number
+def _eval_points(
+    history: Sequence[Any], figure: Callable[[Figures], float | None]
+) -> list[tuple[int, float]]:
+    """(updates before the eval, value) of a held-out figure: each eval, then the final one."""
+    from mint_envkit.runs.record import FINAL, TEST
 
     points = []
     for m in history:
         step = m.get("step")
         if not is_integer(step):
             continue
-        for split, after in (("test", 0), ("test_final", 1)):
-            value = _number(m.get(f"{split}/env/all/{name}"))
+        for split, after in ((TEST, 0), (FINAL, 1)):
+            figures = Figures.from_metrics(m, split)
+            value = None if figures is None else figure(figures)
             if value is not None:
                 points.append((step + after, value))
     return points
@@ -253,13 +256,13 @@ def _correct_curves(
     from matplotlib.ticker import MaxNLocator
 
     for row, a in zip(rows, answers, strict=True):
-        points = _eval_points(row.metrics.history, "correct")
+        points = _eval_points(row.metrics.history, lambda f: f.correct)
         if not points:
             continue
         (line,) = axes.plot(
             [p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, label=row.name
         )
-        baseline = _eval_points(row.metrics.history, "answers/baseline_correct")
+        baseline = _eval_points(row.metrics.history, lambda f: f.answers.baseline_correct)
         if len(baseline) == 1:  # one evaluation logged it: across the config's curve
             span = (points[0][0], points[-1][0])
             baseline = [(span[0], baseline[0][1]), (span[1], baseline[0][1])]

@@ -37,9 +37,10 @@ from typing import Any
 import attrs
 
 from mint_envkit.checks import is_integer
-from mint_envkit.rollouts.files import read_jsonl
+from mint_envkit.runs.files import read_jsonl
+from mint_envkit.runs.record import FINAL, TEST, Figures
+from mint_envkit.runs.store import METRICS
 from mint_envkit.sweep._answers import HeldOutAnswers, _number, held_out_answers
-from mint_envkit.sweep._store import METRICS
 
 REWARD_KEY = "env/all/reward/total"
 """The metric shown as "Mean reward": the mean total reward of the final step.
@@ -56,23 +57,6 @@ Example::
 
     write_run("runs/sweep/t0p7")  # the module example's run
     assert read_run_metrics("runs/sweep/t0p7").final.get(CORRECT_KEY) == 0.0  # None if not logged
-"""
-
-EVAL_KEY = "test/env/all/reward/total"
-"""The held-out reward before the first update ("Eval before": step 0's test eval).
-
-Example::
-
-    write_run("runs/sweep/t0p7")  # the module example's run
-    assert read_run_metrics("runs/sweep/t0p7").history[0].get(EVAL_KEY) == -0.25
-"""
-FINAL_EVAL_KEY = "test_final/env/all/reward/total"
-"""The held-out reward after the last update ("Eval after"), on the same problems.
-
-Example::
-
-    write_run("runs/sweep/t0p7")  # the module example's run
-    assert read_run_metrics("runs/sweep/t0p7").final.get(FINAL_EVAL_KEY) == 0.1
 """
 
 
@@ -198,12 +182,14 @@ class SummaryRow:
             assert (row.eval_before, row.eval_after) == (-0.25, 0.1)
         """
         first = self.metrics.history[0] if self.metrics.history else {}
-        return _number(first.get(EVAL_KEY))
+        figures = Figures.from_metrics(first, TEST)
+        return None if figures is None else figures.mean_reward
 
     @property
     def eval_after(self) -> float | None:
         """The held-out reward after the last update, on the same problems, or None."""
-        return _number(self.metrics.final.get(FINAL_EVAL_KEY))
+        figures = Figures.from_metrics(self.metrics.final, FINAL)
+        return None if figures is None else figures.mean_reward
 
     @property
     def answers(self) -> HeldOutAnswers:

@@ -41,13 +41,13 @@ from mint_envkit.rollouts.backend import (
     resolve_connection,
     shared_local_backend,
 )
-from mint_envkit.rollouts.files import append_jsonl, check_writable, write_text_atomic
-from mint_envkit.rollouts.trackers import tracking_group
+from mint_envkit.runs.files import append_jsonl, check_writable, write_text_atomic
+from mint_envkit.runs.names import jsonable
+from mint_envkit.runs.store import METRICS, RESULTS, latest_results, utc_now
+from mint_envkit.runs.trackers import tracking_group
 from mint_envkit.sweep._env import grid_from_env, log_root_from_env
 from mint_envkit.sweep._grid import GridPoint, apply_fields, expand_grid, normalize_grid
 from mint_envkit.sweep._manifest import check_or_write_manifest, config_sha, exclusive
-from mint_envkit.sweep._names import jsonable
-from mint_envkit.sweep._store import METRICS, RESULTS, latest_results, utc_now
 from mint_envkit.sweep._summary import SweepSummary, build_summary
 
 Runner = Callable[[Config], Awaitable[Any] | Any]

@@ -37,6 +37,7 @@ Example::
 from __future__ import annotations
 
 import csv
+import io
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -45,6 +46,16 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.progress import text_table
+from mint_envkit.runs.files import write_text_atomic
+from mint_envkit.runs.store import (
+    MANIFEST,
+    METRICS,
+    SUMMARY_CSV,
+    SUMMARY_PNG,
+    latest_results,
+    read_manifest,
+)
 from mint_envkit.sweep._answers import _number
 from mint_envkit.sweep._format import (
     HELD_OUT_HEADERS,
@@ -54,19 +65,10 @@ from mint_envkit.sweep._format import (
     fmt_kl,
     fmt_value,
     held_out_cells,
-    text_grid,
 )
 from mint_envkit.sweep._rows import (
     SummaryRow,
     read_run_metrics,
-)
-from mint_envkit.sweep._store import (
-    MANIFEST,
-    METRICS,
-    SUMMARY_CSV,
-    SUMMARY_PNG,
-    latest_results,
-    read_manifest,
 )
 
 COLUMN_LABELS: Mapping[str, str] = {
@@ -164,7 +166,7 @@ class SweepSummary:
                     row.log_path,
                 ]
             )
-        main = text_grid([self._headers(), *body])
+        main = text_table([self._headers(), *body])
         held_out = self.held_out_table()
         return f"{main}\n\n{held_out}" if held_out else main
 
@@ -211,7 +213,7 @@ class SweepSummary:
             ]
             for row, a in zip(self.rows, answers, strict=True)
         ]
-        grid = text_grid([["Config", *HELD_OUT_HEADERS], *body])
+        grid = text_table([["Config", *HELD_OUT_HEADERS], *body])
         footnote = baseline_footnote(answers)
         return f"{HELD_OUT_TITLE}\n{grid}" + (f"\n{footnote}" if footnote else "")
 
@@ -249,13 +251,48 @@ class SweepSummary:
         """
         return sorted({key for row in self.rows for key in row.metrics.final})
 
-    def write_csv(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Write the table (raw values) plus every final-step metric as CSV.
+    def _csv_header(self, keys: list[str]) -> list[str]:
+        fixed = ["Name", *self._headers(), *HELD_OUT_HEADERS, "Seconds", "Error", "Baseline name"]
+        return [*fixed, *keys]
+
+    def csv_rows(self) -> list[dict[str, Any]]:
+        """The rows of ``summary.csv`` (raw values), one dict per config, column -> value.
 
         Columns: ``Name``, the table's columns, the held-out table's columns
         (``Corr before`` ... ``Flag``, raw values; empty for a run that did not log them),
-        ``Seconds``, ``Error``, ``Baseline name`` (``answers/baseline_name``), then one column per final-step metric key.
-        Default path: ``ROOT/summary.csv``.
+        ``Seconds``, ``Error``, ``Baseline name`` (the best trivial baseline's), then one
+        column per final-step metric key. ``mint-envkit summary --json`` prints them.
+
+        Example::
+
+            # summary: the module example's, of one config
+            assert summary.csv_rows()[0]["Name"] == "t0p7"
+        """
+        keys = self.metric_keys()
+        header = self._csv_header(keys)
+        out = []
+        for row in self.rows:
+            answers = row.answers
+            values = [
+                row.name,
+                *(row.settings.get(key, "") for key in _FIXED),
+                *(row.params.get(key, "") for key in self.extra_columns),
+                *("" if value is None else value for value, _ in _measured(row)),
+                row.status,
+                row.log_path,
+                *("" if value is None else value for value, _ in held_out_cells(answers)),
+                answers.flag,
+                "" if row.seconds is None else row.seconds,
+                row.error or "",
+                answers.baseline_name or "",
+                *(row.metrics.final.get(key, "") for key in keys),
+            ]
+            out.append(dict(zip(header, values, strict=True)))
+        return out
+
+    def write_csv(self, path: str | os.PathLike[str] | None = None) -> Path:
+        """Write :meth:`csv_rows` as CSV (whole or not at all). Default path:
+        ``ROOT/summary.csv``.
 
         Example::
 
@@ -263,39 +300,13 @@ class SweepSummary:
             assert summary.write_csv() == Path("summary.csv")  # in the summary's root
         """
         path = Path(self.root) / SUMMARY_CSV if path is None else Path(path)
-        keys = self.metric_keys()
-        header = [
-            "Name",
-            *self._headers(),
-            *HELD_OUT_HEADERS,
-            "Seconds",
-            "Error",
-            "Baseline name",
-            *keys,
-        ]
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(header)
-            for row in self.rows:
-                answers = row.answers
-                writer.writerow(
-                    [
-                        row.name,
-                        *(row.settings.get(key, "") for key in _FIXED),
-                        *(row.params.get(key, "") for key in self.extra_columns),
-                        *("" if value is None else value for value, _ in _measured(row)),
-                        row.status,
-                        row.log_path,
-                        *("" if value is None else value for value, _ in held_out_cells(answers)),
-                        answers.flag,
-                        "" if row.seconds is None else row.seconds,
-                        row.error or "",
-                        answers.baseline_name or "",
-                        *(row.metrics.final.get(key, "") for key in keys),
-                    ]
-                )
-        os.replace(tmp, path)
+        rows = self.csv_rows()
+        header = self._csv_header(self.metric_keys())
+        text = io.StringIO()
+        writer = csv.writer(text)
+        writer.writerow(header)
+        writer.writerows([list(row.values()) for row in rows])
+        write_text_atomic(path, text.getvalue())
         return path
 
     def write_png(self, path: str | os.PathLike[str] | None = None) -> Path | None:

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mint_envkit.rollouts.files import read_jsonl
+from mint_envkit.runs.files import read_jsonl
 from mint_envkit.sweep._answers import _number
 from mint_envkit.sweep._format import fmt_fixed
 from mint_envkit.sweep._rows import SummaryRow
@@ -97,7 +97,9 @@ def _checkpoint(row: SummaryRow) -> str:
         return "no checkpoint recorded"
     last = records[-1]
     path = last.get("sampler_path") or last.get("state_path") or "?"
-    return f"checkpoint {last.get('name', '?')} at step {last.get('step', '?')}: {path}"
+    # our loop records the steps done as "step"; tinker-cookbook's loop as "batch"
+    step = last.get("step", last.get("batch", "?"))
+    return f"checkpoint {last.get('name', '?')} at step {step}: {path}"
 
 
 def _trained(row: SummaryRow) -> str:

@@ -8,17 +8,15 @@
 ``rollouts.jsonl`` records have split ``eval`` (``eval:<split>`` when both splits
 ran) and the problem's index as ``group``. The viewer reads ``DIR`` as a sweep of those
 runs; this module gives it what the run format leaves out: each episode's problem
-(the secret of a guessing game is in no message) and the figures read as a final
-held-out evaluation, so the runs table, the collapse banner and the baseline show
-them as they do for a training run.
+(the secret of a guessing game is in no message). Its figures are read as a held-out
+evaluation's (:class:`~mint_envkit.runs.record.Figures` of split ``eval``), so the runs
+table, the collapse banner and the baseline show them as they do for a training run.
 
 Example::
 
-    from mint_envkit.view.evals import held_out_line, problems_by_label
+    from mint_envkit.view.evals import is_eval_line, problems_by_label
 
-    held_out_line({"step": 0, "eval/correct": 0.5, "eval/answers/baseline_correct": 0.6})
-    # {'step': 0, 'test_final/env/all/correct': 0.5,
-    #  'test_final/env/all/answers/baseline_correct': 0.6}
+    is_eval_line({"step": 0, "eval/correct": 0.5})   # True
 """
 
 from __future__ import annotations
@@ -26,54 +24,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-EVAL_PREFIX = "eval/"
-"""The prefix of an evaluation's figures in its ``metrics.jsonl`` (``eval/correct``).
-
-Example::
-
-    "eval/pass@1".startswith(EVAL_PREFIX)   # True
-"""
-
-_HELD_OUT = {"correct": "correct", "mean_reward": "reward/total"}
+from mint_envkit.runs.record import EVAL, FINAL, TEST, is_eval_row
 
 
 def is_eval_line(line: Mapping[str, Any]) -> bool:
-    """Whether a metrics line is an evaluation's: ``eval/`` keys and no training eval.
+    """Whether a metrics line is an evaluation's: its figures and no training eval's.
 
     Example::
 
         is_eval_line({"step": 0, "eval/correct": 0.5})           # True
         is_eval_line({"step": 0, "test/env/all/correct": 0.5})   # False
     """
-    keys = [k for k in line if isinstance(k, str)]
-    return any(k.startswith(EVAL_PREFIX) for k in keys) and not any(
-        k.startswith(("test/", "test_final/")) for k in keys
-    )
-
-
-def held_out_line(line: Mapping[str, Any]) -> dict[str, Any]:
-    """An evaluation's metrics line with its figures under the final held-out eval's keys.
-
-    ``eval/correct`` -> ``test_final/env/all/correct``, ``eval/mean_reward`` ->
-    ``.../reward/total``, ``eval/answers/x`` -> ``.../answers/x``, so
-    :func:`~mint_envkit.sweep.held_out_answers` reads an evaluation as it reads a run's
-    final one. Other keys are dropped.
-
-    Example::
-
-        held_out_line({"step": 0, "eval/answers/collapse": 1.0})
-        # {'step': 0, 'test_final/env/all/answers/collapse': 1.0}
-    """
-    out: dict[str, Any] = {"step": line.get("step")}
-    for key, value in line.items():
-        if not isinstance(key, str) or not key.startswith(EVAL_PREFIX):
-            continue
-        name = key[len(EVAL_PREFIX) :]
-        if name.startswith("answers/"):
-            out[f"test_final/env/all/{name}"] = value
-        elif name in _HELD_OUT:
-            out[f"test_final/env/all/{_HELD_OUT[name]}"] = value
-    return out
+    return is_eval_row(line, EVAL) and not any(is_eval_row(line, s) for s in (TEST, FINAL))
 
 
 def problems_by_label(lines: Iterable[Mapping[str, Any]]) -> dict[str, dict[Any, Any]]:

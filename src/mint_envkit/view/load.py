@@ -1,7 +1,7 @@
 """Reading a run or a sweep directory into the data the viewer embeds.
 
 A *run* directory holds ``metrics.jsonl``, ``rollouts.jsonl``,
-``config.json`` and ``checkpoints.jsonl`` (see :mod:`mint_envkit.rollouts.files`);
+``config.json`` and ``checkpoints.jsonl`` (see :mod:`mint_envkit.runs.files`);
 a *sweep* directory holds ``sweep.json`` and ``results.jsonl`` and one run
 directory per config (see ``docs/sweep.md``). A directory with neither but
 with run directories inside is read as a sweep of those runs. An evaluation's
@@ -37,16 +37,12 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.rollouts.files import read_jsonl
-from mint_envkit.sweep import held_out_answers
+from mint_envkit.evaluation.claims import run_claim_of
+from mint_envkit.runs.files import read_jsonl
+from mint_envkit.runs.record import DERIVED, EVAL, FINAL_UNCUT, Figures, find_eval, is_text_figure
+from mint_envkit.sweep import HeldOutAnswers, held_out_answers
 from mint_envkit.view.chunks import finite_number, step_chunks, step_of
-from mint_envkit.view.evals import (
-    EVAL_PREFIX,
-    held_out_line,
-    is_eval_line,
-    problem_of,
-    problems_by_label,
-)
+from mint_envkit.view.evals import is_eval_line, problem_of, problems_by_label
 
 RUN_FILES = ("metrics.jsonl", "rollouts.jsonl", "config.json")
 """The files whose presence marks a directory as a run directory.
@@ -64,11 +60,6 @@ Example::
 
     name = "constant 'no'"[:TEXT_LIMIT]
 """
-
-_DERIVED = {
-    "env/all/parse_failure_rate": ("env/all/parsed", "1 - env/all/parsed"),
-    "test/env/all/parse_failure_rate": ("test/env/all/parsed", "1 - test/env/all/parsed"),
-}
 
 
 @attrs.frozen
@@ -150,23 +141,6 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _tolerant_jsonl(path: Path, unreadable: list[str]) -> list[dict[str, Any]]:
-    """``read_jsonl``, line by line, for a file with a line json itself cannot take."""
-    lines = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):  # not JSON, 5,000 digits, 100,000 brackets
-            obj = None
-        if isinstance(obj, dict):
-            lines.append(obj)
-        else:
-            unreadable.append(line)
-    return lines
-
-
 def read_lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
     """The JSON objects of a ``.jsonl`` file; a line that is not one is skipped and noted.
 
@@ -180,11 +154,7 @@ def read_lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
         lines = read_lines(Path("runs/demo/metrics.jsonl"), notes)
     """
     unreadable: list[str] = []
-    try:
-        lines = read_jsonl(path, unreadable=unreadable)
-    except (ValueError, RecursionError):
-        unreadable = []
-        lines = _tolerant_jsonl(path, unreadable)
+    lines = read_jsonl(path, unreadable=unreadable)
     bad = len(unreadable)
     if bad:
         notes.append(
@@ -204,10 +174,6 @@ def _by_step(lines: Iterable[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return dict(sorted(by_step.items()))
 
 
-def _is_answer_text(key: Any, value: Any) -> bool:
-    return isinstance(value, str) and isinstance(key, str) and "answers/" in key
-
-
 def _text(value: Any) -> str | None:
     """A text figure (``answers/baseline_name``) as shown: at most TEXT_LIMIT characters."""
     if not isinstance(value, str):
@@ -224,20 +190,34 @@ def _curves(by_step: dict[int, dict[str, Any]]) -> dict[str, Any]:
     series = {
         key: [finite_number(by_step[s].get(key)) for s in steps] for key in keys if key != "step"
     }
-    named = sorted({k for row in by_step.values() for k, v in row.items() if _is_answer_text(k, v)})
-    texts = {
-        key: [_text(by_step[s].get(key)) for s in steps] for key in named
-    }  # the baseline's name, the most common answer: for the tooltips
+    # the text figures (the baseline's name, the most common answer): for the tooltips
+    named = sorted(
+        {k for row in by_step.values() for k, v in row.items() if is_text_figure(k) and v}
+    )
+    texts = {key: [_text(by_step[s].get(key)) for s in steps] for key in named}
     derived: dict[str, str] = {}
-    for key, (source, label) in _DERIVED.items():
+    for key, (source, label) in DERIVED.items():
         if source in series and key not in series:
             series[key] = [None if v is None else 1 - v for v in series[source]]
             derived[key] = label
     return {"steps": steps, "series": series, "derived": derived, "texts": texts}
 
 
+def _eval_texts(merged: dict[int, dict[str, Any]], config: Any) -> None:
+    """An evaluation written before its line carried the text figures (the baseline's
+    name): they are taken from its ``config.json`` (its summary)."""
+    if not isinstance(config, dict):
+        return
+    named = Figures.from_summary(config)
+    for line in merged.values():
+        figures = Figures.from_metrics(line, EVAL)
+        if figures is not None:
+            line.update(figures.with_texts_of(named).metrics(EVAL))
+
+
 def _answers(merged: dict[int, dict[str, Any]], is_eval: bool) -> dict[str, Any]:
-    """The run's held-out answers (an evaluation's: its figures), with the baseline's name.
+    """The run's held-out answers (an evaluation's: its figures), with the baseline's name
+    shortened to :data:`TEXT_LIMIT`.
 
     Values no float can hold (10**400) are left out first.
     """
@@ -246,20 +226,31 @@ def _answers(merged: dict[int, dict[str, Any]], is_eval: bool) -> dict[str, Any]
         for line in merged.values()
     ]
     if is_eval:
-        lines = [held_out_line(line) for line in lines]
+        figures = Figures.from_metrics(lines[-1], EVAL) if lines else None
+        answers = HeldOutAnswers.from_figures(None, figures, split=EVAL, step=0).as_dict()
+        answers["baseline_name"] = _text(answers["baseline_name"])
+        return answers
     answers = held_out_answers(lines, latest=True).as_dict()
-    line = next((m for m in lines if m.get("step") == answers["step"]), {})
-    answers["baseline_name"] = _text(line.get(f"{answers['split']}/env/all/answers/baseline_name"))
+    claim = run_claim_of(lines)
+    if claim is not None and claim.cut_off:
+        # the headline is the pair measured where nothing is cut off; the cut-off one beside
+        cut = {
+            "before": claim.before.correct,
+            "after": claim.after.correct,
+            "truncated": claim.before.truncated_rate,
+            "max_tokens": claim.before.max_tokens,
+            "line": claim.line(),
+        }
+        if claim.uncut_before is not None and claim.uncut_after is not None:
+            final = find_eval(lines, FINAL_UNCUT, last=True)
+            step = None if final is None else final[0].get("step")
+            answers = HeldOutAnswers.from_figures(
+                claim.uncut_before, claim.uncut_after, split=FINAL_UNCUT, step=step
+            ).as_dict()
+            answers["max_tokens"] = claim.uncut_before.max_tokens
+        answers["cut_off"] = cut
+    answers["baseline_name"] = _text(answers["baseline_name"])
     return answers
-
-
-def _eval_names(merged: dict[int, dict[str, Any]], config: Any) -> None:
-    """An evaluation's baseline name from its ``config.json``, when its metrics lack it."""
-    name = config.get("answers/baseline_name") if isinstance(config, dict) else None
-    key = EVAL_PREFIX + "answers/baseline_name"
-    if isinstance(name, str) and not any(key in line for line in merged.values()):
-        for line in merged.values():
-            line[key] = name
 
 
 def _with_problems(lines: list[dict[str, Any]], problems: dict[Any, Any]) -> list[dict[str, Any]]:
@@ -313,7 +304,7 @@ def load_report_data(path: str | os.PathLike[str]) -> ReportData:
         config = _read_json(run_dir / "config.json")
         is_eval = bool(merged) and all(is_eval_line(line) for line in merged.values())
         if is_eval:  # an evaluation's checkpoint folder: its problems are in results.jsonl
-            _eval_names(merged, config)
+            _eval_texts(merged, config)
             if kind == "run" and (run_dir.parent / "results.jsonl").is_file():
                 problems = problems_by_label(read_lines(run_dir.parent / "results.jsonl", notes))
             rollout_lines = _with_problems(rollout_lines, problems.get(run_dir.name, {}))

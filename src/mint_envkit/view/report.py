@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import os
 import re
 import warnings
@@ -32,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from mint_envkit.runs.files import json_ready, write_text_atomic
 from mint_envkit.view.audit import audit_section, find_audit
 from mint_envkit.view.load import ReportData, load_report_data
 
@@ -54,16 +54,6 @@ _ESCAPES = {
 _ESCAPE = re.compile("[<>&\u2028\u2029]")
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 def script_json(data: Any) -> str:
     """``data`` as JSON that is safe inside a ``<script>`` element.
 
@@ -79,7 +69,7 @@ def script_json(data: Any) -> str:
     try:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError:  # a NaN or an infinity somewhere: rare, so only then walk the data
-        text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(json_ready(data), ensure_ascii=False, separators=(",", ":"))
     return _ESCAPE.sub(lambda m: _ESCAPES[m.group()], text)
 
 
@@ -90,8 +80,25 @@ def _asset(name: str) -> str:
 _BANNERS_EACH = 3  # more collapsed runs than this share one banner
 
 
+def _truncation_banners(runs: list[dict[str, Any]]) -> list[str]:
+    """One banner per run whose base model was cut off: the cut-off pair compares reply
+    lengths, and the page's headline is the pair measured where nothing is cut off."""
+    out = []
+    for run in runs:
+        answers = run.get("answers")
+        cut = answers.get("cut_off") if isinstance(answers, dict) else None
+        if isinstance(cut, dict) and isinstance(cut.get("line"), str):
+            name = html.escape(str(run.get("name")))
+            out.append(
+                f'<div class="banner truncated" role="alert"><b>Base truncated</b> {name}: '
+                f"{html.escape(cut['line'])}</div>"
+            )
+    return out
+
+
 def _banners(runs: Any) -> str:
-    """The collapse banner: one per run whose evaluation flags ``answers/collapse`` (or one for all).
+    """The collapse banner: one per run whose evaluation flags a collapse (or one for all),
+    and the truncation banner of each run whose base model was cut off.
 
     Written as markup here, its text escaped, so it shows even where the script does not run.
     """
@@ -109,10 +116,11 @@ def _banners(runs: Any) -> str:
             f"in {len(named)} of {len(runs)} runs: {names} (see the flag column below). "
             f"The first: {notes[0]}"
         ]
-    return "\n".join(
+    collapse = [
         f'<div class="banner collapse" role="alert"><b>Answer collapse</b> {note}</div>'
         for note in notes
-    )
+    ]
+    return "\n".join([*_truncation_banners(runs), *collapse])
 
 
 def render_html(
@@ -202,8 +210,6 @@ def write_report(
     audit, samples, audit_notes = find_audit(Path(run_dir))
     for note in audit_notes:
         warnings.warn(note, UserWarning, stacklevel=2)
-    page = render_html(data, audit=audit, samples=samples).encode("utf-8", errors="replace")
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(page)
-    os.replace(tmp, target)
+    page = render_html(data, audit=audit, samples=samples)
+    write_text_atomic(target, page.encode("utf-8", errors="replace").decode("utf-8"))
     return target

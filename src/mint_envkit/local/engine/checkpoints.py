@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from mint_envkit.checks import is_number
 from mint_envkit.local.models.loader import resolve_model_name
 
 from .checkpoint_files import check_factors, check_fits, read_meta, read_tensors
@@ -102,7 +103,7 @@ def meta_gain(meta: dict[str, Any], path: str) -> float:
         assert meta_gain({"lora": {}}, "tinker://run/weights/a") == 1.0
     """
     gain = meta.get("gain", 1.0)
-    if isinstance(gain, bool) or not isinstance(gain, int | float) or not 0 <= gain < float("inf"):
+    if not is_number(gain) or not 0 <= gain < float("inf"):
         raise EngineError(
             f"checkpoint {path!r} is unreadable: its meta.json's gain is {gain!r}, not a "
             "finite number >= 0; delete it and save it again"

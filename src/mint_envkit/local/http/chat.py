@@ -27,6 +27,7 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.checks import is_integer, is_number
 from mint_envkit.local.bounds import TEMPERATURE_MIN
 from mint_envkit.local.http.requests import ProtocolError
 
@@ -101,7 +102,7 @@ def _integer(body: Mapping[str, Any], key: str, low: int, high: int | None) -> i
     value = body.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_integer(value):
         raise _bad(f"{key} must be an integer, got {value!r}")
     if value < low or (high is not None and value > high):
         limit = f"from {low} to {high}" if high is not None else f"at least {low}"
@@ -113,7 +114,7 @@ def _number(body: Mapping[str, Any], key: str, default: float, low: float, high:
     value = body.get(key, default)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+    if not is_number(value) or value != value:
         raise _bad(f"{key} must be a number, got {value!r}")
     if not low <= value <= high:
         raise _bad(f"{key} must be from {low:g} to {high:g}, got {value!r}")

@@ -2,8 +2,11 @@
 // A run's `answers` is sweep.held_out_answers(...).as_dict() plus `baseline_name` (see
 // view/load.py): correct before and after, baseline, distinct, top_share, truncated, collapse,
 // flag. Any value may be null, and an older page's data may lack it: every figure is checked
-// before it is shown. The collapse banner is written into the page by view/report.py, so it
-// shows even without JavaScript.
+// before it is shown. The collapse and truncation banners are written into the page by
+// view/report.py, so they show even without JavaScript. When the run's base model was cut
+// off, `cut_off` holds the cut-off pair (before, after, truncated, max_tokens) and the
+// figures are those measured where nothing is cut off (at `max_tokens`): the headline is that
+// pair, the cut-off one beside it with its warning.
 // What a chart reads besides its own curve: the final held-out evaluation of a `test/...` chart
 // (its `test_final/...` value, drawn one step after the step it was logged at: its weights are
 // those after that step's update) and the baseline of a `.../correct` chart
@@ -18,6 +21,18 @@ function mevAnswers(deps) {
   const curvesOf = (run) => (run && typeof run.metrics === "object" && run.metrics ? run.metrics : {});
   const own = (obj, key) => (obj && typeof obj === "object" && Object.hasOwn(obj, key) ? obj[key] : undefined);
 
+  const pct = (v) => (num(v) === null ? "n/a" : `${(100 * v).toFixed(0)}%`);
+  // The cut-off pair beside the headline: its figures and the warning, in words.
+  function cutOff(a) {
+    const cut = a.cut_off && typeof a.cut_off === "object" ? a.cut_off : null;
+    if (!cut) return null;
+    const at = num(cut.max_tokens) === null ? "" : ` at ${cut.max_tokens} tokens`;
+    const where = num(a.max_tokens) === null ? "no reply limit where it is not was measured"
+      : `the figures above are at ${a.max_tokens} tokens, where it is not`;
+    return el("div", { class: "cutoff", title: typeof cut.line === "string" ? cut.line : null },
+      el("span", { class: "badge warn", text: `BASE TRUNCATED ${pct(cut.truncated)}` }),
+      el("span", { class: "muted", text: ` cut off${at}: ${show(cut.before)} → ${show(cut.after)}; ${where}` }));
+  }
   // The cells of the held-out columns; an evaluation's page has no "before" (before: false).
   function cells(run, before = true) {
     const a = of(run);
@@ -25,7 +40,7 @@ function mevAnswers(deps) {
       : typeof a.flag === "string" && a.flag ? el("span", { class: "badge warn", text: a.flag }) : null;
     const name = typeof a.baseline_name === "string" && a.baseline_name ? a.baseline_name : null;
     return [
-      before ? el("td", { class: "num", text: `${show(a.correct_before)} → ${show(a.correct_after)}` }) : null,
+      before ? el("td", { class: "num held" }, `${show(a.correct_before)} → ${show(a.correct_after)}`, cutOff(a)) : null,
       el("td", { class: "num", title: name }, show(a.baseline),
         name ? el("div", { class: "muted bname", text: name }) : null),
       ...["distinct", "top_share", "truncated"].map((k) => el("td", { class: "num", text: show(a[k]) })),

@@ -15,9 +15,11 @@
   const largestPass = (keys) => keys.filter((k) => /^eval\/pass@\d+$/.test(k))
     .sort((a, b) => Number(b.split("@")[1]) - Number(a.split("@")[1]))[0];
   const DEFAULTS = ["env/all/reward/total", "env/all/correct", "env/all/parse_failure_rate",
+    "health/truncated", "health/signal", "env/all/tools/calls_per_episode", "env/all/tools/valid",
     "kl_policy_base", /^(?!.*answers\/).*entropy/, "train/tokens", /(^|\/)tokens/, "time/step",
     "test/env/all/reward/total", "test/env/all/correct", "test/env/all/answers/top_share",
-    "eval/correct", largestPass, "eval/mean_reward", "eval/parse_failure_rate", "eval/answers/top_share"];
+    "eval/correct", largestPass, "eval/mean_reward", "eval/parse_failure_rate", "eval/answers/top_share",
+    "eval/answers/success", "eval/tools/calls_per_episode", "eval/tools/calling"];
   const $ = (id) => document.getElementById(id);
   const state = { run: 0, step: null, split: "", rmin: null, rmax: null, status: "",
     errors: false, search: "", page: 0, hidden: new Set(), metrics: [] };

@@ -9,11 +9,11 @@ import pytest
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation import evaluate
+from mint_envkit.interpolation import interpolation_sweep
+from mint_envkit.interpolation.run import interpolation_grid
 from mint_envkit.rendering import TINY_MODEL_NAME
 from mint_envkit.rollouts import BackendSettings, SamplingSettings
-from mint_envkit.rollouts.files import read_jsonl
-from mint_envkit.sweep import interpolation_sweep
-from mint_envkit.sweep._interpolation import interpolation_grid
+from mint_envkit.runs.files import read_jsonl
 from shared_envs import ArithmeticEnv
 
 PROBLEMS = [{"question": f"What is {i} + {i}?", "answer": str(2 * i)} for i in range(3)]
@@ -82,7 +82,7 @@ async def test_a_sweep_evaluates_every_point_and_resumes(
     assert [p.coefficients for p in result.points] == [(1.0, 0.0), (0.5, 0.5), (0.0, 1.0)]
     assert all(p.path and "/sampler_weights/interp-" in p.path for p in result.points)
     for p in result.points:
-        assert set(p.figures) >= {"mean_reward", "pass@1", "pass@2", "answers/baseline_correct"}
+        assert set(p.figures) >= {"mean_reward", "pass@1", "pass@2", "baseline"}
     table = result.table()
     assert "c1p0-0p0" in table and "pass@2" in table and "mean_reward" in table
     csv = (root / "interpolation.csv").read_text().splitlines()

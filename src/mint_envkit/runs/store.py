@@ -9,17 +9,28 @@ Layout::
       summary.png       written by the summary when matplotlib is installed
       <config name>/    one run: config.json, metrics.jsonl, checkpoints.jsonl, rollouts.jsonl
 
+A :class:`~mint_envkit.sweep.Sweep` writes them; an interpolation sweep
+(:mod:`mint_envkit.interpolation`) writes its ``results.jsonl`` the same way.
+
 Example::
 
-    # `runner`, `config` and `Sweep` as in the mint_envkit.sweep example
+    import json
+    from pathlib import Path
 
-    sweep = Sweep(base=config, grid={"temperature": [0.7, 1.0]}, root="runs/sweep",
-                  runner=runner, quiet=True)
-    await sweep.run()  # writes the files below (each example runs it again, in its own folder)
+    from mint_envkit.runs.files import append_jsonl
+    from mint_envkit.runs.store import MANIFEST, RESULTS, latest_results
 
-    from mint_envkit.sweep._store import latest_results
+    def tried_twice(root):  # what a sweep of one config, tried twice, leaves behind
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        (root / MANIFEST).write_text(json.dumps({"grid": {"temperature": [0.7]},
+                                                 "configs": [{"name": "t0p7"}]}))
+        append_jsonl(root / RESULTS, {"name": "t0p7", "status": "failed"})
+        append_jsonl(root / RESULTS, {"name": "t0p7", "status": "ok"})
+        return root
 
-    assert latest_results("runs/sweep")["t0p7"]["status"] == "ok"
+    root = tried_twice("runs/sweep")  # each example makes it again, in its own folder
+    assert latest_results(root)["t0p7"]["status"] == "ok"
 """
 
 from __future__ import annotations
@@ -31,41 +42,38 @@ from pathlib import Path
 from typing import Any
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.rollouts.files import read_jsonl
+from mint_envkit.runs.files import read_jsonl
 
 MANIFEST = "sweep.json"
 """File name of the sweep manifest in the sweep root.
 
 Example::
 
-    await sweep.run()  # the module example's sweep
-    assert json.loads((Path("runs/sweep") / MANIFEST).read_text())["grid"] == {
-        "temperature": [0.7, 1.0]}
+    root = tried_twice("runs/sweep")  # the module example's
+    assert json.loads((root / MANIFEST).read_text())["grid"] == {"temperature": [0.7]}
 """
 RESULTS = "results.jsonl"
 """File name of the per-attempt results log in the sweep root.
 
 Example::
 
-    await sweep.run()  # the module example's sweep
-    assert [r["status"] for r in read_jsonl(Path("runs/sweep") / RESULTS)] == ["ok", "ok"]
+    root = tried_twice("runs/sweep")  # the module example's
+    assert [r["status"] for r in read_jsonl(root / RESULTS)] == ["failed", "ok"]
 """
 METRICS = "metrics.jsonl"
 """File name of a run's per-step metrics in its log_path.
 
 Example::
 
-    await sweep.run()  # the module example's sweep
-    assert read_jsonl(Path("runs/sweep/t0p7") / METRICS)[-1]["env/all/reward/total"] == -0.1
+    (Path("runs/sweep/t0p7")).mkdir(parents=True)
+    append_jsonl(Path("runs/sweep/t0p7") / METRICS, {"step": 0, "env/all/reward/total": -0.1})
 """
 SUMMARY_CSV = "summary.csv"
 """File name of the summary table (CSV) in the sweep root.
 
 Example::
 
-    from mint_envkit.sweep import load_summary
-
-    await sweep.run()  # the module example's sweep; it ends by writing the summary
+    # not run: needs a finished sweep (load_summary writes the table)
     assert load_summary("runs/sweep").write_csv() == Path("runs/sweep") / SUMMARY_CSV
 """
 SUMMARY_PNG = "summary.png"
@@ -73,7 +81,7 @@ SUMMARY_PNG = "summary.png"
 
 Example::
 
-    await sweep.run()  # the module example's sweep
+    # not run: needs a finished sweep (its summary draws the plot)
     assert (Path("runs/sweep") / SUMMARY_PNG).is_file()  # with matplotlib installed
 """
 
@@ -96,8 +104,8 @@ def latest_results(root: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
 
     Example::
 
-        await sweep.run()  # the module example's sweep
-        assert latest_results("runs/sweep").get("t0p7", {}).get("status") == "ok"
+        root = tried_twice("runs/sweep")  # the module example's
+        assert latest_results(root).get("t0p7", {}).get("status") == "ok"
         assert latest_results("runs/no-sweep-here") == {}
     """
     records = read_jsonl(Path(root) / RESULTS)
@@ -117,8 +125,8 @@ def read_manifest(root: str | os.PathLike[str]) -> dict[str, Any] | None:
 
     Example::
 
-        await sweep.run()  # the module example's sweep
-        assert read_manifest("runs/sweep")["configs"][0]["name"] == "t0p7"
+        root = tried_twice("runs/sweep")  # the module example's
+        assert read_manifest(root)["configs"][0]["name"] == "t0p7"
         assert read_manifest("runs/no-sweep-here") is None
     """
     path = Path(root) / MANIFEST

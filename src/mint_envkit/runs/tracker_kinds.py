@@ -6,8 +6,8 @@ time (:meth:`log`: numbers as scalars, text where the tracker has text) and is
 closed. Each one imports its package when it opens, never before, so importing
 mint_envkit does not load a tracker. What a tracker must remember to continue its
 run after a resume (the W&B run id, the MLflow run id and store) it keeps in its
-``state`` dict, which :mod:`mint_envkit.rollouts.trackers` saves in the run
-directory. Use them through :func:`~mint_envkit.rollouts.trackers.open_trackers`.
+``state`` dict, which :mod:`mint_envkit.runs.trackers` saves in the run
+directory. Use them through :func:`~mint_envkit.runs.trackers.open_trackers`.
 
 Example::
 
@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
@@ -282,6 +283,10 @@ class MlflowTracker:
     def __init__(self, place: TrackerPlace, config: Mapping[str, Any], state: dict) -> None:
         from mlflow.tracking import MlflowClient
 
+        # quiet on the terminal: MLflow's and its migrations' INFO lines ("Creating initial
+        # MLflow database tables...") carry no prefix and would read as the kit's
+        for logger in ("mlflow", "alembic"):
+            logging.getLogger(logger).setLevel(logging.WARNING)
         uri = place.mlflow_uri()
         local = uri.startswith("sqlite:///") and not os.environ.get("MLFLOW_TRACKING_URI")
         if local:

@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from mint_envkit.errors import ConfigError, MissingExtraError
-from mint_envkit.rollouts.files import RunFiles
-from mint_envkit.rollouts.tracker_kinds import TensorBoardTracker, mlflow_key
-from mint_envkit.rollouts.trackers import (
+from mint_envkit.runs.files import RunFiles
+from mint_envkit.runs.tracker_kinds import TensorBoardTracker, mlflow_key
+from mint_envkit.runs.trackers import (
     STATE_FILE,
     TrackingGroup,
     open_trackers,
@@ -87,7 +87,7 @@ def test_importing_the_kit_imports_no_tracker():
     code = (
         "import sys, mint_envkit\n"
         "from mint_envkit.rl import Config\n"
-        "from mint_envkit.rollouts.trackers import open_trackers\n"
+        "from mint_envkit.runs.trackers import open_trackers\n"
         "from mint_envkit.sweep import Sweep\n"
         "from mint_envkit.evaluation import evaluate\n"
         "print(sorted(m for m in ('tensorboard', 'wandb', 'mlflow') if m in sys.modules))\n"
@@ -264,3 +264,15 @@ def test_a_run_reopened_within_the_second_is_read_after_the_old_one(tmp_path, mo
     files = sorted(p.name for p in (run / "tensorboard").iterdir())
     assert [name.rsplit(".", 1)[1] for name in files] == ["9", "10"]  # in the order written
     assert tensorboard_scalars(run, REWARD) == [(0, 0.75)]
+
+
+def test_mlflow_is_quiet_on_the_terminal(tmp_path, monkeypatch, capfd):
+    """MLflow's own INFO lines ("Creating initial MLflow database tables...") carry no
+    prefix: only the kit's line says where the tracking goes."""
+    offline_tracker_env(monkeypatch, tmp_path)
+    trackers = open_trackers(("mlflow",), tmp_path / "run", {"learning_rate": 1e-4})
+    trackers.log({"step": 0, "env/all/reward/total": 0.5}, step=0)
+    trackers.close()
+    err = capfd.readouterr().err
+    assert err.strip(), "the kit says where the tracking goes"
+    assert all(line.startswith("mint_envkit: ") for line in err.splitlines()), err

@@ -4,7 +4,7 @@ Example::
 
     import json
 
-    from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
+    from mint_envkit.interpolation.results import InterpolationPoint, InterpolationSweep
 
     def point(name, a, reward):  # what interpolation_sweep records for each grid point
         return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
@@ -28,8 +28,9 @@ from typing import Any
 
 import attrs
 
-from mint_envkit.rollouts.files import write_text_atomic
-from mint_envkit.sweep._store import utc_now
+from mint_envkit.progress import text_table
+from mint_envkit.runs.files import write_text_atomic
+from mint_envkit.runs.store import utc_now
 
 INTERPOLATION_MANIFEST = "interpolation.json"
 """The manifest of an interpolation sweep root.
@@ -51,14 +52,20 @@ INTERPOLATION_PNG = "interpolation.png"
 
 Example::
 
-    from mint_envkit.sweep._interpolation_plot import plot_interpolation
+    from mint_envkit.interpolation.plot import plot_interpolation
 
     plot_interpolation(result, Path(result.root) / INTERPOLATION_PNG)
     assert (Path(result.root) / INTERPOLATION_PNG).is_file()  # with matplotlib installed
 """
 
-FIGURES = ("mean_reward", "correct", "answers/baseline_correct", "parse_failure_rate")
-"""The figures of every point, besides ``pass@k`` for each k the evaluation reports."""
+FIGURES = ("mean_reward", "correct", "baseline", "parse_failure_rate")
+"""The figures of every point (``baseline``: the best trivial baseline's correctness),
+besides ``pass@k`` for each k the evaluation reports.
+
+Example::
+
+    "baseline" in FIGURES   # True
+"""
 
 
 @attrs.frozen
@@ -70,8 +77,8 @@ class InterpolationPoint:
         coefficients: one per sweep checkpoint.
         path: the interpolated sampler checkpoint (None when interpolation failed).
         status: ``"ok"`` or ``"error"`` (then ``error`` says why).
-        figures: ``mean_reward``, ``correct``, ``answers/baseline_correct``,
-            ``parse_failure_rate`` and ``pass@k`` for each reported k (None when
+        figures: ``mean_reward``, ``correct``, ``baseline`` (the best trivial
+            baseline's correctness), ``parse_failure_rate`` and ``pass@k`` for each reported k (None when
             the env reports no such figure).
 
     Example::
@@ -152,7 +159,7 @@ class InterpolationSweep:
 
         Example::
 
-            assert result.columns() == ["mean_reward", "correct", "answers/baseline_correct",
+            assert result.columns() == ["mean_reward", "correct", "baseline",
                                         "parse_failure_rate", "pass@1", "pass@4"]
         """
         ks = sorted(
@@ -178,10 +185,7 @@ class InterpolationSweep:
             cells = [_cell(p.figures.get(c)) for c in self.columns()]
             coefs = ", ".join(f"{c:g}" for c in p.coefficients)
             rows.append([p.name, coefs, *cells, p.status if p.error is None else "error"])
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        return "\n".join(
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows
-        )
+        return text_table(rows)
 
     def best(self, figure: str = "mean_reward") -> InterpolationPoint | None:
         """The finished point with the highest ``figure`` (None when no point has it).

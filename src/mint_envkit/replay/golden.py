@@ -38,18 +38,18 @@ from typing import Any
 
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.builders.group import GroupBuilder
-from mint_envkit.cli.replay import (
+from mint_envkit.errors import MintEnvkitError
+from mint_envkit.evaluation.spec import load_target
+from mint_envkit.progress import text_table
+from mint_envkit.replay.groups import (
     COMPARED,
     RecordedEpisode,
     RecordedGroup,
     outcome,
-    print_table,
     problem_label,
     replay_group,
     show,
 )
-from mint_envkit.errors import MintEnvkitError
-from mint_envkit.evaluation.spec import load_target
 from mint_envkit.rollouts.types import GroupRollout
 
 FORMAT = "mint-envkit golden transcripts"
@@ -99,6 +99,7 @@ def episode_records(
 
     Example::
 
+        # not run: `group` and `rollout` come from a scripted check of ArithmeticEnv
         records = episode_records(group, rollout, ["5", "0"], ArithmeticEnv)
         records[0]["reward"], records[0]["replies"]   # 1.0, ['5']
     """
@@ -247,6 +248,7 @@ def write_golden(
 
     Example::
 
+        # not run: `records` come from episode_records
         write_golden("golden.jsonl", target="examples/arithmetic_env.py:ArithmeticEnv",
                      records=records, produced_by=await fingerprint(ArithmeticEnv))
     """
@@ -302,6 +304,7 @@ def read_golden(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]
 
     Example::
 
+        # not run: reads your golden file
         header, records = read_golden("golden.jsonl")
         header["builder"], len(records)
     """
@@ -400,7 +403,7 @@ def _print_changes(lines: list[tuple[int, dict[str, Any]]], changes: list[Change
         (str(i), str(lines[i][0]), problem_label(lines[i][1]["problem"]), field, old, new)
         for i, field, old, new in changes
     ]
-    print_table(head, rows)
+    print(text_table([head, *rows], indent="  "))
 
 
 async def replay_golden(path: str | Path, *, target: str | None = None) -> int:
@@ -414,6 +417,7 @@ async def replay_golden(path: str | Path, *, target: str | None = None) -> int:
 
     Example::
 
+        # not run: reads your golden file
         code = await replay_golden("golden.jsonl")
     """
     header, lines = _read(Path(path))

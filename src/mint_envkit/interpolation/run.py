@@ -19,7 +19,7 @@ Layout::
 Example::
 
     # not run: needs two saved LoRA checkpoints (path_a, path_b) and a backend to mix and sample
-    from mint_envkit.sweep import interpolation_sweep
+    from mint_envkit.interpolation import interpolation_sweep
 
     result = await interpolation_sweep(
         "examples/arithmetic_env.py:ArithmeticEnv", model_name="mint-envkit/tiny-qwen3",
@@ -43,24 +43,26 @@ import attrs
 from mint_envkit.checks import is_number
 from mint_envkit.errors import BackendError, ConfigError
 from mint_envkit.evaluation.run import evaluate_many
-from mint_envkit.rollouts.backend import (
-    resolve_backend,
-    resolve_connection,
-    service_client,
-    shared_local_backend,
-)
-from mint_envkit.rollouts.files import append_jsonl, check_writable, write_text_atomic
-from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
-from mint_envkit.sweep._interpolation_plot import plot_interpolation
-from mint_envkit.sweep._interpolation_results import (
+from mint_envkit.evaluation.spec import SAMPLES
+from mint_envkit.interpolation.plot import plot_interpolation
+from mint_envkit.interpolation.results import (
     FIGURES,
     INTERPOLATION_MANIFEST,
     INTERPOLATION_PNG,
     InterpolationPoint,
     InterpolationSweep,
 )
-from mint_envkit.sweep._names import format_value, short_hash
-from mint_envkit.sweep._store import RESULTS, latest_results, utc_now
+from mint_envkit.rollouts.backend import (
+    resolve_backend,
+    resolve_connection,
+    service_client,
+    shared_local_backend,
+)
+from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
+from mint_envkit.runs.files import append_jsonl, check_writable, write_text_atomic
+from mint_envkit.runs.names import format_value, short_hash
+from mint_envkit.runs.record import Figures
+from mint_envkit.runs.store import RESULTS, latest_results, utc_now
 
 
 def _number(value: Any, where: str) -> float:
@@ -147,10 +149,20 @@ async def _interpolate(
     return str(response.path)
 
 
-def _figures(summary: Mapping[str, Any]) -> dict[str, float | None]:
-    out: dict[str, float | None] = {k: summary.get(k) for k in FIGURES}
-    for k, v in (summary.get("pass@") or {}).items():
-        out[f"pass@{k}"] = v
+def _figures(figures: Figures) -> dict[str, float | None]:
+    out = dict(
+        zip(
+            FIGURES,
+            (
+                figures.mean_reward,
+                figures.correct,
+                figures.answers.baseline_correct,
+                figures.parse_failure_rate,
+            ),
+            strict=True,
+        )
+    )
+    out.update({f"pass@{k}": v for k, v in figures.pass_at.items()})
     return out
 
 
@@ -161,7 +173,7 @@ async def interpolation_sweep(
     checkpoints: Sequence[str],
     grid: Sequence[Any],
     root: str | os.PathLike[str],
-    samples: int = 4,
+    samples: int = SAMPLES,
     sampling: SamplingSettings | None = None,
     backend: BackendSettings | None = None,
     split: str | None = None,
@@ -295,4 +307,4 @@ async def _run_point(
     except Exception as err:  # one bad point does not stop the sweep; the record says why
         message = f"{type(err).__name__}: {err}"
         return InterpolationPoint(name, coefs, path, "error", {}, message)
-    return InterpolationPoint(name, coefs, path, "ok", _figures(evaluated.summary))
+    return InterpolationPoint(name, coefs, path, "ok", _figures(evaluated.figures))

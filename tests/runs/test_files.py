@@ -7,14 +7,16 @@ import json
 import math
 import os
 import shutil
+import subprocess
 
 import pytest
 
 from mint_envkit.errors import ConfigError, MintEnvkitError
-from mint_envkit.rollouts.files import (
+from mint_envkit.runs.files import (
     RunFiles,
     append_jsonl,
     check_writable,
+    code_state,
     read_jsonl,
     write_json_atomic,
     write_text_atomic,
@@ -201,3 +203,40 @@ def test_forget_after_on_a_full_disk_keeps_the_old_file(tmp_path, monkeypatch):
 
 def _raise_erofs(*_args):
     raise OSError(errno.EROFS, "Read-only file system")
+
+
+def test_a_run_in_a_git_repository_records_its_commit_and_diff(tmp_path):
+    def git(*argv: str) -> str:
+        done = subprocess.run(
+            ["git", "-c", "user.email=t@t", "-c", "user.name=t", *argv],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q")
+    (repo / "env.py").write_text("REWARD = 1.0\n")
+    git("add", "env.py")
+    git("commit", "-q", "-m", "first")
+    (repo / "env.py").write_text("REWARD = 0.5\n")
+    files = RunFiles(tmp_path / "run")
+    files.ensure()
+
+    state = files.write_code_state(repo)
+
+    assert state is not None and state["commit"] == git("rev-parse", "HEAD") and state["dirty"]
+    assert json.loads((files.root / "git.json").read_text())["commit"] == state["commit"]
+    diff = (files.root / "code.diff").read_text()
+    assert "-REWARD = 1.0" in diff and "+REWARD = 0.5" in diff
+    # outside a repository: nothing is written
+    elsewhere = RunFiles(tmp_path / "other")
+    elsewhere.ensure()
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert code_state(outside) is None  # /tmp is in no repository
+    assert elsewhere.write_code_state(outside) is None
+    assert not (elsewhere.root / "code.diff").exists()

@@ -5,8 +5,8 @@ they scored) is rebuilt from an env class or a DatasetBuilder as it is now, its 
 are fed back through :class:`~mint_envkit.ScriptedPolicy` (the token-level path of
 training: rendered, parsed, stepped, group rewards) and each episode's new
 :data:`COMPARED` fields are compared with the recorded ones. Golden files
-(:mod:`.golden`) and a run's ``rollouts.jsonl`` (:mod:`.rescore`) only differ in where
-the groups come from.
+(:mod:`.golden`) and a run's ``rollouts.jsonl`` (:mod:`.runs`, :mod:`.rescore`) only
+differ in where the groups come from.
 
 Example::
 
@@ -159,19 +159,6 @@ def problem_label(problem: Mapping[str, Any]) -> str:
         text = json.dumps(problem, ensure_ascii=False, default=str)
     text = " ".join(text.split())
     return text if len(text) <= 40 else text[:39] + "…"
-
-
-def print_table(head: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> None:
-    """Print ``rows`` under ``head``, columns aligned (the last one left ragged).
-
-    Example::
-
-        print_table(("field", "changed"), [("reward", "2 of 3")])
-    """
-    widths = [max(len(row[c]) for row in [head, *rows]) for c in range(len(head) - 1)]
-    for row in [head, *rows]:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        print(indent + "  ".join([*cells, row[-1]]).rstrip())
 
 
 async def rebuild_group(target: Any, group: RecordedGroup) -> GroupBuilder:

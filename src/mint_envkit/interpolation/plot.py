@@ -7,7 +7,7 @@ best trivial baseline dashed.
 
 Example::
 
-    from mint_envkit.sweep._interpolation_results import InterpolationPoint, InterpolationSweep
+    from mint_envkit.interpolation.results import InterpolationPoint, InterpolationSweep
 
     def point(name, a, reward):  # what interpolation_sweep records for each grid point
         return InterpolationPoint(name=name, coefficients=(1 - a, a), path=f"ckpt/{name}",
@@ -21,12 +21,13 @@ Example::
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mint_envkit.runs.files import replacing
+
 if TYPE_CHECKING:
-    from mint_envkit.sweep._interpolation_results import InterpolationSweep
+    from mint_envkit.interpolation.results import InterpolationSweep
 
 
 def _series(result: InterpolationSweep) -> list[tuple[str, str, str]]:
@@ -34,7 +35,7 @@ def _series(result: InterpolationSweep) -> list[tuple[str, str, str]]:
     ks = [c for c in result.columns() if c.startswith("pass@")]
     lines = [("mean_reward", "mean reward", "-"), ("correct", "correct", "-")]
     lines += [(k, k, ":") for k in dict.fromkeys(ks[:1] + ks[-1:])]
-    lines.append(("answers/baseline_correct", "best trivial baseline", "--"))
+    lines.append(("baseline", "best trivial baseline", "--"))
     return lines
 
 
@@ -82,9 +83,8 @@ def plot_interpolation(result: InterpolationSweep, path: Path) -> Path | None:
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
-    figure.savefig(tmp, dpi=100)
-    os.replace(tmp, path)
+    with replacing(path) as tmp:
+        figure.savefig(tmp, dpi=100)
     return path
 
 

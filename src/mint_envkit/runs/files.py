@@ -2,7 +2,9 @@
 
 A run directory holds ``config.json``, ``metrics.jsonl`` (one line per
 step), ``checkpoints.jsonl`` (one line per checkpoint) and
-``rollouts.jsonl`` (one line per sampled episode). Lines are appended whole
+``rollouts.jsonl`` (one line per sampled episode); a run started inside a git
+repository also ``git.json`` (the commit, the branch, whether the tree was clean) and
+``code.diff`` (the uncommitted changes, as tinker-cookbook keeps them). Lines are appended whole
 (one ``write`` of the full line, then ``fsync``), so a crash never leaves
 half a line behind a finished step; a write that fails (disk full,
 read-only) is cut back to the file's old end and raises an error naming the
@@ -10,7 +12,7 @@ directory.
 
 Example::
 
-    from mint_envkit.rollouts.files import RunFiles
+    from mint_envkit.runs.files import RunFiles
 
     files = RunFiles("runs/demo")
     files.metrics()          # list of per-step dicts
@@ -25,6 +27,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from mint_envkit.errors import ConfigError, MintEnvkitError
 
 if TYPE_CHECKING:
-    from mint_envkit.rollouts.trackers import Trackers
+    from mint_envkit.runs.trackers import Trackers
 
 MIN_FREE_BYTES = 64 * 1024 * 1024
 """The free space a log or state directory needs before a run starts (64 MiB).
@@ -95,13 +98,20 @@ def _write_failed(path: Path, err: OSError) -> MintEnvkitError:
     )
 
 
-def _jsonable(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
+    """``value`` as JSON can hold it: NaN and infinities None, keys text, tuples lists,
+    anything else its ``repr``.
+
+    Example::
+
+        json_ready({"a": float("nan"), 1: (2, 3)})   # {'a': None, '1': [2, 3]}
+    """
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [json_ready(v) for v in value]
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return repr(value)
@@ -176,7 +186,7 @@ def append_jsonl_lines(path: str | os.PathLike[str], records: Sequence[Mapping[s
         assert read_jsonl("runs/demo/rollouts.jsonl") == [{"step": 0}, {"step": 0}]
     """
     if records:
-        _append(path, "".join(json.dumps(_jsonable(dict(r))) + "\n" for r in records).encode())
+        _append(path, "".join(json.dumps(json_ready(dict(r))) + "\n" for r in records).encode())
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
@@ -187,24 +197,48 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
         write_json_atomic("sweep.json", {"grid": {}})
         assert json.loads(Path("sweep.json").read_text()) == {"grid": {}}
     """
-    text = json.dumps(_jsonable(data), indent=2) + "\n"
+    text = json.dumps(json_ready(data), indent=2) + "\n"
     _replace_atomic(Path(path), text)
 
 
-def _replace_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file, then ``os.replace``; on failure remove it and raise."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary path beside ``path`` (its folder made) for a writer that needs a file
+    name (a figure's ``savefig``); when the block ends it replaces ``path`` whole, or, on
+    an error, is removed and ``path`` left as it was.
+
+    Raises:
+        MintEnvkitError: the directory is full or read-only (the message names it).
+
+    Example::
+
+        with replacing("plot.txt") as tmp:
+            tmp.write_text("drawn")
+        assert Path("plot.txt").read_text() == "drawn"
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        yield tmp
+        with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as err:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise _write_failed(path, err) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     _fsync_dir(path.parent)
+
+
+def _replace_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file, then ``os.replace``; on failure remove it and raise."""
+    with replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
@@ -222,14 +256,61 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     _replace_atomic(Path(path), text)
 
 
+GIT_TIMEOUT_S = 10.0
+"""How long each git call recording a run's code may take (seconds).
+
+Example::
+
+    GIT_TIMEOUT_S >= 1   # True
+"""
+
+_DIFF_LIMIT = 8 * 2**20  # a larger diff is cut, and says so
+
+
+def code_state(where: str | os.PathLike[str] = ".") -> dict[str, Any] | None:
+    """The git state of the repository ``where`` is in: ``commit``, ``branch``,
+    ``dirty`` (uncommitted changes to tracked files) and ``diff`` (them, against the
+    commit); None outside a repository or without git.
+
+    Example::
+
+        state = code_state()
+        state is None or len(state["commit"]) == 40   # True
+    """
+
+    def git(*argv: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *argv],
+                cwd=where,
+                capture_output=True,
+                text=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return None
+    diff = git("diff", "HEAD", "--no-color", "--no-ext-diff") or ""
+    if len(diff) > _DIFF_LIMIT:
+        diff = diff[:_DIFF_LIMIT] + f"\n# cut at {_DIFF_LIMIT} characters of {len(diff)}\n"
+    branch = (git("rev-parse", "--abbrev-ref", "HEAD") or "").strip() or None
+    return {"commit": commit.strip(), "branch": branch, "dirty": bool(diff), "diff": diff}
+
+
 def read_jsonl(
     path: str | os.PathLike[str], *, unreadable: list[str] | None = None
 ) -> list[dict[str, Any]]:
     """Every JSON object line of a ``.jsonl`` file ([] when it does not exist).
 
     Blank lines are ignored; a line that is not a JSON object (for example the
-    torn last line of a crashed writer) is skipped, and appended to
-    ``unreadable`` when a list is given.
+    torn last line of a crashed writer, or one JSON cannot take: a number of 5,000
+    digits, 100,000 nested brackets) is skipped, and appended to ``unreadable`` when a
+    list is given.
 
     Example::
 
@@ -246,7 +327,7 @@ def read_jsonl(
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, 5,000 digits, 100,000 brackets
             obj = None
         if isinstance(obj, dict):
             lines.append(obj)
@@ -256,7 +337,7 @@ def read_jsonl(
 
 
 def _rewrite(path: Path, records: list[dict[str, Any]]) -> None:
-    _replace_atomic(path, "".join(json.dumps(_jsonable(r)) + "\n" for r in records))
+    _replace_atomic(path, "".join(json.dumps(json_ready(r)) + "\n" for r in records))
 
 
 class RunFiles:
@@ -290,6 +371,23 @@ class RunFiles:
     def write_config(self, data: dict[str, Any]) -> None:
         """Write ``config.json`` (atomically)."""
         write_json_atomic(self.config, data)
+
+    def write_code_state(self, where: str | os.PathLike[str] = ".") -> dict[str, Any] | None:
+        """Write ``git.json`` and ``code.diff`` when ``where`` is inside a git repository:
+        the commit the run started from and the uncommitted changes; None (and nothing
+        written) outside one or without git.
+
+        Example::
+
+            files.write_code_state()   # None outside a git repository (files: the class's)
+        """
+        state = code_state(where)
+        if state is None:
+            return None
+        diff = state.pop("diff")
+        write_json_atomic(self.root / "git.json", state)
+        write_text_atomic(self.root / "code.diff", diff)
+        return state
 
     def metrics(self) -> list[dict[str, Any]]:
         """Every step's metrics."""
@@ -328,10 +426,10 @@ class RunFiles:
     ) -> Iterator[Trackers | None]:
         """Open the trackers ``loggers`` names (``Config.loggers``) for this run; inside,
         every :meth:`append_metrics` row goes to them too (see
-        :mod:`mint_envkit.rollouts.trackers`). No names: nothing is opened.
+        :mod:`mint_envkit.runs.trackers`). No names: nothing is opened.
 
         ``config`` is the run's hyperparameters; ``options`` are
-        :func:`~mint_envkit.rollouts.trackers.open_trackers`' (``name``, ``group``). The
+        :func:`~mint_envkit.runs.trackers.open_trackers`' (``name``, ``group``). The
         trackers are closed on the way out, as failed when the body raised.
 
         Example::
@@ -344,7 +442,7 @@ class RunFiles:
         if not names:
             yield None
             return
-        from mint_envkit.rollouts.trackers import open_trackers
+        from mint_envkit.runs.trackers import open_trackers
 
         trackers = open_trackers(names, self.root, config, **options)
         self.trackers = trackers

@@ -5,7 +5,7 @@
 'mint-envkit[wandb]'``), checked when the names are given (:func:`tracker_names`: a
 :class:`~mint_envkit.errors.MissingExtraError`), not at step 5. :func:`open_trackers`
 opens them for one run directory and returns a :class:`Trackers`; the loop does it
-through :meth:`RunFiles.tracking <mint_envkit.rollouts.files.RunFiles.tracking>`, so
+through :meth:`RunFiles.tracking <mint_envkit.runs.files.RunFiles.tracking>`, so
 every row appended to ``metrics.jsonl`` also goes to each tracker: numbers as scalars
 at the row's ``step``, text values (``.../answers/baseline_name``) as text where the
 tracker has text (TensorBoard, W&B; MLflow has none: skipped), anything else (None,
@@ -18,7 +18,7 @@ What is promised:
   ``log_path/wandb`` unless ``WANDB_MODE`` or ``WANDB_API_KEY`` is set (then W&B's own
   settings decide), ``WANDB_DIR`` moves it; MLflow in a SQLite store
   ``log_path/mlflow.db`` unless ``MLFLOW_TRACKING_URI`` is set. No account and no
-  network needed (the class docstrings in :mod:`mint_envkit.rollouts.tracker_kinds`).
+  network needed (the class docstrings in :mod:`mint_envkit.runs.tracker_kinds`).
 - **A resumed run continues its tracker runs**: ``log_path/trackers.json`` keeps the
   W&B run id, the MLflow run id and store, and each tracker's last logged step. A
   step logged before is never logged twice: W&B and MLflow keep what they have of it;
@@ -54,8 +54,9 @@ from typing import Any
 import attrs
 
 from mint_envkit.errors import ConfigError, MintEnvkitError, MissingExtraError
-from mint_envkit.rollouts.files import write_json_atomic
-from mint_envkit.rollouts.tracker_kinds import KINDS, TrackerPlace
+from mint_envkit.progress import say
+from mint_envkit.runs.files import write_json_atomic
+from mint_envkit.runs.tracker_kinds import KINDS, TrackerPlace
 
 TRACKERS = tuple(KINDS)
 """The trackers ``Config.loggers`` may name: ``("tensorboard", "wandb", "mlflow")``.
@@ -200,10 +201,6 @@ def split_row(row: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, str]]
     return scalars, texts
 
 
-def _say(message: str) -> None:
-    print(f"mint_envkit: {message}", file=sys.stderr, flush=True)
-
-
 class Trackers:
     """The open trackers of one run: :meth:`log` each metrics row, :meth:`close` at the end.
 
@@ -259,13 +256,13 @@ class Trackers:
             try:
                 tracker.close(failed=failed)
             except Exception as err:
-                _say(f"{tracker.name} tracking failed while closing ({type(err).__name__}: {err})")
+                say(f"{tracker.name} tracking failed while closing ({type(err).__name__}: {err})")
         self._open = []
         self._save()
 
     def _fail(self, tracker: Any, err: Exception, when: str) -> None:
         self._open.remove(tracker)
-        _say(
+        say(
             f"{tracker.name} tracking failed {when} ({type(err).__name__}: {err}); it is off "
             "for the rest of this run (metrics.jsonl has every step)"
         )
@@ -278,7 +275,7 @@ class Trackers:
         except MintEnvkitError as err:
             if not self._save_failed:
                 self._save_failed = True
-                _say(f"cannot save {STATE_FILE} ({err}); a resumed run may start new tracker runs")
+                say(f"cannot save {STATE_FILE} ({err}); a resumed run may start new tracker runs")
 
 
 def _read_state(path: Path) -> dict[str, dict]:
@@ -344,10 +341,10 @@ def open_trackers(
         try:
             opened.append(KINDS[tracker](place, hyperparameters, state.setdefault(tracker, {})))
         except Exception as err:  # a tracker that cannot start never stops the run
-            _say(
+            say(
                 f"could not start {tracker} tracking ({type(err).__name__}: {err}); the run "
                 "goes on without it (metrics.jsonl has every step)"
             )
     if opened:
-        _say("tracking to " + ", ".join(f"{t.name} ({t.where})" for t in opened))
+        say("tracking to " + ", ".join(f"{t.name} ({t.where})" for t in opened))
     return Trackers(opened, state, state_path)

@@ -2,11 +2,11 @@
 
 A run folder (a training run's ``log_path``, an evaluation's ``<label>/`` folder, a
 sweep's config folder) holds ``rollouts.jsonl`` (docs/rollouts.md) and ``config.json``.
-Each episode's line becomes a :class:`~mint_envkit.cli.replay.RecordedEpisode`: its
+Each episode's line becomes a :class:`~mint_envkit.replay.groups.RecordedEpisode`: its
 replies as the model wrote them (rebuilt from ``messages``: thinking, content and tool
 calls, in the renderer's format), the stop reasons (a reply cut off at the length limit
 is replayed cut off) and what it scored. Episodes of one group (same step, split and
-problem index) form a :class:`~mint_envkit.cli.replay.RecordedGroup`, with the model,
+problem index) form a :class:`~mint_envkit.replay.groups.RecordedGroup`, with the model,
 renderer and builder settings that ``config.json`` names. Failed groups' lines (no
 episodes) are counted and left out; a line that is not JSON (a crashed writer's torn
 last line) is counted and skipped.
@@ -29,10 +29,11 @@ from typing import Any
 import attrs
 
 from mint_envkit.builders.dataset import DatasetBuilder
-from mint_envkit.cli.replay import RecordedEpisode, RecordedGroup
+from mint_envkit.checks import is_integer
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.rendering.tool_calls import format_tool_calls
-from mint_envkit.rollouts.files import read_jsonl
+from mint_envkit.replay.groups import RecordedEpisode, RecordedGroup
+from mint_envkit.runs.files import read_jsonl
 
 BUILDER_SETTINGS = ("max_trajectory_tokens", "max_generation_tokens", "score_truncated")
 """The DatasetBuilder settings a training run's ``config.json`` gives an env class.
@@ -291,12 +292,13 @@ def read_run(
                 f"{path} has no records of split {split!r}; its splits: {', '.join(splits)}"
             )
     model, renderer, settings = _model(folder, target)
-    grouped: dict[tuple[int, str, int], list[tuple[int, dict[str, Any]]]] = {}
+    # a step may evaluate one split at several reply limits (the loop's uncut evals)
+    grouped: dict[tuple[Any, ...], list[tuple[int, dict[str, Any]]]] = {}
     for number, record in episodes:
-        key = (record["step"], record["split"], record["group"])
+        key = (record["step"], record["split"], record.get("max_tokens"), record["group"])
         grouped.setdefault(key, []).append((number, record))
     members = list(grouped.values())[:limit]
-    groups = [_group(path, m, model, renderer, settings) for m in members]
+    groups = [_group(path, m, model, renderer, _limited(settings, m)) for m in members]
     return RecordedRun(
         folder=folder,
         groups=groups,
@@ -307,6 +309,16 @@ def read_run(
         unreadable=len(unreadable),
         splits=splits,
     )
+
+
+def _limited(
+    settings: dict[str, Any], members: Sequence[tuple[int, dict[str, Any]]]
+) -> dict[str, Any]:
+    """The builder settings of a group, at the reply limit its records were sampled at."""
+    limit = members[0][1].get("max_tokens")
+    if is_integer(limit) and limit > 0:
+        return {**settings, "max_generation_tokens": limit}
+    return settings
 
 
 def _group(
