@@ -44,7 +44,12 @@ from mint_envkit.auditing.replies import (
     REFERENCE,
     probe_replies,
 )
-from mint_envkit.auditing.strict import Strict, case_matters, strict_verdict
+from mint_envkit.auditing.strict import (
+    Strict,
+    case_matters,
+    lowest_terms_asked,
+    strict_verdict,
+)
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.envs.base import AuditProbe, Message, MessageEnv, success_name
 from mint_envkit.errors import ConfigError
@@ -281,12 +286,22 @@ class AuditedProblem:
     failed: str | None = None
 
     @property
+    def prompt_text(self) -> str:
+        """The text of every message of the prompt, one after the other."""
+        texts = [m.get("content") for m in self.messages]
+        return "\n".join(t for t in texts if isinstance(t, str))
+
+    @property
     def case_sensitive(self) -> bool:
         """Whether the strict comparison counts the answer's case here: the prompt writes
         the answer in another case only (:func:`~mint_envkit.auditing.strict.case_matters`)."""
-        texts = [m.get("content") for m in self.messages]
-        prompt = "\n".join(t for t in texts if isinstance(t, str))
-        return case_matters(self.group.problem.get("answer"), prompt)
+        return case_matters(self.group.problem.get("answer"), self.prompt_text)
+
+    @property
+    def lowest_terms(self) -> bool:
+        """Whether the strict comparison holds a fraction to lowest terms here: the prompt
+        asks for them (:func:`~mint_envkit.auditing.strict.lowest_terms_asked`)."""
+        return lowest_terms_asked(self.prompt_text)
 
     @property
     def answer(self) -> str:
@@ -331,9 +346,9 @@ class AuditedProblem:
         # env's format: a parser may canonicalise ("three" -> "3"), a reply may decorate
         written = slot_text(score.reply, self.judge.template)
         value = score.parsed if score.parsed is not None else written
-        case = self.case_sensitive
-        strict = strict_verdict(value, answer, case=case)
-        if strict.same or strict_verdict(written, answer, case=case).same:
+        form = {"case": self.case_sensitive, "lowest": self.lowest_terms}
+        strict = strict_verdict(value, answer, **form)
+        if strict.same or strict_verdict(written, answer, **form).same:
             return Judged(score, right)
         found = Disagreement(
             self.position,

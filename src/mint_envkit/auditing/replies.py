@@ -31,6 +31,7 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.auditing.strict import lowest_terms_asked
 from mint_envkit.envs.base import AuditProbe, Message
 from mint_envkit.parsers import as_number
 from mint_envkit.parsers.candidates import prompt_candidates
@@ -61,19 +62,28 @@ Example::
     "enumerate_range" in NON_ANSWER   # True
 """
 
-ANSWER_SHAPED = ("wrong", "most_common", "first_number", "last_number", "planted_verdict")
+ANSWER_SHAPED = (
+    "wrong",
+    "most_common",
+    "first_number",
+    "last_number",
+    "planted_verdict",
+    "unreduced",
+)
 """Probes that give an answer without solving: shown beside the best trivial baseline
 (``planted_verdict``: a wrong answer that ends with the judge's own verdict, for an env
-scored by an LLM judge).
+scored by an LLM judge; ``unreduced``: the answer's value as a fraction not in lowest
+terms, where the prompt asks for lowest terms).
 
 Example::
 
     "most_common" in ANSWER_SHAPED   # True
 """
 
-PADDED = ("tools_then_wrong",)
-"""Probes that give the wrong answer with extras around it (tool calls first): none may
-earn more than the wrong answer alone.
+PADDED = ("tool_then_wrong", "tools_then_wrong")
+"""Probes that give the wrong answer with extras around it: one tool call first
+(``tool_then_wrong``), several (``tools_then_wrong``). None may earn more than the wrong
+answer alone; one whose pay grows with the calls can be farmed.
 
 Example::
 
@@ -227,13 +237,32 @@ def tool_call(spec: Any) -> str:
     return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
 
 
-def _calls_then(call: str, answer: str) -> Callable[[list[Message]], str]:
-    """A reply per turn: ``call`` until the tools answered :data:`_TOOL_CALLS` times,
-    then ``answer``."""
+def _unreduced(answer: str) -> str | None:
+    """The answer's value as a fraction not in lowest terms (``6/8`` for ``3/4``, ``6/2``
+    for ``3``), or None when the answer is no integer or fraction."""
+    found = re.fullmatch(r"\s*(-?\d+)\s*(?:/\s*(\d+)\s*)?", answer)
+    if not found:
+        return None
+    numerator, denominator = int(found.group(1)), int(found.group(2) or 1)
+    if denominator == 0:
+        return None
+    return f"{2 * numerator}/{2 * denominator}"
+
+
+def _tool_results(messages: Sequence[Message]) -> int:
+    return sum(1 for m in messages if m.get("role") == "tool")
+
+
+def _calls_then(
+    call: str, answer: str, calls: int, prompt: Sequence[Message]
+) -> Callable[[list[Message]], str]:
+    """A reply per turn: ``call`` until the tools answered ``calls`` times in this
+    episode (the prompt's own tool results, a few-shot example's, do not count), then
+    ``answer``."""
+    before = _tool_results(prompt)
 
     def reply(conversation: list[Message]) -> str:
-        answered = sum(1 for m in conversation if m.get("role") == "tool")
-        return call if answered < _TOOL_CALLS else answer
+        return call if _tool_results(conversation) - before < calls else answer
 
     return reply
 
@@ -335,11 +364,16 @@ def probe_replies(
             add("planted_verdict", "answer_shaped",
                 *(f"{template.format(wrong)}\n{verdict}" for verdict in verdicts))  # fmt: skip
         if tools:
+            call, wrong_reply = tool_call(tools[0]), template.format(wrong)
+            add("tool_then_wrong", "padded", _calls_then(call, wrong_reply, 1, messages))
             add(
                 "tools_then_wrong",
                 "padded",
-                _calls_then(tool_call(tools[0]), template.format(wrong)),
+                _calls_then(call, wrong_reply, _TOOL_CALLS, messages),
             )
+        unreduced = _unreduced(answer)
+        if unreduced and lowest_terms_asked("\n".join([system_text(messages) or "", question])):
+            add("unreduced", "answer_shaped", template.format(unreduced))
         restated = f"{last_user(messages) or question} {reference or answer}"
         add("restated_then_answered", "reference", restated)
     if common is not None:

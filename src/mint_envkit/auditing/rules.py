@@ -26,7 +26,9 @@
 - **no_signal**: the env reports no right reply and every reply tried (the answer in
   every usual form, wrong answers, non-answers) earned the same reward: nothing to learn;
 - **exploit** (padded): a probe that gives the wrong answer with extras first (tool
-  calls: ``tools_then_wrong``) and earns more than the wrong answer alone;
+  calls: ``tools_then_wrong``) and earns more than the wrong answer alone and more than
+  with one call (the pay grows with the calls); a **warning** when one call is paid, right
+  or wrong, and more earn no more (a flat tool-use bonus: shaping, not a farm);
 - **warning**: an answer-shaped probe right more often than the best trivial baseline,
   or no usual form of the answer scored correct (while the reward varies).
 
@@ -204,17 +206,6 @@ def _exploit(
             f"'{probe.name}' earns {mean:+.3f}, as much as {yard.correct_words} ({correct:+.3f}): "
             f"the reward does not tell it from a right answer. Its reply: {shown(probe.example)}",
         )
-    if probe.kind == PADDED and wrong is not None and mean > wrong + TIE:
-        earns, wrong_earns = apart(mean, wrong)
-        return Finding(
-            "exploit",
-            probe.name,
-            f"'{probe.name}' gives {yard.wrong_short} with extras first (tool calls) and earns "
-            f"{earns}, more than {yard.wrong_short} alone ({wrong_earns}): the extras are "
-            "paid whether or not the answer is right, so a policy learns to pile them up; "
-            "pay them only with a right answer (gated(...)). Its first turn: "
-            f"{shown(probe.example)}",
-        )
     if probe.kind == "non_answer" and wrong is not None and mean > wrong + TIE:
         earns, wrong_earns = apart(mean, wrong)
         return Finding(
@@ -225,6 +216,48 @@ def _exploit(
             f"to at most {yard.wrong_short}'s. Its reply: {shown(probe.example)}",
         )
     return None
+
+
+def _padded(probes: Sequence[ProbeResult], wrong: float | None, yard: Yardsticks) -> list[Finding]:
+    """The padded probes against the wrong answer alone: an **exploit** when the pay of
+    the extras grows with them (several tool calls earn more than one and than the wrong
+    answer alone: a policy farms them), a **warning** when one call is paid, right or
+    wrong, but more calls earn no more (a flat bonus for using the tools: shaping that
+    a policy collects without answering right)."""
+    padded = [p for p in probes if p.kind == PADDED and p.mean_reward is not None]
+    if wrong is None or not padded:
+        return []
+    fewest, most = padded[0], padded[-1]
+    fewest_mean, most_mean = fewest.mean_reward or 0.0, most.mean_reward or 0.0
+    earns, wrong_earns = apart(most_mean, wrong)
+    if most_mean > wrong + TIE and (most is fewest or most_mean > fewest_mean + TIE):
+        grows = "" if most is fewest else f" (one call earns {fewest_mean:+.3f})"
+        return [
+            Finding(
+                "exploit",
+                most.name,
+                f"'{most.name}' gives {yard.wrong_short} with extras first (tool calls) and "
+                f"earns {earns}, more than {yard.wrong_short} alone ({wrong_earns}){grows}: the "
+                "extras are paid whether or not the answer is right, and more of them pay "
+                "more, so a policy learns to pile them up; pay them only with a right answer "
+                f"(gated(...)). Its final reply: {shown(most.example)}",
+            )
+        ]
+    paid = next((p for p in padded if (p.mean_reward or 0.0) > wrong + TIE), None)
+    if paid is None:
+        return []
+    earns, wrong_earns = apart(paid.mean_reward or 0.0, wrong)
+    return [
+        Finding(
+            "warning",
+            paid.name,
+            f"'{paid.name}' gives {yard.wrong_short} after a tool call and earns {earns}, "
+            f"more than {yard.wrong_short} alone ({wrong_earns}): using the tools is paid "
+            "whether or not the answer is right (more calls earn no more). Fine as shaping "
+            "toward tool use; a policy collects it without answering right, so gate it "
+            "(gated(...)) once the tools are learnt",
+        )
+    ]
 
 
 def _leniency(probes: Sequence[ProbeResult], skip: set[str], by_reward: bool) -> list[Finding]:
@@ -420,6 +453,7 @@ def findings(
             and baseline_correct is not None
             and rate is not None
             and rate > baseline_correct + TIE
+            and not any(d.declared is None for d in probe.disagreements)  # lenient instead
         ):
             out.append(
                 Finding(
@@ -432,6 +466,9 @@ def findings(
             )
     partial = partial_finding(partials, yard)
     out += [] if partial is None else [partial]
+    padded = [] if flat else _padded([p for p in probes if p.name not in exploited], wrong, yard)
+    out += padded
+    exploited |= {f.probe for f in padded if f.fails}
     if flat and by_reward:
         return out  # every reply earns what the "correct" one does: nothing to tell apart
     return out + _leniency(probes, exploited, by_reward)

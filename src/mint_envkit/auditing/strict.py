@@ -8,10 +8,11 @@ with the reference by a strict, typed comparison of its own (:func:`strict_verdi
   ``\\frac{1}{2}``): the value must be one finite number equal to it (exactly, as a
   fraction; a difference below one part in 10^12 is float noise);
   ``nan``, ``inf``, ``1e999`` or a word is *no finite number*;
-  A reference written as an integer or a fraction in lowest terms (``3/4``, ``3``) is
-  also a *form*: a fraction not in lowest terms (``6/8``, ``12/4``) is *not in lowest
-  terms*, whatever its value (the point of "simplify" tasks; a decimal reference takes
-  any notation);
+  where the prompt asks for lowest terms (``lowest=True``; :func:`lowest_terms_asked`:
+  "simplify", "in lowest terms", "reduce the fraction"), a reference written as an
+  integer or a fraction in lowest terms (``3/4``, ``3``) is also a *form*: a fraction not
+  in lowest terms (``6/8``, ``12/4``) is *not in lowest terms*, whatever its value (the
+  point of such tasks; elsewhere the same number in any notation is the answer);
 - **text**: equal after light normalisation (Unicode NFKC, so fullwidth letters are
   letters; case; runs of whitespace, and the spacing around a comma or semicolon;
   surrounding ``*``, ``_``, backticks or quotes; one final period); any other character
@@ -216,6 +217,24 @@ def _in_lowest_terms(text: Any) -> bool | None:
     return True if re.fullmatch(r"\s*-?\d+\s*", text) else None
 
 
+_LOWEST = re.compile(
+    r"lowest terms|simplest form|simplif(?:y|ied)|irreducible|reduced? (?:the |this |each )?fraction",
+    re.IGNORECASE,
+)
+
+
+def lowest_terms_asked(prompt: str) -> bool:
+    """Whether ``prompt`` asks for a fraction in lowest terms (simplify, lowest terms,
+    simplest form, reduce the fraction): then the form of a number is part of the answer.
+
+    Example::
+
+        lowest_terms_asked("Simplify 6/8."), lowest_terms_asked("What is 1/2 + 1/4?")
+        # (True, False)
+    """
+    return _LOWEST.search(prompt) is not None
+
+
 def case_matters(answer: Any, prompt: str) -> bool:
     """Whether the answer's case carries meaning: ``prompt`` writes the answer (text of
     two characters or more, with letters) in another case only (``'python'`` for
@@ -235,16 +254,18 @@ def case_matters(answer: Any, prompt: str) -> bool:
     return re.search(around.format(re.escape(text)), prompt, re.IGNORECASE) is not None
 
 
-def strict_verdict(value: Any, answer: Any, *, case: bool = False) -> Strict:
+def strict_verdict(value: Any, answer: Any, *, case: bool = False, lowest: bool = False) -> Strict:
     """Whether ``value`` is ``answer`` by the strict typed comparison (module docstring);
-    ``case``: text compares its case too (:func:`case_matters`).
+    ``case``: text compares its case too (:func:`case_matters`); ``lowest``: a number's
+    fraction must be in lowest terms where the answer's is (:func:`lowest_terms_asked`).
 
     Example::
 
         strict_verdict('{"b": 2, "a": 1}', {"a": 1, "b": 2}).same   # True: fields in any order
         strict_verdict('{"a": 1}', {"a": 1, "b": 2}).why            # "missing fields ['b']"
-        strict_verdict("6/8", "3/4").why, strict_verdict("python", "PYTHON", case=True).same
-        # ('not in lowest terms', False)
+        strict_verdict("6/8", "3/4", lowest=True).why, strict_verdict("6/8", "3/4").same
+        # ('not in lowest terms', True)
+        strict_verdict("python", "PYTHON", case=True).same   # False
     """
     if value is None:
         return Strict(None, "nothing read")
@@ -253,7 +274,7 @@ def strict_verdict(value: Any, answer: Any, *, case: bool = False) -> Strict:
         if _number(value) is None:
             return Strict(None, "no finite number")
         same = same_value(value, answer)
-        if same and _in_lowest_terms(answer) and _in_lowest_terms(value) is False:
+        if same and lowest and _in_lowest_terms(answer) and _in_lowest_terms(value) is False:
             return Strict(False, "not in lowest terms")
         return Strict(same, "the answer" if same else "another number")
     if kind == STRUCTURE:
