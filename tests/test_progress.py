@@ -71,6 +71,28 @@ def test_the_phases_of_a_slow_unit_print_as_they_happen(monkeypatch):
     ]
 
 
+def test_a_phase_of_an_overlapping_unit_is_timed_from_its_own_start(monkeypatch):
+    """The loop samples step 1 while step 0 trains: step 1's phases count from step 1's
+    start (they said "2m25s into this step" for a step a second old)."""
+    clock = [1000.0]
+    monkeypatch.setattr("mint_envkit.progress.time.monotonic", lambda: clock[0])
+    out = io.StringIO()
+    with track("train runs/x", total=3, unit="steps", stream=out) as task:
+        task.phase("step 0: sampling", since=1000.0)
+        clock[0] += 145
+        task.phase("step 1: sampling", since=clock[0])  # step 0 is still the unit counted
+        clock[0] += 70
+        task.phase("step 1: scoring", since=1145.0)
+        task.phase("step 0: training", since=1000.0)
+    lines = [STAMP.sub("", line) for line in out.getvalue().splitlines()]
+    assert [line for line in lines if "into this step" in line] == [
+        "train runs/x: step 0: sampling (0s into this step)",
+        "train runs/x: step 1: sampling (0s into this step)",
+        "train runs/x: step 1: scoring (1m10s into this step)",
+        "train runs/x: step 0: training (3m35s into this step)",
+    ]
+
+
 def test_the_rate_and_eta_count_from_the_first_unit_however_slow():
     task_out = io.StringIO()
     with track("train", total=4, unit="steps", stream=task_out) as task:

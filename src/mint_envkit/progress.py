@@ -220,12 +220,15 @@ class Task:
         info = self._info()
         return ", ".join(parts) + (f"  {info}" if info else "")
 
-    def phase(self, text: str) -> None:
+    def phase(self, text: str, since: float | None = None) -> None:
         """Say what the unit under way is doing now (``step 3: sampling``), as it happens.
 
         On the live display it stands beside the count until the unit is done; as a
         line (with the unit's time so far) when units are slow: during the first unit,
         and after one that took ``MINT_ENVKIT_PROGRESS_EVERY_S`` (5 s) or more.
+        ``since`` (a ``time.monotonic()`` value) is when the unit the text names began,
+        where units overlap (a training loop samples step 2 while step 1 trains): its
+        time so far counts from there, not from the unit the count is on.
 
         Example::
 
@@ -235,7 +238,7 @@ class Task:
         if self.mode == "rich":
             _LIVE["progress"].update(self._rich_id, info=self._info(), pace=self.pace())
         elif self.mode == "plain" and (self.done == self._first or self._last_unit_s >= _every_s()):
-            took = _clock(time.monotonic() - self._unit_start)
+            took = _clock(time.monotonic() - (self._unit_start if since is None else since))
             self._line(f"{self.label}: {text} ({took} into this {self.unit.rstrip('s')})")
 
     def advance(self, n: int = 1, detail: str | None = None, **fields: Any) -> None:

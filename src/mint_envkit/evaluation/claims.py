@@ -182,14 +182,7 @@ class LearningClaim:
             f"among parsed {_pct(content_rate(before))} -> {_pct(content_rate(after))}) at "
             f"{limit} tokens (base truncated {_pct(before.truncated_rate)})"
         )
-        baseline = after.answers.baseline_correct
-        if baseline is not None:
-            verdict = {True: "beats", False: "does not beat"}.get(
-                after.answers.beats_baseline, "is not compared with"
-            )
-            name = after.answers.baseline_name or "trivial policy"
-            text += f"; after {verdict} the best trivial baseline {_pct(baseline)} ({name})"
-        return text
+        return text + _baseline_clause(after, "trivial policy", "baseline")
 
     def _game_part(self, before: Figures, after: Figures, metric: str, limit: Any) -> str:
         b, a = before.answers.success, after.answers.success
@@ -198,14 +191,7 @@ class LearningClaim:
             f"{_reward(before.mean_reward)} -> {_reward(after.mean_reward)} at {limit} tokens "
             f"(base truncated {_pct(before.truncated_rate)})"
         )
-        baseline = after.answers.baseline_correct
-        if baseline is not None:
-            verdict = {True: "beats", False: "does not beat"}.get(
-                after.answers.beats_baseline, "is not compared with"
-            )
-            name = after.answers.baseline_name or "trivial game policy"
-            text += f"; after {verdict} the best trivial game policy {_pct(baseline)} ({name})"
-        return text
+        return text + _baseline_clause(after, "trivial game policy", "game policy")
 
     def line(self) -> str:
         """The claim in words: the gain, split in format and content, the truncation of the
@@ -348,3 +334,15 @@ def run_claim_of(
     uncut_after = Figures.from_metrics(last[0], FINAL_UNCUT)
     pair = None if uncut_before is None or uncut_after is None else (uncut_before, uncut_after)
     return learning_claim(before, after, pair)
+
+
+def _baseline_clause(after: Figures, unnamed: str, what: str) -> str:
+    """ "; after beats the best trivial <what> 57.5% (<name>)", or "" without a baseline."""
+    baseline = after.answers.baseline_correct
+    if baseline is None:
+        return ""
+    verdict = {True: "beats", False: "does not beat"}.get(
+        after.answers.beats_baseline, "is not compared with"
+    )
+    name = after.answers.baseline_name or unnamed
+    return f"; after {verdict} the best trivial {what} {_pct(baseline)} ({name})"

@@ -185,13 +185,19 @@ def _eval_due(run: _Run, step: int) -> bool:
     return bool(every and run.test_data is not None and step % every == 0)
 
 
-def _phase(task: Task | None, step: int, what: str) -> None:
+def _phase(task: Task | None, step: int, what: str, since: float) -> None:
+    """``step N: what`` on the progress display, timed from step N's own start."""
     if task is not None:
-        task.phase(f"step {step}: {what}")
+        task.phase(f"step {step}: {what}", since=since)
 
 
 async def _sample_with_this_version(
-    run: _Run, step: int, pipeline: BatchPipeline, metrics: dict[str, Any], task: Task | None
+    run: _Run,
+    step: int,
+    pipeline: BatchPipeline,
+    metrics: dict[str, Any],
+    task: Task | None,
+    since: float,
 ) -> None:
     """The step's snapshot: the held-out eval when due, then the batches it samples."""
     # An unnamed (ephemeral) snapshot of weight version ``step``, requested
@@ -200,7 +206,7 @@ async def _sample_with_this_version(
     sampling_client = await pipeline.snapshot(step, run.training)
     if _eval_due(run, step):
         # before this version's training batches start: the engine never mixes the two
-        _phase(task, step, "held-out eval")
+        _phase(task, step, "held-out eval", since)
         metrics.update(await _evaluate(run, sampling_client, step))
         metrics["time/eval"] = time.monotonic() - t0
     pipeline.launch(step, sampling_client)
@@ -237,8 +243,8 @@ async def submit_step(
     # first, and the snapshot of this step's weights samples the later batches after it.
     ahead = pipeline.sampled_ahead(step)
     if not ahead:
-        await _sample_with_this_version(run, step, pipeline, metrics, task)
-    _phase(task, step, "sampling")
+        await _sample_with_this_version(run, step, pipeline, metrics, task, step_start)
+    _phase(task, step, "sampling", step_start)
     t0 = time.monotonic()
     prepared = await pipeline.take(step)
     metrics["time/sample"] = time.monotonic() - t0
@@ -247,7 +253,7 @@ async def submit_step(
     metrics.update(staleness_metrics(prepared))
     rollouts = prepared.batch.rollouts
 
-    _phase(task, step, "scoring")
+    _phase(task, step, "scoring", step_start)
     try:
         scored = score_batch(
             step, rollouts, remove_constant_reward_groups=config.remove_constant_reward_groups
@@ -272,7 +278,7 @@ async def submit_step(
         )
     files.append_rollouts(versioned_records(prepared, scored.advantages))
 
-    _phase(task, step, "training")
+    _phase(task, step, "training", step_start)
     submitted_at = time.monotonic()
     update = await start_training(
         run.training,
@@ -289,7 +295,7 @@ async def submit_step(
     # right behind the update: the saves hold exactly the weights after this step
     checkpoint = await start_checkpoint(run.training, config, step + 1, run.total)
     if ahead:
-        await _sample_with_this_version(run, step, pipeline, metrics, task)
+        await _sample_with_this_version(run, step, pipeline, metrics, task, step_start)
     return _Submitted(
         step,
         step_start,
@@ -305,17 +311,17 @@ async def submit_step(
 async def finish_step(run: _Run, submitted: _Submitted, task: Task) -> dict[str, Any] | None:
     """Await a submitted step's results; append its metrics (and checkpoint); return that."""
     config, files, step = run.config, run.files, submitted.step
-    _phase(task, step, "training")
+    _phase(task, step, "training", submitted.started)
     metrics = {**submitted.metrics, **(await submitted.update)}
     metrics["time/train"] = time.monotonic() - submitted.submitted_at
     health = step_health(metrics, submitted.truncated)
     metrics.update(health.metrics())
     if run.config.eval_every and run.test_data is not None and step + 1 == run.total:
-        _phase(task, step, "final held-out eval")
+        _phase(task, step, "final held-out eval", submitted.started)
     metrics.update(await _final_evaluation(run, step, metrics))
     checkpoint = None
     if submitted.checkpoint is not None:
-        _phase(task, step, "saving")
+        _phase(task, step, "saving", submitted.started)
         t3 = time.monotonic()
         checkpoint = await submitted.checkpoint
         metrics["time/save"] = time.monotonic() - t3

@@ -25,7 +25,7 @@ from typing import Any
 
 from mint_envkit.errors import ConfigError
 from mint_envkit.rollouts.backend import local_api_key, resolve_connection
-from mint_envkit.sweep._store import MANIFEST
+from mint_envkit.runs.store import MANIFEST
 
 
 def saved_checkpoints(root: str | Path) -> list[str]:
