@@ -42,7 +42,7 @@ Example::
 """
 
 from mint_envkit.judge.model import Judge, JudgeComplete, JudgeResult
-from mint_envkit.judge.scoring import JudgedEnv, judged, judges_of
+from mint_envkit.judge.scoring import JudgedEnv, judged
 
 __all__ = [
     "Judge",
@@ -50,5 +50,4 @@ __all__ = [
     "JudgeResult",
     "JudgedEnv",
     "judged",
-    "judges_of",
 ]

@@ -25,13 +25,7 @@ from mint_envkit.sandbox.env import CodeEnv
 from mint_envkit.sandbox.executor import Executor, Limits, ProcessResult
 from mint_envkit.sandbox.fusion import SandboxFusionExecutor
 from mint_envkit.sandbox.harness import CodeRun, TestResult
-from mint_envkit.sandbox.reward import (
-    code_passes,
-    default_executor,
-    python_code,
-    run_tests,
-    shared_runs,
-)
+from mint_envkit.sandbox.reward import code_passes, default_executor, python_code, run_tests
 from mint_envkit.sandbox.unsafe import UnsafeLocalExecutor
 
 __all__ = [
@@ -48,5 +42,4 @@ __all__ = [
     "default_executor",
     "python_code",
     "run_tests",
-    "shared_runs",
 ]

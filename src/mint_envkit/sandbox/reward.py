@@ -122,8 +122,8 @@ def shared_runs() -> Iterator[None]:
     Example::
 
         with shared_runs():
-            first = await run_tests("def f():\n    return 1", ["assert f() == 1"])
-            again = await run_tests("def f():\n    return 1", ["assert f() == 1"])
+            first = await run_tests("def f():\\n    return 1", ["assert f() == 1"])
+            again = await run_tests("def f():\\n    return 1", ["assert f() == 1"])
         assert again is first
     """
     token = _SHARED.set(LRU(_SHARED_RUNS))
