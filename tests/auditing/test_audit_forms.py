@@ -2,7 +2,11 @@
 prompt asks for (``unpaid_format``), a reward that never varies (``no_signal``), and the
 strict comparison's own forms where the task asks for them (the answer's case, a
 fraction in lowest terms); envs other than the reward zoo's (tests/auditing/rule_envs.py),
-each beside a clean twin."""
+each beside a clean twin.
+
+The generated search is off (``search=0``) where the rule under test does not need it:
+the listed probes and the baselines are what these rules read.
+"""
 
 from __future__ import annotations
 
@@ -23,11 +27,11 @@ def failing(report) -> list[tuple[str, str]]:
 
 
 async def test_a_reward_that_ignores_the_asked_answer_line_is_unpaid_format():
-    buggy = await audit(envs.answer_line_builder(fixed=False), quiet=True)
+    buggy = await audit(envs.answer_line_builder(fixed=False), quiet=True, search=0)
     assert failing(buggy) == [("unpaid_format", "correct")], buggy.table()
     message = buggy.findings[-1].message
     assert "'Answer: Paris', which scores wrong on 6 of 6 problems" in message
-    fixed = await audit(envs.answer_line_builder(fixed=True), quiet=True)
+    fixed = await audit(envs.answer_line_builder(fixed=True), quiet=True, search=0)
     assert fixed.ok, fixed.table()
 
 
@@ -41,10 +45,10 @@ def test_the_forms_a_prompt_asks_for():
 
 
 async def test_a_reward_that_never_varies_is_no_signal_not_a_warning():
-    buggy = await audit(envs.flat_builder(fixed=False), quiet=True)
+    buggy = await audit(envs.flat_builder(fixed=False), quiet=True, search=0)
     assert failing(buggy) == [("no_signal", "correct")], buggy.table()
     assert "every one of the" in buggy.findings[0].message
-    fixed = await audit(envs.flat_builder(fixed=True), quiet=True)
+    fixed = await audit(envs.flat_builder(fixed=True), quiet=True, search=0)
     assert fixed.ok and not [f for f in fixed.findings if f.kind == "no_signal"], fixed.table()
 
 
@@ -68,14 +72,14 @@ def test_case_matters_only_where_the_prompt_writes_the_answer_in_another_case():
 
 
 async def test_a_fraction_not_in_lowest_terms_is_no_answer_where_lowest_terms_are_asked():
-    buggy = await audit(envs.decimals_builder(fixed=False), quiet=True)
+    buggy = await audit(envs.decimals_builder(fixed=False), quiet=True, search=0)
     assert failing(buggy) == [("lenient", "unreduced")], buggy.table()
     lenient = next(f for f in buggy.findings if f.kind == "lenient")
     assert "'6/8' for '3/4' (not in lowest terms; 8 of 8 problems)" in lenient.message
-    fixed = await audit(envs.decimals_builder(fixed=True), quiet=True)
+    fixed = await audit(envs.decimals_builder(fixed=True), quiet=True, search=0)
     assert fixed.ok, fixed.table()
     # where the prompt does not ask for lowest terms, 6/8 is 3/4: no probe, no finding
-    unasked = await audit(envs.decimals_builder(fixed=False, lowest=False), quiet=True)
+    unasked = await audit(envs.decimals_builder(fixed=False, lowest=False), quiet=True, search=0)
     assert unasked.ok and "unreduced" not in {p.name for p in unasked.probes}, unasked.table()
 
 
