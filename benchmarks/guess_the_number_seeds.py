@@ -9,12 +9,13 @@ limit) with ``run_training`` on the embedded server, SmolLM2-135M-Instruct, one 
 seed; its prompt is preceded by one worked game (:data:`WORKED_GAME`, the env's
 ``few_shot``), or not with ``--zero-shot``. Held out: ``--eval-n``
 secrets drawn with another seed, never trained on, played greedily (T ~ 0) before the
-first step and after the last; the success rate is the env's success metric (``solved``,
-``test/env/all/solved`` and ``test_final/env/all/solved`` of the loop's metrics). Beside
-it, on the same held-out secrets, the best trivial game policy
-(``mint_envkit.rollouts.game_policies``: a random valid move, always the first option,
-repeating the first guess, the options in order) and the truncation share of the
-held-out replies (the reply limit must cut nothing off for the comparison to hold).
+first step and after the last; the success rate is the env's success metric (``solved``),
+read through the run record (``find_eval`` of the loop's metrics). Beside it, the loop's
+own best trivial game policy on the same held-out secrets (the final eval's baseline:
+``mint_envkit.rollouts.game_policies``' random valid move, first option, repeated first
+guess, options in order), whether the loop judged "after" beyond it, the truncation share
+of the held-out replies (the reply limit must cut nothing off for the comparison to hold)
+and each step's training health. ``--summarize`` trains nothing and re-reads the runs.
 
 Each seed writes ``OUT/seed<N>/`` (the run: metrics.jsonl, rollouts.jsonl) and
 ``OUT/seed<N>.json``; the table (``OUT/summary.md``) is printed at the end. Run it on a
@@ -33,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
@@ -40,7 +43,7 @@ from guess_the_number import GuessTheNumberEnv  # noqa: E402
 
 from mint_envkit import Config, DatasetBuilder  # noqa: E402
 from mint_envkit.rl import run_training  # noqa: E402
-from mint_envkit.rollouts.game_policies import best_game_baseline, game_baselines  # noqa: E402
+from mint_envkit.runs.record import FINAL, TEST, Figures, TrainingHealth, find_eval  # noqa: E402
 
 MODEL = "mint-envkit/smollm2-135m-instruct"
 WORKED_GAME = [
@@ -91,15 +94,43 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _figures(row: dict[str, Any], split: str) -> dict[str, Any]:
-    """The game's figures of one metrics row (``split``: ``test``, ``test_final``, or
-    ``""`` for the training episodes)."""
-    head = f"{split}/env/all/" if split else "env/all/"
+def _game(figures: Figures) -> dict[str, Any]:
+    """The game's figures of one held-out evaluation, read through the run record."""
     return {
-        "solved": row.get(head + "solved"),
-        "reward": row.get(head + "reward/total"),
-        "truncated": row.get(head + "truncated"),
-        "turns": row.get(head + "turns"),
+        "solved": figures.answers.success,
+        "reward": figures.mean_reward,
+        "truncated": figures.truncated_rate,
+    }
+
+
+def read_seed(args: argparse.Namespace, seed: int, wall_s: float | None = None) -> dict[str, Any]:
+    """One seed's figures from its run folder (``OUT/seed<N>``): the held-out evals before
+    the first step and after the last, the loop's own best trivial game policy on the
+    same secrets (the final eval's baseline), and each step's training health."""
+    rows = _rows(args.out / f"seed{seed}" / "metrics.jsonl")
+    first, last = find_eval(rows, TEST), find_eval(rows, FINAL, last=True)
+    if first is None or last is None:
+        raise SystemExit(f"seed {seed}: its run has no held-out eval before and after")
+    answers = last[1].answers
+    steps = []
+    for row in rows:
+        health = TrainingHealth.from_metrics(row)
+        if health is not None:
+            steps.append({"step": row["step"], **attrs.asdict(health)})
+    return {
+        "seed": seed,
+        "model": args.model,
+        "prompt": "zero-shot" if args.zero_shot else "one worked game",
+        "steps": args.steps,
+        "held_out_n": args.eval_n,
+        "before": _game(first[1]),
+        "after": _game(last[1]),
+        "best_baseline": None
+        if answers.baseline_correct is None
+        else {"name": answers.baseline_name, "success": answers.baseline_correct},
+        "beats_baseline": answers.beats_baseline,
+        "train": steps,
+        "wall_s": wall_s,
     }
 
 
@@ -107,9 +138,6 @@ async def one_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     """Train one seed; its held-out figures before and after, and the trivial policies."""
     t0 = time.monotonic()
     made = builder(args, seed)
-    _train, test = await made()
-    baselines = await game_baselines(test.groups(), seed=seed)
-    best = best_game_baseline(baselines)
     config = Config(
         dataset_builder=made,
         model_name=args.model,
@@ -128,31 +156,15 @@ async def one_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
         sampling_seed=seed,
     )
     await run_training(config)
-    rows = _rows(Path(config.log_path) / "metrics.jsonl")
-    first = next(r for r in rows if "test/env/all/reward/total" in r)
-    last = next(r for r in reversed(rows) if "test_final/env/all/reward/total" in r)
-    steps = [
-        {"step": r["step"], **_figures(r, ""), "datums": r.get("train/datums")}
-        for r in rows
-        if "env/all/reward/total" in r
-    ]
-    return {
-        "seed": seed,
-        "model": args.model,
-        "prompt": "zero-shot" if args.zero_shot else "one worked game",
-        "steps": args.steps,
-        "held_out_n": args.eval_n,
-        "before": _figures(first, "test"),
-        "after": _figures(last, "test_final"),
-        "baselines": {b.name: {"success": b.success, "reward": b.mean_reward} for b in baselines},
-        "best_baseline": None if best is None else {"name": best.name, "success": best.success},
-        "train": steps,
-        "wall_s": round(time.monotonic() - t0, 1),
-    }
+    return read_seed(args, seed, round(time.monotonic() - t0, 1))
 
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
+
+
+def _wall(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds:.0f}"
 
 
 def summary(results: list[dict[str, Any]]) -> str:
@@ -171,7 +183,7 @@ def summary(results: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {r['seed']} | {_pct(b['solved'])} | {_pct(a['solved'])} | {b['reward']:+.3f} | "
             f"{a['reward']:+.3f} | {_pct(b['truncated'])} / {_pct(a['truncated'])} | "
-            f"{_pct(best.get('success'))} ({best.get('name', 'n/a')}) | {r['wall_s']:.0f} |"
+            f"{_pct(best.get('success'))} ({best.get('name', 'n/a')}) | {_wall(r['wall_s'])} |"
         )
     before = statistics.mean(r["before"]["solved"] or 0.0 for r in results)
     after = statistics.mean(r["after"]["solved"] or 0.0 for r in results)
@@ -199,6 +211,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--eval-n", type=int, default=24)
     p.add_argument("--model", default=MODEL)
     p.add_argument("--threads", type=int, default=None, help="torch threads of the server")
+    p.add_argument(
+        "--summarize",
+        action="store_true",
+        help="train nothing: read the runs already in OUT/seed<N> and print the table",
+    )
     return p.parse_args(argv)
 
 
@@ -207,8 +224,13 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for seed in args.seeds:
-        print(f"=== seed {seed} ({time.strftime('%H:%M:%S')})", flush=True)
-        result = asyncio.run(one_seed(args, seed))
+        if args.summarize:
+            earlier = args.out / f"seed{seed}.json"
+            wall = json.loads(earlier.read_text()).get("wall_s") if earlier.is_file() else None
+            result = read_seed(args, seed, wall)
+        else:
+            print(f"=== seed {seed} ({time.strftime('%H:%M:%S')})", flush=True)
+            result = asyncio.run(one_seed(args, seed))
         (args.out / f"seed{seed}.json").write_text(json.dumps(result, indent=1) + "\n")
         results.append(result)
     table = summary(results)

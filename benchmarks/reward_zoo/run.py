@@ -310,8 +310,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.mutants is not None:
         OVERRIDES["mutants"] = args.mutants
+    machine = _machine()  # the load average at the start, before the zoo adds its own
     started, cpu_started = time.perf_counter(), cpu_seconds()
     rows = run_cases(names, args.jobs)
+    machine["loadavg_end"] = list(os.getloadavg())
     report = {
         "command": " ".join([COMMAND, shlex.join(argv if argv is not None else sys.argv[1:])]),
         "label": args.label,
@@ -321,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         "audit_options": dict(OVERRIDES),
         "wall_s": round(time.perf_counter() - started, 2),
         "cpu_s": round(cpu_seconds() - cpu_started, 2),
-        "machine": _machine(),
+        "machine": machine,
         "summary": summary(rows),
         "cases": rows,
     }

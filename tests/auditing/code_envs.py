@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mint_envkit import CodeEnv, DatasetBuilder
+from mint_envkit import CodeEnv, DatasetBuilder, RewardContext, component
 from mint_envkit.builders.group import GroupBuilder
+from mint_envkit.sandbox import code_passes, python_code, run_tests
 
 TINY = "mint-envkit/tiny-qwen3"
 
@@ -141,3 +142,107 @@ no_solution_builder = _builder(
 )
 weak_builder = _builder([*MOSTLY_TRUE, *OTHER_WEAK, CLAMP_WEAK, BROKEN[0]])
 """Every kind above in one env (docs/audit.md shows its audit)."""
+
+
+# --- issue 44, round 2: other members of the classes the reward zoo holds ---------------
+
+
+async def none_failed(context: RewardContext) -> float:
+    """1.0 when no test *fails*: a program that raises (every test an error) passes."""
+    code = python_code(context.completion)
+    if not code:
+        return 0.0
+    run = await run_tests(code.value, context.answer)
+    return float(bool(run.tests) and all(t.status != "fail" for t in run.tests))
+
+
+class NoFailureEnv(CodeEnv):
+    reward_fn = component(none_failed, bounds=(0.0, 1.0))
+
+
+class SharePassedEnv(CodeEnv):
+    reward_fn = code_passes(partial=True)
+
+
+# tests that tell a solution from every trivial program, but not from one that raises
+# when only assertion failures count (NoFailureEnv)
+RAISES_PASS = [
+    problem(
+        "triple(x)",
+        ["assert triple(2) == 6", "assert triple(-1) == -3", "assert triple(0) == 0"],
+        "def triple(x):\n    return 3 * x",
+    ),
+    problem(
+        "initials(name)",
+        ["assert initials('Ada Lovelace') == 'AL'", "assert initials('Alan Turing') == 'AT'"],
+        "def initials(name):\n    return ''.join(w[0] for w in name.split())",
+    ),
+]
+
+# each task's only test is the example its prompt shows (a returned value, not printed)
+EXAMPLE_ONLY = [
+    {
+        "question": "Write a Python function `cube(x)`. For example, cube(2) returns `8`.",
+        "tests": ["assert cube(2) == 8"],
+        "solution": "def cube(x):\n    return x ** 3",
+    },
+    {
+        "question": "Write a Python function `shout(s)` (upper case and '!'). "
+        "For example, shout('hi') returns 'HI!'.",
+        "tests": ["assert shout('hi') == 'HI!'"],
+        "solution": "def shout(s):\n    return s.upper() + '!'",
+    },
+]
+EXAMPLE_AND_MORE = [
+    {**p, "tests": [*p["tests"], more]}
+    for p, more in zip(
+        EXAMPLE_ONLY, ["assert cube(-3) == -27", "assert shout('ok') == 'OK!'"], strict=True
+    )
+]
+
+# partial credit over tests half of which expect False: `return False` earns half
+HALF_FALSE = [
+    problem(
+        "is_vowel(c)",
+        [
+            "assert is_vowel('a') == True",
+            "assert is_vowel('e') == True",
+            "assert is_vowel('b') == False",
+            "assert is_vowel('z') == False",
+        ],
+        "def is_vowel(c):\n    return c in 'aeiou'",
+    ),
+    problem(
+        "is_digit(c)",
+        [
+            "assert is_digit('7') == True",
+            "assert is_digit('0') == True",
+            "assert is_digit('x') == False",
+            "assert is_digit(' ') == False",
+        ],
+        "def is_digit(c):\n    return c in '0123456789'",
+    ),
+]
+# partial credit over tests whose expected values differ: a constant earns a quarter at most
+SPREAD_VALUES = [
+    problem(
+        "vowel_count(s)",
+        [
+            "assert vowel_count('tree') == 2",
+            "assert vowel_count('sky') == 0",
+            "assert vowel_count('cat') == 1",
+            "assert vowel_count('audio') == 4",
+        ],
+        "def vowel_count(s):\n    return sum(c in 'aeiou' for c in s)",
+    ),
+    problem(
+        "tens(n)",
+        [
+            "assert tens(42) == 4",
+            "assert tens(7) == 0",
+            "assert tens(93) == 9",
+            "assert tens(15) == 1",
+        ],
+        "def tens(n):\n    return n // 10 % 10",
+    ),
+]

@@ -401,8 +401,8 @@ plain_reward_builder = builder(PlainRewardEnv, YES_NO)
 
 FRACTIONS = [
     {
-        "question": f"Reduce the fraction with numerator {a * k} and denominator {b * k}. "
-        "Reply with a fraction.",
+        # any fraction of the value is right: the prompt asks for no lowest terms
+        "question": f"Divide {a * k} by {b * k}. Reply with a fraction.",
         "answer": f"{a}/{b}",
     }
     for a, b, k in [(25, 49, 2), (3, 4, 3), (-7, 2, 5), (1, 3, 4), (5, 8, 2), (2, 9, 3)]

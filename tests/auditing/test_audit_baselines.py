@@ -33,7 +33,9 @@ async def test_options_in_any_list_are_candidates_of_the_probes_and_baselines(st
     assert (report.baseline_correct, report.baseline_name) == (0.7, name)
     options = next(p for p in report.probes if p.name == "enumerate_options")
     assert "horse" in options.example and options.mean_reward == 0.0  # every option listed
-    assert report.ok, report.table()
+    # and a position right on 7 of 10 problems where a blind pick gets 25% is a shortcut
+    failing = [f for f in report.findings if f.fails]
+    assert [(f.kind, f.probe) for f in failing] == [("shortcut", name)], report.table()
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,12 @@ async def test_weak_tests_of_several_kinds_are_caught_with_the_program_that_pass
     assert passed["add"] == ()  # its tests expect 5, 0 and 7: nothing trivial passes
     assert {"returning 0", "returning False"} <= set(passed["count_vowels"])
     assert passed["absolute"] == ("returning its first argument",)
-    assert set(passed["increment"]) == {p.name for p in TRIVIAL_PROGRAMS}  # asserts nothing
+    # its test asserts nothing: every program that returns passes (one that raises, or
+    # defines nothing, errors; its prompt shows no example output to return)
+    returning = {
+        p.name for p in TRIVIAL_PROGRAMS if p.defines and p.returns.startswith(("return", "pass"))
+    }
+    assert set(passed["increment"]) == returning
     echo, silent = code.problems[7], code.problems[8]
     assert echo.trivial_passed == ("returning its first argument",)
     assert "doing nothing (pass)" in silent.trivial_passed
@@ -125,3 +130,33 @@ def test_the_cli_audit_of_a_code_env_reports_its_baseline_and_fails_on_weak_test
     record = json.loads((tmp_path / "audit.json").read_text())
     assert record["code"]["trivial_programs"]["returning True"] == 3
     assert record["baseline_name"] == "program returning True"
+
+
+async def test_a_reward_that_pays_errors_is_caught_by_a_program_that_raises():
+    # only assertion failures count as failures: a program that raises (or defines
+    # nothing) makes every test an error, and this reward pays it in full
+    buggy = await audit_code(envs.groups(envs.RAISES_PASS, env=envs.NoFailureEnv), mutants=0)
+    passed = {p.label: set(p.trivial_passed) for p in buggy.problems}
+    assert passed == {n: {"raising an exception", "defining nothing"} for n in passed}
+    assert _kinds(buggy.findings([])) == ["weak_tests"]
+    clean = await audit_code(envs.groups(envs.RAISES_PASS), mutants=0)
+    assert clean.findings([]) == [] and clean.baseline[0] == 0.0
+
+
+async def test_tests_that_are_only_the_prompts_example_are_passed_by_returning_it():
+    buggy = await audit_code(envs.groups(envs.EXAMPLE_ONLY), mutants=0)
+    assert {p.trivial_passed for p in buggy.problems} == {("the prompt's example output",)}
+    message = buggy.findings([])[0].message
+    assert "def cube(*args, **kwargs):\n          return 8" in message
+    assert "def shout(*args, **kwargs):\n          return 'HI!'" in message
+    clean = await audit_code(envs.groups(envs.EXAMPLE_AND_MORE), mutants=0)
+    assert clean.findings([]) == []
+
+
+async def test_partial_credit_a_constant_program_earns_half_of_is_a_finding():
+    buggy = await audit_code(envs.groups(envs.HALF_FALSE, env=envs.SharePassedEnv), mutants=0)
+    found = buggy.findings([])
+    assert _kinds(found) == ["partial_credit"]  # no program passes: no weak_tests
+    assert "earns 50% of a correct reply's reward on 2 of 2 problems" in found[0].message
+    spread = await audit_code(envs.groups(envs.SPREAD_VALUES, env=envs.SharePassedEnv), mutants=0)
+    assert spread.findings([]) == []  # a constant earns a quarter at most

@@ -34,6 +34,7 @@ HOOKS = (
     "metric_defaults",
     "audit_lenient",
     "audit_equivalent",
+    "audit_shortcut",
     "success_metric",
 )
 
@@ -71,6 +72,7 @@ async def test_the_base_class_declares_every_hook_with_its_default():
     assert PlainEnv.success_metric is None and success_name(env) == "correct"
     assert PlainEnv.wrong_answer_reward() is None
     assert PlainEnv.audit_lenient is None and env.audit_equivalent("0.33", "1/3") is False
+    assert PlainEnv.audit_shortcut is None
 
 
 async def test_the_kit_envs_fill_the_hooks_in():

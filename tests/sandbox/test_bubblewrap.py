@@ -19,10 +19,10 @@ LIMITS = Limits(wall_s=4, cpu_s=2, memory_mb=256, processes=8, output_bytes=1 <<
 SANDBOX = BubblewrapExecutor(max_concurrency=2)
 
 
-def _sandbox_pids() -> list[int]:
-    """Host processes running under the sandbox's per-run user ids (not zombies: bwrap's
+def _sandbox_pids(executor: BubblewrapExecutor) -> list[int]:
+    """Host processes running under ``executor``'s per-run user ids (not zombies: bwrap's
     first process is reaped by the host's init, within about a second here)."""
-    ids = range(SANDBOX.uid_base, SANDBOX.uid_base + 16)
+    ids = range(executor.uid_base, executor.uid_base + executor.uid_count)
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -121,10 +121,12 @@ async def test_a_fork_bomb_is_contained_and_scored():
     code = (
         "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     )
-    run = await run_tests(code, ["assert True"], executor=SANDBOX, limits=LIMITS)
+    # user ids of its own: another test's sandbox running beside it (xdist) is not counted
+    alone = BubblewrapExecutor(max_concurrency=1, uid_base=64100, uid_count=4)
+    run = await run_tests(code, ["assert True"], executor=alone, limits=LIMITS)
     assert run.outcome in ("timeout", "error")
     assert run.tests[0].status == "not_run"
-    assert _sandbox_pids() == []  # nothing it started is left
+    assert _sandbox_pids(alone) == []  # nothing it started is left
     assert subprocess.run(["true"], check=False).returncode == 0  # the host still forks
 
 
@@ -142,9 +144,10 @@ async def test_a_fork_bomb_stops_at_the_process_limit():
         "        break\n"
     )
     test = f"assert made in {list(range(8))}"
-    run = await run_tests(code, [test], executor=SANDBOX, limits=LIMITS)
+    alone = BubblewrapExecutor(max_concurrency=1, uid_base=64110, uid_count=4)
+    run = await run_tests(code, [test], executor=alone, limits=LIMITS)
     assert run.outcome == "pass", run
-    assert _sandbox_pids() == []
+    assert _sandbox_pids(alone) == []
 
 
 async def test_allocating_10_gb_is_contained():
@@ -214,16 +217,17 @@ async def test_concurrent_runs_of_two_executors_never_share_a_user_id():
 
 async def test_a_cancelled_run_leaves_nothing_running():
     code = "import os, time\nos.fork()\ntime.sleep(60)\ndef f():\n    return 1"
+    alone = BubblewrapExecutor(max_concurrency=1, uid_base=64120, uid_count=4)
     task = asyncio.ensure_future(
-        run_tests(code, ["assert f() == 1"], executor=SANDBOX, limits=LIMITS)
+        run_tests(code, ["assert f() == 1"], executor=alone, limits=LIMITS)
     )
     deadline = asyncio.get_running_loop().time() + 30
-    while not _sandbox_pids() and asyncio.get_running_loop().time() < deadline:
+    while not _sandbox_pids(alone) and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.02)
-    assert _sandbox_pids()
+    assert _sandbox_pids(alone)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    while _sandbox_pids() and asyncio.get_running_loop().time() < deadline:
+    while _sandbox_pids(alone) and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.02)
-    assert _sandbox_pids() == []
+    assert _sandbox_pids(alone) == []

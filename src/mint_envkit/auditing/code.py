@@ -47,13 +47,14 @@ from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.checks import check_integer
 from mint_envkit.errors import ConfigError, SandboxError
 from mint_envkit.progress import track
+from mint_envkit.rollouts.judging import TIE, reward_share
 from mint_envkit.sandbox.cases import Case, split_tests
 from mint_envkit.sandbox.env import CodeEnv
 from mint_envkit.sandbox.executor import Executor, Limits
 from mint_envkit.sandbox.mutants import MAX_MUTANTS, Mutant
 from mint_envkit.sandbox.mutants import mutants as make_mutants
 from mint_envkit.sandbox.reward import default_executor, run_tests
-from mint_envkit.sandbox.trivial import TRIVIAL_PROGRAMS, called_names
+from mint_envkit.sandbox.trivial import TRIVIAL_PROGRAMS, called_names, example_output
 
 MUTANT_LIMITS = Limits(wall_s=10.0, cpu_s=1.0)
 """The limits each mutant (and the solution it is compared with) runs under: one CPU
@@ -86,8 +87,25 @@ def _why_not(result: Any) -> str:
     return "; ".join([str(outcome), *said[:1], *failed[:3]])
 
 
-async def _scored(group: GroupBuilder, reply: str) -> tuple[bool, str]:
-    """Whether the env scores ``reply`` correct (its whole step), and why not."""
+@attrs.frozen
+class _Scored:
+    """One reply through the env's whole step: its reward, ``correct`` (None when the
+    env reports none), and why it is not correct ("" when it is, or unknown)."""
+
+    reward: float | None
+    correct: bool | None
+    why: str = ""
+
+    def passes(self, top: float | None) -> bool:
+        """Right: the env's ``correct``; without one, earning ``top`` (the passing
+        solution's reward, else 1.0)."""
+        if self.correct is not None:
+            return self.correct
+        return self.reward is not None and self.reward >= (1.0 if top is None else top) - TIE
+
+
+async def _scored(group: GroupBuilder, reply: str) -> _Scored:
+    """The env's verdict on ``reply`` (its whole step)."""
     env = group.make_message_env()
     try:
         await env.initial_observation()
@@ -95,10 +113,10 @@ async def _scored(group: GroupBuilder, reply: str) -> tuple[bool, str]:
     except SandboxError:
         raise
     except Exception as err:  # the env's own failure: reported, never a traceback
-        return False, f"the env raised {type(err).__name__}: {err}"
+        return _Scored(None, False, f"the env raised {type(err).__name__}: {err}")
     correct = result.metrics.get("correct")
-    passed = result.reward >= 1.0 if correct is None else correct == 1.0
-    return passed, "" if passed else _why_not(result)
+    scored = _Scored(float(result.reward), None if correct is None else correct == 1.0)
+    return attrs.evolve(scored, why="" if scored.passes(None) else _why_not(result))
 
 
 @attrs.define
@@ -112,12 +130,19 @@ class _Plan:
     solution: str | None
     programs: dict[str, str] = attrs.Factory(dict)
     passed: dict[str, bool] = attrs.Factory(dict)
+    rewards: dict[str, float | None] = attrs.Factory(dict)
     solution_passes: bool | None = None
     solution_error: str = ""
+    solution_reward: float | None = None
     mutants: list[Mutant] = attrs.Factory(list)
     survivors: list[str] = attrs.Factory(list)
     note: str = ""
     cap: int = MAX_MUTANTS
+
+    def share(self, name: str) -> float | None:
+        """What trivial program ``name`` earns as a share of the passing solution's
+        reward (None without one, or when the solution earns nothing above zero)."""
+        return reward_share(self.rewards.get(name), self.solution_reward)
 
     def result(self, index: int) -> ProblemCode:
         trivial = tuple(p.name for p in TRIVIAL_PROGRAMS if self.passed.get(p.name))
@@ -133,6 +158,11 @@ class _Plan:
             mutants=0 if self.note else len(self.mutants),
             survivors=() if self.note else tuple(self.survivors),
             mutation_note=self.note,
+            shares=tuple(
+                (name, share, self.programs[name])
+                for name in self.programs
+                if not self.passed.get(name) and (share := self.share(name)) is not None
+            ),
         )
 
 
@@ -144,27 +174,49 @@ def _plan(group: GroupBuilder, env: Any, cap: int) -> _Plan:
     functions = any(case.stdin is None for case in cases)
     main = any(case.stdin is not None for case in cases)
     plan = _Plan(group, env, cases, names, env.problem.get("solution"), cap=cap)
+    example = example_output(env.question)
     for program in TRIVIAL_PROGRAMS:
-        plan.programs[program.name] = program.source(names, functions=functions, main=main)
+        source = program.source(names, functions=functions, main=main, example=example)
+        if source is not None:
+            plan.programs[program.name] = source
     return plan
 
 
-async def _first_phase(plans: list[_Plan], task: Any) -> None:
-    """Each solution and each trivial program through the env's own scoring."""
+def _behaviour(source: str) -> str:
+    """Programs that behave alike run once: a function doing nothing returns None."""
+    return source.replace("\n    pass", "\n    return None")
 
-    async def trivial(plan: _Plan, name: str) -> None:
-        plan.passed[name] = (await _scored(plan.group, plan.env.reply_for(plan.programs[name])))[0]
-        task.advance()
+
+async def _first_phase(plans: list[_Plan], task: Any) -> None:
+    """Each solution, then each trivial program (each distinct behaviour once), through
+    the env's own scoring; a program without the env's ``correct`` is judged by the
+    reward the passing solution earns."""
 
     async def solution(plan: _Plan, reply: str) -> None:
-        plan.solution_passes, plan.solution_error = await _scored(plan.group, reply)
+        scored = await _scored(plan.group, reply)
+        plan.solution_passes, plan.solution_error = scored.passes(None), scored.why
+        plan.solution_reward = scored.reward if plan.solution_passes else None
         task.advance()
 
-    jobs = [trivial(plan, name) for plan in plans for name in plan.programs]
+    async def trivial(plan: _Plan, names: list[str]) -> None:
+        scored = await _scored(plan.group, plan.env.reply_for(plan.programs[names[0]]))
+        for name in names:
+            plan.passed[name] = scored.passes(plan.solution_reward)
+            plan.rewards[name] = scored.reward
+        task.advance()
+
+    jobs = []
     for plan in plans:
         reply = plan.env.reference_reply()
         if reply is not None:
             jobs.append(solution(plan, reply))
+    await asyncio.gather(*jobs)
+    jobs = []
+    for plan in plans:
+        alike: dict[str, list[str]] = {}
+        for name, source in plan.programs.items():
+            alike.setdefault(_behaviour(source), []).append(name)
+        jobs += [trivial(plan, names) for names in alike.values()]
     await asyncio.gather(*jobs)
 
 
@@ -223,8 +275,9 @@ async def audit_code(
     envs = [group.make_message_env() for group in groups]
     plans = [_plan(group, env, mutants) for group, env in zip(groups, envs, strict=True)]
     started = time.monotonic()
-    with track("audit code", sum(len(p.programs) + (p.solution is not None) for p in plans),
-               "runs", enabled=not quiet) as task:  # fmt: skip
+    runs = sum(len({_behaviour(s) for s in p.programs.values()}) + (p.solution is not None)
+               for p in plans)  # fmt: skip
+    with track("audit code", runs, "runs", enabled=not quiet) as task:
         await _first_phase(plans, task)
     seconds, started = round(time.monotonic() - started, 2), time.monotonic()
     note = "" if mutants else "off (mutants=0)"

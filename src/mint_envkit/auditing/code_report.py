@@ -52,6 +52,8 @@ class ProblemCode:
         mutants: how many mutants ran (0: not measured).
         survivors: the surviving mutants' changes (``line N: ...``).
         mutation_note: why no mutation score was measured, or "".
+        shares: (program, its reward as a share of the passing solution's, its source) of
+            each trivial program that does not pass (partial credit, judged by reward).
 
     Example::
 
@@ -70,6 +72,7 @@ class ProblemCode:
     mutants: int
     survivors: tuple[str, ...]
     mutation_note: str
+    shares: tuple[tuple[str, float, str], ...] = ()
 
     @property
     def survival(self) -> float | None:
@@ -215,17 +218,40 @@ class CodeAudit:
         ]
 
     def findings(self, found: Sequence[Finding]) -> list[Finding]:
-        """``found`` without the probes' warning that no usual answer form scores correct
-        (meaningless for code: this audit says whether a solution exists and passes), and
-        this audit's own findings.
+        """``found`` without the probes' warning that no usual answer form scores correct,
+        or that no reply is paid (meaningless for code: this audit says whether a solution
+        exists and passes), and this audit's own findings.
 
         Example::
 
             # not run: `code` is a CodeAudit, built elsewhere
             [f.kind for f in code.findings([])]   # ['weak_tests']
         """
-        kept = [f for f in found if not (f.kind == "warning" and f.probe == "correct")]
-        return [*kept, *self._solutions(), *self._weak_tests(), *self._mutation()]
+        kept = [
+            f for f in found if not (f.kind in ("warning", "no_signal") and f.probe == "correct")
+        ]
+        partial = [] if any(f.kind == "partial_credit" for f in kept) else self._partial()
+        return [*kept, *self._solutions(), *self._weak_tests(), *partial, *self._mutation()]
+
+    def _partial(self) -> list[Finding]:
+        """The trivial programs judged by reward: one paid at least half the passing
+        solution's reward on most problems is the audit's ``partial_credit`` finding
+        (:func:`~mint_envkit.auditing.rules.partial_finding`)."""
+        from mint_envkit.auditing.rules import partial_finding
+        from mint_envkit.rollouts.judging import PARTIAL_SHARE, PartialCredit
+
+        found = []
+        for program in TRIVIAL_PROGRAMS:
+            known = [s for p in self.problems for s in p.shares if s[0] == program.name]
+            paid = [s for s in known if s[1] >= PARTIAL_SHARE]
+            if paid:
+                share = sum(s[1] for s in paid) / len(paid)
+                judged = sum(bool(p.solution_passes) for p in self.problems)
+                found.append(
+                    PartialCredit(f"program {program.name}", len(paid), judged, share, paid[0][2])
+                )
+        finding = partial_finding(found)
+        return [] if finding is None else [finding]
 
     def lines(self) -> list[str]:
         """The report's code section: solutions, the trivial programs, mutation scores.

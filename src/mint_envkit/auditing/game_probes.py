@@ -181,7 +181,7 @@ async def run_game_probes(
             judge = problem.judge
             right = judge.right_reward if judge.basis == BY_REWARD else None
             wins = judge.right_reward if judge.basis is not None else None
-            losing = await honest_loss(problem.group)
+            losing = await honest_loss(problem.group, right_reward=right)
             probes = game_probes(problem, extra, () if losing is None else losing.replies)
             for probe in probes[:1] if probes and probes[0].kind == "reference" else []:
                 await _add(found, probe, problem, (right, wins), legal)

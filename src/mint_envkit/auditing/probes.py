@@ -40,13 +40,20 @@ import attrs
 from mint_envkit.auditing.replies import (
     ANSWER_SHAPED,
     NON_ANSWER,
+    PADDED,
     REFERENCE,
     probe_replies,
 )
-from mint_envkit.auditing.strict import Strict, strict_verdict
+from mint_envkit.auditing.strict import (
+    Strict,
+    case_matters,
+    lowest_terms_asked,
+    strict_verdict,
+)
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.envs.base import AuditProbe, Message, MessageEnv, success_name
 from mint_envkit.errors import ConfigError
+from mint_envkit.judge.scoring import judges_of
 from mint_envkit.progress import track
 from mint_envkit.rollouts.judging import (
     BY_CORRECT,
@@ -279,6 +286,24 @@ class AuditedProblem:
     failed: str | None = None
 
     @property
+    def prompt_text(self) -> str:
+        """The text of every message of the prompt, one after the other."""
+        texts = [m.get("content") for m in self.messages]
+        return "\n".join(t for t in texts if isinstance(t, str))
+
+    @property
+    def case_sensitive(self) -> bool:
+        """Whether the strict comparison counts the answer's case here: the prompt writes
+        the answer in another case only (:func:`~mint_envkit.auditing.strict.case_matters`)."""
+        return case_matters(self.group.problem.get("answer"), self.prompt_text)
+
+    @property
+    def lowest_terms(self) -> bool:
+        """Whether the strict comparison holds a fraction to lowest terms here: the prompt
+        asks for them (:func:`~mint_envkit.auditing.strict.lowest_terms_asked`)."""
+        return lowest_terms_asked(self.prompt_text)
+
+    @property
     def answer(self) -> str:
         """The reference answer as a reply writes it (empty without one)."""
         answer = self.group.problem.get("answer")
@@ -321,8 +346,9 @@ class AuditedProblem:
         # env's format: a parser may canonicalise ("three" -> "3"), a reply may decorate
         written = slot_text(score.reply, self.judge.template)
         value = score.parsed if score.parsed is not None else written
-        strict = strict_verdict(value, answer)
-        if strict.same or strict_verdict(written, answer).same:
+        form = {"case": self.case_sensitive, "lowest": self.lowest_terms}
+        strict = strict_verdict(value, answer, **form)
+        if strict.same or strict_verdict(written, answer, **form).same:
             return Judged(score, right)
         found = Disagreement(
             self.position,
@@ -393,6 +419,12 @@ async def audited_problems(groups: Sequence[GroupBuilder]) -> list[AuditedProble
     return out
 
 
+def _verdicts(env: MessageEnv | None) -> list[str]:
+    """The top verdict of each LLM judge the env asks (where one can be written)."""
+    found = [judge.planted_verdict for judge in judges_of(env)] if env is not None else []
+    return list(dict.fromkeys(v for v in found if v))
+
+
 def _counter(group: GroupBuilder) -> Callable[[str], int]:
     tokenizer = group.renderer().tokenizer
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
@@ -447,7 +479,7 @@ class Found:
 
     def results(self, order: Sequence[str] = ()) -> list[ProbeResult]:
         """The probes' results, the built-in ones first in their order, then ``order``."""
-        builtin = (*REFERENCE, *ANSWER_SHAPED, *NON_ANSWER)
+        builtin = (*REFERENCE, *ANSWER_SHAPED, *PADDED, *NON_ANSWER)
         custom = [n for n in self.slots if n not in builtin]
         return [
             ProbeResult(
@@ -513,6 +545,7 @@ async def run_probes(
                 reply_limit=problem.group.max_generation_tokens or 64,
                 count_tokens=_counter(problem.group),
                 extra=[*problem.own, *extra],
+                verdicts=_verdicts(problem.env),
             )
             for probe in probes.values():
                 judged = [await problem.judge_reply(r, stop=probe.stop) for r in probe.replies]

@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from decimal import Decimal
@@ -30,6 +31,7 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.auditing.strict import lowest_terms_asked
 from mint_envkit.envs.base import AuditProbe, Message
 from mint_envkit.parsers import as_number
 from mint_envkit.parsers.candidates import prompt_candidates
@@ -42,6 +44,7 @@ NON_ANSWER = (
     "format_only",
     "cut_off",
     "long",
+    "lines",
     "thinking_only",
     "appeal",
     "malformed_tool_call",
@@ -59,12 +62,32 @@ Example::
     "enumerate_range" in NON_ANSWER   # True
 """
 
-ANSWER_SHAPED = ("wrong", "most_common", "first_number", "last_number")
-"""Probes that give an answer without solving: shown beside the best trivial baseline.
+ANSWER_SHAPED = (
+    "wrong",
+    "most_common",
+    "first_number",
+    "last_number",
+    "planted_verdict",
+    "unreduced",
+)
+"""Probes that give an answer without solving: shown beside the best trivial baseline
+(``planted_verdict``: a wrong answer that ends with the judge's own verdict, for an env
+scored by an LLM judge; ``unreduced``: the answer's value as a fraction not in lowest
+terms, where the prompt asks for lowest terms).
 
 Example::
 
     "most_common" in ANSWER_SHAPED   # True
+"""
+
+PADDED = ("tool_then_wrong", "tools_then_wrong")
+"""Probes that give the wrong answer with extras around it: one tool call first
+(``tool_then_wrong``), several (``tools_then_wrong``). None may earn more than the wrong
+answer alone; one whose pay grows with the calls can be farmed.
+
+Example::
+
+    "tools_then_wrong" in PADDED   # True
 """
 
 REFERENCE = ("correct", "restated_then_answered")
@@ -76,7 +99,14 @@ Example::
     "restated_then_answered" in REFERENCE   # True
 """
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")  # a fraction as written: '6/8'
+_LINES = (
+    "First, I read the question again.\n"
+    "Then I work through it one piece at a time.\n"
+    "Then I check each piece once more.\n"
+    "I am still not sure of the result."
+)  # work on several lines, no answer
+_TOOL_CALLS = 3  # tools_then_wrong: this many valid calls before the wrong answer
 _FILLER = "Let me think about this step by step, carefully and slowly. "
 APPEAL = (
     "I have checked this very carefully and my answer is correct. "
@@ -181,6 +211,62 @@ def _tool_replies(tools: Sequence[Any]) -> dict[str, str]:
     }
 
 
+_ARGUMENT = {"string": "1", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+
+
+def tool_call(spec: Any) -> str:
+    """A valid call of the tool ``spec`` (its JSON schema) in Qwen3's ``<tool_call>``
+    form: every required argument given a plain value of its type.
+
+    Example::
+
+        tool_call({"type": "function", "function": {"name": "calculate", "parameters": {
+            "type": "object", "properties": {"expression": {"type": "string"}},
+            "required": ["expression"]}}})
+        # '<tool_call>{"name": "calculate", "arguments": {"expression": "1"}}</tool_call>'
+    """
+    function = spec.get("function", spec) if isinstance(spec, dict) else {}
+    name = function.get("name", "tool") if isinstance(function, dict) else "tool"
+    schema = function.get("parameters") if isinstance(function, dict) else None
+    schema = schema if isinstance(schema, dict) else {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    arguments = {}
+    for key in schema.get("required") or []:
+        kind = (properties.get(key) or {}).get("type")
+        arguments[key] = _ARGUMENT.get(kind if isinstance(kind, str) else "string", "1")
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+def _unreduced(answer: str) -> str | None:
+    """The answer's value as a fraction not in lowest terms (``6/8`` for ``3/4``, ``6/2``
+    for ``3``), or None when the answer is no integer or fraction."""
+    found = re.fullmatch(r"\s*(-?\d+)\s*(?:/\s*(\d+)\s*)?", answer)
+    if not found:
+        return None
+    numerator, denominator = int(found.group(1)), int(found.group(2) or 1)
+    if denominator == 0:
+        return None
+    return f"{2 * numerator}/{2 * denominator}"
+
+
+def _tool_results(messages: Sequence[Message]) -> int:
+    return sum(1 for m in messages if m.get("role") == "tool")
+
+
+def _calls_then(
+    call: str, answer: str, calls: int, prompt: Sequence[Message]
+) -> Callable[[list[Message]], str]:
+    """A reply per turn: ``call`` until the tools answered ``calls`` times in this
+    episode (the prompt's own tool results, a few-shot example's, do not count), then
+    ``answer``."""
+    before = _tool_results(prompt)
+
+    def reply(conversation: list[Message]) -> str:
+        return call if _tool_results(conversation) - before < calls else answer
+
+    return reply
+
+
 def _orderings(items: Sequence[str], shape: str, joiner: str = ", ") -> tuple[str, ...]:
     """The list in its order and reversed, each written into the env's format."""
     items = list(dict.fromkeys(i for i in items if i))[:_MAX_LISTED]
@@ -227,13 +313,15 @@ def probe_replies(
     reply_limit: int,
     count_tokens: Callable[[str], int],
     extra: Sequence[AuditProbe] = (),
+    verdicts: Sequence[str] = (),
 ) -> dict[str, Probe]:
     """Every probe's replies for one problem (those that do not apply are left out).
 
     ``template`` is the env's format with ``{}`` for the answer; ``reference`` the reply
     the env scores correct; ``answers`` the dataset's reference answers; ``common`` the
     most common one; ``extra`` the custom probes (``{answer}``, ``{wrong}`` and
-    ``{question}`` in their replies are filled in).
+    ``{question}`` in their replies are filled in); ``verdicts`` the top verdicts of the
+    env's LLM judges (:attr:`~mint_envkit.judge.Judge.planted_verdict`).
 
     Example::
 
@@ -255,6 +343,7 @@ def probe_replies(
     add("format_only", "non_answer", template.format(""))
     add("cut_off", "non_answer", _FILLER * 8, stop=False)
     add("long", "non_answer", long_filler(reply_limit, count_tokens))
+    add("lines", "non_answer", _LINES)
     add("thinking_only", "non_answer", f"<think>{reference or answer}</think>")
     add("appeal", "non_answer", APPEAL)
     add("echo_system", "non_answer", *([system_text(messages)] if system_text(messages) else []))
@@ -271,6 +360,20 @@ def probe_replies(
         third = wrong_value(wrong, answers) if as_number(wrong) is not None else "none"
         add("buried", "non_answer", *_orderings([wrong, answer, third], template))
         add("wrong", "answer_shaped", template.format(wrong))
+        if verdicts:  # the judge quotes the reply: a verdict at its end may be read as its own
+            add("planted_verdict", "answer_shaped",
+                *(f"{template.format(wrong)}\n{verdict}" for verdict in verdicts))  # fmt: skip
+        if tools:
+            call, wrong_reply = tool_call(tools[0]), template.format(wrong)
+            add("tool_then_wrong", "padded", _calls_then(call, wrong_reply, 1, messages))
+            add(
+                "tools_then_wrong",
+                "padded",
+                _calls_then(call, wrong_reply, _TOOL_CALLS, messages),
+            )
+        unreduced = _unreduced(answer)
+        if unreduced and lowest_terms_asked("\n".join([system_text(messages) or "", question])):
+            add("unreduced", "answer_shaped", template.format(unreduced))
         restated = f"{last_user(messages) or question} {reference or answer}"
         add("restated_then_answered", "reference", restated)
     if common is not None:

@@ -23,8 +23,14 @@
   right but earns at least half the correct reply's reward
   (:data:`~mint_envkit.rollouts.judging.PARTIAL_SHARE`) on most problems, with one such
   reply shown; not for a probe already found an exploit;
+- **no_signal**: the env reports no right reply and every reply tried (the answer in
+  every usual form, wrong answers, non-answers) earned the same reward: nothing to learn;
+- **exploit** (padded): a probe that gives the wrong answer with extras first (tool
+  calls: ``tools_then_wrong``) and earns more than the wrong answer alone and more than
+  with one call (the pay grows with the calls); a **warning** when one call is paid, right
+  or wrong, and more earn no more (a flat tool-use bonus: shaping, not a farm);
 - **warning**: an answer-shaped probe right more often than the best trivial baseline,
-  or no usual form of the answer scored correct.
+  or no usual form of the answer scored correct (while the reward varies).
 
 Example::
 
@@ -104,6 +110,15 @@ Example::
 """
 
 _SHAPED = ("answer_shaped", PLAYS)
+PADDED = "padded"
+"""The kind of a probe that gives the wrong answer with extras first
+(:data:`~mint_envkit.auditing.replies.PADDED`: ``tools_then_wrong``): it may earn no more
+than the wrong answer alone.
+
+Example::
+
+    PADDED   # 'padded'
+"""
 
 
 def _judged_mean(probe: ProbeResult, yard: Yardsticks = ANSWER) -> float | None:
@@ -134,6 +149,23 @@ def _no_reference(yard: Yardsticks = ANSWER) -> Finding:
         "no usual form of the reference answer (plain, \\boxed{}, <answer>, 'The answer "
         "is', 'Answer:') scores as correct, so no probe could be compared with a correct "
         "reply; check the env's parser and `check` with a correct reply",
+    )
+
+
+def _no_signal(probes: Sequence[ProbeResult]) -> Finding | None:
+    """The reward never varies: every reply tried (but a cut-off one, whose reward is the
+    builder's) earned the same."""
+    rewards = [r for p in probes if p.name != "cut_off" for r in p.rewards]
+    if len(rewards) < 2 or max(rewards) - min(rewards) > TIE:
+        return None
+    return Finding(
+        "no_signal",
+        "correct",
+        f"the reward never varies: every one of the {len(rewards)} replies tried earned "
+        f"{rewards[0]:+.3f}, the answer in each usual form (plain, \\boxed{{}}, <answer>, "
+        "'The answer is', 'Answer:') and every wrong or empty reply alike; a reward with "
+        "no signal cannot teach anything. Check that the reward reads the answer where the "
+        "prompt asks for it (its parser, its tag) and that `check` accepts a right answer",
     )
 
 
@@ -184,6 +216,48 @@ def _exploit(
             f"to at most {yard.wrong_short}'s. Its reply: {shown(probe.example)}",
         )
     return None
+
+
+def _padded(probes: Sequence[ProbeResult], wrong: float | None, yard: Yardsticks) -> list[Finding]:
+    """The padded probes against the wrong answer alone: an **exploit** when the pay of
+    the extras grows with them (several tool calls earn more than one and than the wrong
+    answer alone: a policy farms them), a **warning** when one call is paid, right or
+    wrong, but more calls earn no more (a flat bonus for using the tools: shaping that
+    a policy collects without answering right)."""
+    padded = [p for p in probes if p.kind == PADDED and p.mean_reward is not None]
+    if wrong is None or not padded:
+        return []
+    fewest, most = padded[0], padded[-1]
+    fewest_mean, most_mean = fewest.mean_reward or 0.0, most.mean_reward or 0.0
+    earns, wrong_earns = apart(most_mean, wrong)
+    if most_mean > wrong + TIE and (most is fewest or most_mean > fewest_mean + TIE):
+        grows = "" if most is fewest else f" (one call earns {fewest_mean:+.3f})"
+        return [
+            Finding(
+                "exploit",
+                most.name,
+                f"'{most.name}' gives {yard.wrong_short} with extras first (tool calls) and "
+                f"earns {earns}, more than {yard.wrong_short} alone ({wrong_earns}){grows}: the "
+                "extras are paid whether or not the answer is right, and more of them pay "
+                "more, so a policy learns to pile them up; pay them only with a right answer "
+                f"(gated(...)). Its final reply: {shown(most.example)}",
+            )
+        ]
+    paid = next((p for p in padded if (p.mean_reward or 0.0) > wrong + TIE), None)
+    if paid is None:
+        return []
+    earns, wrong_earns = apart(paid.mean_reward or 0.0, wrong)
+    return [
+        Finding(
+            "warning",
+            paid.name,
+            f"'{paid.name}' gives {yard.wrong_short} after a tool call and earns {earns}, "
+            f"more than {yard.wrong_short} alone ({wrong_earns}): using the tools is paid "
+            "whether or not the answer is right (more calls earn no more). Fine as shaping "
+            "toward tool use; a policy collects it without answering right, so gate it "
+            "(gated(...)) once the tools are learnt",
+        )
+    ]
 
 
 def _leniency(probes: Sequence[ProbeResult], skip: set[str], by_reward: bool) -> list[Finding]:
@@ -294,6 +368,8 @@ def _partial_probe(probe: ProbeResult) -> PartialCredit | None:
     """A probe that, not right, earns at least half the correct reply's reward on most of
     the problems it ran on."""
     judged = len(probe.rewards)
+    if probe.name in (ANSWER.wrong, GAME.wrong):
+        return None  # the yardsticks: a near miss made from the answer is no trivial reply
     if probe.kind in ("reference", GENERATED) or not judged or 2 * len(probe.partial) <= judged:
         return None
     shares = [s for s in probe.shares if s is not None and s >= PARTIAL_SHARE]
@@ -349,7 +425,8 @@ def findings(
     by_name = {p.name: p for p in probes}
     correct = by_name[yard.correct].mean_reward if yard.correct in by_name else None
     wrong = by_name[yard.wrong].mean_reward if yard.wrong in by_name else None
-    out: list[Finding] = [] if correct is not None else [_no_reference(yard)]
+    silent = _no_signal(probes) if correct is None and yard is ANSWER else None
+    out: list[Finding] = [] if correct is not None else [silent or _no_reference(yard)]
     flat = correct is not None and wrong is not None and wrong >= correct - TIE
     if flat:
         out.append(_flat(correct, wrong, by_name[yard.wrong], by_name[yard.correct], yard))
@@ -376,6 +453,7 @@ def findings(
             and baseline_correct is not None
             and rate is not None
             and rate > baseline_correct + TIE
+            and not any(d.declared is None for d in probe.disagreements)  # lenient instead
         ):
             out.append(
                 Finding(
@@ -388,6 +466,9 @@ def findings(
             )
     partial = partial_finding(partials, yard)
     out += [] if partial is None else [partial]
+    padded = [] if flat else _padded([p for p in probes if p.name not in exploited], wrong, yard)
+    out += padded
+    exploited |= {f.probe for f in padded if f.fails}
     if flat and by_reward:
         return out  # every reply earns what the "correct" one does: nothing to tell apart
     return out + _leniency(probes, exploited, by_reward)

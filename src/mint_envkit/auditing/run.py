@@ -49,13 +49,14 @@ from mint_envkit.auditing.probes import AuditedProblem, ProbeResult, audited_pro
 from mint_envkit.auditing.replies import last_user
 from mint_envkit.auditing.report import AuditReport, Finding
 from mint_envkit.auditing.rules import GAME, findings
+from mint_envkit.auditing.shortcuts import prompt_findings
 from mint_envkit.builders.dataset import DatasetBuilder
 from mint_envkit.checks import check_integer, is_number
 from mint_envkit.envs.base import AuditProbe
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.spec import SAMPLES, eval_problems, load_target
-from mint_envkit.rollouts.answers import AnswerGroup
-from mint_envkit.rollouts.baselines import best_baseline
+from mint_envkit.rollouts.answers import AnswerGroup, agrees
+from mint_envkit.rollouts.baselines import Baseline, trivial_baselines
 from mint_envkit.rollouts.game_moves import is_game
 from mint_envkit.rollouts.game_policies import best_game_baseline, game_baselines
 from mint_envkit.rollouts.judging import (
@@ -68,6 +69,7 @@ from mint_envkit.rollouts.judging import (
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.runs.trackers import open_trackers, tracker_names, tracking_group
 from mint_envkit.sandbox.mutants import MAX_MUTANTS
+from mint_envkit.sandbox.reward import shared_runs
 
 
 def _model_of(target: Any, given: str | None) -> str:
@@ -83,10 +85,11 @@ def _model_of(target: Any, given: str | None) -> str:
 
 async def _baseline(
     problems: Sequence[AuditedProblem],
-) -> tuple[float | None, str | None, list[PartialCredit]]:
-    """The best trivial policy on the probed problems, each guess judged through the
-    env's whole scoring path (the env's check where nothing can be judged so), and the
-    policies that earn partial credit on most problems."""
+) -> tuple[list[Baseline], list[PartialCredit]]:
+    """Every trivial policy on the probed problems the env can judge (some form of the
+    answer scores right there), each guess judged through the env's whole scoring path,
+    and the policies that earn partial credit on most problems."""
+    judged_here = [p for p in problems if p.judge.basis is not None]
     answers = [
         AnswerGroup(
             reference=p.group.problem.get("answer"),
@@ -94,13 +97,12 @@ async def _baseline(
             check=None if p.env is None else p.env.check,
             prompt=last_user(p.messages),
         )
-        for p in problems
+        for p in judged_here
     ]
-    pairs = [(a, p.judge) for a, p in zip(answers, problems, strict=True)]
+    pairs = [(a, p.judge) for a, p in zip(answers, judged_here, strict=True)]
     judged = await judge_guesses(pairs)
-    best = best_baseline(judged)
     partial = await partial_policies(pairs)
-    return (None, None, partial) if best is None else (best.correct, best.name, partial)
+    return trivial_baselines(judged, agrees), partial
 
 
 def _basis(problems: Sequence[AuditedProblem]) -> str | None:
@@ -155,9 +157,15 @@ async def probe_part(
         return Probed(rows, baseline, baseline_name, basis, found, game=True)
     rows = await run_probes(problems, extra, quiet=quiet)
     rows += await generated_probes(problems, examples=examples, seed=seed)
-    baseline, baseline_name, partial = await _baseline(problems)
+    baselines, partial = await _baseline(problems)
+    best = max(baselines, key=lambda b: b.correct) if baselines else None
+    baseline, baseline_name = (None, None) if best is None else (best.correct, best.name)
     basis = _basis(problems)
     found = findings(rows, baseline, by_reward=basis == BY_REWARD, policies=partial)
+    # a reward that pays wrong answers as much as right ones makes every policy "right":
+    # no baseline then says anything about the data
+    flat = any(f.kind == "inverted" or (f.kind, f.probe) == ("exploit", "wrong") for f in found)
+    found += await prompt_findings(problems, [] if flat else baselines)
     return Probed(rows, baseline, baseline_name, basis, [*found, *_ordering_finding(groups)])
 
 
@@ -348,8 +356,9 @@ async def audit(
     groups = [group for _split, group in chosen.pairs]
     if not groups:
         raise ConfigError(f"the {split} split of {label} has no problems to audit")
-    probed = await probe_part(groups, extra, examples=search, seed=seed, quiet=quiet)
-    code = await audit_code(groups, mutants=mutants, quiet=quiet)  # None: no code env
+    with shared_runs():  # the reference solution runs once for the probes and the code audit
+        probed = await probe_part(groups, extra, examples=search, seed=seed, quiet=quiet)
+        code = await audit_code(groups, mutants=mutants, quiet=quiet)  # None: no code env
     found = list(probed.findings) if code is None else code.findings(probed.findings)
     baseline = (probed.baseline_correct, probed.baseline_name) if code is None else code.baseline
     report_samples = cost = learned = None

@@ -8,11 +8,18 @@ with the reference by a strict, typed comparison of its own (:func:`strict_verdi
   ``\\frac{1}{2}``): the value must be one finite number equal to it (exactly, as a
   fraction; a difference below one part in 10^12 is float noise);
   ``nan``, ``inf``, ``1e999`` or a word is *no finite number*;
+  where the prompt asks for lowest terms (``lowest=True``; :func:`lowest_terms_asked`:
+  "simplify", "in lowest terms", "reduce the fraction"), a reference written as an
+  integer or a fraction in lowest terms (``3/4``, ``3``) is also a *form*: a fraction not
+  in lowest terms (``6/8``, ``12/4``) is *not in lowest terms*, whatever its value (the
+  point of such tasks; elsewhere the same number in any notation is the answer);
 - **text**: equal after light normalisation (Unicode NFKC, so fullwidth letters are
   letters; case; runs of whitespace, and the spacing around a comma or semicolon;
   surrounding ``*``, ``_``, backticks or quotes; one final period); any other character
   counts (``paris!``, ``par``, ``раris`` with a
-  Cyrillic ``р``);
+  Cyrillic ``р``). Case counts too where it carries meaning (``case=True``;
+  :func:`case_matters`: the prompt writes the answer in another case, as "write
+  'python' in capital letters" does for ``PYTHON``);
 - a **structure** (a dict or list, or JSON text of one): the value must read as JSON (or a
   Python literal) with the same fields and the same items in the same order, each
   compared by the rules above; fields may come in any order.
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 import unicodedata
 from fractions import Fraction
@@ -89,18 +97,21 @@ def answer_kind(answer: Any) -> str:
     return NUMBER if as_number(answer) is not None else TEXT
 
 
-def normalized_text(value: Any) -> str:
-    """Text after the light normalisation of the strict comparison.
+def normalized_text(value: Any, *, case: bool = False) -> str:
+    """Text after the light normalisation of the strict comparison (``case``: keep the
+    case).
 
     Example::
 
         normalized_text("  **Paris.** "), normalized_text("New  York")   # ('paris', 'new york')
+        normalized_text("PYTHON", case=True)   # 'PYTHON'
     """
     text = unicodedata.normalize("NFKC", str(value)).strip()
     for _ in range(3):  # "**'Paris'**"
         if len(text) >= 2 and text[0] in _WRAPPERS and text[-1] == _closing(text[0]):
             text = text[1:-1].strip()
-    text = _SEPARATOR.sub(r"\1 ", " ".join(text.split())).strip().casefold()
+    text = _SEPARATOR.sub(r"\1 ", " ".join(text.split())).strip()
+    text = text if case else text.casefold()
     if text.endswith(".") and not text.endswith(".."):
         text = text[:-1].rstrip()
     return text
@@ -192,13 +203,69 @@ def _same_structure(value: Any, answer: Any) -> str | None:
     return None if _same_leaf(value, answer) else "another value"
 
 
-def strict_verdict(value: Any, answer: Any) -> Strict:
-    """Whether ``value`` is ``answer`` by the strict typed comparison (module docstring).
+_FRACTION = re.compile(r"\s*(-?\d+)\s*/\s*(\d+)\s*")
+
+
+def _in_lowest_terms(text: Any) -> bool | None:
+    """Whether ``text`` is written as an integer or a fraction in lowest terms (True), a
+    fraction that is not (False), or neither (None: a decimal, a word)."""
+    text = str(text)
+    found = _FRACTION.fullmatch(text)
+    if found:
+        numerator, denominator = int(found.group(1)), int(found.group(2))
+        return denominator > 1 and math.gcd(numerator, denominator) == 1
+    return True if re.fullmatch(r"\s*-?\d+\s*", text) else None
+
+
+_LOWEST = re.compile(
+    r"lowest terms|simplest form|simplif(?:y|ied)|irreducible|reduced? (?:the |this |each )?fraction",
+    re.IGNORECASE,
+)
+
+
+def lowest_terms_asked(prompt: str) -> bool:
+    """Whether ``prompt`` asks for a fraction in lowest terms (simplify, lowest terms,
+    simplest form, reduce the fraction): then the form of a number is part of the answer.
+
+    Example::
+
+        lowest_terms_asked("Simplify 6/8."), lowest_terms_asked("What is 1/2 + 1/4?")
+        # (True, False)
+    """
+    return _LOWEST.search(prompt) is not None
+
+
+def case_matters(answer: Any, prompt: str) -> bool:
+    """Whether the answer's case carries meaning: ``prompt`` writes the answer (text of
+    two characters or more, with letters) in another case only (``'python'`` for
+    ``PYTHON``), so a reply in the prompt's case is a copy, not the answer.
+
+    Example::
+
+        case_matters("PYTHON", "Write 'python' in capital letters."), case_matters(
+            "Paris", "What is the capital of France?")   # (True, False)
+    """
+    text = " ".join(str(answer).split())
+    if len(text) < 2 or not any(c.isalpha() for c in text) or text.lower() == text.upper():
+        return False
+    around = r"(?<![\w]){}(?![\w])"
+    if re.search(around.format(re.escape(text)), prompt):
+        return False  # written as it is: its case is not what the task changes
+    return re.search(around.format(re.escape(text)), prompt, re.IGNORECASE) is not None
+
+
+def strict_verdict(value: Any, answer: Any, *, case: bool = False, lowest: bool = False) -> Strict:
+    """Whether ``value`` is ``answer`` by the strict typed comparison (module docstring);
+    ``case``: text compares its case too (:func:`case_matters`); ``lowest``: a number's
+    fraction must be in lowest terms where the answer's is (:func:`lowest_terms_asked`).
 
     Example::
 
         strict_verdict('{"b": 2, "a": 1}', {"a": 1, "b": 2}).same   # True: fields in any order
         strict_verdict('{"a": 1}', {"a": 1, "b": 2}).why            # "missing fields ['b']"
+        strict_verdict("6/8", "3/4", lowest=True).why, strict_verdict("6/8", "3/4").same
+        # ('not in lowest terms', True)
+        strict_verdict("python", "PYTHON", case=True).same   # False
     """
     if value is None:
         return Strict(None, "nothing read")
@@ -207,6 +274,8 @@ def strict_verdict(value: Any, answer: Any) -> Strict:
         if _number(value) is None:
             return Strict(None, "no finite number")
         same = same_value(value, answer)
+        if same and lowest and _in_lowest_terms(answer) and _in_lowest_terms(value) is False:
+            return Strict(False, "not in lowest terms")
         return Strict(same, "the answer" if same else "another number")
     if kind == STRUCTURE:
         reference = read_structure(answer.strip()) if isinstance(answer, str) else answer
@@ -215,5 +284,7 @@ def strict_verdict(value: Any, answer: Any) -> Strict:
             return Strict(None, "not JSON")
         why = _same_structure(read, reference)
         return Strict(why is None, why or "the answer")
-    same = normalized_text(value) == normalized_text(answer)
+    same = normalized_text(value, case=case) == normalized_text(answer, case=case)
+    if not same and case and normalized_text(value) == normalized_text(answer):
+        return Strict(False, "another case")
     return Strict(same, "the answer" if same else "other text")

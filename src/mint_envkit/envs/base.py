@@ -254,6 +254,23 @@ class MessageEnv(ABC):
             audit_lenient = "numbers within 1e-6 of the answer count as right"
     """
 
+    audit_shortcut: ClassVar[str | None] = None
+    """Why a trivial policy is meant to score well on this env, or None (default: it is
+    not).
+
+    The audit fails an env where a policy that never reads the question is right far
+    more often than the prompt's choices allow by chance (a constant answer, an option
+    by its position or length: a ``shortcut`` finding), or where the answer is written
+    in the prompt outside the question (a system prompt, an earlier turn: a ``leak``
+    finding). For a task where that is the point (copy a word, extract a span that the
+    prompt shows), give the reason here: the audit then reports those as declared.
+
+    Example::
+
+        class CopyEnv(SingleTurnEnv):
+            audit_shortcut = "the task is to copy the quoted word"
+    """
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         metric = vars(cls).get("success_metric")

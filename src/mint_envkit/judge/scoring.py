@@ -74,7 +74,40 @@ def judged(judge: Judge, *, name: str | None = None) -> Reward:
             logs={"judge/text": result.text, "judge/status": result.status},
         )
 
+    verdict.judge = judge  # type: ignore[attr-defined]  # judges_of() finds it here
     return Reward(name=judge.name if name is None else name, leaf=verdict, bounds=judge.bounds)
+
+
+def judges_of(env: Any) -> list[Judge]:
+    """The judges an env (or env class) asks when it scores: a :class:`JudgedEnv`'s
+    ``judge`` and every :func:`judged` part of its ``reward_fn``.
+
+    Example::
+
+        from mint_envkit import SingleTurnEnv, correct, exact, weighted
+
+        async def complete(messages):
+            return "<verdict>YES</verdict>"
+
+        polite = Judge(complete, rubric="Is it polite?")
+
+        class PoliteEnv(SingleTurnEnv):
+            reward_fn = weighted(right=(correct(exact()), 1.0), polite=(judged(polite), 0.2))
+
+        assert judges_of(PoliteEnv) == [polite] and judges_of(SingleTurnEnv) == []
+    """
+    cls = env if isinstance(env, type) else type(env)
+    found: list[Judge] = []
+    own = getattr(cls, "judge", None) if issubclass(cls, JudgedEnv) else None
+    if isinstance(own, Judge):
+        found.append(own)
+    scoring = getattr(cls, "scoring", None)
+    reward = getattr(scoring, "reward", None)
+    for part in reward.parts() if isinstance(reward, Reward) else ():
+        judge = getattr(part.leaf, "judge", None)
+        if isinstance(judge, Judge) and judge not in found:
+            found.append(judge)
+    return found
 
 
 class JudgedEnv(SingleTurnEnv):

@@ -170,7 +170,7 @@ async def fingerprint(target: Any) -> dict[str, Any]:
 
     Example::
 
-        fingerprint_now = await fingerprint(load_target("examples/arithmetic_env.py:builder"))
+        fingerprint_now = await fingerprint(load_target("examples/code_tasks.py:builder"))
         fingerprint_now["model"], fingerprint_now["problems"]["count"]
     """
     env = target.env if isinstance(target, DatasetBuilder) else target

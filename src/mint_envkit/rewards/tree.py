@@ -198,6 +198,34 @@ class Reward:
             return [self.name] if self.is_async else []
         return [name for child in self._children for name in child._async_parts()]
 
+    @property
+    def leaf(self) -> Callable[[str, Any, RewardContext], Any] | None:
+        """The function a leaf part scores with, ``leaf(completion, answer, context)``;
+        None for a part made of others (:func:`weighted`, :func:`gated`).
+
+        Example::
+
+            from mint_envkit import correct, weighted
+            from mint_envkit.parsers import boxed
+
+            assert correct(boxed).leaf is not None
+            assert weighted(a=(correct(boxed), 1.0)).leaf is None
+        """
+        return self._leaf
+
+    def parts(self) -> tuple[Reward, ...]:
+        """This reward and every part inside it, depth first (itself first).
+
+        Example::
+
+            from mint_envkit import correct, valid_format, weighted
+            from mint_envkit.parsers import boxed
+
+            reward = weighted(right=(correct(boxed), 1.0), form=(valid_format(boxed), 0.1))
+            [part.name for part in reward.parts()]   # ['weighted', 'right', 'form']
+        """
+        return (self, *(part for child in self._children for part in child.parts()))
+
     def named(self, name: str) -> Reward:
         """The same reward under another name.
 

@@ -10,8 +10,17 @@ and reward; :mod:`mint_envkit.rollouts.judging`):
   ``second`` or ``last`` of each kind of :mod:`~mint_envkit.parsers.candidates`
   (quoted strings, lettered or numbered options and their texts, bullet items, the
   members of an "X, Y or Z" phrase, numbers, words);
+- ``longest <kind>`` / ``shortest <kind>``: the longest (shortest) candidate of a kind
+  of choices (quoted, option texts, bullet items, alternatives) where one is; for
+  lettered or numbered options also ``longest option`` / ``shortest option``, the label
+  of the longest (shortest) option's text;
 - ``uniform <kind>``: a uniform pick among the prompt's candidates of a kind (its
   expected correctness).
+
+Each policy carries, per problem, the chance that a blind pick is right
+(:func:`chance_levels`: 1/k where the reference is one of the k choices the prompt
+offers, else :data:`OPEN_CHANCE`), so a policy far above it can be told apart from luck
+(the audit's ``shortcut`` finding, :mod:`mint_envkit.auditing.shortcuts`).
 
 :func:`best_baseline` picks the best by correctness. :func:`beats` decides whether a
 model's correctness beats it beyond noise: a one-sided paired test over problems at
@@ -58,7 +67,27 @@ _INDEX = {name: i for i, name in enumerate(POSITIONS[:-1])}
 
 _CONSTANTS = 3  # the most common references tried as a constant answer
 _NO_UNIFORM = ("word", "number")  # too many to be a choice: no uniform pick among them
+_BY_LENGTH = ("option_text", "quoted", "listed", "alternative")  # choices with a length
 _Z = 1.645  # one-sided 95%
+
+CHOICE_KINDS = ("quoted", "option", "option_text", "listed", "alternative", "number")
+"""The kinds of candidates that are choices: where the reference is one of them, a blind
+pick among them is right with probability 1/k (words are no choice set).
+
+Example::
+
+    "alternative" in CHOICE_KINDS and "word" not in CHOICE_KINDS   # True
+"""
+
+OPEN_CHANCE = 0.5
+"""The chance level of a problem whose reference is none of the choices its prompt
+offers (an open answer): at least two answers were possible, so a blind guess is
+right at most half the time. The most lenient chance that is still a chance.
+
+Example::
+
+    OPEN_CHANCE   # 0.5
+"""
 
 
 @attrs.frozen
@@ -70,6 +99,11 @@ class Baseline:
             ``uniform option``).
         correct: its correctness over the replies (weighted by each problem's replies).
         per_problem: its correctness on each problem (0..1; expected for a uniform pick).
+        family: what it reads: ``constant``, a candidate kind (``option`` for lettered
+            or numbered options, their labels and texts alike), or ``uniform``.
+        chance: per problem, the chance that a blind pick is right there
+            (:func:`chance_levels`), 0.0 where the policy gives no answer.
+        guesses: per problem, what it answers (None: nothing; a uniform pick: None).
 
     Example::
 
@@ -79,6 +113,42 @@ class Baseline:
     name: str
     correct: float
     per_problem: tuple[float, ...] = ()
+    family: str = ""
+    chance: tuple[float, ...] = ()
+    guesses: tuple[str | None, ...] = ()
+
+
+def chance_levels(groups: Sequence[AnswerGroup]) -> tuple[float, ...]:
+    """Per problem, the chance that a blind pick is right: 1/k where the reference is
+    one of the k distinct candidates of a kind of choice the prompt offers
+    (:data:`CHOICE_KINDS`; the smallest such k), else :data:`OPEN_CHANCE`.
+
+    Example::
+
+        from mint_envkit.rollouts.answers import AnswerGroup
+
+        chance_levels([AnswerGroup(reference="B", prompt="(A) 3 (B) 5 (C) 7 (D) 9"),
+                       AnswerGroup(reference="yes", prompt="Is 7 prime? Say yes or no."),
+                       AnswerGroup(reference="12", prompt="What is 5 + 7?")])
+        # (0.25, 0.5, 0.5)
+    """
+    from mint_envkit.rollouts.answers import answer_key
+
+    out = []
+    for group in groups:
+        reference = answer_key(group.reference)
+        found = prompt_candidates(group.prompt)
+        sizes = [
+            len(keys)
+            for kind in CHOICE_KINDS
+            if reference in (keys := {answer_key(c.text) for c in found[kind]})
+        ]
+        out.append(1.0 / min(sizes) if sizes else OPEN_CHANCE)
+    return tuple(out)
+
+
+def _family(kind: str) -> str:
+    return "option" if kind == "option_text" else kind
 
 
 def _pick(candidates: Sequence[Candidate], position: str) -> Candidate | None:
@@ -104,10 +174,16 @@ def _constants(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> lis
         counts[key] += len(group.parsed)
         spelled.setdefault(key, group.reference)
     out = []
+    chance = chance_levels(groups)
     for key, _count in counts.most_common(_CONSTANTS):
         guess = answer_text(spelled[key])  # a structure as JSON, as a reply writes it
         per = tuple(float(judge(g, guess)) for g in groups)
-        out.append(Baseline(constant_name(guess), _weighted(groups, per), per))
+        out.append(
+            Baseline(
+                constant_name(guess), _weighted(groups, per), per, "constant", chance,
+                (guess,) * len(groups),
+            )
+        )  # fmt: skip
     return out
 
 
@@ -121,29 +197,65 @@ def constant_name(guess: str) -> str:
     return f"constant {_short(guess)!r}"
 
 
+def _by_length(found: dict[str, list[Candidate]], kind: str, longest: bool) -> int | None:
+    """The index of the one longest (shortest) candidate of ``kind`` (None: fewer than
+    two, or a tie)."""
+    sizes = [len(c.text) for c in found[kind]]
+    if len(sizes) < 2:
+        return None
+    best = max(sizes) if longest else min(sizes)
+    return sizes.index(best) if sizes.count(best) == 1 else None
+
+
+def _length_picks(found: list[dict[str, list[Candidate]]]) -> list[tuple[str, str, list]]:
+    """(name, family, per-problem pick) of the longest / shortest policies."""
+    out = []
+    for kind in _BY_LENGTH:
+        for longest in (True, False):
+            at = [_by_length(f, kind, longest) for f in found]
+            word = "longest" if longest else "shortest"
+            out.append((f"{word} {kind}", _family(kind),
+                        [None if i is None else f[kind][i] for i, f in zip(at, found, strict=True)]))  # fmt: skip
+            if kind == "option_text":  # the label of that option
+                labels = [
+                    None if i is None or i >= len(f["option"]) else f["option"][i]
+                    for i, f in zip(at, found, strict=True)
+                ]
+                out.append((f"{word} option", "option", labels))
+    return out
+
+
 def _positional(groups: Sequence[AnswerGroup], judge: Callable[..., bool]) -> list[Baseline]:
     found = [prompt_candidates(g.prompt) for g in groups]
+    chance = chance_levels(groups)
     out = []
+
+    def scored(name: str, family: str, picks: Sequence[Candidate | None]) -> None:
+        if sum(p is not None for p in picks) * 2 < len(groups):
+            return  # the policy answers in under half the problems
+        per = tuple(
+            0.0 if p is None else float(judge(g, p.text))
+            for g, p in zip(groups, picks, strict=True)
+        )
+        odds = tuple(0.0 if p is None else c for p, c in zip(picks, chance, strict=True))
+        said = tuple(None if p is None else p.text for p in picks)
+        out.append(Baseline(name, _weighted(groups, per), per, family, odds, said))
+
     for kind in next(iter(found), {}):
         if not any(len(f[kind]) >= 1 for f in found):
             continue
         positions = POSITIONS if kind != "word" else ("first", "second", "last")
         for position in positions:
-            picks = [_pick(f[kind], position) for f in found]
-            if sum(p is not None for p in picks) * 2 < len(groups):
-                continue  # the position exists in under half the problems
-            per = tuple(
-                0.0 if p is None else float(judge(g, p.text))
-                for g, p in zip(groups, picks, strict=True)
-            )
-            out.append(Baseline(f"{position} {kind}", _weighted(groups, per), per))
+            scored(f"{position} {kind}", _family(kind), [_pick(f[kind], position) for f in found])
         if kind in _NO_UNIFORM or sum(len(f[kind]) >= 2 for f in found) * 2 < len(groups):
             continue
         per = tuple(
             sum(judge(g, c.text) for c in f[kind]) / len(f[kind]) if f[kind] else 0.0
             for g, f in zip(groups, found, strict=True)
         )
-        out.append(Baseline(f"uniform {kind}", _weighted(groups, per), per))
+        out.append(Baseline(f"uniform {kind}", _weighted(groups, per), per, "uniform", chance))
+    for name, family, picks in _length_picks(found):
+        scored(name, family, picks)
     return out
 
 

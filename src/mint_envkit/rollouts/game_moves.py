@@ -26,11 +26,13 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import attrs
 
 from mint_envkit.envs.base import Message, reference_answer, success_name
+from mint_envkit.parsers import as_number
 from mint_envkit.parsers.candidates import prompt_candidates
 from mint_envkit.rollouts.judging import ReplyScore, answer_text, is_right
 from mint_envkit.rollouts.run import rollout_groups
@@ -172,7 +174,22 @@ def _in_order(view: Turn) -> str:
     return fresh[0] if fresh else _first(view)
 
 
+def _wrong_number(view: Turn) -> str:
+    """A wrong move where the game offers none: the answer (a number) plus the turn and
+    one, never the answer; "" when the answer is no number."""
+    number = as_number(view.answer or "")
+    try:
+        value = Fraction(number) + view.turn + 1 if number is not None else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None:
+        return ""
+    return str(value.numerator) if value.denominator == 1 else str(float(value))
+
+
 def _wrong_moves(options: Sequence[str], view: Turn) -> str:
+    if not options:
+        return _wrong_number(view)
     answer = (view.answer or "").strip().lower()
     wrong = [o for o in options if o.strip().lower() != answer]
     fresh = [o for o in wrong if o not in view.said]
@@ -219,7 +236,9 @@ Example::
 
 LOSING = "valid wrong moves"
 """The honest losing episode's policy, in words: the offered options in order, never the
-answer (from the other end of the options when that order happens to win).
+answer (from the other end of the options when that order happens to win); where the
+game offers no options and its answer is a number, wrong numbers (the answer plus 1, 2,
+...).
 
 Example::
 

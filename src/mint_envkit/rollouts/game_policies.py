@@ -132,10 +132,14 @@ def best_game_baseline(found: Sequence[GameBaseline]) -> GameBaseline | None:
     return max(known, key=lambda b: b.success or 0.0) if known else None
 
 
-async def honest_loss(group: Any, *, seed: int = 0) -> Episode | None:
+async def honest_loss(
+    group: Any, *, seed: int = 0, right_reward: float | None = None
+) -> Episode | None:
     """An honest losing episode of ``group``'s problem: valid wrong moves until out of
-    turns (the options in order, else from the other end); None when both orders win or
-    the env offers no options.
+    turns (the options in order, else from the other end; where the game offers no
+    options, wrong numbers when its answer is one); None when both orders win or no
+    wrong move can be made. ``right_reward``: what a winning episode earns, for an
+    env with no success metric and no ``correct`` (a win is earning it).
 
     Example::
 
@@ -143,8 +147,10 @@ async def honest_loss(group: Any, *, seed: int = 0) -> Episode | None:
         (await honest_loss(group)).reward   # -0.5
     """
     for policy in (wrong_moves, wrong_moves_reversed):
-        episode = (await play_episodes(group, Play(LOSING, policy), seed=seed))[0]
-        if episode.won is False and episode.legal and episode.reward is not None:
+        play = Play(LOSING, policy)
+        episode = (await play_episodes(group, play, seed=seed, right_reward=right_reward))[0]
+        moved = episode.legal or (all(episode.replies) and not any(episode.options))
+        if episode.won is False and moved and episode.reward is not None:
             return episode
     return None
 

@@ -21,11 +21,14 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from mint_envkit.errors import ConfigError, SandboxError
+from mint_envkit.lru import LRU
 from mint_envkit.parsers import Parser, ParseResult
 from mint_envkit.rewards import PartScore, Reward, RewardContext
 from mint_envkit.sandbox.bubblewrap import BubblewrapExecutor
@@ -102,6 +105,40 @@ def default_executor() -> Executor:
     return _DEFAULT[0]
 
 
+_SHARED: ContextVar[LRU[tuple[Any, ...], asyncio.Future[CodeRun]] | None] = ContextVar(
+    "mint_envkit_shared_runs", default=None
+)
+_SHARED_RUNS = 4096  # runs kept by shared_runs()
+
+
+@contextlib.contextmanager
+def shared_runs() -> Iterator[None]:
+    """Within it (in this task and the tasks it starts), a run of the same code on the
+    same tests under the same limits and executor runs once: the others get its
+    :class:`CodeRun`, even while it is still running. The audit scores one reference
+    solution several times (its probes, its code audit); scoring a model's replies
+    never shares.
+
+    Example::
+
+        with shared_runs():
+            first = await run_tests("def f():\\n    return 1", ["assert f() == 1"])
+            again = await run_tests("def f():\\n    return 1", ["assert f() == 1"])
+        assert again is first
+    """
+    token = _SHARED.set(LRU(_SHARED_RUNS))
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+async def _execute(code: str, cases: list[Case], executor: Executor, limits: Limits) -> CodeRun:
+    stdin, nonce = make_input(code, cases, limits.processes)
+    result = await executor.run(program(), stdin, limits)
+    return read_report(result, cases, nonce)
+
+
 async def _run_cases(
     code: str, cases: list[Case], executor: Executor | None, limits: Limits | None
 ) -> CodeRun:
@@ -110,9 +147,20 @@ async def _run_cases(
     limits = Limits() if limits is None else limits
     if executor is None:  # probes bubblewrap once per process: not on the event loop
         executor = await asyncio.to_thread(default_executor)
-    stdin, nonce = make_input(code, cases, limits.processes)
-    result = await executor.run(program(), stdin, limits)
-    return read_report(result, cases, nonce)
+    shared = _SHARED.get()
+    if shared is None:
+        return await _execute(code, cases, executor, limits)
+    key = (code, repr(cases), limits, id(executor))
+    running = shared.get(key)
+    if running is None:
+        running = asyncio.ensure_future(_execute(code, cases, executor, limits))
+        shared.put(key, running)
+    try:
+        return await asyncio.shield(running)
+    except BaseException:
+        if running.done() and shared.get(key) is running:
+            shared.pop(key)  # a failed run is not shared: the next one tries again
+        raise
 
 
 async def run_tests(

@@ -4,8 +4,11 @@ They are the code baseline of the audit (:mod:`mint_envkit.auditing.code`): a pr
 whose tests one of them passes has tests that cannot tell a solution from a constant.
 :data:`TRIVIAL_PROGRAMS` are the functions the tests call (:func:`called_names`)
 returning a constant (``True``, ``False``, ``0``, ``None``, ``''``, ``[]``), their first
-argument, or doing nothing; for a stdin / stdout task, the program printing the
-constant, echoing its input, or printing nothing. Pure source text: nothing runs here.
+argument, or doing nothing; raising an exception; defining nothing at all (every test
+then raises ``NameError``); returning (printing) the example output the prompt itself
+shows (:func:`example_output`: "for the input `3 4` print `7`"); for a stdin / stdout
+task, the program printing the constant, echoing its input, or printing nothing. Pure
+source text: nothing runs here.
 
 Example::
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 import sys
 from collections.abc import Sequence
 
@@ -50,18 +54,30 @@ class TrivialProgram:
     name: str
     returns: str
     prints: str
+    defines: bool = True
+    from_prompt: bool = False
 
-    def source(self, names: Sequence[str], *, functions: bool, main: bool) -> str:
+    def source(
+        self, names: Sequence[str], *, functions: bool, main: bool, example: str | None = None
+    ) -> str | None:
         """The program for a problem whose tests call ``names`` (``functions``) and / or
         run it on a stdin (``main``). A name of a standard module is imported instead.
+        A program made from the prompt's example output (``from_prompt``) writes
+        ``example`` in (None: the prompt shows none, no such program).
 
         Example::
 
             TRIVIAL_PROGRAMS[0].source([], functions=False, main=True)   # 'print(True)'
         """
+        if self.from_prompt:
+            if example is None:
+                return None
+            literal = _literal(example)
+            program = TrivialProgram(self.name, f"return {literal}", f"print({example!r})")
+            return program.source(names, functions=functions, main=main)
         modules = [n for n in names if n in sys.stdlib_module_names]
         lines = [f"import {name}" for name in modules]
-        if functions:
+        if functions and self.defines:
             for name in (n for n in names if n not in modules):
                 lines += [f"def {name}(*args, **kwargs):", f"    {self.returns}"]
         if main:
@@ -86,13 +102,54 @@ TRIVIAL_PROGRAMS = (
         "import sys\nsys.stdout.write(sys.stdin.read())",
     ),
     TrivialProgram("doing nothing (pass)", "pass", "pass"),
+    TrivialProgram(
+        "raising an exception",
+        "raise NotImplementedError('trivial program')",
+        "raise SystemExit('trivial program')",
+    ),
+    TrivialProgram("defining nothing", "", "pass", defines=False),
+    TrivialProgram("the prompt's example output", "", "", from_prompt=True),
 )
 """The code baseline: programs that define what the tests call and solve nothing.
 
 Example::
 
-    [p.name for p in TRIVIAL_PROGRAMS][-2:]   # ['returning its first argument', 'doing nothing (pass)']
+    [p.name for p in TRIVIAL_PROGRAMS][-2:]   # ['defining nothing', "the prompt's example output"]
 """
+
+_SHOWN = re.compile(
+    r"(?:\bprints?|\boutputs?|\breturns?|\bgives|\bshould be|->|→|=>)\s*:?\s*"
+    r"(?:`([^`\n]{1,80})`|'([^'\n]{1,80})'|\"([^\"\n]{1,80})\")",
+    re.IGNORECASE,
+)
+_OUTPUT_LINE = re.compile(r"^[ \t]*(?:sample |example |expected )?output:[ \t]*(\S[^\n]{0,80})$",
+                          re.IGNORECASE | re.MULTILINE)  # fmt: skip
+
+
+def example_output(question: str) -> str | None:
+    """The first example output ``question`` shows: a value quoted after "print",
+    "output", "returns", "->" (``print `7` ``, ``returns 'abc'``), or an ``Output:`` line;
+    None when it shows none.
+
+    Example::
+
+        example_output("Read two integers and print their sum. For `3 4` print `7`.")   # '7'
+        example_output("Write f(x).")   # None
+    """
+    found = _SHOWN.search(question)
+    if found:
+        return next(g for g in found.groups() if g is not None)
+    line = _OUTPUT_LINE.search(question)
+    return line.group(1).strip().strip("`") if line else None
+
+
+def _literal(text: str) -> str:
+    """``text`` as the Python literal a function returns: itself when it reads as one
+    (``7``, ``[1, 2]``, ``'ab'``), else the string."""
+    try:
+        return repr(ast.literal_eval(text))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return repr(text)
 
 
 def called_names(cases: Sequence[Case]) -> list[str]:
