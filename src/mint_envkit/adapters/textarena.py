@@ -54,6 +54,7 @@ from typing import Any, ClassVar
 
 from mint_envkit.adapters.extras import require
 from mint_envkit.builders.dataset import DatasetBuilder
+from mint_envkit.checks import is_integer
 from mint_envkit.envs.base import Message
 from mint_envkit.envs.multi_turn import Feedback, MultiTurnEnv
 from mint_envkit.errors import ConfigError, EnvError
@@ -354,10 +355,10 @@ class TextArenaEnv(MultiTurnEnv):
 
 
 def _seeds(value: int | Sequence[int], start: int, name: str) -> list[int]:
-    if isinstance(value, bool) or not isinstance(value, int | Sequence):
+    if not (is_integer(value) or isinstance(value, Sequence)):
         raise ConfigError(f"{name} must be a count or a list of seeds, got {value!r}")
-    seeds = list(range(start, start + value)) if isinstance(value, int) else list(value)
-    if not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+    seeds = list(range(start, start + value)) if is_integer(value) else list(value)
+    if not all(is_integer(s) for s in seeds):
         raise ConfigError(f"{name} must hold integer seeds, got {value!r}")
     return seeds
 
