@@ -126,6 +126,7 @@ async def measure_case_async(case: ZooCase, **overrides: Any) -> dict[str, Any]:
     return {
         "name": case.name,
         "family": case.family,
+        "heldout": case.heldout,
         "bug": case.bug,
         "source": case.source,
         "buggy": buggy,

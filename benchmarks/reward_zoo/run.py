@@ -4,6 +4,7 @@ alarms on their clean twins.
     python benchmarks/reward_zoo/run.py                 # every case, 2 processes
     python benchmarks/reward_zoo/run.py --only nan_tolerance --only mc_position_bias
     python benchmarks/reward_zoo/run.py --family code --jobs 1
+    python benchmarks/reward_zoo/run.py --set heldout    # only the held-out set
     python benchmarks/reward_zoo/run.py --record --label after   # rewrite recorded.json
     python benchmarks/reward_zoo/run.py --list          # the cases and their sources
 
@@ -104,7 +105,7 @@ def recorded() -> dict[str, Any]:
     return json.loads(RECORDED.read_text())
 
 
-def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Counts and rates over ``rows``."""
     bugs = Counter(row["buggy"]["verdict"] for row in rows)
     twins = Counter(row["clean"]["verdict"] for row in rows)
@@ -119,6 +120,15 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "clean_twins": twins["clean"],
         "false_alarms": twins["false_alarm"],
         "twin_errors": twins["error"],
+    }
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts and rates over the original cases of ``rows``, and under ``"heldout"`` the
+    same over its held-out cases (the generalisation measure, reported apart)."""
+    return {
+        **counts([row for row in rows if not row.get("heldout")]),
+        "heldout": counts([row for row in rows if row.get("heldout")]),
     }
 
 
@@ -196,12 +206,32 @@ def table(rows: list[dict[str, Any]], before: list[dict[str, Any]] | None = None
     return "\n".join(lines)
 
 
+def _rate(s: dict[str, Any]) -> str:
+    return "-" if s["catch_rate"] is None else f"{100 * s['catch_rate']:.1f}%"
+
+
+def heldout_line(report: dict[str, Any]) -> str | None:
+    """The held-out set's line, or None when the run had no held-out case."""
+    h = report["summary"].get("heldout")
+    if not h or not h["cases"]:
+        return None
+    return (
+        f"held-out set (the generalisation measure: cases written after the rules, from bug "
+        f"classes the audit's authors were not shown): {h['caught']} of {h['cases']} caught "
+        f"({_rate(h)}); warned only {h['warned']}, missed {h['missed']}, audit errors "
+        f"{h['audit_errors']}; clean twins {h['clean_twins']}/{h['cases']}, false alarms "
+        f"{h['false_alarms']}, twin errors {h['twin_errors']}"
+    )
+
+
 def summary_lines(report: dict[str, Any]) -> list[str]:
+    """The summary: the original cases' catch rate, their twins, the run; then the
+    held-out set's line when it ran."""
     s = report["summary"]
-    rate = "-" if s["catch_rate"] is None else f"{100 * s['catch_rate']:.1f}%"
     cpu = f" ({report['cpu_s']:.0f} CPU seconds)" if report.get("cpu_s") is not None else ""
+    held = heldout_line(report)
     return [
-        f"caught {s['caught']}/{s['cases']} ({rate}); warned only {s['warned']}, missed "
+        f"caught {s['caught']}/{s['cases']} ({_rate(s)}); warned only {s['warned']}, missed "
         f"{s['missed']}, audit errors {s['audit_errors']}",
         f"clean twins {s['clean_twins']}/{s['cases']}; false alarms {s['false_alarms']}, "
         f"twin errors {s['twin_errors']}",
@@ -210,6 +240,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"(audits: probes only, no model), load average {report['machine']['loadavg_start'][0]:.1f} "
         f"at the start on {report['machine']['nproc']} cores, commit {report['commit'][:10] or '?'}"
         f"{' +changes' if report['dirty'] else ''}",
+        *([held] if held else []),
     ]
 
 
@@ -220,7 +251,12 @@ def docs_block(report: dict[str, Any], before: dict[str, Any] | None) -> str:
     if before:
         lines.append(f"- before ({before['label']}): {summary_lines(before)[0]}")
         lines.append(f"- before: {summary_lines(before)[2]}")
-    lines += ["", table(report["cases"], before["cases"] if before else None), "", END]
+    original = [row for row in report["cases"] if not row.get("heldout")]
+    heldout = [row for row in report["cases"] if row.get("heldout")]
+    lines += ["", table(original, before["cases"] if before else None), ""]
+    if heldout:
+        lines += ["The held-out set:", "", table(heldout), ""]
+    lines.append(END)
     return "\n".join(lines)
 
 
@@ -253,6 +289,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--jobs", type=int, default=min(2, os.cpu_count() or 1), help="processes (default 2)"
+    )
+    parser.add_argument(
+        "--set",
+        choices=("all", "original", "heldout"),
+        default="all",
+        help="run the original cases, the held-out set, or both (default all)",
     )
     parser.add_argument("--json", action="store_true", help="print the JSON report, not the table")
     parser.add_argument(
@@ -296,7 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     names = [
         name
         for name, case in cases.items()
-        if (not args.only or name in args.only) and (not args.family or case.family in args.family)
+        if (not args.only or name in args.only)
+        and (not args.family or case.family in args.family)
+        and (args.set == "all" or case.heldout == (args.set == "heldout"))
     ]
     if args.docs:
         before = json.loads(BEFORE.read_text()) if BEFORE.is_file() else None
@@ -338,7 +382,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(table(rows))
+        original = [row for row in rows if not row["heldout"]]
+        heldout = [row for row in rows if row["heldout"]]
+        if original:
+            print(table(original))
+        if heldout:
+            print(f"{chr(10) if original else ''}The held-out set:\n")
+            print(table(heldout))
         print()
         print("\n".join(summary_lines(report)))
         if report["newly_caught"]:
@@ -348,8 +398,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"REGRESSION: recorded as caught, not caught now: {', '.join(report['regressions'])}"
             )
         print(f"JSON: {out}")
-    s = report["summary"]
-    bad = s["false_alarms"] or s["twin_errors"] or s["audit_errors"] or report["regressions"]
+    bad = report["regressions"] or any(
+        s["false_alarms"] or s["twin_errors"] or s["audit_errors"]
+        for s in (report["summary"], report["summary"]["heldout"])
+    )
     return 1 if bad else 0
 
 

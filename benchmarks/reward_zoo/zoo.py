@@ -43,8 +43,21 @@ FAMILIES = (
 )
 """The families, in table order."""
 
-MODULES = ("numeric", "strings", "choice", "shaping", "code", "multiturn", "data")
-"""The modules that register cases (``reward_zoo/<name>.py``)."""
+MODULES = (
+    "numeric",
+    "strings",
+    "choice",
+    "shaping",
+    "code",
+    "multiturn",
+    "data",
+    "heldout",
+    "heldout_data",
+    "heldout_agents",
+)
+"""The modules that register cases (``reward_zoo/<name>.py``). ``heldout``,
+``heldout_data`` and ``heldout_agents`` hold the held-out set (cases marked
+``heldout=True``)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,9 @@ class ZooCase:
         source: where it comes from (URLs or the known class).
         make: ``make(buggy) -> DatasetBuilder``: the buggy env, or its clean twin.
         demo: a reply that shows the bug (:class:`Demo`).
+        heldout: a case of the held-out set: written after the audit's rules, from bug
+            classes their authors were not shown, to measure how the audit generalises
+            (its catch rate is reported apart from the original cases').
     """
 
     name: str
@@ -81,6 +97,7 @@ class ZooCase:
     source: str
     make: Callable[[bool], DatasetBuilder]
     demo: Demo
+    heldout: bool = False
 
     def build(self, *, buggy: bool) -> DatasetBuilder:
         """The buggy env's builder (``buggy=True``) or its clean twin's."""
@@ -90,15 +107,16 @@ class ZooCase:
 CASES: dict[str, ZooCase] = {}
 
 
-def case(name: str, family: str, bug: str, source: str, demo: Demo):
-    """Register ``make(buggy) -> DatasetBuilder`` as a zoo case (a decorator)."""
+def case(name: str, family: str, bug: str, source: str, demo: Demo, *, heldout: bool = False):
+    """Register ``make(buggy) -> DatasetBuilder`` as a zoo case (a decorator);
+    ``heldout=True`` puts it in the held-out set."""
     if family not in FAMILIES:
         raise ValueError(f"zoo case {name!r}: unknown family {family!r}, one of {FAMILIES}")
 
     def register(make: Callable[[bool], DatasetBuilder]) -> Callable[[bool], DatasetBuilder]:
         if name in CASES:
             raise ValueError(f"zoo case {name!r} is registered twice")
-        CASES[name] = ZooCase(name, family, bug, " ".join(source.split()), make, demo)
+        CASES[name] = ZooCase(name, family, bug, " ".join(source.split()), make, demo, heldout)
         return make
 
     return register
@@ -113,6 +131,8 @@ def pair(
     clean: type,
     problems: Sequence[dict[str, Any]],
     demo: Demo,
+    *,
+    heldout: bool = False,
     **fields: Any,
 ) -> None:
     """Register a case whose buggy env and twin share their problems and builder."""
@@ -120,7 +140,7 @@ def pair(
     def make(is_buggy: bool) -> DatasetBuilder:
         return build(buggy if is_buggy else clean, problems, **fields)
 
-    case(name, family, bug, source, demo)(make)
+    case(name, family, bug, source, demo, heldout=heldout)(make)
 
 
 def build(env: type, problems: Sequence[dict[str, Any]], **fields: Any) -> DatasetBuilder:

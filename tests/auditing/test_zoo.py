@@ -7,6 +7,11 @@ benchmarks/reward_zoo/recorded.json says the audit catches the bug, the audit (p
 only) still fails it; on the clean twin, the audit passes. A bug recorded as missed that
 is caught now passes (rerun ``python benchmarks/reward_zoo/run.py --record`` to update
 the table, then ``--docs``).
+
+The held-out set (cases marked ``heldout=True``, the generalisation measure) is held the
+same way, except that a twin is audited here only where the audit catches its bug (the
+recorded run audits every twin): the tests stay cheap, and a held-out twin matters to
+the suite only beside a catch it could make false.
 """
 
 from __future__ import annotations
@@ -37,6 +42,14 @@ def test_the_zoo_has_forty_cases_or_more_over_every_family():
     assert len(CASES) >= 40
     assert {case.family for case in CASES.values()} == set(FAMILIES)
     assert all(case.source.strip() and case.bug.strip() for case in CASES.values())
+
+
+def test_the_held_out_set_is_sixteen_cases_or_more_and_reported_apart():
+    heldout = [case for case in CASES.values() if case.heldout]
+    assert len(heldout) >= 16
+    assert len(CASES) - len(heldout) >= 40
+    assert RECORD["summary"]["heldout"]["cases"] == len(heldout)
+    assert all(row["heldout"] == CASES[row["name"]].heldout for row in RECORD["cases"])
 
 
 def test_the_recorded_table_covers_every_case_and_only_them():
@@ -75,7 +88,16 @@ async def test_zoo_bug(name):
         )
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+TWINS = sorted(
+    name
+    for name, case in CASES.items()
+    if not case.heldout or RECORDED_ROWS[name]["buggy"]["verdict"] == "caught"
+)
+"""The twins the tests audit: every original case's, and a held-out case's where its bug
+is caught (module docstring)."""
+
+
+@pytest.mark.parametrize("name", TWINS)
 async def test_zoo_twin(name):
     now = await audit_builder(build_quietly(CASES[name], buggy=False), **cheap(name))
     assert now["error"] is None or RECORDED_ROWS[name]["clean"]["verdict"] == "error", (
