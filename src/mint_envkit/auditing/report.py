@@ -47,8 +47,10 @@ class Finding:
 
     Attributes:
         kind: ``exploit``, ``lenient``, ``crash``, ``inverted``, ``partial_credit``,
-            ``collapse``, ``no_gain``, ``position`` (each fails the audit), ``warning`` or
-            ``declared`` (they do not).
+            ``collapse``, ``no_gain``, ``position``, ``shortcut``, ``leak``,
+            ``unpaid_format``, ``no_signal``, ``answer_key``, ``weak_tests``,
+            ``solution_fails`` (each fails the audit), ``warning`` or ``declared`` (they
+            do not).
         probe: the probe (or check) it is about (the first, when it covers several).
         message: what was found and what to do.
         covers: every probe it is about, when more than one shares the cause.

@@ -346,7 +346,8 @@ def declaration(env: Any) -> tuple[str, str | None]:
 async def prompt_findings(problems: Sequence[Any], baselines: Sequence[Baseline]) -> list[Finding]:
     """What the audited problems' prompts give away or ask for: a ``shortcut`` among
     ``baselines``, a ``leak`` of the answers, an ``unpaid_format``
-    (:func:`~mint_envkit.auditing.formats.format_finding`). ``problems`` are
+    (:func:`~mint_envkit.auditing.formats.format_finding`), and what their answer key
+    holds by mistake (``answer_key``: :mod:`~mint_envkit.auditing.answer_key`). ``problems`` are
     :class:`~mint_envkit.auditing.probes.AuditedProblem` values; a code env's are left
     to its own audit (:mod:`mint_envkit.auditing.code`).
 
@@ -355,6 +356,7 @@ async def prompt_findings(problems: Sequence[Any], baselines: Sequence[Baseline]
         # not run: `problems` and `baselines` come from an audit, built elsewhere
         [f.kind for f in await prompt_findings(problems, baselines)]   # ['shortcut']
     """
+    from mint_envkit.auditing.answer_key import answer_key_finding
     from mint_envkit.auditing.formats import format_finding
     from mint_envkit.sandbox.env import CodeEnv
 
@@ -370,5 +372,8 @@ async def prompt_findings(problems: Sequence[Any], baselines: Sequence[Baseline]
             declared,
         ),
         await format_finding(problems),
+        answer_key_finding(
+            [p.answer if p.group.problem.get("answer") is not None else None for p in problems]
+        ),
     ]
     return [f for f in found if f is not None]
