@@ -64,8 +64,8 @@ def _write(path, **changes):
         ({"PROMPT": "Add them."}, "the env's source changed (sha "),
         ({"PARSER": "last_number"}, "the parser: 'first_number' -> 'last_number'"),
         (
-            {"MODEL": "mint-envkit/tiny-llama"},
-            "the model: 'mint-envkit/tiny-qwen3' -> 'mint-envkit/tiny-llama'",
+            {"MODEL": "mint-envkit/smollm2-135m-instruct"},
+            "the model: 'mint-envkit/tiny-qwen3' -> 'mint-envkit/smollm2-135m-instruct'",
         ),
     ],
     ids=["unchanged", "problems", "prompt", "parser", "model"],
