@@ -187,3 +187,18 @@ def test_loads_a_local_directory_path(tok, tmp_path):
     finally:
         os.chdir(Path(__file__).parent)
     assert relative.encode("2 + 3 = 5") == tok.encode("2 + 3 = 5")
+
+
+def test_an_unknown_built_in_name_fails_at_once_naming_the_closest(monkeypatch):
+    """A typo under the kit's prefix is not looked up on the hub (offline, that lookup
+    waited about 40 s before failing): the error names the built-in names."""
+
+    def no_hub(*args, **kwargs):
+        raise AssertionError("the hub was asked for a built-in name")
+
+    import transformers
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", no_hub)
+    with pytest.raises(TokenizerError, match="did you mean 'mint-envkit/tiny-qwen3'") as err:
+        get_tokenizer("mint-envkit/tiny-llama")
+    assert "'mint-envkit/smollm2-135m-instruct'" in str(err.value)

@@ -23,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import inspect
@@ -44,6 +45,9 @@ TINY_MODEL_NAME = "mint-envkit/tiny-qwen3"
 
 TINY_MODEL_NAMES = frozenset({TINY_MODEL_NAME, "mint-envkit/tiny-qwen3-small"})
 """Every built-in tiny model; they all share the tiny tokenizer."""
+
+BUILT_IN_PREFIX = "mint-envkit/"
+"""The prefix of the kit's own model names; another name under it is a typo (no hub lookup)."""
 
 _TINY_VERSION = "v1"
 _TINY_VOCAB_SIZE = 2048
@@ -374,6 +378,16 @@ def get_tokenizer(model_name: str) -> PreTrainedTokenizerBase:
     gguf = _gguf_source(model_name)
     if gguf is not None:
         return _load_gguf(gguf)
+    if model_name.startswith(BUILT_IN_PREFIX):  # the kit's own names: no hub lookup
+        from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME
+
+        known = sorted({*TINY_MODEL_NAMES, SMOLLM2_MODEL_NAME})
+        close = difflib.get_close_matches(model_name, known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise TokenizerError(
+            f"{model_name!r} is no built-in model; {hint}the built-in ones are "
+            f"{', '.join(repr(k) for k in known)} (or pass a hub id or a local directory)."
+        )
     if _looks_like_path(model_name):
         path = Path(model_name).expanduser()
         if not path.is_dir():
