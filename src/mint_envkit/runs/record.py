@@ -491,8 +491,9 @@ _STUCK = {
     ),
     "signal": (
         "every group's rewards are the same, so no reply is better than another",
-        "a worked example (few_shot) so that some replies succeed, or a reward that "
-        "separates the replies",
+        "a worked example (few_shot) or easier problems so that some replies succeed, "
+        "more replies per problem (group_size), or a reward that separates the replies "
+        "(credit for progress)",
     ),
     "grad_norm": (
         "the gradient was zero",
