@@ -47,15 +47,20 @@ def _jwt_exp(token: str) -> float:
 
 
 # Process-wide threads of other parts of the kit that outlive a server by design (the
-# MCP tools' event loop, started by any earlier test that used an MCP server).
+# MCP tools' event loop, started by any earlier test that used an MCP server; an env
+# package's load given up at its load_timeout_s, by an earlier test of a package that
+# hangs, whose daemon thread cannot be stopped).
 _NOT_THE_SERVERS = {"mint-envkit-mcp"}
+_NOT_THE_SERVERS_PREFIX = "mint-envkit-load-"
 
 
 def _server_threads() -> list[str]:
     return [
         t.name
         for t in threading.enumerate()
-        if t.name.startswith("mint-envkit") and t.name not in _NOT_THE_SERVERS
+        if t.name.startswith("mint-envkit")
+        and t.name not in _NOT_THE_SERVERS
+        and not t.name.startswith(_NOT_THE_SERVERS_PREFIX)
     ]
 
 
