@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import types
 
+import attrs
 import pytest
 
 from mint_envkit import ConfigError, DatasetBuilder, SingleTurnEnv
@@ -15,6 +16,7 @@ from mint_envkit.rl.config import (
     KLReferenceConfig,
     validate_field,
 )
+from mint_envkit.rollouts import BackendSettings, SamplingSettings
 from mint_envkit.rollouts.backend import resolve_backend
 
 BUILDER = DatasetBuilder(
@@ -136,6 +138,68 @@ def test_validate_field_checks_one_value_with_the_field_validator():
     validate_field(Config, "learning_rate", 3e-3)
     with pytest.raises(ConfigError, match=r"Config\.learning_rate must be in"):
         validate_field(Config, "learning_rate", 5.0)
+
+
+SETTINGS_OWNED = {  # Config field -> (the settings value, its field, a bad value)
+    "max_tokens": (SamplingSettings, "max_tokens", 0),
+    "temperature": (SamplingSettings, "temperature", 0),
+    "top_p": (SamplingSettings, "top_p", 1.5),
+    "top_k": (SamplingSettings, "top_k", -1.0),
+    "sampling_seed": (SamplingSettings, "seed", -1),
+    "max_concurrent_groups": (SamplingSettings, "max_concurrent_groups", True),
+    "rollout_timeout_s": (SamplingSettings, "rollout_timeout_s", 0),
+    "fail_fast": (SamplingSettings, "fail_fast", "yes"),
+    "eval_max_tokens": (SamplingSettings, "max_tokens", 0),
+    "eval_temperature": (SamplingSettings, "temperature", 0),
+    "backend": (BackendSettings, "backend", "cuda"),
+    "base_url": (BackendSettings, "base_url", "localhost:8000"),
+    "local_latency_ms": (BackendSettings, "local_latency_ms", -1.0),
+    "local_batch_invariant": (BackendSettings, "local_batch_invariant", 1),
+    "local_threads": (BackendSettings, "local_threads", 0),
+    "preflight_timeout_s": (BackendSettings, "preflight_timeout_s", 0),
+}
+
+
+@pytest.mark.parametrize("field", sorted(SETTINGS_OWNED))
+def test_a_sampling_or_backend_field_fails_by_the_settings_rule_named_as_config(field):
+    settings, name, bad = SETTINGS_OWNED[field]
+    with pytest.raises(ConfigError) as own:
+        settings(**{name: bad})
+    with pytest.raises(ConfigError) as info:
+        config(**{field: bad})
+    # the settings' one message (the bound, the bad value, the fix), naming Config.<field>
+    assert str(info.value).startswith(f"Config.{field}" + str(own.value).removeprefix(name))
+    with pytest.raises(ConfigError, match=rf"^Config\.{field} "):
+        validate_field(Config, field, bad)  # the sweep's check of one value: the same rule
+
+
+@pytest.mark.parametrize("field", sorted(SETTINGS_OWNED))
+def test_config_holds_no_rule_or_default_of_its_own_for_a_settings_field(field):
+    settings, name, _bad = SETTINGS_OWNED[field]
+    ours, theirs = attrs.fields_dict(Config)[field], attrs.fields_dict(settings)[name]
+    assert ours.validator is None  # the settings' validator checks it (in __attrs_post_init__)
+    if field != "eval_temperature":  # None there: the training temperature
+        assert ours.default == theirs.default
+
+
+def test_every_settings_field_has_its_config_field():
+    owned = {(settings, name) for settings, name, _bad in SETTINGS_OWNED.values()}
+    for settings in (SamplingSettings, BackendSettings):
+        for field in attrs.fields(settings):
+            assert field.name == "models" or (settings, field.name) in owned, field.name
+
+
+def test_the_reply_limit_is_the_builders_and_none_reads_it():
+    builder = attrs.evolve(BUILDER, max_generation_tokens=48)
+    assert config(dataset_builder=builder).max_tokens == 48
+    assert config(dataset_builder=builder, max_tokens=None).max_tokens == 48
+    assert config(dataset_builder=builder, max_tokens=48).sampling.max_tokens == 48
+    assert config(dataset_builder=builder, eval_max_tokens=96).eval_sampling.max_tokens == 96
+    with pytest.raises(ConfigError, match=r"Config\.max_tokens is 64 but .* is 48"):
+        config(dataset_builder=builder, max_tokens=64)
+    with pytest.raises(ConfigError, match=r"or None: the training temperature"):
+        config(eval_temperature=0)
+    assert config(eval_temperature=None, temperature=0.5).eval_sampling.temperature == 0.5
 
 
 def test_keep_checkpoints_is_bounded_by_default_and_none_keeps_all():

@@ -50,6 +50,7 @@ from mint_envkit.auditing.strict import (
     lowest_terms_asked,
     strict_verdict,
 )
+from mint_envkit.builders.dataset import DEFAULT_REPLY_LIMIT
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.envs.base import AuditProbe, Message, MessageEnv, success_name
 from mint_envkit.errors import ConfigError
@@ -542,7 +543,7 @@ async def run_probes(
                 reference=None if reference is None else reference.reply,
                 answers=answers,
                 common=common,
-                reply_limit=problem.group.max_generation_tokens or 64,
+                reply_limit=problem.group.max_generation_tokens or DEFAULT_REPLY_LIMIT,
                 count_tokens=_counter(problem.group),
                 extra=[*problem.own, *extra],
                 verdicts=_verdicts(problem.env),

@@ -36,6 +36,15 @@ from mint_envkit.errors import ConfigError, ProblemError
 
 Problems = Sequence[Mapping[str, Any]] | Callable[[], Any]
 
+DEFAULT_REPLY_LIMIT = 64
+"""The reply limit when nothing sets one: :attr:`DatasetBuilder.max_generation_tokens`'s
+default, which the run's ``Config.max_tokens`` and every evaluation read (one default).
+
+Example::
+
+    DEFAULT_REPLY_LIMIT   # 64
+"""
+
 
 def _problems(value: Any) -> Any:
     if isinstance(value, ProblemSource):
@@ -115,10 +124,10 @@ class DatasetBuilder:
             (chosen with ``seed``).
         test_group_size: envs per test group (default 1).
         drop_last: drop a final partial batch (default False: nothing lost).
-        max_generation_tokens: the reply limit of each sample (default 64):
-            the run's ``Config.max_tokens`` (the builder owns it), and the
-            tokens each group reserves for a reply in a ``max_trajectory_tokens``
-            context.
+        max_generation_tokens: the reply limit of each sample (default 64,
+            :data:`DEFAULT_REPLY_LIMIT`). The builder owns it: the run's
+            ``Config.max_tokens`` only reads it back, and each group reserves
+            that many tokens for a reply in a ``max_trajectory_tokens`` context.
         max_trajectory_tokens, failed_parse_reward,
             context_overflow_reward, score_truncated: passed to each group.
             ``failed_parse_reward`` and ``context_overflow_reward`` may not exceed
@@ -153,7 +162,7 @@ class DatasetBuilder:
     test_group_size: int = attrs.field(default=1, validator=integer())
     drop_last: bool = False
     max_trajectory_tokens: int | None = attrs.field(default=None, validator=integer(none_ok=True))
-    max_generation_tokens: int = attrs.field(default=64, validator=integer())
+    max_generation_tokens: int = attrs.field(default=DEFAULT_REPLY_LIMIT, validator=integer())
     failed_parse_reward: float | None = None
     context_overflow_reward: float | None = None
     score_truncated: bool = False

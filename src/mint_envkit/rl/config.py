@@ -26,14 +26,14 @@ Example::
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 
+from mint_envkit.builders.dataset import DEFAULT_REPLY_LIMIT
 from mint_envkit.checks import (
     check_flag,
     check_integer,
-    check_number,
     flag,
     integer,
     is_integer,
@@ -41,13 +41,11 @@ from mint_envkit.checks import (
     number,
 )
 from mint_envkit.errors import ConfigError
-from mint_envkit.local.bounds import temperature_problem
 from mint_envkit.rl.agreement import builder_value, check_builder_owned
 from mint_envkit.rl.kl import KLReferenceConfig
 from mint_envkit.rollouts.settings import BackendSettings, SamplingSettings
 from mint_envkit.runs.trackers import tracker_names
 
-Backend = Literal["auto", "mint", "local"]
 LOSS_FNS = ("importance_sampling", "ppo")
 """The loss functions the training loop accepts (``Config.loss_fn``).
 
@@ -68,14 +66,22 @@ def _fspath(value: Any) -> Any:
         ) from None
 
 
-def _check_top_k(_instance: Any, _attribute: Any, value: Any) -> None:
-    if not (is_integer(value) and value == -1):
-        check_integer(value, "Config.top_k", why="or -1 for off")
+_RULE = "mint_envkit.settings"  # field metadata: (the settings class, its field)
 
 
-def _check_backend(_instance: Any, _attribute: Any, value: Any) -> None:
-    if value not in ("auto", "mint", "local"):
-        raise ConfigError(f"Config.backend must be 'auto', 'mint' or 'local', got {value!r}")
+def _setting(settings: type, name: str, *, none: str = "", **kwargs: Any) -> Any:
+    """A ``Config`` field that one of the settings values owns: it is checked by the rule of
+    the settings field ``name`` (:func:`validate_field`) and defaults to its default;
+    ``none`` says what None means where ``Config`` alone accepts None (its default then)."""
+    default = None if none else attrs.fields_dict(settings)[name].default
+    return attrs.field(default=default, metadata={_RULE: (settings, name, none)}, **kwargs)
+
+
+def _reply_limit(value: int | None, config: Any) -> int:
+    # None (the default): the dataset builder's max_generation_tokens, which owns the limit
+    if value is None:
+        return builder_value(config.dataset_builder, "max_tokens") or DEFAULT_REPLY_LIMIT
+    return value
 
 
 def _check_loss(_instance: Any, _attribute: Any, value: Any) -> None:
@@ -103,6 +109,15 @@ class Config:
     The fields follow tinker-cookbook's ``rl.train.Config`` (the MinT recipe's
     shape), so a recipe ports by renaming little.
 
+    The sampling and backend fields (``max_tokens``, ``temperature``, ``top_p``,
+    ``top_k``, ``sampling_seed``, ``max_concurrent_groups``, ``rollout_timeout_s``,
+    ``fail_fast``, ``eval_max_tokens``, ``eval_temperature``, ``backend``, ``base_url``,
+    ``local_latency_ms``, ``local_batch_invariant``, ``local_threads``,
+    ``preflight_timeout_s``) take their defaults and rules from
+    :class:`~mint_envkit.rollouts.SamplingSettings` and
+    :class:`~mint_envkit.rollouts.BackendSettings` (:attr:`sampling`,
+    :attr:`backend_settings`); an error names the field ``Config.<field>``.
+
     Attributes:
         dataset_builder: a :class:`~mint_envkit.DatasetBuilder` (problems,
             env class, ``batch_size``, ``group_size``, the data-order ``seed``);
@@ -119,10 +134,12 @@ class Config:
             ``learning_rate`` must be in (0, 1], betas in [0, 1), ``eps``
             in (0, 1], ``weight_decay`` in [0, 1].
         lora_rank, train_mlp, train_attn, train_unembed: the LoRA adapter.
-        max_tokens: the reply limit of each sample, taken from the dataset
-            builder's ``max_generation_tokens`` (which also reserves it in a
-            ``max_trajectory_tokens`` context); given here too, it must be the
-            builder's. A builder without one: 64.
+        max_tokens: the reply limit of each sample. The dataset builder owns it
+            (``max_generation_tokens``, which also reserves it in a
+            ``max_trajectory_tokens`` context); ``Config`` only reads it back: None (the
+            default) takes the builder's, and a value given here must be the builder's.
+            A builder without one: 64 (its default,
+            :data:`~mint_envkit.builders.dataset.DEFAULT_REPLY_LIMIT`).
         temperature, top_p, top_k: sampling.
         kl_penalty_coef: weight of the KL penalty against the reference
             model; > 0 needs ``kl_reference_config`` (a
@@ -267,19 +284,12 @@ class Config:
     train_mlp: bool = True
     train_attn: bool = True
     train_unembed: bool = True
-    max_tokens: int = attrs.field(
-        default=attrs.Factory(
-            lambda self: builder_value(self.dataset_builder, "max_tokens") or 64, True
-        )
+    max_tokens: int = _setting(
+        SamplingSettings, "max_tokens", converter=attrs.Converter(_reply_limit, takes_self=True)
     )
-    temperature: float = attrs.field(default=1.0)
-    top_p: float = attrs.field(
-        default=1.0,
-        validator=number(
-            low=0, high=1, low_open=True, high_open=False, why="a probability", owner="Config"
-        ),
-    )
-    top_k: int = attrs.field(default=-1, validator=_check_top_k)
+    temperature: float = _setting(SamplingSettings, "temperature")
+    top_p: float = _setting(SamplingSettings, "top_p")
+    top_k: int = _setting(SamplingSettings, "top_k")
     kl_penalty_coef: float = attrs.field(default=0.0, validator=number(low=0, owner="Config"))
     kl_reference_config: KLReferenceConfig | None = None
     kl_discount_factor: float = attrs.field(
@@ -315,16 +325,16 @@ class Config:
     eval_every: int = attrs.field(
         default=0, validator=integer(least=0, why="0 turns it off", owner="Config")
     )
-    eval_max_tokens: int | None = attrs.field(
-        default=None, validator=integer(none_ok=True, owner="Config")
+    eval_max_tokens: int | None = _setting(SamplingSettings, "max_tokens")
+    eval_temperature: float | None = _setting(
+        SamplingSettings, "temperature", none="the training temperature"
     )
-    eval_temperature: float | None = attrs.field(default=None)
     uncut_evals: bool = attrs.field(
         default=True, validator=flag(why="False: evaluate only at the reply limit", owner="Config")
     )
-    base_url: str | None = None
-    backend: str = attrs.field(default="auto", validator=_check_backend)
-    sampling_seed: int = 0
+    base_url: str | None = _setting(BackendSettings, "base_url")
+    backend: str = _setting(BackendSettings, "backend")
+    sampling_seed: int = _setting(SamplingSettings, "seed")
     beta1: float = attrs.field(
         default=0.9,
         validator=number(
@@ -355,24 +365,13 @@ class Config:
         ),
     )
     grad_clip_norm: float = attrs.field(default=0.0, validator=number(low=0, owner="Config"))
-    max_concurrent_groups: int | None = attrs.field(
-        default=None, validator=integer(none_ok=True, owner="Config")
-    )
-    fail_fast: bool = False
-    rollout_timeout_s: float | None = attrs.field(default=None)
-    local_latency_ms: float = attrs.field(default=0.0, validator=number(low=0, owner="Config"))
-    local_batch_invariant: bool = attrs.field(default=False)
-    local_threads: int | None = attrs.field(
-        default=None, validator=integer(none_ok=True, owner="Config")
-    )
-
-    @local_batch_invariant.validator
-    def _check_batch_invariant(self, _attribute: Any, value: Any) -> None:
-        check_flag(value, "Config.local_batch_invariant")
-
-    preflight_timeout_s: float = attrs.field(
-        default=15.0, validator=number(low=0, low_open=True, owner="Config")
-    )
+    max_concurrent_groups: int | None = _setting(SamplingSettings, "max_concurrent_groups")
+    fail_fast: bool = _setting(SamplingSettings, "fail_fast")
+    rollout_timeout_s: float | None = _setting(SamplingSettings, "rollout_timeout_s")
+    local_latency_ms: float = _setting(BackendSettings, "local_latency_ms")
+    local_batch_invariant: bool = _setting(BackendSettings, "local_batch_invariant")
+    local_threads: int | None = _setting(BackendSettings, "local_threads")
+    preflight_timeout_s: float = _setting(BackendSettings, "preflight_timeout_s")
     max_steps_off_policy: int = attrs.field(
         default=0, validator=integer(least=0, why="0 turns it off", owner="Config")
     )
@@ -416,35 +415,15 @@ class Config:
 
     loggers: tuple[str, ...] = attrs.field(default=(), converter=tracker_names)
 
-    @rollout_timeout_s.validator
-    def _check_timeout(self, _attribute: Any, value: Any) -> None:
-        check_number(
-            value, "Config.rollout_timeout_s", low=0, low_open=True, none_ok=True, why="seconds"
-        )
-
     @lora_rank.validator
     def _check_rank(self, _attribute: Any, value: Any) -> None:
         check_integer(value, "Config.lora_rank")
 
-    @max_tokens.validator
-    def _check_max_tokens(self, _attribute: Any, value: Any) -> None:
-        check_integer(value, "Config.max_tokens")
-
-    @eval_temperature.validator
-    def _check_eval_temperature(self, _attribute: Any, value: Any) -> None:
-        if value is not None:
-            problem = temperature_problem(value, field="Config.eval_temperature")
-            if problem is not None:
-                raise ConfigError(problem + " (or None: the training temperature)")
-
-    @temperature.validator
-    def _check_temperature(self, _attribute: Any, value: Any) -> None:
-        # the server's own bound (local/bounds.py): one rule for both sides
-        problem = temperature_problem(value, field="Config.temperature")
-        if problem is not None:
-            raise ConfigError(problem)
-
     def __attrs_post_init__(self) -> None:
+        # The sampling and backend fields: the settings' own rules (one place), named Config.<field>
+        for field in attrs.fields(Config):
+            if _RULE in field.metadata:
+                validate_field(Config, field.name, getattr(self, field.name))
         if uses_kl_reference(self.kl_penalty_coef) and self.kl_reference_config is None:
             raise ConfigError(
                 f"Config.kl_penalty_coef is {self.kl_penalty_coef} but Config.kl_reference_config "
@@ -463,10 +442,6 @@ class Config:
         check_builder_owned(
             {"model_name": self.model_name, "max_tokens": self.max_tokens}, self.dataset_builder
         )
-        if self.base_url is not None and not str(self.base_url).startswith(("http://", "https://")):
-            raise ConfigError(
-                f"Config.base_url must start with http:// or https://, got {self.base_url!r}"
-            )
 
     @property
     def sampling(self) -> SamplingSettings:
@@ -561,7 +536,10 @@ def validate_field(owner: type, name: str, value: Any) -> None:
     """Check one value of an attrs field of ``owner`` with that field's own validator.
 
     Lets a value be checked before a whole config exists (the sweep's
-    ``MINT_RL_*`` variables) with the one message of the class that owns it.
+    ``MINT_RL_*`` variables) with the one message of the class that owns it. A ``Config``
+    field that a settings value owns (``temperature``, ``backend``...) is checked by the
+    settings field's rule (:mod:`mint_envkit.rollouts.settings`), the message naming it
+    ``Config.<name>``.
 
     Raises:
         ConfigError: the value is invalid (the owner's message).
@@ -574,5 +552,18 @@ def validate_field(owner: type, name: str, value: Any) -> None:
             assert str(err).startswith("Config.temperature must be > 0, a finite number >= 0.001")
     """
     field = attrs.fields_dict(owner)[name]
-    if field.validator is not None:
-        field.validator(None, field, value)
+    if _RULE not in field.metadata:
+        if field.validator is not None:
+            field.validator(None, field, value)
+        return
+    settings, rule, none = field.metadata[_RULE]
+    if value is None and none:
+        return
+    # the settings field's own validator, its message naming the value Owner.name
+    shown = attrs.fields_dict(settings)[rule].evolve(name=f"{owner.__name__}.{name}")
+    try:
+        shown.validator(None, shown, value)
+    except ConfigError as err:
+        if not none:
+            raise
+        raise ConfigError(f"{err} (or None: {none})") from None

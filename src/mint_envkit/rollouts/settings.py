@@ -24,7 +24,8 @@ from typing import Any
 
 import attrs
 
-from mint_envkit.checks import check_integer, flag, integer, number
+from mint_envkit.builders.dataset import DEFAULT_REPLY_LIMIT
+from mint_envkit.checks import check_integer, flag, integer, is_integer, number
 from mint_envkit.errors import ConfigError
 from mint_envkit.local.bounds import temperature_problem
 
@@ -44,18 +45,18 @@ def _check_temperature(_instance: Any, attribute: Any, value: Any) -> None:
 
 
 def _check_top_k(_instance: Any, attribute: Any, value: Any) -> None:
-    if value != -1:
+    if not (is_integer(value) and value == -1):
         check_integer(value, attribute.name, why="or -1 for off")
 
 
-def _check_backend(_instance: Any, _attribute: Any, value: Any) -> None:
+def _check_backend(_instance: Any, attribute: Any, value: Any) -> None:
     if value not in BACKENDS:
-        raise ConfigError(f"backend must be 'auto', 'mint' or 'local', got {value!r}")
+        raise ConfigError(f"{attribute.name} must be 'auto', 'mint' or 'local', got {value!r}")
 
 
-def _check_url(_instance: Any, _attribute: Any, value: Any) -> None:
+def _check_url(_instance: Any, attribute: Any, value: Any) -> None:
     if value is not None and not str(value).startswith(("http://", "https://")):
-        raise ConfigError(f"base_url must start with http:// or https://, got {value!r}")
+        raise ConfigError(f"{attribute.name} must start with http:// or https://, got {value!r}")
 
 
 def _models(value: Any) -> tuple[str, ...]:
@@ -97,7 +98,8 @@ class SamplingSettings:
     fail_fast: bool = attrs.field(default=False, validator=flag())
 
     def reply_limit(self, builder_limit: int | None) -> int:
-        """The reply limit to sample with: :attr:`max_tokens`, else ``builder_limit``, else 64.
+        """The reply limit to sample with: :attr:`max_tokens`, else ``builder_limit``, else
+        the builder's default (:data:`~mint_envkit.builders.dataset.DEFAULT_REPLY_LIMIT`, 64).
 
         Example::
 
@@ -106,7 +108,7 @@ class SamplingSettings:
         """
         if self.max_tokens is not None:
             return self.max_tokens
-        return builder_limit if builder_limit is not None else 64
+        return builder_limit if builder_limit is not None else DEFAULT_REPLY_LIMIT
 
 
 @attrs.frozen(kw_only=True)
