@@ -23,7 +23,7 @@ from mint_envkit.rl.advantages import kl_adjusted_advantages
 from mint_envkit.rl.datums import Sample, plan_datums, to_datums
 from mint_envkit.rl.diagnostics import learner_metrics
 from mint_envkit.rl.train import train_on_batch
-from mint_envkit.rl.update import backward_split, run_update, zero_advantage_datums
+from mint_envkit.rl.update import backward_split, start_update, zero_advantage_datums
 from mint_envkit.rollouts.sampler import sampler_snapshot
 
 
@@ -112,9 +112,10 @@ async def test_zero_advantage_datums_are_measured_by_a_forward_not_trained(phase
 async def test_without_the_skip_every_datum_gets_the_backward_pass(phase_config):
     training = FakeTraining(LEARNER)
     advantages = [s.token_advantages() for s in SAMPLES]
-    metrics = await run_update(
+    pending = await start_update(
         training, phase_config, SAMPLES, advantages, skip_zero_advantages=False
     )
+    metrics = await pending
     assert training.calls == [("forward_backward", [1, 2, 3, 4]), ("optim_step", [])]
     assert metrics["train/zero_advantage_datums"] == 2
 
@@ -212,9 +213,10 @@ async def test_the_skip_leaves_the_same_weights_and_metrics_up_to_batching(
         for samples in steps:
             for skip, training in clients.items():
                 advantages = [s.token_advantages() for s in samples]
-                metrics = await run_update(
+                pending = await start_update(
                     training, config, samples, advantages, skip_zero_advantages=skip
                 )
+                metrics = await pending
                 seen[skip].append((metrics, await _probe(training)))
         counts = server.request_counts()
     finally:

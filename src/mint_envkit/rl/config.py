@@ -532,6 +532,20 @@ def uses_kl_reference(kl_penalty_coef: Any) -> bool:
     return is_number(kl_penalty_coef) and kl_penalty_coef > 0
 
 
+def adam_params(config: Config) -> Any:
+    """The ``tinker.AdamParams`` of every optimizer step of a run (RL, SFT, distillation):
+    ``learning_rate``, ``beta1``, ``beta2``, ``eps``, ``weight_decay``, ``grad_clip_norm``.
+
+    Example::
+
+        adam_params(config).learning_rate == config.learning_rate   # True (the module example's)
+    """
+    import tinker
+
+    names = ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")
+    return tinker.AdamParams(**{name: getattr(config, name) for name in names})
+
+
 def validate_field(owner: type, name: str, value: Any) -> None:
     """Check one value of an attrs field of ``owner`` with that field's own validator.
 

@@ -39,7 +39,7 @@ from mint_envkit.checks import check_number
 from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.progress import Task, say, track
 from mint_envkit.rl.checkpoints import prune_checkpoints, save_checkpoint
-from mint_envkit.rl.config import Config
+from mint_envkit.rl.config import Config, adam_params
 from mint_envkit.rl.evals import evaluate_split
 from mint_envkit.rl.health import train_watched
 from mint_envkit.rl.sampling import sample_batch
@@ -110,7 +110,6 @@ async def distill_on_samples(
     }
     if not samples:
         return metrics
-    import tinker
     from mint.mint import ForwardBackwardReverseKLResponse, forward_backward_reverse_kl_async
 
     # The SDK's MinT calls run on its own event loop (as the training client's do); the
@@ -126,11 +125,7 @@ async def distill_on_samples(
     fb = await (await submitted)
     if not isinstance(fb, ForwardBackwardReverseKLResponse):
         fb = ForwardBackwardReverseKLResponse.model_validate(fb)
-    adam = {
-        name: getattr(config, name)
-        for name in ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")
-    }
-    opt = await (await training.optim_step_async(tinker.AdamParams(**adam)))
+    opt = await (await training.optim_step_async(adam_params(config)))
     for key, value in (fb.metrics or {}).items():
         metrics[f"train/{key}"] = value
     for key, value in ((opt.metrics if opt else None) or {}).items():

@@ -34,7 +34,7 @@ from mint_envkit.checks import check_integer
 from mint_envkit.envs.base import Message
 from mint_envkit.errors import ConfigError, MintEnvkitError
 from mint_envkit.rl.checkpoints import save_checkpoint
-from mint_envkit.rl.config import Config
+from mint_envkit.rl.config import Config, adam_params
 from mint_envkit.rollouts.backend import connect, service_client
 from mint_envkit.runs.files import RunFiles, read_jsonl
 
@@ -237,14 +237,7 @@ async def _train_steps(
     plan: list[list[int]],
     files: RunFiles,
 ) -> list[float]:
-    import tinker
-
-    adam = tinker.AdamParams(
-        **{
-            name: getattr(config, name)
-            for name in ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")
-        }
-    )
+    adam = adam_params(config)
     losses: list[float] = []
     for step, batch in enumerate(plan):
         t0 = time.monotonic()

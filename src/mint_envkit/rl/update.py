@@ -8,7 +8,7 @@ Every call is submitted before any is awaited (the service runs a client's
 requests in order), then ``after_submit`` runs: the loop asks for the next
 weight snapshot there, so it holds the weights after the last substep.
 :func:`start_update` returns then, with a task for the metrics, so the loop
-submits what comes next before the results arrive; :func:`run_update` awaits it. With
+submits what comes next before the results arrive (awaiting the task gives the metrics). With
 ``Config.compute_post_kl`` one ``forward`` (no gradient) of every datum is
 submitted after that and gives ``kl_pre_post_v1|v2``
 (:func:`~mint_envkit.rl.diagnostics.post_kl_metrics`).
@@ -49,7 +49,7 @@ relative 1e-5.
 Example::
 
     # not run: needs a training client
-    metrics = await run_update(training_client, config, samples, token_advantages)
+    metrics = await (await start_update(training_client, config, samples, token_advantages))
     metrics["train/loss:sum"], metrics.get("kl_pre_post_v1")
 """
 
@@ -60,7 +60,7 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mint_envkit.rl.config import Config
+from mint_envkit.rl.config import Config, adam_params
 from mint_envkit.rl.datums import Sample, plan_datums, to_datums
 from mint_envkit.rl.diagnostics import learner_logprobs, learner_metrics, post_kl_metrics
 
@@ -154,37 +154,6 @@ def merge_substep_metrics(per_step: Sequence[Mapping[str, Any]]) -> dict[str, An
     return out
 
 
-async def run_update(
-    training: Any,
-    config: Config,
-    samples: Sequence[Sample],
-    token_advantages: Sequence[list[float]],
-    *,
-    after_submit: Callable[[], None] | None = None,
-    sampled: Sequence[Sequence[float]] | None = None,
-    skip_zero_advantages: bool = True,
-) -> dict[str, Any]:
-    """Train on ``samples`` (not empty) with ``config.num_substeps`` optimizer steps.
-
-    :func:`start_update`, then its results awaited: the same calls, the same metrics.
-
-    Example::
-
-        # not run: needs a training client
-        metrics = await run_update(training_client, config, samples, token_advantages)
-    """
-    pending = await start_update(
-        training,
-        config,
-        samples,
-        token_advantages,
-        after_submit=after_submit,
-        sampled=sampled,
-        skip_zero_advantages=skip_zero_advantages,
-    )
-    return await pending
-
-
 async def start_update(
     training: Any,
     config: Config,
@@ -228,20 +197,11 @@ async def start_update(
         # ... submit the next calls here ...
         metrics = await pending
     """
-    import tinker
-
     plan = plan_datums(samples)
     data = to_datums(samples, token_advantages)
     zero = zero_advantage_datums(plan, token_advantages)
     lengths = [datum.model_input.length for datum in data]
-    adam = tinker.AdamParams(
-        learning_rate=config.learning_rate,
-        beta1=config.beta1,
-        beta2=config.beta2,
-        eps=config.eps,
-        weight_decay=config.weight_decay,
-        grad_clip_norm=config.grad_clip_norm,
-    )
+    adam = adam_params(config)
     loss = (config.loss_fn, config.loss_fn_config)
     submitted = []
     for part in substep_slices(len(data), config.num_substeps):

@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 
@@ -156,17 +156,23 @@ def _shown_within(value: Any, cap: int) -> str:
     holding one) is written only as far as the cap reaches, never whole."""
     if type(value) not in (list, tuple, set, frozenset, dict):
         return capped(_shown(value), cap)
-    parts: list[str] = []
-    size = 0
     try:
-        for piece in _repr_pieces(value, cap + 1, set()):
-            parts.append(piece)
-            size += len(piece)
-            if size > cap:
-                text = "".join(parts)
-                return f"{text[:cap]}\n[the rest cut: a tool result is capped at {cap} chars]"
+        return _joined_within(_repr_pieces(value, cap + 1, set()), cap)
     except (RecursionError, ValueError):  # too deep; an int too long to write
         return capped(_shown(value), cap)
+
+
+def _joined_within(pieces: Iterable[str], cap: int) -> str:
+    """The ``pieces`` joined, read only until they pass ``cap`` chars: then cut there,
+    with a marker (what the pieces' generator raises passes through)."""
+    parts: list[str] = []
+    size = 0
+    for piece in pieces:
+        parts.append(piece)
+        size += len(piece)
+        if size > cap:
+            text = "".join(parts)
+            return f"{text[:cap]}\n[the rest cut: a tool result is capped at {cap} chars]"
     return "".join(parts)
 
 
@@ -192,15 +198,7 @@ def result_text(value: Any, cap: int | None) -> str:
             return json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):
             return _shown(value)
-    parts: list[str] = []
-    size = 0
     try:
-        for piece in _pieces(value, cap + 1, set()):
-            parts.append(piece)
-            size += len(piece)
-            if size > cap:
-                text = "".join(parts)
-                return f"{text[:cap]}\n[the rest cut: a tool result is capped at {cap} chars]"
+        return _joined_within(_pieces(value, cap + 1, set()), cap)
     except (TypeError, ValueError, RecursionError):
         return _shown_within(value, cap)
-    return "".join(parts)
