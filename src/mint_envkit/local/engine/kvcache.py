@@ -55,6 +55,17 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+def _prompt_attention(
+    filled: torch.Tensor, columns: torch.Tensor, width: int, upto: int
+) -> torch.Tensor:
+    """The prompt pass's ``(rows, 1, width, upto)`` bool mask: a prompt token attends to the
+    filled columns up to its own; a padding token to itself only (no row is all False)."""
+    cols = columns[:upto]
+    causal = cols[None, :] <= cols[:width, None]
+    itself = cols[None, :] == cols[:width, None]
+    return ((causal[None] & filled[:, None, :upto]) | itself)[:, None]
+
+
 _HEAD_CHUNK_TOKENS = 256
 """Prompt positions per fp32 head pass (bounds the (tokens, vocab) logits in memory)."""
 
@@ -212,13 +223,10 @@ class StaticBackend:
         self._pin()
         self.columns = torch.arange(length, device=ids.device)
         cols = self.columns[:width]
-        causal = cols[None, :] <= cols[:, None]
-        allowed = (causal[None] & self.filled[:, None, :width]) | torch.eye(
-            width, dtype=torch.bool, device=ids.device
-        )
+        allowed = _prompt_attention(self.filled, self.columns, width, width)
         self.prompt_hidden = None
         return self._forward(
-            ids, positions, cols, allowed[:, None], every=prompt_logprobs, keep_hidden=prompt_hidden
+            ids, positions, cols, allowed, every=prompt_logprobs, keep_hidden=prompt_hidden
         )
 
     def expand(self, index: torch.Tensor) -> None:
@@ -373,10 +381,7 @@ class CacheBackend:
         upto = length if self.static_shapes else width
         attend: torch.Tensor = self.filled[:, :upto]
         if self.own_mask:
-            cols = self.columns[:upto]
-            causal = cols[None, :] <= cols[:width, None]
-            itself = cols[None, :] == cols[:width, None]  # a padding query sees itself only
-            attend = ((causal[None] & attend[:, None]) | itself)[:, None]
+            attend = _prompt_attention(self.filled, self.columns, width, upto)
         out = self._run(ids, positions, attend)
         self.prompt_logprobs = self.prompt_hidden = None
         if self.body is not None and prompt_logprobs:
