@@ -272,12 +272,7 @@ class Config:
     learning_rate: float = attrs.field(
         default=1e-4,
         validator=number(
-            low=0,
-            high=1,
-            low_open=True,
-            high_open=False,
-            why="LoRA rates are ~1e-5..1e-2",
-            owner="Config",
+            low=0, high=1, low_open=True, why="LoRA rates are ~1e-5..1e-2", owner="Config"
         ),
     )
     lora_rank: int = attrs.field(default=32)
@@ -337,32 +332,19 @@ class Config:
     sampling_seed: int = _setting(SamplingSettings, "seed")
     beta1: float = attrs.field(
         default=0.9,
-        validator=number(
-            low=0, high=1, low_open=False, high_open=True, why="Adam decay", owner="Config"
-        ),
+        validator=number(low=0, high=1, high_open=True, why="Adam decay", owner="Config"),
     )
     beta2: float = attrs.field(
         default=0.95,
-        validator=number(
-            low=0, high=1, low_open=False, high_open=True, why="Adam decay", owner="Config"
-        ),
+        validator=number(low=0, high=1, high_open=True, why="Adam decay", owner="Config"),
     )
     eps: float = attrs.field(
         default=1e-8,
-        validator=number(
-            low=0, high=1, low_open=True, high_open=False, why="Adam epsilon", owner="Config"
-        ),
+        validator=number(low=0, high=1, low_open=True, why="Adam epsilon", owner="Config"),
     )
     weight_decay: float = attrs.field(
         default=0.0,
-        validator=number(
-            low=0,
-            high=1,
-            low_open=False,
-            high_open=False,
-            why="decoupled decay per step",
-            owner="Config",
-        ),
+        validator=number(low=0, high=1, why="decoupled decay per step", owner="Config"),
     )
     grad_clip_norm: float = attrs.field(default=0.0, validator=number(low=0, owner="Config"))
     max_concurrent_groups: int | None = _setting(SamplingSettings, "max_concurrent_groups")
@@ -397,9 +379,7 @@ class Config:
 
     backend_lost_after_s: float = attrs.field(
         default=15.0,
-        validator=number(
-            low=1, high=600, low_open=False, high_open=False, why="seconds", owner="Config"
-        ),
+        validator=number(low=1, high=600, why="seconds", owner="Config"),
     )
 
     # Warm start (issue 19: fine-tuning on good rollouts, then RL).
