@@ -1,4 +1,5 @@
-"""The numeric bounds of sampling and training settings, shared by the server and ``Config``.
+"""The numeric bounds of sampling and training settings (and the engine's default reply
+limit, :data:`ENGINE_DEFAULT_MAX_TOKENS`), shared by the server, the engine and ``Config``.
 
 One place for the ranges outside which a setting is numerically degenerate:
 below :data:`TEMPERATURE_MIN` the temperature-scaled logits overflow (measured:
@@ -40,6 +41,10 @@ LEARNING_RATE_MAX = 1.0
 COEFFICIENT_MAX = 10.0
 """The largest size of an interpolation coefficient (mixes use 0 .. 1, task arithmetic
 about -2 .. 2): ``interpolate_checkpoints`` refuses ``|c|`` over it."""
+
+ENGINE_DEFAULT_MAX_TOKENS = 16
+"""The ``max_tokens`` the engine samples when a request names none (the server prices and
+splits such a request by it)."""
 
 
 def _number(value: Any) -> bool:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from mint_envkit.local.bounds import ENGINE_DEFAULT_MAX_TOKENS
 from mint_envkit.local.models.common import ModelLoadError, pin_threads
 from mint_envkit.rendering.tokenizer import TINY_MODEL_NAME, TINY_MODEL_NAMES, cache_dir
 
@@ -429,7 +430,7 @@ class Engine:
         prompt: list[int],
         *,
         num_samples: int = 1,
-        max_tokens: int = 16,
+        max_tokens: int = ENGINE_DEFAULT_MAX_TOKENS,
         temperature: float = 1.0,
         top_p: float = 1.0,
         top_k: int = -1,

@@ -31,6 +31,8 @@ from typing import Any
 import attrs
 import torch
 
+from mint_envkit.local.bounds import ENGINE_DEFAULT_MAX_TOKENS
+
 from .adapters import use_sampler
 from .budget import RELEASE_AFTER_TOKENS, Control, release_memory
 from .decode import decode, draw, exp_noise, policy_for
@@ -102,7 +104,7 @@ def sample_spec(
     prompt: Any,
     *,
     num_samples: Any = 1,
-    max_tokens: Any = 16,
+    max_tokens: Any = ENGINE_DEFAULT_MAX_TOKENS,
     temperature: Any = 1.0,
     top_p: Any = 1.0,
     top_k: Any = -1,

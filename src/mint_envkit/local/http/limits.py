@@ -34,6 +34,7 @@ from collections.abc import Sequence
 import attrs
 
 from mint_envkit.checks import integer, number
+from mint_envkit.local.bounds import ENGINE_DEFAULT_MAX_TOKENS
 from mint_envkit.local.http.requests import ProtocolError
 
 DEFAULT_MAX_REQUEST_TOKENS = 65536
@@ -73,9 +74,6 @@ sends about 55 for an importance_sampling datum); ``asample`` gets half of this 
 
 SMALL_BODY_BYTES = 1 << 20
 """The body limit of every route but forward, forward_backward and asample (they send ids)."""
-
-ENGINE_DEFAULT_MAX_TOKENS = 16
-"""The ``max_tokens`` the engine uses when a sample request names none (priced as such)."""
 
 
 def split_seed(seed: int | None, index: int) -> int | None:

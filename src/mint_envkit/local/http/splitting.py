@@ -52,7 +52,8 @@ from typing import Any
 
 import attrs
 
-from mint_envkit.local.http.limits import ENGINE_DEFAULT_MAX_TOKENS, Limits, split_seed
+from mint_envkit.local.bounds import ENGINE_DEFAULT_MAX_TOKENS
+from mint_envkit.local.http.limits import Limits, split_seed
 from mint_envkit.local.http.worker import SampleBatcher, SampleJob
 
 
