@@ -20,13 +20,8 @@ from typing import Any
 
 import attrs
 
-from mint_envkit.cli.command import add_env_args, env_target, run_command
-from mint_envkit.cli.problems import (
-    add_sampling_options,
-    backend_from_args,
-    problems_from_args,
-    sampling_from_args,
-)
+from mint_envkit.cli.command import add_env_spec, env_target, run_command
+from mint_envkit.cli.problems import add_sampling_options, backend_from_args, sample_options
 from mint_envkit.errors import ConfigError
 from mint_envkit.evaluation.claims import TRUNCATION_OK, learning_claim, uncut_budget
 from mint_envkit.evaluation.compare import comparison_table
@@ -50,12 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "mean reward, pass@k, correctness beside the best trivial baseline (named), answer diversity "
         "and the parse-failure rate; write results.jsonl, summary.json and a viewer page."
     )
-    parser.add_argument(
-        "target",
-        metavar="ENV_SPEC",
-        help="MODULE:NAME, path/to/file.py:NAME or an installed env's name (mint-envkit list)",
-    )
-    add_env_args(parser)
+    add_env_spec(parser)
     parser.add_argument(
         "--model", default=None, help="the base model (of the checkpoints); default the builder's"
     )
@@ -132,15 +122,8 @@ async def _openai_results(args: argparse.Namespace, out: str) -> list[Any]:
         env_target(args),
         client=endpoint,
         model_name=args.tokenizer,
-        samples=args.samples,
-        sampling=sampling_from_args(args),
-        split=args.split,
-        problems=problems_from_args(args),
-        renderer_name=args.renderer,
-        limit=args.limit,
-        out_dir=out,
         label=labels([args.model])[0],
-        loggers=tuple(args.logger),
+        **_evaluation(args, out),
     )
     used = result.summary["usage"]
     print(
@@ -160,21 +143,17 @@ async def _claims(args: argparse.Namespace, results: list[Any]) -> list[tuple[st
     uncut: list[Figures] = []
     limit = base.max_tokens or 0
     if (base.truncated_rate or 0.0) > TRUNCATION_OK:
-        settings = sampling_from_args(args)
         common = {
+            **sample_options(args),
             "model_name": args.model,
-            "samples": args.samples,
             "backend": backend_from_args(args),
-            "split": args.split,
-            "problems": problems_from_args(args),
             "renderer_name": args.renderer,
-            "limit": args.limit,
         }
 
         async def at(max_tokens: int, checkpoints: list[str | None]) -> list[Any]:
-            sampling = attrs.evolve(settings, max_tokens=max_tokens)
+            sampling = attrs.evolve(common["sampling"], max_tokens=max_tokens)
             return await evaluate_many(
-                env_target(args), checkpoints=checkpoints, sampling=sampling, **common
+                env_target(args), checkpoints=checkpoints, **{**common, "sampling": sampling}
             )
 
         async def measure(max_tokens: int) -> Figures:
@@ -201,6 +180,16 @@ async def _claims(args: argparse.Namespace, results: list[Any]) -> list[tuple[st
     return claims
 
 
+def _evaluation(args: argparse.Namespace, out: str) -> dict[str, Any]:
+    """The keyword arguments both clients' evaluations take from the options."""
+    return {
+        **sample_options(args),
+        "renderer_name": args.renderer,
+        "out_dir": out,
+        "loggers": tuple(args.logger),
+    }
+
+
 def _checkpoints(args: argparse.Namespace) -> list[str | None]:
     chosen: list[str | None] = [None if c == "base" else c for c in args.checkpoint] or [None]
     if args.compare and None not in chosen:
@@ -213,15 +202,8 @@ async def _tinker_results(args: argparse.Namespace, out: str) -> list[Any]:
         env_target(args),
         model_name=args.model,
         checkpoints=_checkpoints(args),
-        samples=args.samples,
-        sampling=sampling_from_args(args),
         backend=backend_from_args(args),
-        split=args.split,
-        problems=problems_from_args(args),
-        renderer_name=args.renderer,
-        limit=args.limit,
-        out_dir=out,
-        loggers=tuple(args.logger),
+        **_evaluation(args, out),
     )
 
 
