@@ -8,10 +8,10 @@ a multi-turn transcript. :mod:`mint_envkit.replay.check` runs the check with the
 
 Example::
 
-    from mint_envkit.rollouts.inspect import prefix_report
+    from mint_envkit.rendering.renderer import get_renderer
+    from mint_envkit.rollouts.inspect import renderer_label
 
-    # not run: `rollout` is a GroupRollout of a multi-turn env
-    prefix_report(rollout)  # [(0, True, 3), (1, True, 1)]
+    assert renderer_label(get_renderer("qwen3", "mint-envkit/tiny-qwen3")) == "qwen3"
 """
 
 from __future__ import annotations
@@ -116,8 +116,6 @@ def renderer_label(renderer: Any) -> str:
 
     Example::
 
-        from mint_envkit.rendering.renderer import get_renderer
-
         renderer_label(get_renderer("qwen3", "mint-envkit/tiny-qwen3"))  # 'qwen3'
     """
     template = getattr(renderer.tokenizer, "chat_template", None) or ""
@@ -131,8 +129,6 @@ def prompt_lines(renderer: Any, text: str, tools: list[str]) -> list[str]:
     """The rendered prompt, which renderer and template wrote it, and where the tools went.
 
     Example::
-
-        from mint_envkit.rendering.renderer import get_renderer
 
         lines = prompt_lines(get_renderer("qwen3", "mint-envkit/tiny-qwen3"), "2 + 3?", [])
         lines[0]   # 'rendered prompt:'
