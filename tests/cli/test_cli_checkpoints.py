@@ -20,7 +20,6 @@ import attrs
 import pytest
 
 from mint_envkit.cli import main
-from mint_envkit.cli.checkpoints import default_state_dir
 from mint_envkit.rollouts.backend import local_api_key
 
 MODEL = "mint-envkit/tiny-qwen3-small"
@@ -195,14 +194,6 @@ def test_mint_api_key_is_sent_when_set(served, url, capsys, monkeypatch) -> None
     assert main(["checkpoints", "list", *url]) == 0
 
 
-def test_default_state_dir_follows_the_environment(monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("MINT_ENVKIT_STATE_DIR", str(tmp_path / "state"))
-    assert default_state_dir() == (tmp_path / "state").resolve()
-    monkeypatch.delenv("MINT_ENVKIT_STATE_DIR")
-    monkeypatch.setenv("MINT_ENVKIT_CACHE", str(tmp_path / "cache"))
-    assert default_state_dir() == (tmp_path / "cache" / "state").resolve()
-
-
 @pytest.mark.integration
 def test_local_state_dir_through_an_embedded_server(
     served, monkeypatch, tmp_path: Path, capsys
@@ -243,40 +234,6 @@ def test_list_links_each_run_to_its_log_directory(served, url, capsys, tmp_path:
 
 
 # ---------------------------------------------------------------- issue 48: du, prune
-
-
-@attrs.frozen
-class Listed:
-    """A checkpoint as the SDK lists it (the fields prune reads)."""
-
-    tinker_path: str
-    time: datetime | None
-    size_bytes: int | None
-
-
-def test_prune_chooses_by_run_age_orphans_and_size() -> None:
-    from datetime import UTC
-
-    from mint_envkit.cli.checkpoints import parse_age, parse_size, prune_choice
-
-    now = datetime(2026, 12, 7, tzinfo=UTC)
-    store = [
-        Listed("tinker://a/weights/s1", now - timedelta(days=9), 400),
-        Listed("tinker://a/weights/s2", now - timedelta(days=1), 400),
-        Listed("tinker://b/weights/s1", now - timedelta(days=8), 300),
-        Listed("tinker://c/weights/s1", now - timedelta(hours=1), 100),
-    ]
-
-    def chosen(**kwargs: Any) -> list[str]:
-        return [c.tinker_path for c in prune_choice(store, now=now, **kwargs)]
-
-    assert chosen(runs=["a"]) == ["tinker://a/weights/s1", "tinker://a/weights/s2"]
-    assert chosen(older_than=parse_age("7d")) == ["tinker://a/weights/s1", "tinker://b/weights/s1"]
-    assert chosen(orphaned={"c"}) == ["tinker://c/weights/s1"]
-    # the whole store is 1200 B: the oldest go first until it holds at most 600 B
-    assert chosen(max_size=parse_size("600")) == ["tinker://a/weights/s1", "tinker://b/weights/s1"]
-    assert chosen(runs=["a"], older_than=parse_age("2d")) == ["tinker://a/weights/s1"]
-    assert parse_size("2GB") == 2 * 1024**3 and parse_age("12h") == timedelta(hours=12)
 
 
 @pytest.mark.integration

@@ -13,12 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import mint_envkit.cli.init as init_command
 from env_packages import fake_env_package
 from mint_envkit.builders.packages import ENTRY_POINT_GROUP, installed_environments
 from mint_envkit.cli import main
-from mint_envkit.cli.scaffold import ScaffoldNames, scaffold_files
-from mint_envkit.errors import ConfigError
 
 FILES = [
     "README.md",
@@ -117,31 +114,6 @@ def test_an_installed_envs_name_is_refused(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "env name 'taken-env' is already installed (package taken-pkg 1.2.3)" in err
     assert not (tmp_path / "new").exists()
-
-
-def test_a_failed_recording_leaves_nothing_behind(tmp_path, monkeypatch):
-    async def broken(builder):
-        raise ConfigError("recording failed")
-
-    monkeypatch.setattr(init_command, "golden_records", broken)
-
-    with pytest.raises(ConfigError, match="recording failed"):
-        init_command.scaffold("units-demo", str(tmp_path / "out"))
-    assert list(tmp_path.iterdir()) == []
-    assert not any(name.startswith("units_demo") for name in sys.modules)
-
-
-def test_the_names_and_the_templates():
-    names = ScaffoldNames.of("units-demo")
-    assert names == ScaffoldNames("units-demo", "units_demo", "UnitsDemoEnv")
-    assert ScaffoldNames.of("grid_env").env_class == "GridEnv"
-    files = scaffold_files(names, "mint-envkit>=9.9")
-    assert '"mint-envkit>=9.9"' in files["pyproject.toml"]
-    assert all("$" not in text for text in files.values())  # every placeholder filled
-    env = files["src/units_demo/env.py"]
-    for argument in ("model_name", "batch_size", "group_size", "test_fraction", "seed"):
-        assert f"        {argument}: " in env  # documented in load_environment's Args
-        assert f"| `{argument}` |" in files["README.md"]
 
 
 # ------------------------------------------------------------ installed with pip

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from mint_envkit.evaluation.claims import uncut_budget
+from types import SimpleNamespace
+
+from mint_envkit.evaluation.claims import claims_against_base, uncut_budget
 from mint_envkit.runs.record import Figures
 
 
@@ -38,3 +40,27 @@ async def test_without_the_first_rate_every_growth_up_to_the_ceiling_is_tried():
     measure, asked = _measured({32: 0.5, 64: 0.5, 128: 0.5})
     assert await uncut_budget(measure, 16, ceiling=64) is None
     assert asked == [32, 64]
+
+
+def _result(checkpoint, label, correct, truncated, max_tokens):
+    figures = Figures(correct=correct, truncated_rate=truncated, max_tokens=max_tokens)
+    return SimpleNamespace(figures=figures, summary={"checkpoint": checkpoint, "label": label})
+
+
+async def test_claims_against_a_cut_off_base_use_the_pair_evaluated_where_it_is_not(capsys):
+    calls = []
+
+    async def evaluate_at(max_tokens, checkpoints):
+        calls.append((max_tokens, checkpoints))
+        return [_result(c, str(c), 0.5 if c else 0.25, 0.0, max_tokens) for c in checkpoints]
+
+    results = [_result(None, "base", 0.0, 0.5, 16), _result("tinker://a", "a", 0.5, 0.0, 16)]
+    [(label, claim)] = await claims_against_base(results, evaluate_at)
+
+    assert label == "a" and calls == [(32, [None]), (32, ["tinker://a"])]
+    assert (claim.uncut_before.correct, claim.uncut_after.correct) == (0.25, 0.5)
+    assert "evaluating it again at 32 tokens" in capsys.readouterr().err
+    calls.clear()
+    results[0] = _result(None, "base", 0.0, 0.0, 16)  # not cut off: nothing re-run
+    [(_, claim)] = await claims_against_base(results, evaluate_at)
+    assert calls == [] and claim.uncut_before is None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from mint_envkit.cli.command import add_env_args, env_target, run_command
+from mint_envkit.cli.command import add_env_spec, env_target, run_command
 from mint_envkit.cli.problems import add_problem_options, problems_from_args
 from mint_envkit.evaluation.spec import SAMPLES
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME as SMOLLM2
@@ -42,12 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "collapse, no gain or position-following is found, 2 on a usage or setup error, 3 "
         "when the audit itself failed."
     )
-    parser.add_argument(
-        "target",
-        metavar="ENV_SPEC",
-        help="MODULE:NAME, path/to/file.py:NAME or an installed env's name (mint-envkit list)",
-    )
-    add_env_args(parser)
+    add_env_spec(parser)
     parser.add_argument(
         "--model", default=None, help="the model whose tokenizer renders prompts (env classes)"
     )

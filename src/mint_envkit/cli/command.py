@@ -66,6 +66,21 @@ def add_env_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_env_spec(parser: argparse.ArgumentParser) -> None:
+    """Add the ``ENV_SPEC`` argument (``args.target``) and ``--env-args`` (:func:`add_env_args`).
+
+    Example::
+
+        add_env_spec(argparse.ArgumentParser())
+    """
+    parser.add_argument(
+        "target",
+        metavar="ENV_SPEC",
+        help="MODULE:NAME, path/to/file.py:NAME or an installed env's name (mint-envkit list)",
+    )
+    add_env_args(parser)
+
+
 def env_target(args: argparse.Namespace) -> Any:
     """The env the command works on: ``args.target`` as given, or (with ``--env-args``)
     the DatasetBuilder its ``load_environment`` makes with them.

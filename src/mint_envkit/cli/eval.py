@@ -20,20 +20,13 @@ from typing import Any
 
 import attrs
 
-from mint_envkit.cli.command import add_env_args, env_target, run_command
-from mint_envkit.cli.problems import (
-    add_sampling_options,
-    backend_from_args,
-    problems_from_args,
-    sampling_from_args,
-)
+from mint_envkit.cli.command import add_env_spec, env_target, run_command
+from mint_envkit.cli.problems import add_sampling_options, backend_from_args, sample_options
 from mint_envkit.errors import ConfigError
-from mint_envkit.evaluation.claims import TRUNCATION_OK, learning_claim, uncut_budget
+from mint_envkit.evaluation.claims import claims_against_base
 from mint_envkit.evaluation.compare import comparison_table
 from mint_envkit.evaluation.run import EVAL_CONCURRENCY, evaluate, evaluate_many, labels
-from mint_envkit.progress import say
 from mint_envkit.rollouts.openai_endpoint import OpenAIEndpoint
-from mint_envkit.runs.record import Figures
 from mint_envkit.runs.trackers import TRACKERS
 
 
@@ -50,12 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "mean reward, pass@k, correctness beside the best trivial baseline (named), answer diversity "
         "and the parse-failure rate; write results.jsonl, summary.json and a viewer page."
     )
-    parser.add_argument(
-        "target",
-        metavar="ENV_SPEC",
-        help="MODULE:NAME, path/to/file.py:NAME or an installed env's name (mint-envkit list)",
-    )
-    add_env_args(parser)
+    add_env_spec(parser)
     parser.add_argument(
         "--model", default=None, help="the base model (of the checkpoints); default the builder's"
     )
@@ -132,15 +120,8 @@ async def _openai_results(args: argparse.Namespace, out: str) -> list[Any]:
         env_target(args),
         client=endpoint,
         model_name=args.tokenizer,
-        samples=args.samples,
-        sampling=sampling_from_args(args),
-        split=args.split,
-        problems=problems_from_args(args),
-        renderer_name=args.renderer,
-        limit=args.limit,
-        out_dir=out,
         label=labels([args.model])[0],
-        loggers=tuple(args.logger),
+        **_evaluation(args, out),
     )
     used = result.summary["usage"]
     print(
@@ -152,53 +133,32 @@ async def _openai_results(args: argparse.Namespace, out: str) -> list[Any]:
 
 
 async def _claims(args: argparse.Namespace, results: list[Any]) -> list[tuple[str, Any]]:
-    """Each checkpoint against the base model (the first), measured where the base is not
-    cut off: when it is at this reply limit, the base and the checkpoints are evaluated
-    again at a limit where it is not (the same ladder as the training loop's), and each
-    re-run says so first."""
-    base = results[0].figures
-    uncut: list[Figures] = []
-    limit = base.max_tokens or 0
-    if (base.truncated_rate or 0.0) > TRUNCATION_OK:
-        settings = sampling_from_args(args)
-        common = {
-            "model_name": args.model,
-            "samples": args.samples,
-            "backend": backend_from_args(args),
-            "split": args.split,
-            "problems": problems_from_args(args),
-            "renderer_name": args.renderer,
-            "limit": args.limit,
-        }
+    """Each checkpoint against the base model (the first): :func:`claims_against_base`,
+    re-evaluating with the same options where the base is cut off."""
+    common = {
+        **sample_options(args),
+        "model_name": args.model,
+        "backend": backend_from_args(args),
+        "renderer_name": args.renderer,
+    }
 
-        async def at(max_tokens: int, checkpoints: list[str | None]) -> list[Any]:
-            sampling = attrs.evolve(settings, max_tokens=max_tokens)
-            return await evaluate_many(
-                env_target(args), checkpoints=checkpoints, sampling=sampling, **common
-            )
-
-        async def measure(max_tokens: int) -> Figures:
-            say(
-                f"the base model is cut off on {base.truncated_rate:.0%} of its replies at "
-                f"{limit} tokens: evaluating it again at {max_tokens} tokens"
-            )
-            return (await at(max_tokens, [None]))[0].figures
-
-        found = await uncut_budget(measure, limit, ceiling=2048, first_rate=base.truncated_rate)
-        if found is not None:
-            others = [r.summary["checkpoint"] for r in results[1:]]
-            say(
-                f"evaluating the {len(others)} checkpoint(s) again at {found[0]} tokens, "
-                "where the base model is not cut off"
-            )
-            uncut = [found[1], *(r.figures for r in await at(found[0], others))]
-    claims = []
-    for position, result in enumerate(results[1:], start=1):
-        pair = (uncut[0], uncut[position]) if uncut else None
-        claims.append(
-            (str(result.summary.get("label")), learning_claim(base, result.figures, pair))
+    async def at(max_tokens: int, checkpoints: list[str | None]) -> list[Any]:
+        sampling = attrs.evolve(common["sampling"], max_tokens=max_tokens)
+        return await evaluate_many(
+            env_target(args), checkpoints=checkpoints, **{**common, "sampling": sampling}
         )
-    return claims
+
+    return await claims_against_base(results, at)
+
+
+def _evaluation(args: argparse.Namespace, out: str) -> dict[str, Any]:
+    """The keyword arguments both clients' evaluations take from the options."""
+    return {
+        **sample_options(args),
+        "renderer_name": args.renderer,
+        "out_dir": out,
+        "loggers": tuple(args.logger),
+    }
 
 
 def _checkpoints(args: argparse.Namespace) -> list[str | None]:
@@ -213,15 +173,8 @@ async def _tinker_results(args: argparse.Namespace, out: str) -> list[Any]:
         env_target(args),
         model_name=args.model,
         checkpoints=_checkpoints(args),
-        samples=args.samples,
-        sampling=sampling_from_args(args),
         backend=backend_from_args(args),
-        split=args.split,
-        problems=problems_from_args(args),
-        renderer_name=args.renderer,
-        limit=args.limit,
-        out_dir=out,
-        loggers=tuple(args.logger),
+        **_evaluation(args, out),
     )
 
 

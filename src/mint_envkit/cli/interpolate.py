@@ -16,13 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mint_envkit.cli.command import add_env_args, env_target, run_command
-from mint_envkit.cli.problems import (
-    add_sampling_options,
-    backend_from_args,
-    problems_from_args,
-    sampling_from_args,
-)
+from mint_envkit.cli.command import add_env_spec, env_target, run_command
+from mint_envkit.cli.problems import add_sampling_options, backend_from_args, sample_options
 from mint_envkit.errors import MintEnvkitError
 from mint_envkit.evaluation.spec import SAMPLES
 from mint_envkit.interpolation import interpolation_sweep
@@ -41,8 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "evaluate each: mean reward, correctness beside the best trivial baseline, pass@k. "
         "Re-running with the same --out skips the finished points."
     )
-    parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
-    add_env_args(parser)
+    add_env_spec(parser)
     parser.add_argument("--model", required=True, help="the checkpoints' base model")
     parser.add_argument(
         "--checkpoint",
@@ -96,12 +90,8 @@ async def _run(args: argparse.Namespace) -> int:
         checkpoints=args.checkpoint,
         grid=grid_from_args(args),
         root=args.out,
-        samples=args.samples or SAMPLES,
-        split=args.split,
-        problems=problems_from_args(args),
-        limit=args.limit,
-        sampling=sampling_from_args(args),
         backend=backend_from_args(args),
+        **{**sample_options(args), "samples": args.samples or SAMPLES},
     )
     out = Path(args.out)
     if args.json:

@@ -79,6 +79,26 @@ def backend_from_args(args: argparse.Namespace) -> BackendSettings:
     return BackendSettings(backend=args.backend, base_url=args.base_url)
 
 
+def sample_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of an evaluation the sampling options give: ``samples``,
+    ``sampling``, ``split``, ``problems`` and ``limit`` (``evaluate``, ``evaluate_many``,
+    ``interpolation_sweep``).
+
+    Example::
+
+        args = argparse.Namespace(samples=None, temperature=1.0, max_tokens=None, seed=0,
+                                  split=None, problem=None, problems=None, limit=8)
+        sample_options(args)["limit"]   # 8
+    """
+    return {
+        "samples": args.samples,
+        "sampling": sampling_from_args(args),
+        "split": args.split,
+        "problems": problems_from_args(args),
+        "limit": args.limit,
+    }
+
+
 def problems_from_args(args: argparse.Namespace) -> list[dict[str, Any]] | str | None:
     """The problems the options name: a file path, a list of dicts, or None.
 
@@ -93,8 +113,21 @@ def problems_from_args(args: argparse.Namespace) -> list[dict[str, Any]] | str |
         raise MintEnvkitError("give --problem or --problems, not both")
     if args.problems:
         return args.problems
+    return parse_problems(args.problem)
+
+
+def parse_problems(texts: list[str] | None) -> list[dict[str, Any]] | None:
+    """The ``--problem`` values read as JSON (None when there are none).
+
+    Raises:
+        MintEnvkitError: a value that is not JSON.
+
+    Example::
+
+        parse_problems(['{"question": "2+3?"}'])   # [{'question': '2+3?'}]
+    """
     out = []
-    for text in args.problem or []:
+    for text in texts or []:
         try:
             out.append(json.loads(text))
         except json.JSONDecodeError as err:

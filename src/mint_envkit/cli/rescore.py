@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mint_envkit.cli.command import add_env_args, run_command
+from mint_envkit.cli.command import add_env_spec, run_command
 from mint_envkit.cli.deadline import Deadline, add_timeout, check_timeout, load_env_target
 from mint_envkit.replay.rescore import rescore
 from mint_envkit.runs.files import write_json_atomic
@@ -37,8 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "1: something did, 2: bad input."
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run's log_path or an eval's --out")
-    parser.add_argument("target", metavar="ENV_SPEC", help="MODULE:NAME or path/to/file.py:NAME")
-    add_env_args(parser)
+    add_env_spec(parser)
     parser.add_argument("--split", default=None, help="only this split's records (train, eval...)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N groups of a run")
     parser.add_argument(

@@ -1,4 +1,5 @@
-"""``mint-envkit serve``: the embedded server's command line (flags, signals, readiness lines).
+"""``mint-envkit serve``: the embedded server's command line; it runs in
+:func:`mint_envkit.local.foreground.serve_in_foreground` (signals, readiness lines).
 
 Example (shell)::
 
@@ -11,13 +12,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
-import threading
-import time
-from typing import Any
 
-from mint_envkit.errors import BackendError, ConfigError
+from mint_envkit.errors import ConfigError
+from mint_envkit.local.foreground import serve_in_foreground
 from mint_envkit.local.http.limits import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_REQUEST_TOKENS,
@@ -28,7 +26,6 @@ from mint_envkit.local.http.limits import (
 )
 from mint_envkit.local.http.state import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_UNNAMED_SAMPLERS
 from mint_envkit.local.server import DEFAULT_MODEL, LocalServer, is_loopback_host
-from mint_envkit.local.state_dir import state_dir_note
 from mint_envkit.rendering.gguf_files import SMOLLM2_MODEL_NAME
 from mint_envkit.rendering.tokenizer import TINY_MODEL_NAMES
 
@@ -234,47 +231,10 @@ def _serve(args: argparse.Namespace) -> int:
         max_tokens_per_pass=args.max_tokens_per_pass,
         batch_invariant=args.batch_invariant,
     )
-    try:
-        server.start()
-    except (BackendError, ConfigError) as err:
-        print(f"mint-envkit serve: {err}", file=sys.stderr)
-        return 2
-
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: Any) -> None:
-        stop.set()
-
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, on_signal)
-    try:
-        if not args.no_preload:
-            t0 = time.perf_counter()
-            print(
-                f"mint-envkit serve: loading {', '.join(models)} ...", file=sys.stderr, flush=True
-            )
-            errors = server.preload_errors()
-            if errors:
-                for name, message in errors.items():
-                    print(f"mint-envkit serve: cannot serve {name}: {message}", file=sys.stderr)
-                return 2
-            print(
-                f"mint-envkit serve: models ready in {time.perf_counter() - t0:.1f} s",
-                file=sys.stderr,
-            )
-        print(
-            f"mint-envkit serve: listening on {server.base_url} (models: {', '.join(models)}; "
-            f"latency {args.latency_ms:g} ms; {state_dir_note(args.state_dir)}). Use "
-            f"ServiceClient(base_url='{server.base_url}') or MINT_BASE_URL={server.base_url}. "
-            "Ctrl-C stops.",
-            flush=True,
-        )
-        while not stop.is_set() and server._thread is not None and server._thread.is_alive():
-            stop.wait(0.5)
-        return 0
-    finally:
-        server.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return serve_in_foreground(
+        server,
+        models,
+        preload=not args.no_preload,
+        latency_ms=args.latency_ms,
+        state_dir=args.state_dir,
+    )

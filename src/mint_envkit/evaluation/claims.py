@@ -38,6 +38,7 @@ from typing import Any
 
 import attrs
 
+from mint_envkit.progress import say
 from mint_envkit.runs.record import FINAL, FINAL_UNCUT, TEST, UNCUT, Figures, find_eval
 
 TRUNCATION_OK = 0.05
@@ -305,6 +306,52 @@ async def uncut_budget(
             return None  # more room did not end more replies
         previous = truncated
     return None
+
+
+async def claims_against_base(
+    results: Sequence[Any],
+    evaluate_at: Callable[[int, list[str | None]], Awaitable[list[Any]]],
+    ceiling: int = 2048,
+) -> list[tuple[str, LearningClaim]]:
+    """Each checkpoint's evaluation (``results[1:]``) against the base model's
+    (``results[0]``), by label, measured where the base is not cut off: when it is at
+    its reply limit, ``evaluate_at(max_tokens, checkpoints)`` evaluates the base (a
+    checkpoint of None) and the checkpoints again at a limit where it is not
+    (:func:`uncut_budget`, the training loop's ladder), and each re-run says so first.
+
+    Example::
+
+        # not run: `results` are EvalResults of the base and a checkpoint (evaluate_many)
+        for label, claim in await claims_against_base(results, evaluate_at):
+            print(f"{label} vs base: {claim.line()}")
+    """
+    base = results[0].figures
+    uncut: list[Figures] = []
+    limit = base.max_tokens or 0
+    if (base.truncated_rate or 0.0) > TRUNCATION_OK:
+
+        async def measure(max_tokens: int) -> Figures:
+            say(
+                f"the base model is cut off on {base.truncated_rate:.0%} of its replies at "
+                f"{limit} tokens: evaluating it again at {max_tokens} tokens"
+            )
+            return (await evaluate_at(max_tokens, [None]))[0].figures
+
+        found = await uncut_budget(measure, limit, ceiling=ceiling, first_rate=base.truncated_rate)
+        if found is not None:
+            others = [r.summary["checkpoint"] for r in results[1:]]
+            say(
+                f"evaluating the {len(others)} checkpoint(s) again at {found[0]} tokens, "
+                "where the base model is not cut off"
+            )
+            uncut = [found[1], *(r.figures for r in await evaluate_at(found[0], others))]
+    claims = []
+    for position, result in enumerate(results[1:], start=1):
+        pair = (uncut[0], uncut[position]) if uncut else None
+        claims.append(
+            (str(result.summary.get("label")), learning_claim(base, result.figures, pair))
+        )
+    return claims
 
 
 def run_claim_of(

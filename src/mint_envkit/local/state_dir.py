@@ -95,6 +95,22 @@ def disk_error_message(err: BaseException) -> str | None:
     return None
 
 
+def resolved_state_dir(given: str | os.PathLike[str] | None = None) -> Path:
+    """``given`` (a ``--state-dir``), else where the embedded backend keeps checkpoints,
+    expanded and resolved: ``$MINT_ENVKIT_STATE_DIR``, else ``state`` under the
+    mint_envkit cache (``$MINT_ENVKIT_CACHE``, else ``~/.cache/mint_envkit``), the
+    engine's rule.
+
+    Example::
+
+        resolved_state_dir("mint-state") == Path("mint-state").resolve()   # True
+        resolved_state_dir()   # PosixPath('/home/me/.cache/mint_envkit/state')
+    """
+    from mint_envkit.local.engine.core import default_state_dir
+
+    return Path(given if given is not None else default_state_dir()).expanduser().resolve()
+
+
 def state_dir_note(given: str | os.PathLike[str] | None) -> str:
     """Where checkpoints go, said so a job knows when it shares the place with others.
 
@@ -112,18 +128,16 @@ def state_dir_note(given: str | os.PathLike[str] | None) -> str:
         assert note.startswith("state dir /")
         assert state_dir_note("mint-state") == f"state dir {Path('mint-state').resolve()}"
     """
-    from mint_envkit.local.engine.core import default_state_dir
-
     try:
         user = f"user {getpass.getuser()}"
     except (KeyError, OSError):  # no login name (a container without a passwd entry)
         user = "this user"
     if given is not None:
-        return f"state dir {Path(given).expanduser().resolve()}"
+        return f"state dir {resolved_state_dir(given)}"
     if os.environ.get("MINT_ENVKIT_STATE_DIR"):
-        return f"state dir {default_state_dir().expanduser().resolve()} (MINT_ENVKIT_STATE_DIR)"
+        return f"state dir {resolved_state_dir()} (MINT_ENVKIT_STATE_DIR)"
     return (
-        f"state dir {default_state_dir().expanduser().resolve()} (the default: shared by every "
+        f"state dir {resolved_state_dir()} (the default: shared by every "
         f"job of {user} on this machine; --state-dir or "
         "MINT_ENVKIT_STATE_DIR gives one its own)"
     )

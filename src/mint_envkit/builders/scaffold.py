@@ -1,10 +1,11 @@
-"""The files ``mint-envkit init`` writes: a pip-installable env package, as templates.
+"""The files of a new env package (``mint-envkit init``): pip-installable, as templates.
 
 :func:`scaffold_files` fills them in for one env name: ``pyproject.toml`` (setuptools;
 the entry point in the ``mint_envkit.environments`` group), the env module (a
 SingleTurnEnv with twelve unit-conversion problems and ``load_environment(**kwargs)``),
-its tests and a README. The golden transcripts (``tests/golden.jsonl``) are recorded by
-:mod:`mint_envkit.cli.init`, by running the env. See docs/env-packages.md.
+its tests and a README; :func:`check_names` refuses a name Python or an installed
+package already has. The golden transcripts (``tests/golden.jsonl``) are recorded by
+:func:`mint_envkit.replay.scaffold.scaffold`, by running the env. See docs/env-packages.md.
 
 Example::
 
@@ -14,12 +15,15 @@ Example::
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import keyword
 import re
 from string import Template
 
 import attrs
 
+from mint_envkit.builders.packages import installed_environments
 from mint_envkit.errors import ConfigError
 
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*")
@@ -317,3 +321,40 @@ def scaffold_files(names: ScaffoldNames, requirement: str = "mint-envkit") -> di
         Template(path).substitute(values): Template(text).substitute(values)
         for path, text in _TEMPLATES.items()
     }
+
+
+def requirement() -> str:
+    """The package's dependency: on this mint-envkit's version or later.
+
+    Example::
+
+        requirement()   # 'mint-envkit>=0.1.0'
+    """
+    try:
+        return f"mint-envkit>={importlib.metadata.version('mint-envkit')}"
+    except importlib.metadata.PackageNotFoundError:  # a source tree that was not installed
+        return "mint-envkit"
+
+
+def check_names(names: ScaffoldNames) -> None:
+    """Refuse a name whose module Python already finds, or that an installed env has.
+
+    Raises:
+        ConfigError: the module would shadow (or be shadowed by) an importable one
+            (``json``, ``mint_envkit``), or an installed package declares the env name.
+
+    Example::
+
+        check_names(ScaffoldNames.of("units-demo"))   # None: free
+    """
+    if importlib.util.find_spec(names.module) is not None:
+        raise ConfigError(
+            f"env name {names.name!r}: a module named {names.module!r} already exists in this "
+            "Python; the package's module would clash with it: pick another name"
+        )
+    taken = [env for env in installed_environments() if env.name == names.name]
+    if taken:
+        raise ConfigError(
+            f"env name {names.name!r} is already installed (package {taken[0].package} "
+            f"{taken[0].version}); pick another name, or pip uninstall {taken[0].package}"
+        )
