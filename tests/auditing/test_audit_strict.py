@@ -5,7 +5,10 @@ clean twin passes.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # lenient_envs
 
 import lenient_envs as envs
 
-from mint_envkit.auditing import AuditReport, audit
+from mint_envkit.auditing import AuditReport, audit, generated
 
 
 def _failing(report: AuditReport) -> dict[str, list[str]]:
@@ -126,6 +129,34 @@ async def test_the_search_is_seeded_and_can_be_turned_off():
     record = first.record()
     generated = [p for p in record["probes"] if p["kind"] == "generated"]
     assert generated and all("tried" in p for p in generated)
+
+
+def test_searches_run_in_threads_that_outlive_the_event_loop_with_the_callers_context(
+    monkeypatch,
+):
+    """A search in a fresh thread rebuilds Hypothesis' per-thread caches (about twice
+    its CPU, benchmarks/audit_search_threads.py): two audits under two asyncio.run
+    calls search in the same thread, and the search sees the caller's context."""
+    marker = contextvars.ContextVar("marker", default=None)
+    seen: list[tuple[str, object]] = []
+    run = generated._Search.run
+
+    def watched(self, examples, seed):
+        seen.append((threading.current_thread().name, marker.get()))
+        return run(self, examples, seed)
+
+    monkeypatch.setattr(generated._Search, "run", watched)
+
+    async def one(value):
+        marker.set(value)
+        return await audit(envs.nan_builder)
+
+    first, second = asyncio.run(one("a")), asyncio.run(one("b"))
+    assert not first.ok and not second.ok  # the search still finds the NaN grader
+    threads = {name for name, _ in seen}
+    assert threads and all(name.startswith("mint-envkit-search") for name in threads)
+    assert len(threads) == 1, threads  # one audit after another: the same warm thread
+    assert {value for _, value in seen} == {"a", "b"}
 
 
 async def test_a_reply_that_raises_is_one_finding_per_exception_never_a_traceback():

@@ -35,6 +35,8 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import copy
 import json
 import random
@@ -377,6 +379,13 @@ class _Search:
             return None
 
 
+_SEARCH_THREADS = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="mint-envkit-search")
+"""Where searches run: threads that outlive an event loop. Hypothesis keeps its caches per
+thread, so a search in a fresh thread (``asyncio.to_thread`` under a new ``asyncio.run``,
+as in each test or each audit of a script) first rebuilds them: about twice the search's
+CPU (``benchmarks/audit_search_threads.py``)."""
+
+
 def _row(name: str, judged: Sequence[Judged], tried: int, example: str) -> ProbeResult:
     found = Found()
     for one in judged:
@@ -410,7 +419,10 @@ async def generated_probes(
         if family == "other_answer" and len(others) < 2:
             continue
         search = _Search(family, usable, others, loop)
-        hit = await asyncio.to_thread(search.run, examples, seed * 1000 + number)
+        run = contextvars.copy_context().run  # as asyncio.to_thread: the caller's context
+        hit = await loop.run_in_executor(
+            _SEARCH_THREADS, run, search.run, examples, seed * 1000 + number
+        )
         tried = len(search.tried)
         if not tried:
             continue
