@@ -4,7 +4,9 @@ catches what the recorded table says it catches, and no clean twin raises an ala
 Two tests per case (xdist spreads them): on the buggy env, the case's demo reply earns
 more than on its twin (or less, for a bug that withholds reward) and, when
 benchmarks/reward_zoo/recorded.json says the audit catches the bug, the audit (probes
-only) still fails it; on the clean twin, the audit passes. A bug recorded as missed that
+only) still fails it; on the clean twin, the audit passes. A code case's twin is audited
+in its bug's test, in one ``shared_runs()`` block: the twin's programs that run on the
+same tests as the buggy env's (every bug in the grader, not the tests) run once. A bug recorded as missed that
 is caught now passes (rerun ``python benchmarks/reward_zoo/run.py --record`` to update
 the table, then ``--docs``).
 
@@ -23,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from mint_envkit.sandbox import CodeEnv, run_tests
+from mint_envkit.sandbox.reward import shared_runs
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
@@ -61,31 +64,16 @@ CODE_LIMIT = 4
 """The problems a code case's tests audit: its first 4 of 6-8 (each holds the bug there)."""
 
 
+def is_code(name: str) -> bool:
+    return issubclass(build_quietly(CASES[name], buggy=False).env, CodeEnv)
+
+
 def cheap(name: str) -> dict:
     """The tests' audit options for a case. Mutation testing, where the audit has it, only
     warns (the tests assert no warning): off. A code case's audit runs 7 trivial programs
     and the solution per problem in the sandbox (about 5 CPU seconds for 8 problems), so
     its tests audit its first CODE_LIMIT problems; the recorded table audits them all."""
-    code = issubclass(build_quietly(CASES[name], buggy=False).env, CodeEnv)
-    return {"mutants": 0, **({"limit": CODE_LIMIT} if code else {})}
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-async def test_zoo_bug(name):
-    case = CASES[name]
-    limit = cheap(name).get("limit")
-    buggy, clean = await demo_rewards_async(case, limit)
-    assert shows_bug(case, buggy, clean), (
-        f"{name}: the demo reply earns {buggy:+.3f} on the buggy env and {clean:+.3f} on the "
-        f"twin; it should earn {case.demo.direction} on the buggy one"
-    )
-    recorded = RECORDED_ROWS[name]["buggy"]
-    if recorded["verdict"] == "caught":
-        now = await audit_builder(build_quietly(case, buggy=True), **cheap(name))
-        assert now["ok"] is False, (
-            f"{name}: the recorded table says the audit catches this bug "
-            f"({recorded['failing']}); now: {now}"
-        )
+    return {"mutants": 0, **({"limit": CODE_LIMIT} if is_code(name) else {})}
 
 
 TWINS = sorted(
@@ -97,13 +85,38 @@ TWINS = sorted(
 is caught (module docstring)."""
 
 
-@pytest.mark.parametrize("name", TWINS)
-async def test_zoo_twin(name):
+async def audit_twin(name: str) -> None:
     now = await audit_builder(build_quietly(CASES[name], buggy=False), **cheap(name))
     assert now["error"] is None or RECORDED_ROWS[name]["clean"]["verdict"] == "error", (
         f"{name}: the audit raised on the clean twin: {now}"
     )
     assert now["ok"] is not False, f"{name}: the clean twin fails the audit (a false alarm): {now}"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+async def test_zoo_bug(name):
+    case = CASES[name]
+    limit = cheap(name).get("limit")
+    with shared_runs():  # a code case's twin runs its grader's shared programs once
+        buggy, clean = await demo_rewards_async(case, limit)
+        assert shows_bug(case, buggy, clean), (
+            f"{name}: the demo reply earns {buggy:+.3f} on the buggy env and {clean:+.3f} on "
+            f"the twin; it should earn {case.demo.direction} on the buggy one"
+        )
+        recorded = RECORDED_ROWS[name]["buggy"]
+        if recorded["verdict"] == "caught":
+            now = await audit_builder(build_quietly(case, buggy=True), **cheap(name))
+            assert now["ok"] is False, (
+                f"{name}: the recorded table says the audit catches this bug "
+                f"({recorded['failing']}); now: {now}"
+            )
+        if name in TWINS and is_code(name):
+            await audit_twin(name)
+
+
+@pytest.mark.parametrize("name", [name for name in TWINS if not is_code(name)])
+async def test_zoo_twin(name):
+    await audit_twin(name)
 
 
 def _row(name: str, bug: str, twin: str = "clean") -> dict:

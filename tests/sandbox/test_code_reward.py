@@ -193,3 +193,28 @@ async def test_a_reward_with_a_broken_sandbox_raises_rather_than_scoring(tmp_pat
     reward = code_passes(executor=BubblewrapExecutor(bwrap=str(tmp_path / "none")))
     with pytest.raises(SandboxError, match=r"SandboxFusionExecutor\(url\)"):
         await reward.score_async(fenced("x = 1"), ["assert x == 1"])
+
+
+async def test_a_shared_runs_inside_another_shares_the_enclosing_runs():
+    from mint_envkit.sandbox.reward import shared_runs
+
+    class Counting:
+        name = "counting"
+        calls = 0
+
+        async def run(self, source: str, stdin: str, limits: Limits) -> ProcessResult:
+            Counting.calls += 1
+            return await SANDBOX.run(source, stdin, limits)
+
+    executor = Counting()
+    code = "def add(a, b):\n    return a + b"
+    with shared_runs():
+        first = await run_tests(code, TESTS, executor=executor)
+        with shared_runs():  # e.g. an audit inside a caller's shared block
+            inner = await run_tests(code, TESTS, executor=executor)
+            await run_tests(code + "\n", TESTS, executor=executor)
+        after = await run_tests(code + "\n", TESTS, executor=executor)
+    assert inner is first and executor.calls == 2  # the inner block's new run outlives it
+    await run_tests(code, TESTS, executor=executor)
+    assert executor.calls == 3  # outside every block: nothing is shared
+    assert after is not first

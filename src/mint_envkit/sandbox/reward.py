@@ -117,7 +117,8 @@ def shared_runs() -> Iterator[None]:
     same tests under the same limits and executor runs once: the others get its
     :class:`CodeRun`, even while it is still running. The audit scores one reference
     solution several times (its probes, its code audit); scoring a model's replies
-    never shares.
+    never shares. Inside another ``shared_runs()``, it shares the enclosing one's runs
+    (one event loop: a run is shared while it is still going).
 
     Example::
 
@@ -126,7 +127,8 @@ def shared_runs() -> Iterator[None]:
             again = await run_tests("def f():\\n    return 1", ["assert f() == 1"])
         assert again is first
     """
-    token = _SHARED.set(LRU(_SHARED_RUNS))
+    enclosing = _SHARED.get()
+    token = _SHARED.set(LRU(_SHARED_RUNS) if enclosing is None else enclosing)
     try:
         yield
     finally:
