@@ -16,6 +16,7 @@ import pytest
 from math_verify import parse, verify
 
 from mint_envkit.errors import ConfigError
+from mint_envkit.parsers import math as math_module
 from mint_envkit.parsers import math_equal
 from mint_envkit.parsers.math import (
     DEFAULT_MATH_MEMORY_MB,
@@ -330,6 +331,7 @@ def test_slow_calls_do_not_hold_a_lane(default_workers: None) -> None:
     time.sleep(1.5)  # both lanes now hold a call that has run over a second
     equal = math_equal(r"\{3, 1\}", r"\{1, 3\}", timeout=13.0)
     still_running = [thread.is_alive() for thread in hard]
+    math_module._POOL.close()  # kill the hopeless calls' workers (each burns a core to 15 s)
     for thread in hard:
         thread.join(timeout=100)
     assert equal is True  # answered, not timed out waiting for a lane
