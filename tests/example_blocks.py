@@ -375,18 +375,24 @@ def _binds_what_they_read(prelude: str, codes: list[str]) -> bool:
     """Whether ``prelude`` binds a name (anywhere in it) that one of ``codes`` reads: a
     package's example is the given of its modules' examples only when they use what it
     builds, and running it before each of its 16 modules' blocks was half of a part's
-    time. When a block does not parse, the answer is yes."""
+    time. A name a block binds itself (``import tempfile``) is its own, not read from the
+    prelude. When a block does not parse, the answer is yes."""
     try:
-        bound = {name for node in ast.walk(ast.parse(prelude)) for name in _bound_by(node)}
-        read = {
-            node.id
-            for code in codes
-            for node in ast.walk(ast.parse(code))
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-        }
+        bound = _names_bound(prelude)
+        read = set()
+        for code in codes:  # a name the block binds itself (its own import) is not read
+            read |= {
+                node.id
+                for node in ast.walk(ast.parse(code))
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+            } - _names_bound(code)
     except SyntaxError:
         return True
     return bool(bound & read)
+
+
+def _names_bound(code: str) -> set[str]:
+    return {name for node in ast.walk(ast.parse(code)) for name in _bound_by(node)}
 
 
 def _bound_by(node: ast.AST) -> list[str]:

@@ -26,6 +26,7 @@ import pytest
 from example_blocks import (
     SRC,
     Block,
+    _binds_what_they_read,
     compile_block,
     docstring_blocks,
     missing_names,
@@ -409,3 +410,12 @@ def test_the_module_example_is_the_given_of_the_others():
     )
     assert results["module"] == results["uses"] == results["again"] == ""
     assert "NameError" in results["alone"]
+
+
+def test_a_package_example_runs_first_only_where_a_block_reads_what_it_builds():
+    prelude = "import tempfile\nengine = make(tempfile.mkdtemp())\n"
+    assert _binds_what_they_read(prelude, ["engine.run()"])
+    own = "import tempfile\nother = make(tempfile.mkdtemp())\n"  # its own tempfile
+    assert not _binds_what_they_read(prelude, [own])
+    assert _binds_what_they_read(prelude, [own, "print(engine)"])
+    assert _binds_what_they_read(prelude, ["f(a=1, ...)"])  # does not parse: run it
