@@ -4,7 +4,9 @@ starvation of easy answers behind hard ones, and a fast path that agrees with ma
 Linux only: worker processes are found and measured through /proc.
 """
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -16,7 +18,6 @@ import pytest
 from math_verify import parse, verify
 
 from mint_envkit.errors import ConfigError
-from mint_envkit.parsers import math as math_module
 from mint_envkit.parsers import math_equal
 from mint_envkit.parsers.math import (
     DEFAULT_MATH_MEMORY_MB,
@@ -309,6 +310,21 @@ def test_the_fast_path_compares_as_math_verify_does(value: str, answer: str) -> 
     assert math_equal(value, answer) is expected
 
 
+def _kill_math_workers() -> None:
+    """SIGKILL this process's math-verify workers (a call whose worker dies returns; the
+    ``default_workers`` fixture then starts a fresh pool)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat, argv = (entry / "stat").read_text(), (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"_math_worker" in argv:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
 def test_slow_calls_do_not_hold_a_lane(default_workers: None) -> None:
     """Two hopeless calls hold both lanes; a third call gets a further worker and answers
     while they still run. The verdict is an order (the third call returns before the slow
@@ -331,7 +347,7 @@ def test_slow_calls_do_not_hold_a_lane(default_workers: None) -> None:
     time.sleep(1.5)  # both lanes now hold a call that has run over a second
     equal = math_equal(r"\{3, 1\}", r"\{1, 3\}", timeout=13.0)
     still_running = [thread.is_alive() for thread in hard]
-    math_module._POOL.close()  # kill the hopeless calls' workers (each burns a core to 15 s)
+    _kill_math_workers()  # the hopeless calls' workers each burn a core to their 15 s
     for thread in hard:
         thread.join(timeout=100)
     assert equal is True  # answered, not timed out waiting for a lane
