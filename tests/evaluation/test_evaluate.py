@@ -66,9 +66,20 @@ async def test_an_evaluation_writes_results_summary_and_a_viewer_run(
     assert "eval/mean_reward" in page and lines[0]["replies"][0][:3] in page
 
 
-async def test_a_fixed_seed_gives_the_same_samples(tiny_local_server):
+async def test_a_fixed_seed_gives_the_same_samples(tmp_path, tiny_local_server, capsys):
     first = await evaluate(ArithmeticEnv, problems=PROBLEMS, **_options(tiny_local_server))
-    again = await evaluate(ArithmeticEnv, problems=PROBLEMS, **_options(tiny_local_server))
+    capsys.readouterr()
+    again = await evaluate(
+        ArithmeticEnv,
+        problems=PROBLEMS,
+        label="again",
+        quiet=True,
+        out_dir=str(tmp_path),
+        **_options(tiny_local_server),
+    )
+    # label and quiet hold without a client too (they were dropped on the way)
+    assert (tmp_path / "again" / "rollouts.jsonl").is_file() and not (tmp_path / "base").exists()
+    assert "eval " not in capsys.readouterr().err
     other = await evaluate(ArithmeticEnv, problems=PROBLEMS, **_options(tiny_local_server, seed=1))
     assert [p.replies for p in first.problems] == [p.replies for p in again.problems]
     assert [p.replies for p in first.problems] != [p.replies for p in other.problems]
@@ -120,6 +131,14 @@ async def test_a_checkpoint_against_the_base_model(tmp_path, tiny_local_server):
 
 
 async def test_a_missing_checkpoint_says_how_to_list_them(tiny_local_server):
+    with pytest.raises(ConfigError, match="one distinct name per checkpoint"):
+        await evaluate_many(
+            ArithmeticEnv,
+            problems=PROBLEMS,
+            checkpoints=[None, None],
+            names=["a", "a"],
+            **_options(tiny_local_server),
+        )
     missing = "tinker://no-such-run/sampler_weights/final"
     with pytest.raises(ConfigError, match="mint-envkit checkpoints list") as err:
         await evaluate(

@@ -307,14 +307,17 @@ async def evaluate_many(
     out_dir: str | None = None,
     counterfactual: bool | None = None,
     loggers: Sequence[str] = (),
+    names: Sequence[str] | None = None,
+    quiet: bool = False,
 ) -> list[EvalResult]:
     """Evaluate several checkpoints (None: the base model) on the same problems and seeds.
 
     One backend serves them all (an embedded one loads the model once). With
     ``out_dir``, ``results.jsonl`` and ``summary.json`` go there and each checkpoint's
-    run folder (for the viewer) to ``out_dir/<label>`` (see :func:`labels`); with
-    ``loggers`` each checkpoint is one tracker run there, grouped by ``out_dir``. The
-    other arguments are those of :func:`evaluate`.
+    run folder (for the viewer) to ``out_dir/<label>`` (``names``, one per checkpoint;
+    None: :func:`labels`); with ``loggers`` each checkpoint is one tracker run there,
+    grouped by ``out_dir``. ``quiet``: no progress lines. The other arguments are those
+    of :func:`evaluate`.
 
     Example::
 
@@ -333,7 +336,13 @@ async def evaluate_many(
     )
     sampling = sampling or SamplingSettings()
     backend = attrs.evolve(backend or BackendSettings(), models=(chosen.model_name,))
-    names = labels(checkpoints)
+    if names is None:
+        names = labels(checkpoints)
+    elif len(names) != len(checkpoints) or len(set(names)) != len(names):
+        raise ConfigError(
+            f"evaluate_many(names=...) needs one distinct name per checkpoint, got {names!r} "
+            f"for {len(checkpoints)} checkpoint(s); or None for labels(checkpoints)"
+        )
     results = []
     async with connect(backend) as connection, service_client(connection) as service:
         for checkpoint, name in zip(checkpoints, names, strict=True):
@@ -353,6 +362,7 @@ async def evaluate_many(
                     label=name,
                     describe=describe,
                     folder=folder,
+                    quiet=quiet,
                     counterfactual=counterfactual,
                 )
             )
@@ -449,6 +459,8 @@ async def evaluate(
             out_dir=out_dir,
             counterfactual=counterfactual,
             loggers=loggers,
+            names=None if label is None else [label],
+            quiet=quiet,
         )
         return found[0]
     if checkpoint is not None or backend is not None:
