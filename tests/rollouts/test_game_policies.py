@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mint_envkit import DatasetBuilder
+from mint_envkit import DatasetBuilder, Feedback
 from mint_envkit.rollouts.game_moves import (
     Play,
     names_one_option,
@@ -25,6 +25,16 @@ class PenalisedColourEnv(ColourGameEnv):
     the first turn (-0.5, the builder's default from max_turns_reward) earns more."""
 
     wrong_move_reward = -0.1
+
+
+class SuddenDeathColourEnv(ColourGameEnv):
+    """One wrong colour loses at once (-0.5): a game that is over long before its 4 turns."""
+
+    async def respond(self, message):
+        feedback = await super().respond(message)
+        if feedback.reward == self.wrong_move_reward and not feedback.done:
+            return Feedback(reward=-0.5, done=True, metrics={"solved": 0.0})
+        return feedback
 
 
 async def _groups(env=ColourGameEnv, n=6):
@@ -108,3 +118,15 @@ async def test_an_ending_the_game_finished_before_is_not_played():
     cut = (await play_episodes(group, Play("first turn", first, "cut_off", 0)))[0]
     assert cut.won is False and cut.ended is True
     assert (await play_episodes(group, Play("plain", first)))[0].ended is None
+
+
+async def test_an_ending_the_honest_game_never_reaches_is_shown_and_not_compared():
+    """The trap: the check printed "cut off on the last turn" as "ok" with a reward, for a
+    game lost on its first turn: that ending never happened."""
+    ordering = await game_ordering((await _groups(SuddenDeathColourEnv, n=1))[0])
+    assert ordering.losing.replies == ("orange",)  # lost on turn 1
+    assert ordering.unreached == {"cut off at the reply limit on the last turn"}
+    assert "cut off at the reply limit on the last turn" not in ordering.above
+    (line,) = [x for x in ordering.lines() if "on the last turn" in x]
+    assert line.rstrip().endswith("not reached: the game was over first")
+    assert ordering.held is True

@@ -195,6 +195,8 @@ class GameOrdering:
         losing: the honest losing episode (None: none could be played).
         endings: each ending's name -> its reward (None where the env raised).
         above: the endings that earn more than the honest losing episode.
+        unreached: the endings the game never got to (it was over before their turn):
+            not compared, and shown as such.
 
     Example::
 
@@ -205,6 +207,7 @@ class GameOrdering:
     losing: Episode | None
     endings: dict[str, float | None]
     above: dict[str, float]
+    unreached: frozenset[str] = frozenset()
 
     @property
     def held(self) -> bool | None:
@@ -231,6 +234,9 @@ class GameOrdering:
             f"{self.losing.reward:+.3f}; the endings held to it:"
         ]
         for name, reward in self.endings.items():
+            if name in self.unreached:
+                out.append(f"  {name:<46} {'-':>7}  not reached: the game was over first")
+                continue
             shown = "error" if reward is None else f"{reward:+.3f}"
             mark = "ABOVE" if name in self.above else "ok"
             out.append(f"  {name:<46} {shown:>7}  {mark}")
@@ -264,9 +270,12 @@ async def game_ordering(group: Any, *, seed: int = 0) -> GameOrdering:
     """
     losing = await honest_loss(group, seed=seed)
     rewards: dict[str, float | None] = {}
+    unreached = set()
     for play in endings(() if losing is None else losing.replies):
         episode = (await play_episodes(group, play, seed=seed))[0]
         rewards[play.name] = episode.reward
-    known = {k: v for k, v in rewards.items() if v is not None}
+        if episode.ended is False:  # the game was over before this ending's turn
+            unreached.add(play.name)
+    known = {k: v for k, v in rewards.items() if v is not None and k not in unreached}
     above = {} if losing is None else above_yardstick(losing.reward or 0.0, known, tolerance=TIE)
-    return GameOrdering(losing, rewards, above)
+    return GameOrdering(losing, rewards, above, frozenset(unreached))
