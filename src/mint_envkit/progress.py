@@ -228,12 +228,15 @@ class Task:
         and after one that took ``MINT_ENVKIT_PROGRESS_EVERY_S`` (5 s) or more.
         ``since`` (a ``time.monotonic()`` value) is when the unit the text names began,
         where units overlap (a training loop samples step 2 while step 1 trains): its
-        time so far counts from there, not from the unit the count is on.
+        time so far counts from there, not from the unit the count is on. The same text
+        again, with nothing said between, is not said twice.
 
         Example::
 
             task.phase("step 1: sampling")   # task: the class example's
         """
+        if self.fields.get("now") == text:
+            return
         self.fields["now"] = text
         if self.mode == "rich":
             _LIVE["progress"].update(self._rich_id, info=self._info(), pace=self.pace())
