@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mint_envkit.rollouts.backend import local_api_key
+from mint_envkit.rollouts.backend import close_session, local_api_key
 
 _PAGE = 100
 
@@ -42,28 +42,25 @@ def rest_client(base_url: str | None, state_dir: str | Path | None) -> Iterator[
     """
     import mint
 
-    if base_url:
-        from urllib.parse import urlsplit
+    with contextlib.ExitStack() as stack:
+        if base_url:
+            from urllib.parse import urlsplit
 
-        from mint_envkit.local.server import is_loopback_host
+            from mint_envkit.local.server import is_loopback_host
 
-        key = os.environ.get("MINT_API_KEY")
-        if key is None and is_loopback_host(urlsplit(base_url).hostname or ""):
-            key = local_api_key()  # a local 'mint-envkit serve' accepts any sk- key
+            key = os.environ.get("MINT_API_KEY")
+            if key is None and is_loopback_host(urlsplit(base_url).hostname or ""):
+                key = local_api_key()  # a local 'mint-envkit serve' accepts any sk- key
+        else:
+            from mint_envkit.local.server import LocalServer
+
+            server = LocalServer(state_dir=str(state_dir), preload=False, list_all_checkpoints=True)
+            base_url, key = stack.enter_context(server).base_url, local_api_key()
         service = mint.ServiceClient(base_url=base_url, api_key=key)
         try:
             yield service.create_rest_client()
         finally:
-            service.holder.close()
-        return
-    from mint_envkit.local.server import LocalServer
-
-    with LocalServer(state_dir=str(state_dir), preload=False, list_all_checkpoints=True) as server:
-        service = mint.ServiceClient(base_url=server.base_url, api_key=local_api_key())
-        try:
-            yield service.create_rest_client()
-        finally:
-            service.holder.close()
+            close_session(service)
 
 
 def list_checkpoints(rest: Any, run: str | None = None) -> list[Any]:
