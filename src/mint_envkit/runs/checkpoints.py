@@ -15,9 +15,7 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
-import json
 import re
 import shutil
 from collections.abc import Sequence
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mint_envkit.errors import MintEnvkitError
+from mint_envkit.runs.files import read_jsonl
 
 _UNITS = {"b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
 _AGES = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -66,12 +65,10 @@ def log_dirs(root: Path) -> dict[str, Path]:
     """
     found: dict[str, Path] = {}
     for record_file in sorted(root.rglob("checkpoints.jsonl")) if root.is_dir() else []:
-        for line in record_file.read_text(encoding="utf-8", errors="replace").splitlines():
-            with contextlib.suppress(ValueError, AttributeError):
-                record = json.loads(line)
-                for key in ("state_path", "sampler_path"):
-                    if isinstance(record.get(key), str):
-                        found.setdefault(run_id(record[key]), record_file.parent)
+        for record in read_jsonl(record_file):
+            for key in ("state_path", "sampler_path"):
+                if isinstance(record.get(key), str):
+                    found.setdefault(run_id(record[key]), record_file.parent)
     return found
 
 
