@@ -30,7 +30,6 @@ from typing import Any
 
 import attrs
 
-from mint_envkit.builders.dataset import DEFAULT_REPLY_LIMIT
 from mint_envkit.checks import (
     check_flag,
     check_integer,
@@ -80,7 +79,7 @@ def _setting(settings: type, name: str, *, none: str = "", **kwargs: Any) -> Any
 def _reply_limit(value: int | None, config: Any) -> int:
     # None (the default): the dataset builder's max_generation_tokens, which owns the limit
     if value is None:
-        return builder_value(config.dataset_builder, "max_tokens") or DEFAULT_REPLY_LIMIT
+        return SamplingSettings().reply_limit(builder_value(config.dataset_builder, "max_tokens"))
     return value
 
 
