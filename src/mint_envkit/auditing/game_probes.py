@@ -50,7 +50,6 @@ import attrs
 from mint_envkit.auditing.probes import AuditedProblem, Found, Judged, ProbeResult
 from mint_envkit.auditing.replies import APPEAL, last_user, long_filler, system_text
 from mint_envkit.auditing.rules import PLAYS
-from mint_envkit.builders.dataset import DEFAULT_REPLY_LIMIT
 from mint_envkit.envs.base import AuditProbe
 from mint_envkit.progress import track
 from mint_envkit.rollouts.game_moves import (
@@ -62,6 +61,7 @@ from mint_envkit.rollouts.game_moves import (
 )
 from mint_envkit.rollouts.game_policies import endings, honest_loss
 from mint_envkit.rollouts.judging import BY_REWARD
+from mint_envkit.rollouts.settings import SamplingSettings
 
 PLAYS_SHARE = 0.5
 """A non-answer game probe whose replies are legal moves in more than this share plays.
@@ -133,7 +133,7 @@ def game_probes(
     add("cut_off_last_turn", "non_answer",
         "valid wrong moves, then a reply cut off at the reply limit on the last turn", last)  # fmt: skip
     add("no_stop_turn_1", "non_answer", "a reply without the stop token on turn 1", no_stop)
-    limit = problem.group.max_generation_tokens or DEFAULT_REPLY_LIMIT
+    limit = SamplingSettings().reply_limit(problem.group.max_generation_tokens)
     tokenizer = problem.group.renderer().tokenizer
     filler = long_filler(limit, lambda t: len(tokenizer.encode(t, add_special_tokens=False)))
     add("rambles", "non_answer", "filler within the reply limit every turn", _constant(filler))

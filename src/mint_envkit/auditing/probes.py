@@ -50,7 +50,6 @@ from mint_envkit.auditing.strict import (
     lowest_terms_asked,
     strict_verdict,
 )
-from mint_envkit.builders.dataset import DEFAULT_REPLY_LIMIT
 from mint_envkit.builders.group import GroupBuilder
 from mint_envkit.envs.base import AuditProbe, Message, MessageEnv, success_name
 from mint_envkit.errors import ConfigError
@@ -66,6 +65,7 @@ from mint_envkit.rollouts.judging import (
 )
 from mint_envkit.rollouts.run import rollout_groups
 from mint_envkit.rollouts.scripted import GroupReport, ScriptedPolicy
+from mint_envkit.rollouts.settings import SamplingSettings
 from mint_envkit.sandbox.env import CodeEnv
 
 GENERATED = "generated"
@@ -543,7 +543,7 @@ async def run_probes(
                 reference=None if reference is None else reference.reply,
                 answers=answers,
                 common=common,
-                reply_limit=problem.group.max_generation_tokens or DEFAULT_REPLY_LIMIT,
+                reply_limit=SamplingSettings().reply_limit(problem.group.max_generation_tokens),
                 count_tokens=_counter(problem.group),
                 extra=[*problem.own, *extra],
                 verdicts=_verdicts(problem.env),
