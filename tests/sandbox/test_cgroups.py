@@ -57,6 +57,28 @@ def test_a_cgroup_that_cannot_be_made_is_a_sandbox_error(tmp_path):
         RunCgroup.create(tmp_path / "missing", 1 << 20)
 
 
+def test_a_lease_swept_by_another_process_before_it_was_opened_is_made_again(tmp_path, monkeypatch):
+    """The race a CI run hit: another process's sweep removed this one's new lease
+    between its mkdir and its open, and the run failed with a SandboxError."""
+    opened = os.open
+    swept: list[str] = []
+
+    def open_after_a_sweep(path, flags, *args):
+        name = os.fspath(path)
+        if not swept and os.path.basename(name).startswith("mint-envkit-"):
+            os.rmdir(name)  # the other process's sweep, just before this open
+            swept.append(name)
+        return opened(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", open_after_a_sweep)
+    lease = CgroupLease.take(tmp_path)
+    monkeypatch.setattr(os, "open", opened)
+    try:
+        assert swept and lease.path.is_dir() and str(lease.path) != swept[0]
+    finally:
+        lease.release()
+
+
 TRAINER = """
 import asyncio, sys
 from mint_envkit.sandbox import BubblewrapExecutor, Limits, run_tests

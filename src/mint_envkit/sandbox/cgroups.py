@@ -208,6 +208,14 @@ class CgroupLease:
                     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
                 except FileExistsError:
                     continue
+                except FileNotFoundError:
+                    if not parent.is_dir():
+                        raise SandboxError(
+                            f"cannot make this process's memory cgroup under {parent}: it "
+                            "does not exist; pass memory_cgroup=False to use the seccomp "
+                            "filter instead"
+                        ) from None
+                    continue  # another process's sweep took it between mkdir and open
                 except OSError as err:
                     raise SandboxError(
                         f"cannot make this process's memory cgroup {path}: {err}; pass "
